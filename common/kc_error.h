@@ -1,0 +1,56 @@
+/* Kiln error codes: one table gives each code its value, name and message.
+ * Functions return 0 on success or a negative KC_E* code (libuv style). */
+#ifndef KC_ERROR_H
+#define KC_ERROR_H
+
+/* XX(name, message). Kubernetes Status.reason values keep their API spelling
+ * in the message so that callers can report them verbatim. */
+#define KC_ERRNO_MAP(XX)                                                   \
+  XX(NOMEM, "out of memory")                                               \
+  XX(INVAL, "invalid argument")                                            \
+  XX(RANGE, "value out of range")                                          \
+  XX(PARSE, "parse error")                                                 \
+  XX(IO, "input/output error")                                             \
+  XX(TOOBIG, "message too large")                                          \
+  XX(TIMEDOUT, "timed out")                                                \
+  XX(CANCELED, "canceled")                                                 \
+  XX(CONNECT, "cannot connect to the API server")                          \
+  XX(TLS, "TLS handshake or certificate error")                            \
+  XX(TRANSPORT, "transport error")                                         \
+  XX(HTTP, "unexpected HTTP status")                                       \
+  XX(BADREQUEST, "BadRequest")                                             \
+  XX(UNAUTHORIZED, "Unauthorized")                                         \
+  XX(FORBIDDEN, "Forbidden")                                               \
+  XX(NOTFOUND, "NotFound")                                                 \
+  XX(ALREADYEXISTS, "AlreadyExists")                                       \
+  XX(CONFLICT, "Conflict")                                                 \
+  XX(GONE, "Gone")                                                         \
+  XX(EXPIRED, "Expired")                                                   \
+  XX(INVALID, "Invalid")                                                   \
+  XX(TOOMANYREQUESTS, "TooManyRequests")                                   \
+  XX(SERVERTIMEOUT, "ServerTimeout")                                       \
+  XX(INTERNAL, "InternalError")                                            \
+  XX(UNAVAILABLE, "ServiceUnavailable")                                    \
+  XX(NOTLEADER, "not the leader")                                          \
+  XX(EXISTS, "already exists")                                             \
+  XX(NOENT, "no such entry")
+
+typedef enum {
+  KC_OK = 0,
+  KC__EBASE = -1000,
+#define XX(name, msg) KC_E##name,
+  KC_ERRNO_MAP(XX)
+#undef XX
+  KC__EMAX
+} kc_errno;
+
+/* The message for an error code, or "unknown error". Never NULL, static. */
+const char *kc_strerror(int err);
+/* The symbolic name ("KC_ENOTFOUND"), static. */
+const char *kc_err_name(int err);
+/* Maps a Kubernetes Status.reason string to a code; KC_EHTTP when unknown. */
+int kc_err_from_reason(const char *reason);
+/* Maps an HTTP status code to a code (0 for 2xx). */
+int kc_err_from_http(long status);
+
+#endif
