@@ -1,0 +1,76 @@
+# Shared helpers for the end-to-end suites. A suite is tests/e2e/test_*.sh; tests/e2e/run
+# starts one real control plane, then runs each suite with KUBECONFIG, KILN_BUILD (the meson
+# build directory), KILN_CLUSTER_DIR and KILN_BIN (cached control-plane binaries) set.
+# A suite defines functions named test_* and ends with `e2e_main "$@"`; each test runs in
+# its own subshell, and prints one line "PASS name" or "FAIL name: why".
+# shellcheck shell=bash
+
+set -uo pipefail
+
+E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+KILN_ROOT=$(cd "$E2E_DIR/../.." && pwd)
+: "${KILN_BUILD:=$KILN_ROOT/build}"
+export PATH="${KILN_BIN:+$KILN_BIN:}$PATH"
+
+# fail MESSAGE: end the current test as failed.
+fail() {
+  echo "    $*" >&2
+  exit 1
+}
+
+# expect_eq WANT GOT [WHAT]
+expect_eq() {
+  [ "$1" = "$2" ] || fail "${3:-value}: want '$1', got '$2'"
+}
+
+# expect_match REGEX TEXT [WHAT]
+expect_match() {
+  [[ "$2" =~ $1 ]] || fail "${3:-text}: want match for /$1/, got '$2'"
+}
+
+# wait_for SECONDS DESCRIPTION COMMAND...: poll until COMMAND succeeds, or fail.
+wait_for() {
+  local secs=$1 what=$2
+  shift 2
+  local deadline=$((SECONDS + secs))
+  until "$@" >/dev/null 2>&1; do
+    [ $SECONDS -lt $deadline ] || fail "timed out after ${secs}s waiting for $what"
+    sleep 0.2
+  done
+}
+
+# jsonpath KIND/NAME EXPR [NAMESPACE]
+jsonpath() {
+  kubectl get "$1" ${3:+-n "$3"} -o "jsonpath=$2" 2>/dev/null
+}
+
+# new_namespace PREFIX: create a uniquely named namespace and print its name.
+new_namespace() {
+  local ns
+  ns="$1-$(head -c4 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+  kubectl create namespace "$ns" >/dev/null || fail "cannot create namespace $ns"
+  echo "$ns"
+}
+
+e2e_main() {
+  local only=${1:-} passed=0 failed=0 t
+  for t in $(declare -F | awk '{print $3}' | grep '^test_'); do
+    [ -z "$only" ] || [ "$t" = "$only" ] || continue
+    local log
+    log=$(mktemp)
+    local start=$SECONDS
+    # Not in an `if`: bash ignores set -e inside a condition, and tests rely on it.
+    (set -e; "$t") >"$log" 2>&1
+    if [ $? -eq 0 ]; then
+      echo "PASS ${SUITE:-$(basename "$0" .sh)}/$t ($((SECONDS - start))s)"
+      passed=$((passed + 1))
+    else
+      echo "FAIL ${SUITE:-$(basename "$0" .sh)}/$t ($((SECONDS - start))s)"
+      sed 's/^/    /' "$log"
+      failed=$((failed + 1))
+    fi
+    rm -f "$log"
+  done
+  echo "suite: $passed passed, $failed failed"
+  [ "$failed" -eq 0 ]
+}
