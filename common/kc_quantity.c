@@ -1,0 +1,336 @@
+/* Exact Kubernetes quantities; see kc_quantity.h for the accepted language and the few
+ * deliberate differences from apimachinery. The parser keeps every digit in a small
+ * decimal array so that binary suffixes with long fractions ("0.000000000001Ki" = 2n)
+ * round exactly like Kubernetes' arbitrary-precision path, without any floating point. */
+#include "kc_quantity.h"
+
+#include <string.h>
+
+#include "kc_error.h"
+
+__extension__ typedef __int128 i128;
+__extension__ typedef unsigned __int128 u128;
+
+#define NANO 1000000000LL
+/* Largest accepted magnitude in nano-units: Value() must still fit in int64. */
+#define NANO_LIMIT ((i128)INT64_MAX * NANO)
+/* Digit array: every input digit plus the growth of a multiplication by 2^60. */
+#define DIGITS_MAX (KC_QUANTITY_MAX_LEN + 24)
+
+struct suffix {
+  const char *text;
+  int base; /* 10 or 2 */
+  int exp;
+};
+
+static const struct suffix suffixes[] = {
+  {"n", 10, -9}, {"u", 10, -6}, {"m", 10, -3}, {"k", 10, 3},   {"M", 10, 6},
+  {"G", 10, 9},  {"T", 10, 12}, {"P", 10, 15}, {"E", 10, 18}, {"Ki", 2, 10},
+  {"Mi", 2, 20}, {"Gi", 2, 30}, {"Ti", 2, 40}, {"Pi", 2, 50}, {"Ei", 2, 60},
+};
+
+static bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+
+/* Interprets the suffix s[0..len). Sets base, exp and fmt; returns 0, KC_EPARSE with
+ * *bad = offset of the offending byte within the suffix, or KC_ERANGE for an exponent
+ * outside int32 (Kubernetes rejects those rather than truncating them). */
+static int parse_suffix(const char *s, size_t len, int *base, int64_t *exp, kc_qformat *fmt,
+                        size_t *bad) {
+  *bad = 0;
+  if (len == 0) {
+    *base = 10;
+    *exp = 0;
+    *fmt = KC_QFMT_DECIMAL_SI;
+    return 0;
+  }
+  for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+    size_t n = strlen(suffixes[i].text);
+    if (n == len && memcmp(s, suffixes[i].text, n) == 0) {
+      *base = suffixes[i].base;
+      *exp = suffixes[i].exp;
+      *fmt = suffixes[i].base == 2 ? KC_QFMT_BINARY_SI : KC_QFMT_DECIMAL_SI;
+      return 0;
+    }
+  }
+  if ((s[0] != 'e' && s[0] != 'E') || len < 2)
+    return KC_EPARSE;
+  size_t i = 1;
+  bool neg = false;
+  if (s[i] == '+' || s[i] == '-') {
+    neg = s[i] == '-';
+    i++;
+  }
+  if (i == len) {
+    *bad = i;
+    return KC_EPARSE;
+  }
+  int64_t v = 0;
+  bool big = false;
+  for (; i < len; i++) {
+    if (!is_digit(s[i])) {
+      *bad = i;
+      return KC_EPARSE;
+    }
+    if (v <= INT32_MAX)
+      v = v * 10 + (s[i] - '0');
+    if (v > INT32_MAX)
+      big = true;
+  }
+  if (big)
+    return KC_ERANGE;
+  *base = 10;
+  *exp = neg ? -v : v;
+  *fmt = KC_QFMT_DECIMAL_EXP;
+  return 0;
+}
+
+/* d[] holds little-endian decimal digits; multiplies in place by m (m <= 2^10). */
+static size_t digits_mul(unsigned char *d, size_t n, unsigned m) {
+  unsigned carry = 0;
+  for (size_t i = 0; i < n; i++) {
+    unsigned v = d[i] * m + carry;
+    d[i] = (unsigned char)(v % 10);
+    carry = v / 10;
+  }
+  while (carry && n < DIGITS_MAX) {
+    d[n++] = (unsigned char)(carry % 10);
+    carry /= 10;
+  }
+  return n;
+}
+
+int kc_quantity_parsen(const char *s, size_t len, kc_quantity *q, size_t *err_offset) {
+  size_t dummy;
+  if (!err_offset)
+    err_offset = &dummy;
+  *err_offset = 0;
+  if (!s || !q)
+    return KC_EINVAL;
+  if (len == 0)
+    return KC_EPARSE;
+  if (len > KC_QUANTITY_MAX_LEN) {
+    *err_offset = KC_QUANTITY_MAX_LEN;
+    return KC_ETOOBIG;
+  }
+
+  unsigned char big[DIGITS_MAX]; /* significant digits, most significant first */
+  size_t nd = 0, ndenom = 0, pos = 0;
+  bool neg = false, any = false;
+  if (s[0] == '+' || s[0] == '-') {
+    neg = s[0] == '-';
+    pos++;
+  }
+  for (; pos < len && is_digit(s[pos]); pos++) {
+    any = true;
+    if (nd > 0 || s[pos] != '0')
+      big[nd++] = (unsigned char)(s[pos] - '0');
+  }
+  if (pos < len && s[pos] == '.') {
+    pos++;
+    for (; pos < len && is_digit(s[pos]); pos++) {
+      any = true;
+      ndenom++;
+      if (nd > 0 || s[pos] != '0')
+        big[nd++] = (unsigned char)(s[pos] - '0');
+    }
+  }
+  if (!any) {
+    *err_offset = pos;
+    return KC_EPARSE;
+  }
+
+  int base;
+  int64_t exp;
+  kc_qformat fmt;
+  size_t bad;
+  int rc = parse_suffix(s + pos, len - pos, &base, &exp, &fmt, &bad);
+  if (rc < 0) {
+    *err_offset = pos + bad;
+    return rc;
+  }
+
+  /* Little-endian copy for the arithmetic. */
+  unsigned char d[DIGITS_MAX];
+  for (size_t i = 0; i < nd; i++)
+    d[i] = big[nd - 1 - i];
+  if (base == 2)
+    for (int64_t k = exp; k > 0; k -= 10)
+      nd = digits_mul(d, nd, 1u << (k >= 10 ? 10 : k));
+  int64_t shift = (base == 10 ? exp : 0) - (int64_t)ndenom + 9; /* nanos = D * 10^shift */
+
+  i128 nano = 0;
+  if (nd > 0) {
+    bool sticky = false;
+    size_t lo = 0; /* first kept digit */
+    if (shift < 0) {
+      uint64_t drop = (uint64_t)(-shift);
+      lo = drop >= nd ? nd : (size_t)drop;
+      for (size_t i = 0; i < lo; i++)
+        sticky |= d[i] != 0;
+      shift = 0;
+    }
+    size_t kept = nd - lo;
+    /* A kept number with 29 or more digits is at least 10^28 > NANO_LIMIT. */
+    if (kept > 0 && (int64_t)kept - 1 + shift >= 28) {
+      *err_offset = 0;
+      return KC_ERANGE;
+    }
+    for (size_t i = nd; i > lo; i--)
+      nano = nano * 10 + d[i - 1];
+    for (int64_t i = 0; i < shift; i++)
+      nano *= 10;
+    nano += sticky; /* round the magnitude up to the next nano-unit */
+    if (nano > NANO_LIMIT) {
+      *err_offset = 0;
+      return KC_ERANGE;
+    }
+  }
+  /* Kubernetes shows a binary quantity below one unit in decimal form. */
+  if (fmt == KC_QFMT_BINARY_SI && nano > 0 && nano < NANO)
+    fmt = KC_QFMT_DECIMAL_SI;
+  q->nano = neg ? -nano : nano;
+  q->format = fmt;
+  return 0;
+}
+
+int kc_quantity_parse(const char *s, kc_quantity *q, size_t *err_offset) {
+  if (!s) {
+    if (err_offset)
+      *err_offset = 0;
+    return KC_EINVAL;
+  }
+  size_t len = strnlen(s, KC_QUANTITY_MAX_LEN + 1);
+  return kc_quantity_parsen(s, len, q, err_offset);
+}
+
+/* |v| / div rounded away from zero, with the sign of v, saturated to int64. */
+static int64_t scaled(i128 v, int64_t div) {
+  bool neg = v < 0;
+  u128 m = neg ? (u128)(-v) : (u128)v;
+  u128 r = m / (u128)div + (m % (u128)div != 0);
+  if (r > (u128)INT64_MAX)
+    return neg ? INT64_MIN : INT64_MAX;
+  return neg ? -(int64_t)r : (int64_t)r;
+}
+
+int64_t kc_quantity_milli(const kc_quantity *q) {
+  return scaled(q->nano, 1000000);
+}
+
+int64_t kc_quantity_value(const kc_quantity *q) {
+  return scaled(q->nano, NANO);
+}
+
+void kc_quantity_from_milli(kc_quantity *q, int64_t milli, kc_qformat fmt) {
+  q->nano = (i128)milli * 1000000;
+  q->format = fmt;
+}
+
+void kc_quantity_from_value(kc_quantity *q, int64_t value, kc_qformat fmt) {
+  q->nano = (i128)value * NANO;
+  q->format = fmt;
+}
+
+int kc_quantity_cmp(const kc_quantity *a, const kc_quantity *b) {
+  return (a->nano > b->nano) - (a->nano < b->nano);
+}
+
+/* Appends the decimal digits of m to buf at *n; false when it does not fit. */
+static bool put_u128(char *buf, size_t len, size_t *n, u128 m) {
+  char tmp[40];
+  size_t k = 0;
+  do {
+    tmp[k++] = (char)('0' + (int)(m % 10));
+    m /= 10;
+  } while (m);
+  if (*n + k >= len)
+    return false;
+  while (k)
+    buf[(*n)++] = tmp[--k];
+  return true;
+}
+
+static bool put_str(char *buf, size_t len, size_t *n, const char *s) {
+  size_t k = strlen(s);
+  if (*n + k >= len)
+    return false;
+  memcpy(buf + *n, s, k);
+  *n += k;
+  return true;
+}
+
+int kc_quantity_format(const kc_quantity *q, char *buf, size_t len) {
+  size_t n = 0;
+  if (!buf || len == 0)
+    return KC_ERANGE;
+  buf[0] = '\0';
+  if (q->nano == 0) {
+    if (!put_str(buf, len, &n, "0"))
+      return KC_ERANGE;
+    buf[n] = '\0';
+    return (int)n;
+  }
+  bool neg = q->nano < 0;
+  u128 m = neg ? (u128)(-q->nano) : (u128)q->nano;
+  if (neg && !put_str(buf, len, &n, "-"))
+    return KC_ERANGE;
+
+  kc_qformat fmt = q->format;
+  /* BinarySI only when it is exact in whole units and at least 1Ki; otherwise Kubernetes
+   * falls back to DecimalSI rather than round. */
+  if (fmt == KC_QFMT_BINARY_SI && (m < (u128)1024 * NANO || m % NANO != 0))
+    fmt = KC_QFMT_DECIMAL_SI;
+
+  if (fmt == KC_QFMT_BINARY_SI) {
+    static const char *const bin[] = {"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"};
+    u128 u = m / NANO;
+    int e = 0;
+    while (e < 6 && u % 1024 == 0) {
+      u /= 1024;
+      e++;
+    }
+    if (!put_u128(buf, len, &n, u) || !put_str(buf, len, &n, bin[e]))
+      return KC_ERANGE;
+    buf[n] = '\0';
+    return (int)n;
+  }
+
+  /* Decimal: strip factors of ten into the exponent, then lower the exponent to a
+   * multiple of three so that an SI suffix (or a short e-exponent) names it. */
+  int e = -9;
+  while (m % 10 == 0) {
+    m /= 10;
+    e++;
+  }
+  while (e % 3 != 0) {
+    m *= 10;
+    e--;
+  }
+  if (!put_u128(buf, len, &n, m))
+    return KC_ERANGE;
+  if (fmt == KC_QFMT_DECIMAL_EXP) {
+    if (e != 0) {
+      char ex[8];
+      size_t k = 0;
+      int a = e < 0 ? -e : e;
+      ex[k++] = 'e';
+      if (e < 0)
+        ex[k++] = '-';
+      if (a >= 10)
+        ex[k++] = (char)('0' + a / 10);
+      ex[k++] = (char)('0' + a % 10);
+      ex[k] = '\0';
+      if (!put_str(buf, len, &n, ex))
+        return KC_ERANGE;
+    }
+  } else {
+    /* e is in [-9, 18]: magnitudes stop below 10^28 nano-units. */
+    static const char *const dec[] = {"n", "u", "m", "", "k", "M", "G", "T", "P", "E"};
+    if (!put_str(buf, len, &n, dec[(e + 9) / 3]))
+      return KC_ERANGE;
+  }
+  buf[n] = '\0';
+  return (int)n;
+}
