@@ -1,0 +1,594 @@
+#include "kc_http.h"
+
+#include "kc_error.h"
+#include "kc_log.h"
+
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef container_of
+#define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
+#endif
+
+#define CONNECT_TIMEOUT_MS 30000L /* client-go's dialer timeout */
+#define KEEPALIVE_S 30L           /* client-go's dialer keep-alive */
+#define MAX_STREAMS 250L          /* Go's HTTP/2 default per connection */
+
+/* One per socket curl asks us to watch; freed in the uv_close callback. */
+struct sock_ctx {
+  uv_poll_t poll;
+  curl_socket_t fd;
+  kc_http *h;
+  struct sock_ctx *prev, *next;
+};
+
+struct kc_http {
+  uv_loop_t *loop;
+  CURLM *multi;
+  uv_timer_t timer;
+  kc_config *cfg;
+  char *user_agent;
+  kc_http_req *reqs;          /* requests added to the multi handle */
+  kc_http_req *pending;       /* started from inside a curl callback; added afterwards */
+  struct sock_ctx *socks;
+  int in_curl;                /* depth of curl_multi_socket_action calls */
+  int open_handles;           /* libuv handles not yet closed (timer + polls) */
+  bool closing;
+  bool force_token;
+  kc_http_stats stats;
+};
+
+struct kc_http_req {
+  kc_http *h;
+  CURL *easy;
+  struct curl_slist *headers;
+  char *url;
+  char *body;
+  char *buf; /* response body */
+  size_t len, cap, max;
+  bool decided; /* streaming: the status has been looked at */
+  bool stream;  /* streaming: deliver chunks (2xx), else buffer an error body */
+  int abort_err;
+  kc_http_chunk_cb on_chunk;
+  kc_http_done_cb on_done;
+  void *data;
+  kc_http_req *prev, *next;
+  char errbuf[CURL_ERROR_SIZE];
+};
+
+static void maybe_free(kc_http *h) {
+  if (h->closing && h->open_handles == 0) {
+    free(h->user_agent);
+    free(h);
+  }
+}
+
+static void on_handle_closed(uv_handle_t *handle) {
+  kc_http *h;
+  if (handle->type == UV_POLL) {
+    struct sock_ctx *sc = container_of((uv_poll_t *)handle, struct sock_ctx, poll);
+    h = sc->h;
+    free(sc);
+  } else {
+    h = container_of((uv_timer_t *)handle, kc_http, timer);
+  }
+  h->open_handles--;
+  maybe_free(h);
+}
+
+static void sock_unlink(kc_http *h, struct sock_ctx *sc) {
+  if (sc->prev)
+    sc->prev->next = sc->next;
+  else
+    h->socks = sc->next;
+  if (sc->next)
+    sc->next->prev = sc->prev;
+  sc->prev = sc->next = NULL;
+}
+
+static void req_link(kc_http_req **head, kc_http_req *r) {
+  r->prev = NULL;
+  r->next = *head;
+  if (*head)
+    (*head)->prev = r;
+  *head = r;
+}
+
+static void req_unlink(kc_http_req **head, kc_http_req *r) {
+  if (r->prev)
+    r->prev->next = r->next;
+  else
+    *head = r->next;
+  if (r->next)
+    r->next->prev = r->prev;
+  r->prev = r->next = NULL;
+}
+
+static void req_free(kc_http_req *r) {
+  if (!r)
+    return;
+  if (r->easy)
+    curl_easy_cleanup(r->easy);
+  curl_slist_free_all(r->headers); /* holds the Authorization header: never logged */
+  free(r->url);
+  free(r->body);
+  free(r->buf);
+  free(r);
+}
+
+int kc_http_err_from_curl(int code) {
+  switch ((CURLcode)code) {
+  case CURLE_OK:
+    return 0;
+  case CURLE_OUT_OF_MEMORY:
+    return KC_ENOMEM;
+  case CURLE_OPERATION_TIMEDOUT:
+    return KC_ETIMEDOUT;
+  case CURLE_COULDNT_RESOLVE_HOST:
+  case CURLE_COULDNT_RESOLVE_PROXY:
+  case CURLE_COULDNT_CONNECT:
+    return KC_ECONNECT;
+  case CURLE_SSL_CONNECT_ERROR:
+  case CURLE_PEER_FAILED_VERIFICATION:
+  case CURLE_SSL_CERTPROBLEM:
+  case CURLE_SSL_CIPHER:
+  case CURLE_SSL_CACERT_BADFILE:
+  case CURLE_SSL_ISSUER_ERROR:
+  case CURLE_SSL_CRL_BADFILE:
+  case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+  case CURLE_SSL_INVALIDCERTSTATUS:
+  case CURLE_SSL_ENGINE_INITFAILED:
+    return KC_ETLS;
+  case CURLE_FILESIZE_EXCEEDED:
+    return KC_ETOOBIG;
+  case CURLE_ABORTED_BY_CALLBACK:
+    return KC_ECANCELED;
+  default:
+    return KC_ETRANSPORT;
+  }
+}
+
+static void check_done(kc_http *h);
+
+static void finish(kc_http_req *r, CURLcode code) {
+  kc_http *h = r->h;
+  curl_multi_remove_handle(h->multi, r->easy);
+  req_unlink(&h->reqs, r);
+  h->stats.in_flight--;
+  h->stats.finished++;
+
+  kc_http_result res = {.err = 0, .status = 0, .body = "", .retry_after_ms = -1, .sent = true,
+                        .detail = ""};
+  long status = 0, conns = 0;
+  curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
+  curl_easy_getinfo(r->easy, CURLINFO_NUM_CONNECTS, &conns);
+  h->stats.new_connections += (uint64_t)conns;
+  if (code == CURLE_WRITE_ERROR && r->abort_err)
+    res.err = r->abort_err;
+  else
+    res.err = kc_http_err_from_curl(code);
+  if (code == CURLE_COULDNT_CONNECT || code == CURLE_COULDNT_RESOLVE_HOST ||
+      code == CURLE_COULDNT_RESOLVE_PROXY)
+    res.sent = false;
+  if (res.err == 0 || status > 0)
+    res.status = status;
+  if (res.err)
+    res.detail = r->errbuf[0] ? r->errbuf : curl_easy_strerror(code);
+  if (status > 0) {
+    curl_off_t ra = 0;
+    struct curl_header *hdr;
+    if (curl_easy_getinfo(r->easy, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0)
+      res.retry_after_ms = (int64_t)ra * 1000;
+    else if (curl_easy_header(r->easy, "Retry-After", 0, CURLH_HEADER, -1, &hdr) == CURLHE_OK)
+      res.retry_after_ms = 0;
+  }
+  if (r->buf) {
+    r->buf[r->len] = '\0';
+    res.body = r->buf;
+    res.body_len = r->len;
+  }
+  if (r->on_done)
+    r->on_done(r, &res, r->data);
+  req_free(r);
+}
+
+static void flush_pending(kc_http *h) {
+  while (h->pending) {
+    kc_http_req *r = h->pending;
+    req_unlink(&h->pending, r);
+    req_link(&h->reqs, r);
+    CURLMcode mc = curl_multi_add_handle(h->multi, r->easy);
+    if (mc != CURLM_OK) {
+      /* Report it like a transport failure: the caller was promised a callback. */
+      snprintf(r->errbuf, sizeof(r->errbuf), "curl_multi_add_handle: %s",
+               curl_multi_strerror(mc));
+      finish(r, CURLE_FAILED_INIT);
+    }
+  }
+}
+
+static void socket_action(kc_http *h, curl_socket_t fd, int flags) {
+  int running;
+  h->in_curl++;
+  curl_multi_socket_action(h->multi, fd, flags, &running);
+  h->in_curl--;
+  check_done(h);
+  flush_pending(h);
+}
+
+static void check_done(kc_http *h) {
+  CURLMsg *msg;
+  int left;
+  while ((msg = curl_multi_info_read(h->multi, &left))) {
+    if (msg->msg != CURLMSG_DONE)
+      continue;
+    kc_http_req *r = NULL;
+    curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&r);
+    finish(r, msg->data.result);
+  }
+}
+
+static void on_poll(uv_poll_t *p, int status, int events) {
+  struct sock_ctx *sc = container_of(p, struct sock_ctx, poll);
+  int flags = 0;
+  if (status < 0)
+    flags = CURL_CSELECT_ERR;
+  if (events & UV_READABLE)
+    flags |= CURL_CSELECT_IN;
+  if (events & UV_WRITABLE)
+    flags |= CURL_CSELECT_OUT;
+  socket_action(sc->h, sc->fd, flags);
+}
+
+static void on_timer(uv_timer_t *t) {
+  kc_http *h = container_of(t, kc_http, timer);
+  socket_action(h, CURL_SOCKET_TIMEOUT, 0);
+}
+
+static int on_curl_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp) {
+  kc_http *h = userp;
+  struct sock_ctx *sc = socketp;
+  if (what == CURL_POLL_REMOVE) {
+    if (sc) {
+      uv_poll_stop(&sc->poll);
+      curl_multi_assign(h->multi, fd, NULL);
+      sock_unlink(h, sc);
+      uv_close((uv_handle_t *)&sc->poll, on_handle_closed);
+    }
+    return 0;
+  }
+  if (!sc) {
+    sc = calloc(1, sizeof(*sc));
+    if (!sc)
+      return -1;
+    if (uv_poll_init_socket(h->loop, &sc->poll, fd) != 0) {
+      free(sc);
+      return -1;
+    }
+    sc->fd = fd;
+    sc->h = h;
+    sc->next = h->socks;
+    if (h->socks)
+      h->socks->prev = sc;
+    h->socks = sc;
+    h->open_handles++;
+    curl_multi_assign(h->multi, fd, sc);
+  }
+  int ev = 0;
+  if (what & CURL_POLL_IN)
+    ev |= UV_READABLE;
+  if (what & CURL_POLL_OUT)
+    ev |= UV_WRITABLE;
+  return uv_poll_start(&sc->poll, ev, on_poll) == 0 ? 0 : -1;
+}
+
+static int on_curl_timer(CURLM *multi, long timeout_ms, void *userp) {
+  kc_http *h = userp;
+  /* curl forbids calling socket_action from here; a 0 ms timer runs it on the next turn. */
+  if (timeout_ms < 0)
+    uv_timer_stop(&h->timer);
+  else
+    uv_timer_start(&h->timer, on_timer, (uint64_t)timeout_ms, 0);
+  return 0;
+}
+
+int kc_http_new(uv_loop_t *loop, kc_config *cfg, const char *user_agent, kc_http **out) {
+  kc_http *h = calloc(1, sizeof(*h));
+  if (!h)
+    return KC_ENOMEM;
+  h->loop = loop;
+  h->cfg = cfg;
+  h->user_agent = strdup(user_agent ? user_agent : "kiln/" KILN_VERSION);
+  if (!h->user_agent)
+    goto fail_ua;
+  /* Reference-counted by curl; Kiln calls it from the loop thread only. */
+  if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+    goto fail_global;
+  h->multi = curl_multi_init();
+  if (!h->multi)
+    goto fail_multi;
+  if (uv_timer_init(loop, &h->timer) != 0)
+    goto fail_timer;
+  h->open_handles = 1;
+  curl_multi_setopt(h->multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket);
+  curl_multi_setopt(h->multi, CURLMOPT_SOCKETDATA, h);
+  curl_multi_setopt(h->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
+  curl_multi_setopt(h->multi, CURLMOPT_TIMERDATA, h);
+  curl_multi_setopt(h->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+  curl_multi_setopt(h->multi, CURLMOPT_MAX_CONCURRENT_STREAMS, MAX_STREAMS);
+  *out = h;
+  return 0;
+fail_timer:
+  curl_multi_cleanup(h->multi);
+fail_multi:
+  curl_global_cleanup();
+fail_global:
+  free(h->user_agent);
+fail_ua:
+  free(h);
+  return KC_ENOMEM;
+}
+
+void kc_http_free(kc_http *h) {
+  if (!h)
+    return;
+  while (h->pending) {
+    kc_http_req *r = h->pending;
+    req_unlink(&h->pending, r);
+    kc_http_result res = {.err = KC_ECANCELED, .body = "", .retry_after_ms = -1,
+                          .detail = "transport closed"};
+    if (r->on_done)
+      r->on_done(r, &res, r->data);
+    req_free(r);
+  }
+  while (h->reqs) {
+    kc_http_req *r = h->reqs;
+    curl_multi_remove_handle(h->multi, r->easy);
+    req_unlink(&h->reqs, r);
+    h->stats.in_flight--;
+    kc_http_result res = {.err = KC_ECANCELED, .body = "", .retry_after_ms = -1,
+                          .detail = "transport closed"};
+    if (r->on_done)
+      r->on_done(r, &res, r->data);
+    req_free(r);
+  }
+  h->closing = true;
+  /* Stop curl from calling back while it tears down its connections; we close the polls. */
+  curl_multi_setopt(h->multi, CURLMOPT_SOCKETFUNCTION, NULL);
+  curl_multi_setopt(h->multi, CURLMOPT_TIMERFUNCTION, NULL);
+  curl_multi_cleanup(h->multi);
+  h->multi = NULL;
+  curl_global_cleanup();
+  while (h->socks) {
+    struct sock_ctx *sc = h->socks;
+    sock_unlink(h, sc);
+    uv_poll_stop(&sc->poll);
+    uv_close((uv_handle_t *)&sc->poll, on_handle_closed);
+  }
+  uv_timer_stop(&h->timer);
+  uv_close((uv_handle_t *)&h->timer, on_handle_closed);
+}
+
+static size_t on_write(char *ptr, size_t size, size_t nmemb, void *userdata) {
+  kc_http_req *r = userdata;
+  size_t n = size * nmemb;
+  if (r->on_chunk && !r->decided) {
+    long status = 0;
+    curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
+    r->stream = status >= 200 && status < 300;
+    r->decided = true;
+    if (!r->stream)
+      r->max = KC_HTTP_MAX_ERROR_BODY;
+  }
+  if (r->stream) {
+    int rc = r->on_chunk(r, ptr, n, r->data);
+    if (rc) {
+      r->abort_err = rc;
+      return 0; /* curl ends the transfer with CURLE_WRITE_ERROR */
+    }
+    return n;
+  }
+  if (n > r->max - r->len) {
+    r->abort_err = KC_ETOOBIG;
+    return 0;
+  }
+  if (r->len + n + 1 > r->cap) {
+    size_t cap = r->cap ? r->cap : 16384;
+    while (cap < r->len + n + 1)
+      cap *= 2;
+    if (cap > r->max + 1)
+      cap = r->max + 1;
+    char *nb = realloc(r->buf, cap);
+    if (!nb) {
+      r->abort_err = KC_ENOMEM;
+      return 0;
+    }
+    r->buf = nb;
+    r->cap = cap;
+  }
+  memcpy(r->buf + r->len, ptr, n);
+  r->len += n;
+  return n;
+}
+
+static int add_header(struct curl_slist **list, const char *name, const char *value) {
+  size_t n = strlen(name) + strlen(value) + 3;
+  char *line = malloc(n);
+  if (!line)
+    return KC_ENOMEM;
+  snprintf(line, n, "%s: %s", name, value);
+  struct curl_slist *nl = curl_slist_append(*list, line);
+  /* The line may hold a token: wipe our copy (curl keeps its own). */
+  memset(line, 0, n);
+  free(line);
+  if (!nl)
+    return KC_ENOMEM;
+  *list = nl;
+  return 0;
+}
+
+static void set_pem(CURL *e, const kc_pem *p, CURLoption file_opt, CURLoption blob_opt) {
+  if (p->data) {
+    struct curl_blob blob = {.data = p->data, .len = p->len, .flags = CURL_BLOB_COPY};
+    curl_easy_setopt(e, blob_opt, &blob);
+  } else if (p->file) {
+    curl_easy_setopt(e, file_opt, p->file);
+  }
+}
+
+static int setup_easy(kc_http *h, kc_http_req *r, const kc_http_spec *s) {
+  CURL *e = r->easy;
+  const kc_config *cfg = h->cfg;
+  int rc;
+  curl_easy_setopt(e, CURLOPT_URL, r->url);
+  curl_easy_setopt(e, CURLOPT_PRIVATE, r);
+  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->errbuf);
+  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "https,http");
+  curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+  /* Wait for an existing connection to say whether it multiplexes rather than opening a
+   * new one for each request started in the same loop turn. */
+  curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
+  curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+  curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, KEEPALIVE_S);
+  curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, KEEPALIVE_S);
+  curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
+  if (s->timeout_ms > 0)
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)s->timeout_ms);
+  curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, ""); /* gzip for large LISTs */
+  curl_easy_setopt(e, CURLOPT_USERAGENT, h->user_agent);
+  curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
+  curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
+  if (cfg->ca.data || cfg->ca.file) {
+    /* Trust only the configured CA, as client-go does, not the system store as well. */
+    curl_easy_setopt(e, CURLOPT_CAPATH, NULL);
+    set_pem(e, &cfg->ca, CURLOPT_CAINFO, CURLOPT_CAINFO_BLOB);
+  }
+  set_pem(e, &cfg->cert, CURLOPT_SSLCERT, CURLOPT_SSLCERT_BLOB);
+  set_pem(e, &cfg->key, CURLOPT_SSLKEY, CURLOPT_SSLKEY_BLOB);
+  if (cfg->proxy_url)
+    curl_easy_setopt(e, CURLOPT_PROXY, cfg->proxy_url);
+  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
+  curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
+
+  const char *token = kc_config_token(h->cfg, uv_hrtime(), h->force_token);
+  h->force_token = false;
+  if (token && token[0]) {
+    size_t n = strlen(token) + 8;
+    char *v = malloc(n);
+    if (!v)
+      return KC_ENOMEM;
+    snprintf(v, n, "Bearer %s", token);
+    rc = add_header(&r->headers, "Authorization", v);
+    memset(v, 0, n);
+    free(v);
+    if (rc)
+      return rc;
+  }
+  if ((rc = add_header(&r->headers, "Accept", s->accept ? s->accept : "application/json")))
+    return rc;
+  if (s->content_type && (rc = add_header(&r->headers, "Content-Type", s->content_type)))
+    return rc;
+  /* No "Expect: 100-continue" round trip on HTTP/1.1 uploads. */
+  struct curl_slist *nl = curl_slist_append(r->headers, "Expect:");
+  if (!nl)
+    return KC_ENOMEM;
+  r->headers = nl;
+  curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->headers);
+
+  if (s->body) {
+    r->body = malloc(s->body_len ? s->body_len : 1);
+    if (!r->body)
+      return KC_ENOMEM;
+    memcpy(r->body, s->body, s->body_len);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)s->body_len);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->body);
+  }
+  if (strcmp(s->method, "GET") == 0) {
+    if (s->body)
+      return KC_EINVAL;
+    curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+  } else if (strcmp(s->method, "POST") != 0 || !s->body) {
+    curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, s->method);
+  }
+  return 0;
+}
+
+int kc_http_start(kc_http *h, const kc_http_spec *s, kc_http_req **out) {
+  if (h->closing)
+    return KC_ECANCELED;
+  if (!s->method || !s->path || s->path[0] != '/' || !s->on_done)
+    return KC_EINVAL;
+  kc_http_req *r = calloc(1, sizeof(*r));
+  if (!r)
+    return KC_ENOMEM;
+  r->h = h;
+  r->on_chunk = s->on_chunk;
+  r->on_done = s->on_done;
+  r->data = s->data;
+  r->max = s->max_body ? s->max_body : KC_HTTP_DEFAULT_MAX_BODY;
+  size_t n = strlen(h->cfg->server) + strlen(s->path) + 1;
+  int rc = KC_ENOMEM;
+  if (!(r->url = malloc(n)))
+    goto fail;
+  snprintf(r->url, n, "%s%s", h->cfg->server, s->path);
+  if (!(r->easy = curl_easy_init()))
+    goto fail;
+  if ((rc = setup_easy(h, r, s)))
+    goto fail;
+  h->stats.started++;
+  h->stats.in_flight++;
+  if (h->in_curl) {
+    /* curl refuses to add a handle from inside its own callbacks (a watch's chunk). */
+    req_link(&h->pending, r);
+  } else {
+    req_link(&h->reqs, r);
+    CURLMcode mc = curl_multi_add_handle(h->multi, r->easy);
+    if (mc != CURLM_OK) {
+      req_unlink(&h->reqs, r);
+      h->stats.started--;
+      h->stats.in_flight--;
+      rc = mc == CURLM_OUT_OF_MEMORY ? KC_ENOMEM : KC_ETRANSPORT;
+      goto fail;
+    }
+  }
+  if (out)
+    *out = r;
+  return 0;
+fail:
+  req_free(r);
+  return rc;
+}
+
+void kc_http_cancel(kc_http_req *r) {
+  if (!r)
+    return;
+  kc_http *h = r->h;
+  bool pending = false;
+  for (kc_http_req *p = h->pending; p; p = p->next)
+    if (p == r)
+      pending = true;
+  if (pending) {
+    req_unlink(&h->pending, r);
+  } else {
+    curl_multi_remove_handle(h->multi, r->easy);
+    req_unlink(&h->reqs, r);
+  }
+  h->stats.in_flight--;
+  h->stats.finished++;
+  req_free(r);
+}
+
+void kc_http_refresh_token(kc_http *h) {
+  h->force_token = true;
+}
+
+void kc_http_get_stats(const kc_http *h, kc_http_stats *st) {
+  *st = h->stats;
+}
+
+uv_loop_t *kc_http_loop(const kc_http *h) {
+  return h->loop;
+}
