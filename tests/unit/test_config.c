@@ -1,0 +1,375 @@
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kc_config.h"
+#include "kc_error.h"
+
+/* "-----BEGIN CERTIFICATE-----\nabc\n" and friends in base64, decoded by the tests below. */
+#define CA_PEM "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+#define CA_B64 "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUIKLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo="
+#define KEY_B64 "a2V5LWJ5dGVz"  /* "key-bytes" */
+#define CERT_B64 "Y2VydC1ieXRlcw==" /* "cert-bytes" */
+
+static int parse(kc_config *c, const char *yaml, const char *ctx, const char *master, char *err) {
+  err[0] = '\0';
+  return kc_config_parse_kubeconfig(c, yaml, strlen(yaml), "/etc/kube", ctx, master, err, 256);
+}
+
+static const char *two_contexts =
+  "apiVersion: v1\n"
+  "kind: Config\n"
+  "current-context: dev\n"
+  "clusters:\n"
+  "- name: c1\n"
+  "  cluster:\n"
+  "    server: https://10.0.0.1:6443/\n"
+  "    certificate-authority: pki/ca.crt\n"
+  "- name: c2\n"
+  "  cluster:\n"
+  "    server: https://api.example.com\n"
+  "    certificate-authority-data: " CA_B64 "\n"
+  "contexts:\n"
+  "- name: dev\n"
+  "  context:\n"
+  "    cluster: c1\n"
+  "    user: files\n"
+  "    namespace: team-a\n"
+  "- name: prod\n"
+  "  context:\n"
+  "    cluster: c2\n"
+  "    user: inline\n"
+  "- name: tok\n"
+  "  context:\n"
+  "    cluster: c2\n"
+  "    user: bearer\n"
+  "users:\n"
+  "- name: files\n"
+  "  user:\n"
+  "    client-certificate: /abs/client.crt\n"
+  "    client-key: client.key\n"
+  "- name: inline\n"
+  "  user:\n"
+  "    client-certificate-data: " CERT_B64 "\n"
+  "    client-key-data: " KEY_B64 "\n"
+  "- name: bearer\n"
+  "  user:\n"
+  "    token: s3cr3t\n";
+
+static void test_files_and_current_context(void **state) {
+  (void)state;
+  kc_config c;
+  char err[256];
+  assert_int_equal(parse(&c, two_contexts, NULL, NULL, err), 0);
+  assert_string_equal(c.server, "https://10.0.0.1:6443"); /* trailing slash dropped */
+  assert_string_equal(c.ca.file, "/etc/kube/pki/ca.crt"); /* relative to the file */
+  assert_null(c.ca.data);
+  assert_string_equal(c.cert.file, "/abs/client.crt");
+  assert_string_equal(c.key.file, "/etc/kube/client.key");
+  assert_null(c.token);
+  assert_string_equal(c.namespace, "team-a");
+  assert_string_equal(c.context, "dev");
+  assert_false(c.in_cluster);
+  kc_config_close(&c);
+  assert_null(c.server);
+}
+
+static void test_inline_data_and_context_override(void **state) {
+  (void)state;
+  kc_config c;
+  char err[256];
+  assert_int_equal(parse(&c, two_contexts, "prod", NULL, err), 0);
+  assert_string_equal(c.server, "https://api.example.com");
+  assert_null(c.ca.file);
+  assert_int_equal(c.ca.len, strlen(CA_PEM));
+  assert_memory_equal(c.ca.data, CA_PEM, strlen(CA_PEM));
+  assert_int_equal(c.cert.len, 10);
+  assert_memory_equal(c.cert.data, "cert-bytes", 10);
+  assert_int_equal(c.key.len, 9);
+  assert_memory_equal(c.key.data, "key-bytes", 9);
+  assert_string_equal(c.namespace, "default");
+  kc_config_close(&c);
+}
+
+static void test_token_user(void **state) {
+  (void)state;
+  kc_config c;
+  char err[256];
+  assert_int_equal(parse(&c, two_contexts, "tok", NULL, err), 0);
+  assert_string_equal(c.token, "s3cr3t");
+  assert_null(c.cert.file);
+  assert_null(c.cert.data);
+  assert_null(c.token_file);
+  /* A static token is returned as is, whatever the clock says. */
+  assert_string_equal(kc_config_token(&c, 999999999999ull, true), "s3cr3t");
+  kc_config_close(&c);
+}
+
+static void test_master_override(void **state) {
+  (void)state;
+  kc_config c;
+  char err[256];
+  assert_int_equal(parse(&c, two_contexts, NULL, "https://127.0.0.1:9443/", err), 0);
+  assert_string_equal(c.server, "https://127.0.0.1:9443");
+  assert_string_equal(c.ca.file, "/etc/kube/pki/ca.crt"); /* the context's TLS stays */
+  kc_config_close(&c);
+  /* A bare host:port means https. */
+  assert_int_equal(parse(&c, two_contexts, NULL, "10.1.1.1:6443", err), 0);
+  assert_string_equal(c.server, "https://10.1.1.1:6443");
+  kc_config_close(&c);
+  /* With a master, a kubeconfig without current-context is fine. */
+  assert_int_equal(parse(&c, "apiVersion: v1\nkind: Config\n", NULL, "https://h:1", err), 0);
+  assert_string_equal(c.server, "https://h:1");
+  assert_string_equal(c.namespace, "default");
+  kc_config_close(&c);
+}
+
+struct bad_case {
+  const char *yaml;
+  const char *context;
+  int code;
+  const char *want; /* a substring of the message */
+};
+
+static void test_errors_name_the_field(void **state) {
+  (void)state;
+  static const struct bad_case cases[] = {
+    {"clusters: [\n", NULL, KC_EPARSE, "line 2"},
+    {"- just\n- a list\n", NULL, KC_EPARSE, "top level is not a mapping"},
+    {"kind: Config\n", NULL, KC_EINVAL, "current-context: missing"},
+    {"current-context: x\n", NULL, KC_EINVAL, "contexts: missing"},
+    {"current-context: x\ncontexts:\n- name: y\n  context: {cluster: c}\n", NULL, KC_EINVAL,
+     "contexts: no entry named \"x\""},
+    {"current-context: x\ncontexts:\n- context: {cluster: c}\n", NULL, KC_EPARSE,
+     "contexts[0].name: missing"},
+    {"current-context: x\ncontexts:\n- name: x\n  context: {user: u}\n", NULL, KC_EINVAL,
+     "contexts[0].context.cluster: missing"},
+    {"current-context: x\ncontexts:\n- name: x\n  context: {cluster: c}\n"
+     "clusters:\n- name: c\n  cluster: {certificate-authority: /ca}\n",
+     NULL, KC_EINVAL, "clusters[0].cluster.server: missing"},
+    {"current-context: x\ncontexts:\n- name: x\n  context: {cluster: c}\n"
+     "clusters:\n- name: c\n  cluster: {server: ftp://h}\n",
+     NULL, KC_EINVAL, "clusters[0].cluster.server: \"ftp://h\" is not an http(s) URL"},
+    {"current-context: x\ncontexts:\n- name: x\n  context: {cluster: c}\n"
+     "clusters:\n- name: c\n  cluster: {server: 'https://h', insecure-skip-tls-verify: true}\n",
+     NULL, KC_EINVAL, "clusters[0].cluster.insecure-skip-tls-verify: not supported"},
+    {"current-context: x\ncontexts:\n- name: x\n  context: {cluster: c}\n"
+     "clusters:\n- name: c\n  cluster: {server: 'https://h', certificate-authority-data: '@@'}\n",
+     NULL, KC_EPARSE, "clusters[0].cluster.certificate-authority-data: invalid base64"},
+    {"current-context: x\ncontexts:\n- name: x\n  context: {cluster: c}\n"
+     "clusters:\n- name: c\n  cluster: {server: 'https://h', certificate-authority: /a,"
+     " certificate-authority-data: " CA_B64 "}\n",
+     NULL, KC_EINVAL, "both certificate-authority and certificate-authority-data"},
+    {"current-context: x\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n"
+     "clusters:\n- name: c\n  cluster: {server: 'https://h'}\n",
+     NULL, KC_EINVAL, "users: missing (looking for \"u\")"},
+    {"current-context: x\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n"
+     "clusters:\n- name: c\n  cluster: {server: 'https://h'}\n"
+     "users:\n- name: other\n  user: {token: t}\n- name: u\n  user: {client-key-data: '!!'}\n",
+     NULL, KC_EPARSE, "users[1].user.client-key-data: invalid base64"},
+    {"current-context: x\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n"
+     "clusters:\n- name: c\n  cluster: {server: 'https://h'}\n"
+     "users:\n- name: u\n  user: {client-certificate: /c.crt}\n",
+     NULL, KC_EINVAL, "users[0].user: client-certificate without client-key"},
+    {"current-context: x\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n"
+     "clusters:\n- name: c\n  cluster: {server: 'https://h'}\n"
+     "users:\n- name: u\n  user: {exec: {command: aws}}\n",
+     NULL, KC_EINVAL, "users[0].user.exec: not supported"},
+    {"current-context: x\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n"
+     "clusters:\n- name: c\n  cluster: {server: 'https://h'}\n"
+     "users:\n- name: u\n  user: {token: [a, b]}\n",
+     NULL, KC_EPARSE, "users[0].user.token: expected a string"},
+    {"current-context: x\ncontexts: {x: 1}\n", NULL, KC_EPARSE, "contexts: expected a list"},
+    {"current-context: x\ncontexts:\n- name: x\n  context: {cluster: c}\n"
+     "clusters:\n- name: c\n", NULL, KC_EPARSE, "clusters[0].cluster: missing or not a mapping"},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    kc_config c;
+    char err[256];
+    int rc = parse(&c, cases[i].yaml, cases[i].context, NULL, err);
+    if (rc != cases[i].code || !strstr(err, cases[i].want))
+      fail_msg("case %zu: got %s \"%s\", want %s containing \"%s\"", i, kc_err_name(rc), err,
+               kc_err_name(cases[i].code), cases[i].want);
+    assert_null(c.server); /* nothing is left allocated on error */
+    assert_null(c.ca.data);
+  }
+}
+
+static void test_base64(void **state) {
+  (void)state;
+  static const struct {
+    const char *in;
+    const char *out; /* NULL: must fail */
+  } cases[] = {
+    {"", ""},          {"YQ==", "a"},       {"YQ", "a"},       {"YWI=", "ab"},
+    {"YWJj", "abc"},   {"YW\nJj\n", "abc"}, {"Y", NULL},       {"YQ=a", NULL},
+    {"Y===", NULL},    {"YWJj=", NULL},     {"Y*==", NULL},    {"aGVsbG8gd29ybGQ=", "hello world"},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    unsigned char *out = NULL;
+    size_t n = 0;
+    int rc = kc_base64_decode(cases[i].in, strlen(cases[i].in), &out, &n);
+    if (!cases[i].out) {
+      if (rc != KC_EPARSE)
+        fail_msg("case %zu (%s): want KC_EPARSE, got %d", i, cases[i].in, rc);
+      continue;
+    }
+    assert_int_equal(rc, 0);
+    assert_int_equal(n, strlen(cases[i].out));
+    assert_memory_equal(out, cases[i].out, n);
+    free(out);
+  }
+}
+
+/* ---- files on disk ---- */
+
+static void write_file(const char *dir, const char *name, const char *content) {
+  char path[512];
+  snprintf(path, sizeof(path), "%s/%s", dir, name);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(content, f);
+  fclose(f);
+}
+
+static void remove_dir(const char *dir) {
+  static const char *const names[] = {"token", "ca.crt", "namespace", "kubeconfig", "tok"};
+  char path[512];
+  for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+    snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+    unlink(path);
+  }
+  rmdir(dir);
+}
+
+static void test_in_cluster_and_token_rotation(void **state) {
+  (void)state;
+  char dir[] = "/tmp/kc-config-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  write_file(dir, "token", "first-token\n");
+  write_file(dir, "ca.crt", CA_PEM);
+  write_file(dir, "namespace", "volcano-system");
+  setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);
+  setenv("KUBERNETES_SERVICE_PORT", "443", 1);
+  kc_config c;
+  char err[256] = "";
+  assert_int_equal(kc_config_in_cluster(&c, dir, err, sizeof(err)), 0);
+  assert_true(c.in_cluster);
+  assert_string_equal(c.server, "https://10.96.0.1:443");
+  assert_non_null(strstr(c.ca.file, "/ca.crt"));
+  assert_string_equal(c.namespace, "volcano-system");
+  assert_string_equal(c.token, "first-token");
+
+  uint64_t t0 = 1000ull * 1000000000ull;
+  assert_string_equal(kc_config_token(&c, t0, false), "first-token");
+  write_file(dir, "token", "second-token");
+  /* Within the period the cached token is used; after it the file is read again. */
+  assert_string_equal(kc_config_token(&c, t0 + 59ull * 1000000000ull, false), "first-token");
+  assert_string_equal(kc_config_token(&c, t0 + 61ull * 1000000000ull, false), "second-token");
+  write_file(dir, "token", "third-token");
+  assert_string_equal(kc_config_token(&c, t0 + 62ull * 1000000000ull, true), "third-token");
+  /* A vanished file keeps the last good token. */
+  char path[512];
+  snprintf(path, sizeof(path), "%s/token", dir);
+  unlink(path);
+  assert_string_equal(kc_config_token(&c, t0 + 200ull * 1000000000ull, false), "third-token");
+  kc_config_close(&c);
+
+  /* IPv6 service addresses get brackets; a missing namespace file means "default". */
+  write_file(dir, "token", "t");
+  snprintf(path, sizeof(path), "%s/namespace", dir);
+  unlink(path);
+  setenv("KUBERNETES_SERVICE_HOST", "fd00::1", 1);
+  assert_int_equal(kc_config_in_cluster(&c, dir, err, sizeof(err)), 0);
+  assert_string_equal(c.server, "https://[fd00::1]:443");
+  assert_string_equal(c.namespace, "default");
+  kc_config_close(&c);
+
+  unsetenv("KUBERNETES_SERVICE_HOST");
+  assert_int_equal(kc_config_in_cluster(&c, dir, err, sizeof(err)), KC_EINVAL);
+  assert_non_null(strstr(err, "KUBERNETES_SERVICE_HOST"));
+  setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);
+  snprintf(path, sizeof(path), "%s/token", dir);
+  unlink(path);
+  assert_int_equal(kc_config_in_cluster(&c, dir, err, sizeof(err)), KC_ENOENT);
+  assert_non_null(strstr(err, "/token"));
+  unsetenv("KUBERNETES_SERVICE_HOST");
+  unsetenv("KUBERNETES_SERVICE_PORT");
+  remove_dir(dir);
+}
+
+static void test_kubeconfig_file_and_token_file(void **state) {
+  (void)state;
+  char dir[] = "/tmp/kc-config-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  write_file(dir, "tok", "file-token\n");
+  write_file(dir, "kubeconfig",
+             "current-context: x\n"
+             "contexts:\n- name: x\n  context: {cluster: c, user: u}\n"
+             "clusters:\n- name: c\n  cluster: {server: 'https://h:6443', "
+             "certificate-authority: ca.crt}\n"
+             "users:\n- name: u\n  user: {tokenFile: tok, token: ignored}\n");
+  char path[512], want[512];
+  snprintf(path, sizeof(path), "%s/kubeconfig", dir);
+  kc_config c;
+  char err[512] = "";
+  assert_int_equal(kc_config_load_kubeconfig(&c, path, NULL, NULL, err, sizeof(err)), 0);
+  snprintf(want, sizeof(want), "%s/ca.crt", dir);
+  assert_string_equal(c.ca.file, want);
+  assert_string_equal(c.token, "file-token"); /* tokenFile wins, as in client-go */
+  write_file(dir, "tok", "rotated");
+  assert_string_equal(kc_config_token(&c, c.token_read_ns + c.token_period_ns + 1, false),
+                      "rotated");
+  kc_config_close(&c);
+
+  /* kc_config_load: --kubeconfig wins; a missing file is an error naming it. */
+  assert_int_equal(kc_config_load(&c, path, NULL, err, sizeof(err)), 0);
+  assert_string_equal(c.server, "https://h:6443");
+  kc_config_close(&c);
+  assert_int_equal(kc_config_load(&c, "/nonexistent/kc", NULL, err, sizeof(err)), KC_ENOENT);
+  assert_non_null(strstr(err, "/nonexistent/kc"));
+
+  /* Only --master, no kubeconfig anywhere: the master with no credentials. */
+  char *old_home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+  setenv("HOME", dir, 1);
+  unsetenv("KUBECONFIG");
+  assert_int_equal(kc_config_load(&c, NULL, "https://m:1", err, sizeof(err)), 0);
+  assert_string_equal(c.server, "https://m:1");
+  assert_null(c.token);
+  kc_config_close(&c);
+  /* $KUBECONFIG is used when --kubeconfig is absent. */
+  setenv("KUBECONFIG", path, 1);
+  assert_int_equal(kc_config_load(&c, NULL, "https://m:2", err, sizeof(err)), 0);
+  assert_string_equal(c.server, "https://m:2");
+  assert_string_equal(c.token, "rotated");
+  kc_config_close(&c);
+  unsetenv("KUBECONFIG");
+  /* Nothing at all: an error that says what to give. */
+  assert_int_equal(kc_config_load(&c, NULL, NULL, err, sizeof(err)), KC_EINVAL);
+  assert_non_null(strstr(err, "--kubeconfig"));
+  if (old_home) {
+    setenv("HOME", old_home, 1);
+    free(old_home);
+  }
+  remove_dir(dir);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_files_and_current_context),
+    cmocka_unit_test(test_inline_data_and_context_override),
+    cmocka_unit_test(test_token_user),
+    cmocka_unit_test(test_master_override),
+    cmocka_unit_test(test_errors_name_the_field),
+    cmocka_unit_test(test_base64),
+    cmocka_unit_test(test_in_cluster_and_token_rotation),
+    cmocka_unit_test(test_kubeconfig_file_and_token_file),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
