@@ -1,0 +1,75 @@
+/* Codecs between Kubernetes JSON (jansson) and the protobuf-c domain types of proto/kiln.
+ *
+ * Decoders take a borrowed json_t and return a *new* message that the caller frees with
+ * kc_msg_free() (or protobuf_c_message_free_unpacked(msg, NULL): every part of a decoded
+ * message is allocated with malloc, so protobuf-c's own destructor releases it). On error
+ * *out is set to NULL, nothing is leaked, and err (when not NULL) receives a message
+ * naming the field path, e.g. "spec.tasks[2].replicas: expected integer". Unknown JSON
+ * fields are ignored; JSON null is treated as absent.
+ *
+ * Encoders take a borrowed message and return a *new* json_t reference.
+ *
+ * The Volcano types and PriorityClass are converted generically from their descriptors
+ * (see the conventions at the top of volcano.proto). Pods and Nodes are reduced to the
+ * scheduling view of pod.proto by hand-written decoders; there is no encoder for them
+ * because the processes never write a whole pod or node. */
+#ifndef KC_CODEC_H
+#define KC_CODEC_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "meta.pb-c.h"
+#include "pod.pb-c.h"
+#include "resource.pb-c.h"
+#include "snapshot.pb-c.h"
+#include "volcano.pb-c.h"
+
+/* Suggested size of the err buffer; longer messages are truncated. */
+#define KC_CODEC_ERR_MAX 256
+
+/* Frees any message returned by a decoder; NULL is a no-op. */
+void kc_msg_free(void *msg);
+
+/* Generic conversion for any message of volcano.proto / meta.proto / resource.proto. */
+int kc_codec_decode(const ProtobufCMessageDescriptor *desc, const json_t *json,
+                    ProtobufCMessage **out, char *err, size_t errlen);
+int kc_codec_encode(const ProtobufCMessage *msg, json_t **out, char *err, size_t errlen);
+
+/* A Kubernetes ResourceList ({"cpu": "500m", "memory": "1Gi", "nvidia.com/gpu": "1"}),
+ * added into *res (borrowed, not cleared first): cpu in millicores, memory, pods and
+ * ephemeral-storage in units rounded up, every other name as a scalar in milli-units. */
+int kc_resource_list_decode(const json_t *json, Kiln__Resource *res, char *err, size_t errlen);
+/* The inverse: a new JSON object with canonical quantity strings; zero fields are left
+ * out. */
+int kc_resource_list_encode(const Kiln__Resource *res, json_t **out);
+
+/* Typed wrappers. */
+int kc_podgroup_decode(const json_t *json, Kiln__PodGroup **out, char *err, size_t errlen);
+int kc_podgroup_encode(const Kiln__PodGroup *pg, json_t **out, char *err, size_t errlen);
+int kc_queue_decode(const json_t *json, Kiln__Queue **out, char *err, size_t errlen);
+int kc_queue_encode(const Kiln__Queue *q, json_t **out, char *err, size_t errlen);
+int kc_job_decode(const json_t *json, Kiln__Job **out, char *err, size_t errlen);
+int kc_job_encode(const Kiln__Job *job, json_t **out, char *err, size_t errlen);
+int kc_command_decode(const json_t *json, Kiln__Command **out, char *err, size_t errlen);
+int kc_priorityclass_decode(const json_t *json, Kiln__PriorityClass **out, char *err,
+                            size_t errlen);
+
+/* Status bodies for writes: {"status": {...}}, usable as a merge patch or, with metadata
+ * added by the caller, as the body of an update of the status subresource. A NULL status
+ * gives {"status": {}}. */
+int kc_podgroup_status_encode(const Kiln__PodGroupStatus *st, json_t **out, char *err,
+                              size_t errlen);
+int kc_queue_status_encode(const Kiln__QueueStatus *st, json_t **out, char *err,
+                           size_t errlen);
+int kc_job_status_encode(const Kiln__JobStatus *st, json_t **out, char *err, size_t errlen);
+
+/* core/v1 Pod and Node to their scheduling views (pod.proto). */
+int kc_pod_decode(const json_t *json, Kiln__Pod **out, char *err, size_t errlen);
+int kc_node_decode(const json_t *json, Kiln__Node **out, char *err, size_t errlen);
+
+/* RFC 3339 timestamp ("2026-11-29T16:01:51Z", optional fraction and offset) to Unix
+ * seconds. Returns 0 or KC_EPARSE. */
+int kc_time_parse(const char *s, int64_t *out);
+
+#endif

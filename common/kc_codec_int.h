@@ -1,0 +1,48 @@
+/* Internal to the codec files: the field-path context used for error messages and
+ * small helpers shared by the generic and the pod/node codecs. */
+#ifndef KC_CODEC_INT_H
+#define KC_CODEC_INT_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include <protobuf-c/protobuf-c.h>
+
+#include "resource.pb-c.h"
+
+#define KC__PATH_MAX 192
+
+typedef struct {
+  char path[KC__PATH_MAX];
+  size_t len;
+  char *err;
+  size_t errlen;
+} kc__cctx;
+
+void kc__cctx_init(kc__cctx *c, char *err, size_t errlen);
+/* Append ".key" (or "key" at the root), "[i]" or "[key]"; return the length to restore
+ * with kc__path_pop. */
+size_t kc__path_key(kc__cctx *c, const char *key);
+size_t kc__path_index(kc__cctx *c, size_t i);
+size_t kc__path_mapkey(kc__cctx *c, const char *key);
+void kc__path_pop(kc__cctx *c, size_t len);
+/* Writes "<path>: <message>" to the error buffer and returns code. */
+int kc__fail(kc__cctx *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* A new copy of a JSON string value, failing on embedded NUL bytes; *out NULL on error. */
+int kc__dup_string(kc__cctx *c, const json_t *v, char **out);
+
+/* Adds a ResourceList object into res; the path of c must name the object. */
+int kc__resource_list_add(kc__cctx *c, const json_t *obj, Kiln__Resource *res);
+/* The generic decoder on a sub-tree: a new message of desc (*out NULL on error), or one
+ * field (by proto name) of an existing message. The path of c must name j or v. */
+int kc__decode_message(kc__cctx *c, const ProtobufCMessageDescriptor *desc, const json_t *j,
+                       ProtobufCMessage **out);
+int kc__decode_field(kc__cctx *c, ProtobufCMessage *m, const char *name, const json_t *v);
+
+/* A new zero Resource, or NULL when out of memory. */
+Kiln__Resource *kc__resource_new(void);
+/* Scalar lookup/insert by name (new entry starts at 0); NULL when out of memory. */
+Kiln__ResourceQuantity *kc__resource_scalar(Kiln__Resource *res, const char *name);
+
+#endif

@@ -1,0 +1,655 @@
+/* core/v1 Pod and Node JSON to the scheduling views of pod.proto.
+ *
+ * Only what the scheduler reads is kept, so that a cache of many pods stays small: empty
+ * strings are never allocated (the proto3 default stays in place), and resources are
+ * reduced to integers at decode time. Requests follow kube-scheduler's PodRequests rule:
+ * containers and restartable init containers (sidecars) run together; each ordinary init
+ * container runs alone on top of the sidecars started before it; the pod needs the
+ * larger of the two, plus its overhead. */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kc_codec.h"
+#include "kc_codec_int.h"
+#include "kc_error.h"
+
+/* ---- small JSON accessors that report the path ---- */
+
+/* *out = the member, or NULL when absent or null; an error when it is not an object. */
+static int get_object(kc__cctx *c, const json_t *parent, const char *key, json_t **out) {
+  json_t *v = parent ? json_object_get(parent, key) : NULL;
+  *out = NULL;
+  if (!v || json_is_null(v))
+    return 0;
+  if (!json_is_object(v)) {
+    size_t mark = kc__path_key(c, key);
+    int rc = kc__fail(c, KC_EINVAL, "expected object");
+    kc__path_pop(c, mark);
+    return rc;
+  }
+  *out = v;
+  return 0;
+}
+
+static int get_array(kc__cctx *c, const json_t *parent, const char *key, json_t **out) {
+  json_t *v = parent ? json_object_get(parent, key) : NULL;
+  *out = NULL;
+  if (!v || json_is_null(v))
+    return 0;
+  if (!json_is_array(v)) {
+    size_t mark = kc__path_key(c, key);
+    int rc = kc__fail(c, KC_EINVAL, "expected array");
+    kc__path_pop(c, mark);
+    return rc;
+  }
+  *out = v;
+  return 0;
+}
+
+/* Replaces *dst (a proto3 string still holding the shared empty default) with a copy of
+ * the member; absent, null and "" leave the default, which costs no memory. */
+static int get_string(kc__cctx *c, const json_t *parent, const char *key, char **dst) {
+  json_t *v = parent ? json_object_get(parent, key) : NULL;
+  if (!v || json_is_null(v))
+    return 0;
+  size_t mark = kc__path_key(c, key);
+  int rc = 0;
+  if (!json_is_string(v)) {
+    rc = kc__fail(c, KC_EINVAL, "expected string");
+  } else if (json_string_length(v) > 0) {
+    char *s;
+    rc = kc__dup_string(c, v, &s);
+    if (rc == 0)
+      *dst = s;
+  }
+  if (rc == 0)
+    kc__path_pop(c, mark);
+  return rc;
+}
+
+/* A borrowed string member or NULL; an error when present and not a string. */
+static int peek_string(kc__cctx *c, const json_t *parent, const char *key, const char **out) {
+  json_t *v = parent ? json_object_get(parent, key) : NULL;
+  *out = NULL;
+  if (!v || json_is_null(v))
+    return 0;
+  if (!json_is_string(v)) {
+    size_t mark = kc__path_key(c, key);
+    int rc = kc__fail(c, KC_EINVAL, "expected string");
+    kc__path_pop(c, mark);
+    return rc;
+  }
+  *out = json_string_value(v);
+  return 0;
+}
+
+static int get_int(kc__cctx *c, const json_t *parent, const char *key, int64_t min, int64_t max,
+                   int64_t *dst, bool *found) {
+  json_t *v = parent ? json_object_get(parent, key) : NULL;
+  if (found)
+    *found = false;
+  if (!v || json_is_null(v))
+    return 0;
+  size_t mark = kc__path_key(c, key);
+  if (!json_is_integer(v))
+    return kc__fail(c, KC_EINVAL, "expected integer");
+  json_int_t i = json_integer_value(v);
+  if (i < min || i > max)
+    return kc__fail(c, KC_ERANGE, "integer %" JSON_INTEGER_FORMAT " out of range", i);
+  *dst = i;
+  if (found)
+    *found = true;
+  kc__path_pop(c, mark);
+  return 0;
+}
+
+static int get_time(kc__cctx *c, const json_t *parent, const char *key, int64_t *dst) {
+  const char *s;
+  int rc = peek_string(c, parent, key, &s);
+  if (rc < 0 || !s)
+    return rc;
+  if (kc_time_parse(s, dst) < 0) {
+    size_t mark = kc__path_key(c, key);
+    rc = kc__fail(c, KC_EPARSE, "invalid RFC 3339 time \"%.40s\"", s);
+    kc__path_pop(c, mark);
+  }
+  return rc;
+}
+
+static int decode_field_at(kc__cctx *c, ProtobufCMessage *m, const char *field,
+                           const json_t *parent, const char *key) {
+  json_t *v = parent ? json_object_get(parent, key) : NULL;
+  if (!v || json_is_null(v))
+    return 0;
+  size_t mark = kc__path_key(c, key);
+  int rc = kc__decode_field(c, m, field, v);
+  if (rc == 0)
+    kc__path_pop(c, mark);
+  return rc;
+}
+
+/* ---- RFC 3339 ---- */
+
+static int digits(const char *s, int n, int *out) {
+  int v = 0;
+  for (int i = 0; i < n; i++) {
+    if (s[i] < '0' || s[i] > '9')
+      return -1;
+    v = v * 10 + (s[i] - '0');
+  }
+  *out = v;
+  return 0;
+}
+
+/* Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm). */
+static int64_t days_from_civil(int64_t y, int m, int d) {
+  y -= m <= 2;
+  int64_t era = (y >= 0 ? y : y - 399) / 400;
+  int64_t yoe = y - era * 400;
+  int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + doe - 719468;
+}
+
+int kc_time_parse(const char *s, int64_t *out) {
+  int y, mo, d, h, mi, se;
+  if (!s || strlen(s) < 20 || digits(s, 4, &y) || s[4] != '-' || digits(s + 5, 2, &mo) ||
+      s[7] != '-' || digits(s + 8, 2, &d) || (s[10] != 'T' && s[10] != 't') ||
+      digits(s + 11, 2, &h) || s[13] != ':' || digits(s + 14, 2, &mi) || s[16] != ':' ||
+      digits(s + 17, 2, &se))
+    return KC_EPARSE;
+  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60)
+    return KC_EPARSE;
+  const char *p = s + 19;
+  if (*p == '.') {
+    p++;
+    if (*p < '0' || *p > '9')
+      return KC_EPARSE;
+    while (*p >= '0' && *p <= '9')
+      p++;
+  }
+  int64_t off = 0;
+  if (*p == 'Z' || *p == 'z') {
+    p++;
+  } else if (*p == '+' || *p == '-') {
+    int oh, om;
+    if (digits(p + 1, 2, &oh) || p[3] != ':' || digits(p + 4, 2, &om) || oh > 23 || om > 59)
+      return KC_EPARSE;
+    off = (oh * 60 + om) * 60 * (*p == '-' ? -1 : 1);
+    p += 6;
+  } else {
+    return KC_EPARSE;
+  }
+  if (*p)
+    return KC_EPARSE;
+  *out = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se - off;
+  return 0;
+}
+
+/* ---- resource arithmetic on Kiln__Resource values ---- */
+
+static void res_reset(Kiln__Resource *r) {
+  for (size_t i = 0; i < r->n_scalar; i++)
+    kc_msg_free(r->scalar[i]);
+  free(r->scalar);
+  kiln__resource__init(r);
+}
+
+static int64_t sat_add(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r))
+    return b > 0 ? INT64_MAX : INT64_MIN;
+  return r;
+}
+
+static int64_t max64(int64_t a, int64_t b) {
+  return a > b ? a : b;
+}
+
+/* d = d + s (add) or max(d, s) per resource. */
+static int res_merge(Kiln__Resource *d, const Kiln__Resource *s, bool add) {
+  d->milli_cpu = add ? sat_add(d->milli_cpu, s->milli_cpu) : max64(d->milli_cpu, s->milli_cpu);
+  d->memory = add ? sat_add(d->memory, s->memory) : max64(d->memory, s->memory);
+  d->pods = add ? sat_add(d->pods, s->pods) : max64(d->pods, s->pods);
+  d->ephemeral_storage = add ? sat_add(d->ephemeral_storage, s->ephemeral_storage)
+                             : max64(d->ephemeral_storage, s->ephemeral_storage);
+  for (size_t i = 0; i < s->n_scalar; i++) {
+    Kiln__ResourceQuantity *q = kc__resource_scalar(d, s->scalar[i]->name);
+    if (!q)
+      return KC_ENOMEM;
+    int64_t v = s->scalar[i]->milli_value;
+    q->milli_value = add ? sat_add(q->milli_value, v) : max64(q->milli_value, v);
+  }
+  return 0;
+}
+
+/* A new Resource equal to a (+ b when b is not NULL), with pods set to one. */
+static Kiln__Resource *res_sum_new(const Kiln__Resource *a, const Kiln__Resource *b) {
+  Kiln__Resource *r = kc__resource_new();
+  if (!r)
+    return NULL;
+  if (res_merge(r, a, true) < 0 || (b && res_merge(r, b, true) < 0)) {
+    kc_msg_free(r);
+    return NULL;
+  }
+  r->pods = 1;
+  return r;
+}
+
+/* ---- pod ---- */
+
+/* Requests of one container into *out (reset first); collects host ports for app
+ * containers. */
+static int container(kc__cctx *c, Kiln__Pod *p, const json_t *ct, Kiln__Resource *out,
+                     bool *sidecar, bool app) {
+  res_reset(out);
+  if (!json_is_object(ct))
+    return kc__fail(c, KC_EINVAL, "expected object");
+  json_t *resources, *requests, *ports;
+  int rc = get_object(c, ct, "resources", &resources);
+  if (rc == 0)
+    rc = get_object(c, resources, "requests", &requests);
+  if (rc == 0 && requests) {
+    size_t m1 = kc__path_key(c, "resources");
+    size_t m2 = kc__path_key(c, "requests");
+    rc = kc__resource_list_add(c, requests, out);
+    if (rc < 0)
+      return rc;
+    kc__path_pop(c, m2);
+    kc__path_pop(c, m1);
+  }
+  if (rc < 0)
+    return rc;
+  if (sidecar) {
+    const char *policy;
+    rc = peek_string(c, ct, "restartPolicy", &policy);
+    if (rc < 0)
+      return rc;
+    *sidecar = policy && strcmp(policy, "Always") == 0;
+  }
+  if (!app)
+    return 0;
+  rc = get_array(c, ct, "ports", &ports);
+  for (size_t i = 0; rc == 0 && ports && i < json_array_size(ports); i++) {
+    json_t *port = json_array_get(ports, i);
+    size_t m1 = kc__path_key(c, "ports");
+    kc__path_index(c, i);
+    if (!json_is_object(port))
+      return kc__fail(c, KC_EINVAL, "expected object");
+    int64_t hp = 0;
+    rc = get_int(c, port, "hostPort", 0, 65535, &hp, NULL);
+    if (rc < 0)
+      return rc;
+    if (hp > 0) {
+      Kiln__HostPort **arr = realloc(p->host_ports, (p->n_host_ports + 1) * sizeof(*arr));
+      if (!arr)
+        return kc__fail(c, KC_ENOMEM, "out of memory");
+      p->host_ports = arr;
+      Kiln__HostPort *h = malloc(sizeof(*h));
+      if (!h)
+        return kc__fail(c, KC_ENOMEM, "out of memory");
+      kiln__host_port__init(h);
+      p->host_ports[p->n_host_ports++] = h;
+      h->port = (int32_t)hp;
+      rc = get_string(c, port, "protocol", &h->protocol);
+      if (rc == 0)
+        rc = get_string(c, port, "hostIP", &h->host_ip);
+      if (rc < 0)
+        return rc;
+    }
+    kc__path_pop(c, m1);
+  }
+  return rc;
+}
+
+static int pod_resources(kc__cctx *c, Kiln__Pod *p, const json_t *spec) {
+  Kiln__Resource sum, sidecars, init_max, one, tmp;
+  kiln__resource__init(&sum);
+  kiln__resource__init(&sidecars);
+  kiln__resource__init(&init_max);
+  kiln__resource__init(&one);
+  kiln__resource__init(&tmp);
+  json_t *containers, *inits, *overhead;
+  int rc = get_array(c, spec, "containers", &containers);
+  if (rc == 0)
+    rc = get_array(c, spec, "initContainers", &inits);
+  if (rc == 0)
+    rc = get_object(c, spec, "overhead", &overhead);
+  for (size_t i = 0; rc == 0 && containers && i < json_array_size(containers); i++) {
+    size_t mark = kc__path_key(c, "containers");
+    kc__path_index(c, i);
+    rc = container(c, p, json_array_get(containers, i), &one, NULL, true);
+    if (rc == 0)
+      rc = res_merge(&sum, &one, true);
+    if (rc == 0)
+      kc__path_pop(c, mark);
+  }
+  for (size_t i = 0; rc == 0 && inits && i < json_array_size(inits); i++) {
+    size_t mark = kc__path_key(c, "initContainers");
+    kc__path_index(c, i);
+    bool sidecar = false;
+    rc = container(c, p, json_array_get(inits, i), &one, &sidecar, false);
+    if (rc == 0 && sidecar) {
+      rc = res_merge(&sum, &one, true);
+      if (rc == 0)
+        rc = res_merge(&sidecars, &one, true);
+      if (rc == 0)
+        rc = res_merge(&init_max, &sidecars, false);
+    } else if (rc == 0) {
+      res_reset(&tmp);
+      rc = res_merge(&tmp, &one, true);
+      if (rc == 0)
+        rc = res_merge(&tmp, &sidecars, true);
+      if (rc == 0)
+        rc = res_merge(&init_max, &tmp, false);
+    }
+    if (rc == 0)
+      kc__path_pop(c, mark);
+  }
+  res_reset(&one);
+  if (rc == 0 && overhead) {
+    size_t mark = kc__path_key(c, "overhead");
+    rc = kc__resource_list_add(c, overhead, &one);
+    if (rc == 0)
+      kc__path_pop(c, mark);
+  }
+  if (rc == 0) {
+    p->container_requests = res_sum_new(&sum, &one);
+    rc = res_merge(&sum, &init_max, false);
+    if (rc == 0)
+      p->requests = res_sum_new(&sum, &one);
+    if (rc == 0 && (!p->container_requests || !p->requests))
+      rc = KC_ENOMEM;
+    if (rc < 0)
+      rc = kc__fail(c, rc, "out of memory");
+  }
+  if (rc == 0) {
+    const Kiln__Resource *r = p->requests;
+    bool none = r->milli_cpu == 0 && r->memory == 0;
+    for (size_t i = 0; none && i < r->n_scalar; i++)
+      none = r->scalar[i]->milli_value == 0;
+    p->best_effort = none;
+  }
+  res_reset(&sum);
+  res_reset(&sidecars);
+  res_reset(&init_max);
+  res_reset(&one);
+  res_reset(&tmp);
+  return rc;
+}
+
+static int pod_affinity(kc__cctx *c, Kiln__Pod *p, const json_t *spec) {
+  json_t *aff, *na, *req;
+  int rc = get_object(c, spec, "affinity", &aff);
+  if (rc < 0 || !aff)
+    return rc;
+  size_t m0 = kc__path_key(c, "affinity");
+  p->has_pod_affinity = json_object_get(aff, "podAffinity") != NULL ||
+                        json_object_get(aff, "podAntiAffinity") != NULL;
+  rc = get_object(c, aff, "nodeAffinity", &na);
+  if (rc < 0 || !na) {
+    if (rc == 0)
+      kc__path_pop(c, m0);
+    return rc;
+  }
+  size_t m1 = kc__path_key(c, "nodeAffinity");
+  rc = get_object(c, na, "requiredDuringSchedulingIgnoredDuringExecution", &req);
+  if (rc == 0 && req) {
+    size_t m2 = kc__path_key(c, "requiredDuringSchedulingIgnoredDuringExecution");
+    rc = decode_field_at(c, &p->base, "required_node_terms", req, "nodeSelectorTerms");
+    if (rc == 0)
+      kc__path_pop(c, m2);
+  }
+  if (rc == 0)
+    rc = decode_field_at(c, &p->base, "preferred_node_terms", na,
+                         "preferredDuringSchedulingIgnoredDuringExecution");
+  if (rc == 0) {
+    kc__path_pop(c, m1);
+    kc__path_pop(c, m0);
+  }
+  return rc;
+}
+
+static int pod_spec(kc__cctx *c, Kiln__Pod *p, const json_t *spec) {
+  int64_t prio = 0;
+  int rc = get_string(c, spec, "nodeName", &p->node_name);
+  if (rc == 0)
+    rc = get_string(c, spec, "schedulerName", &p->scheduler_name);
+  if (rc == 0)
+    rc = get_string(c, spec, "priorityClassName", &p->priority_class_name);
+  if (rc == 0)
+    rc = get_string(c, spec, "preemptionPolicy", &p->preemption_policy);
+  if (rc == 0)
+    rc = get_int(c, spec, "priority", INT32_MIN, INT32_MAX, &prio, NULL);
+  p->priority = (int32_t)prio;
+  if (rc == 0)
+    rc = decode_field_at(c, &p->base, "node_selector", spec, "nodeSelector");
+  if (rc == 0)
+    rc = decode_field_at(c, &p->base, "tolerations", spec, "tolerations");
+  if (rc == 0) {
+    /* proto3 has no presence: record whether tolerationSeconds was given. */
+    json_t *tols = json_object_get(spec, "tolerations");
+    for (size_t i = 0; i < p->n_tolerations; i++) {
+      json_t *ts = json_object_get(json_array_get(tols, i), "tolerationSeconds");
+      p->tolerations[i]->has_toleration_seconds = ts && !json_is_null(ts);
+    }
+  }
+  if (rc == 0)
+    rc = pod_affinity(c, p, spec);
+  if (rc == 0)
+    rc = pod_resources(c, p, spec);
+  return rc;
+}
+
+static bool truthy(const json_t *map, const char *key) {
+  const char *v = json_string_value(json_object_get(map, key));
+  return v && strcmp(v, "true") == 0;
+}
+
+static int owner(kc__cctx *c, Kiln__Pod *p, const json_t *meta) {
+  json_t *refs;
+  int rc = get_array(c, meta, "ownerReferences", &refs);
+  for (size_t i = 0; rc == 0 && refs && i < json_array_size(refs); i++) {
+    json_t *ref = json_array_get(refs, i);
+    if (!json_is_true(json_object_get(ref, "controller")))
+      continue;
+    size_t mark = kc__path_key(c, "ownerReferences");
+    kc__path_index(c, i);
+    ProtobufCMessage *m;
+    rc = kc__decode_message(c, &kiln__owner_reference__descriptor, ref, &m);
+    if (rc == 0) {
+      p->owner = (Kiln__OwnerReference *)m;
+      kc__path_pop(c, mark);
+    }
+    break;
+  }
+  return rc;
+}
+
+static int pod_meta(kc__cctx *c, Kiln__Pod *p, const json_t *meta) {
+  json_t *ann, *labels;
+  int rc = get_string(c, meta, "namespace", &p->namespace_);
+  if (rc == 0)
+    rc = get_string(c, meta, "name", &p->name);
+  if (rc == 0)
+    rc = get_string(c, meta, "uid", &p->uid);
+  if (rc == 0)
+    rc = get_string(c, meta, "resourceVersion", &p->resource_version);
+  if (rc == 0)
+    rc = get_time(c, meta, "creationTimestamp", &p->creation_time);
+  if (rc == 0)
+    rc = get_time(c, meta, "deletionTimestamp", &p->deletion_time);
+  if (rc == 0)
+    rc = get_object(c, meta, "annotations", &ann);
+  if (rc == 0)
+    rc = get_object(c, meta, "labels", &labels);
+  if (rc == 0 && ann) {
+    size_t mark = kc__path_key(c, "annotations");
+    rc = get_string(c, ann, "scheduling.k8s.io/group-name", &p->group_name);
+    if (rc == 0)
+      rc = get_string(c, ann, "volcano.sh/task-spec", &p->task_name);
+    if (rc == 0)
+      kc__path_pop(c, mark);
+  }
+  if (rc == 0) {
+    /* Volcano reads the annotation first, then the label. */
+    json_t *a = ann ? json_object_get(ann, "volcano.sh/preemptable") : NULL;
+    p->preemptable = a ? truthy(ann, "volcano.sh/preemptable")
+                       : labels && truthy(labels, "volcano.sh/preemptable");
+  }
+  if (rc == 0)
+    rc = owner(c, p, meta);
+  return rc;
+}
+
+static Kiln__PodPhase pod_phase(const char *s) {
+  static const struct {
+    const char *name;
+    Kiln__PodPhase phase;
+  } phases[] = {
+    {"Pending", KILN__POD_PHASE__POD_PHASE_PENDING},
+    {"Running", KILN__POD_PHASE__POD_PHASE_RUNNING},
+    {"Succeeded", KILN__POD_PHASE__POD_PHASE_SUCCEEDED},
+    {"Failed", KILN__POD_PHASE__POD_PHASE_FAILED},
+  };
+  if (!s)
+    return KILN__POD_PHASE__POD_PHASE_UNSET;
+  for (size_t i = 0; i < sizeof(phases) / sizeof(phases[0]); i++)
+    if (strcmp(s, phases[i].name) == 0)
+      return phases[i].phase;
+  return KILN__POD_PHASE__POD_PHASE_UNKNOWN;
+}
+
+int kc_pod_decode(const json_t *json, Kiln__Pod **out, char *err, size_t errlen) {
+  kc__cctx c;
+  kc__cctx_init(&c, err, errlen);
+  if (!out)
+    return KC_EINVAL;
+  *out = NULL;
+  if (!json_is_object(json))
+    return kc__fail(&c, KC_EINVAL, "expected object");
+  Kiln__Pod *p = malloc(sizeof(*p));
+  if (!p)
+    return kc__fail(&c, KC_ENOMEM, "out of memory");
+  kiln__pod__init(p);
+  json_t *meta, *spec, *status;
+  const char *phase = NULL;
+  int rc = get_object(&c, json, "metadata", &meta);
+  if (rc == 0)
+    rc = get_object(&c, json, "spec", &spec);
+  if (rc == 0)
+    rc = get_object(&c, json, "status", &status);
+  if (rc == 0 && meta) {
+    size_t mark = kc__path_key(&c, "metadata");
+    rc = pod_meta(&c, p, meta);
+    if (rc == 0)
+      kc__path_pop(&c, mark);
+  }
+  if (rc == 0) {
+    size_t mark = kc__path_key(&c, "spec");
+    rc = pod_spec(&c, p, spec);
+    if (rc == 0)
+      kc__path_pop(&c, mark);
+  }
+  if (rc == 0 && status) {
+    size_t mark = kc__path_key(&c, "status");
+    rc = peek_string(&c, status, "phase", &phase);
+    if (rc == 0)
+      rc = get_string(&c, status, "nominatedNodeName", &p->nominated_node_name);
+    if (rc == 0)
+      kc__path_pop(&c, mark);
+  }
+  p->phase = pod_phase(phase);
+  if (rc < 0) {
+    kc_msg_free(p);
+    return rc;
+  }
+  *out = p;
+  return 0;
+}
+
+/* ---- node ---- */
+
+int kc_node_decode(const json_t *json, Kiln__Node **out, char *err, size_t errlen) {
+  kc__cctx c;
+  kc__cctx_init(&c, err, errlen);
+  if (!out)
+    return KC_EINVAL;
+  *out = NULL;
+  if (!json_is_object(json))
+    return kc__fail(&c, KC_EINVAL, "expected object");
+  Kiln__Node *n = malloc(sizeof(*n));
+  if (!n)
+    return kc__fail(&c, KC_ENOMEM, "out of memory");
+  kiln__node__init(n);
+  json_t *meta, *spec, *status, *alloc = NULL, *cap = NULL, *conds = NULL;
+  int rc = get_object(&c, json, "metadata", &meta);
+  if (rc == 0)
+    rc = get_object(&c, json, "spec", &spec);
+  if (rc == 0)
+    rc = get_object(&c, json, "status", &status);
+  if (rc == 0 && meta) {
+    size_t mark = kc__path_key(&c, "metadata");
+    rc = get_string(&c, meta, "name", &n->name);
+    if (rc == 0)
+      rc = get_string(&c, meta, "uid", &n->uid);
+    if (rc == 0)
+      rc = get_string(&c, meta, "resourceVersion", &n->resource_version);
+    if (rc == 0)
+      rc = decode_field_at(&c, &n->base, "labels", meta, "labels");
+    if (rc == 0)
+      kc__path_pop(&c, mark);
+  }
+  if (rc == 0 && spec) {
+    size_t mark = kc__path_key(&c, "spec");
+    json_t *u = json_object_get(spec, "unschedulable");
+    if (u && !json_is_null(u) && !json_is_boolean(u)) {
+      kc__path_key(&c, "unschedulable");
+      rc = kc__fail(&c, KC_EINVAL, "expected boolean");
+    }
+    n->unschedulable = json_is_true(u);
+    if (rc == 0)
+      rc = decode_field_at(&c, &n->base, "taints", spec, "taints");
+    if (rc == 0)
+      kc__path_pop(&c, mark);
+  }
+  if (rc == 0 && status) {
+    size_t mark = kc__path_key(&c, "status");
+    rc = get_object(&c, status, "allocatable", &alloc);
+    if (rc == 0)
+      rc = get_object(&c, status, "capacity", &cap);
+    if (rc == 0)
+      rc = get_array(&c, status, "conditions", &conds);
+    if (rc == 0 && !((n->allocatable = kc__resource_new()) && (n->capacity = kc__resource_new())))
+      rc = kc__fail(&c, KC_ENOMEM, "out of memory");
+    if (rc == 0 && alloc) {
+      size_t m = kc__path_key(&c, "allocatable");
+      rc = kc__resource_list_add(&c, alloc, n->allocatable);
+      if (rc == 0)
+        kc__path_pop(&c, m);
+    }
+    if (rc == 0 && cap) {
+      size_t m = kc__path_key(&c, "capacity");
+      rc = kc__resource_list_add(&c, cap, n->capacity);
+      if (rc == 0)
+        kc__path_pop(&c, m);
+    }
+    for (size_t i = 0; rc == 0 && conds && i < json_array_size(conds); i++) {
+      json_t *cond = json_array_get(conds, i);
+      const char *type = json_string_value(json_object_get(cond, "type"));
+      const char *st = json_string_value(json_object_get(cond, "status"));
+      if (type && strcmp(type, "Ready") == 0)
+        n->ready = st && strcmp(st, "True") == 0;
+    }
+    if (rc == 0)
+      kc__path_pop(&c, mark);
+  }
+  if (rc < 0) {
+    kc_msg_free(n);
+    return rc;
+  }
+  *out = n;
+  return 0;
+}
