@@ -396,6 +396,8 @@ static int parse_user(kc_config *c, yaml_document_t *d, yaml_node_t *root, const
     if ((rc = read_trimmed(c->token_file, &c->token)))
       return fail(err, errlen, rc, "%s.tokenFile: cannot read %s: %s", where, c->token_file,
                   kc_strerror(rc));
+    if (!c->token[0])
+      return fail(err, errlen, KC_EINVAL, "%s.tokenFile: %s is empty", where, c->token_file);
   } else if (token && !(c->token = strdup(token))) {
     return KC_ENOMEM;
   }
@@ -537,6 +539,10 @@ int kc_config_in_cluster(kc_config *c, const char *sa_dir, char *err, size_t err
     fail(err, errlen, rc, "in-cluster: cannot read %s: %s", path, kc_strerror(rc));
     goto out;
   }
+  if (!c->token[0]) {
+    rc = fail(err, errlen, KC_EINVAL, "in-cluster: %s is empty", path);
+    goto out;
+  }
   snprintf(path, sizeof(path), "%s/ca.crt", sa_dir);
   rc = KC_ENOMEM;
   if (!(c->ca.file = strdup(path)))
@@ -626,6 +632,12 @@ const char *kc_config_token(kc_config *c, uint64_t now_ns, bool force) {
   char *fresh;
   int rc = read_trimmed(c->token_file, &fresh);
   c->token_read_ns = now_ns;
+  if (rc == 0 && !fresh[0]) {
+    /* Caught mid-write (truncated, not yet filled): an empty token would make the request
+     * anonymous. client-go refuses an empty token file too. */
+    free(fresh);
+    rc = KC_EPARSE;
+  }
   if (rc) {
     KC_WARN("cannot re-read token file %s: %s; keeping the previous token", c->token_file,
             kc_strerror(rc));

@@ -14,7 +14,12 @@
 
 #define CONNECT_TIMEOUT_MS 30000L /* client-go's dialer timeout */
 #define KEEPALIVE_S 30L           /* client-go's dialer keep-alive */
-#define MAX_STREAMS 250L          /* Go's HTTP/2 default per connection */
+#define MAX_STREAMS 250L          /* streams we let the server open (pushes are refused) */
+/* One connection to the API server. When its streams are all busy (kube-apiserver allows 100
+ * per connection), further requests wait inside curl for a free stream; without this limit
+ * curl 7.88 opens a new connection for nearly every waiting request, and a burst of a few
+ * hundred requests becomes dozens of TLS handshakes. */
+#define MAX_HOST_CONNECTIONS 1L
 
 /* One per socket curl asks us to watch; freed in the uv_close callback. */
 struct sock_ctx {
@@ -165,6 +170,10 @@ static void finish(kc_http_req *r, CURLcode code) {
   curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
   curl_easy_getinfo(r->easy, CURLINFO_NUM_CONNECTS, &conns);
   h->stats.new_connections += (uint64_t)conns;
+  long version = 0;
+  if (curl_easy_getinfo(r->easy, CURLINFO_HTTP_VERSION, &version) == CURLE_OK &&
+      version == CURL_HTTP_VERSION_2_0)
+    h->stats.http2_responses++;
   if (code == CURLE_WRITE_ERROR && r->abort_err)
     res.err = r->abort_err;
   else
@@ -318,6 +327,7 @@ int kc_http_new(uv_loop_t *loop, kc_config *cfg, const char *user_agent, kc_http
   curl_multi_setopt(h->multi, CURLMOPT_TIMERDATA, h);
   curl_multi_setopt(h->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
   curl_multi_setopt(h->multi, CURLMOPT_MAX_CONCURRENT_STREAMS, MAX_STREAMS);
+  curl_multi_setopt(h->multi, CURLMOPT_MAX_HOST_CONNECTIONS, MAX_HOST_CONNECTIONS);
   *out = h;
   return 0;
 fail_timer:

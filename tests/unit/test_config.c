@@ -274,6 +274,9 @@ static void test_in_cluster_and_token_rotation(void **state) {
   assert_string_equal(kc_config_token(&c, t0 + 61ull * 1000000000ull, false), "second-token");
   write_file(dir, "token", "third-token");
   assert_string_equal(kc_config_token(&c, t0 + 62ull * 1000000000ull, true), "third-token");
+  /* An empty file (caught mid-write) keeps the last good token. */
+  write_file(dir, "token", "\n");
+  assert_string_equal(kc_config_token(&c, t0 + 63ull * 1000000000ull, true), "third-token");
   /* A vanished file keeps the last good token. */
   char path[512];
   snprintf(path, sizeof(path), "%s/token", dir);
