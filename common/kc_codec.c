@@ -162,8 +162,8 @@ int kc__resource_list_add(kc__cctx *c, const json_t *obj, Kiln__Resource *res) {
       return kc__fail(c, KC_EINVAL, "expected quantity string");
     }
     if (rc < 0)
-      return kc__fail(c, rc, "invalid quantity \"%.40s\": %s at offset %zu", text,
-                      kc_strerror(rc), off);
+      return kc__fail(c, rc, "invalid quantity \"%.40s\": %s at offset %zu", text, kc_strerror(rc),
+                      off);
     if (strcmp(name, "cpu") == 0) {
       res->milli_cpu = sat_add(res->milli_cpu, kc_quantity_milli(&q));
     } else if (strcmp(name, "memory") == 0) {
@@ -238,8 +238,8 @@ int kc_resource_list_encode(const Kiln__Resource *res, json_t **out) {
 static const struct {
   const char *proto, *json;
 } json_overrides[] = {
-  {"transition_id", "transitionID"},
-  {"host_ip", "hostIP"},
+    {"transition_id", "transitionID"},
+    {"host_ip", "hostIP"},
 };
 
 static bool ends_with(const char *s, const char *suffix) {
@@ -456,8 +456,7 @@ static int decode_map(kc__cctx *c, ProtobufCMessage *m, const ProtobufCFieldDesc
     return kc__fail(c, KC_EINVAL, "expected object");
   const ProtobufCMessageDescriptor *ed = f->descriptor;
   const ProtobufCFieldDescriptor *kf = protobuf_c_message_descriptor_get_field_by_name(ed, "key");
-  const ProtobufCFieldDescriptor *vf =
-      protobuf_c_message_descriptor_get_field_by_name(ed, "value");
+  const ProtobufCFieldDescriptor *vf = protobuf_c_message_descriptor_get_field_by_name(ed, "value");
   size_t *np = (size_t *)((char *)m + f->quantifier_offset);
   ProtobufCMessage ***arrp = (ProtobufCMessage ***)((char *)m + f->offset);
   size_t n = json_object_size(v);
@@ -688,8 +687,8 @@ static bool present(const ProtobufCMessage *m, const ProtobufCFieldDescriptor *f
   return !all_zero(p, elem_size(f->type));
 }
 
-static int encode_field(kc__cctx *c, const ProtobufCMessage *m,
-                        const ProtobufCFieldDescriptor *f, json_t **out) {
+static int encode_field(kc__cctx *c, const ProtobufCMessage *m, const ProtobufCFieldDescriptor *f,
+                        json_t **out) {
   *out = NULL;
   if (f->label != PROTOBUF_C_LABEL_REPEATED)
     return encode_value(c, f, (const char *)m + f->offset, out);
@@ -780,13 +779,13 @@ int kc_codec_encode(const ProtobufCMessage *msg, json_t **out, char *err, size_t
 
 /* ---- typed wrappers ---- */
 
-#define TYPED_DECODE(fn, type, desc)                                                         \
-  int fn(const json_t *json, type **out, char *err, size_t errlen) {                         \
-    ProtobufCMessage *m = NULL;                                                              \
-    int rc = kc_codec_decode(&desc, json, &m, err, errlen);                                  \
-    if (out)                                                                                 \
-      *out = (type *)m;                                                                      \
-    return rc;                                                                               \
+#define TYPED_DECODE(fn, type, desc)                                                               \
+  int fn(const json_t *json, type **out, char *err, size_t errlen) {                               \
+    ProtobufCMessage *m = NULL;                                                                    \
+    int rc = kc_codec_decode(&desc, json, &m, err, errlen);                                        \
+    if (out)                                                                                       \
+      *out = (type *)m;                                                                            \
+    return rc;                                                                                     \
   }
 
 TYPED_DECODE(kc_podgroup_decode, Kiln__PodGroup, kiln__pod_group__descriptor)
@@ -834,8 +833,7 @@ int kc_podgroup_status_encode(const Kiln__PodGroupStatus *st, json_t **out, char
   return status_body(st ? &st->base : NULL, out, err, errlen);
 }
 
-int kc_queue_status_encode(const Kiln__QueueStatus *st, json_t **out, char *err,
-                           size_t errlen) {
+int kc_queue_status_encode(const Kiln__QueueStatus *st, json_t **out, char *err, size_t errlen) {
   return status_body(st ? &st->base : NULL, out, err, errlen);
 }
 

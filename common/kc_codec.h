@@ -60,8 +60,7 @@ int kc_priorityclass_decode(const json_t *json, Kiln__PriorityClass **out, char 
  * gives {"status": {}}. */
 int kc_podgroup_status_encode(const Kiln__PodGroupStatus *st, json_t **out, char *err,
                               size_t errlen);
-int kc_queue_status_encode(const Kiln__QueueStatus *st, json_t **out, char *err,
-                           size_t errlen);
+int kc_queue_status_encode(const Kiln__QueueStatus *st, json_t **out, char *err, size_t errlen);
 int kc_job_status_encode(const Kiln__JobStatus *st, json_t **out, char *err, size_t errlen);
 
 /* core/v1 Pod and Node to their scheduling views (pod.proto). */

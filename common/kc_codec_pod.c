@@ -443,9 +443,14 @@ static int pod_spec(kc__cctx *c, Kiln__Pod *p, const json_t *spec) {
   return rc;
 }
 
+/* strconv.ParseBool's true spellings; anything else (including its false ones) is false. */
 static bool truthy(const json_t *map, const char *key) {
+  static const char *const yes[] = {"1", "t", "T", "TRUE", "true", "True"};
   const char *v = json_string_value(json_object_get(map, key));
-  return v && strcmp(v, "true") == 0;
+  for (size_t i = 0; v && i < sizeof(yes) / sizeof(yes[0]); i++)
+    if (strcmp(v, yes[i]) == 0)
+      return true;
+  return false;
 }
 
 static int owner(kc__cctx *c, Kiln__Pod *p, const json_t *meta) {
@@ -509,10 +514,10 @@ static Kiln__PodPhase pod_phase(const char *s) {
     const char *name;
     Kiln__PodPhase phase;
   } phases[] = {
-    {"Pending", KILN__POD_PHASE__POD_PHASE_PENDING},
-    {"Running", KILN__POD_PHASE__POD_PHASE_RUNNING},
-    {"Succeeded", KILN__POD_PHASE__POD_PHASE_SUCCEEDED},
-    {"Failed", KILN__POD_PHASE__POD_PHASE_FAILED},
+      {"Pending", KILN__POD_PHASE__POD_PHASE_PENDING},
+      {"Running", KILN__POD_PHASE__POD_PHASE_RUNNING},
+      {"Succeeded", KILN__POD_PHASE__POD_PHASE_SUCCEEDED},
+      {"Failed", KILN__POD_PHASE__POD_PHASE_FAILED},
   };
   if (!s)
     return KILN__POD_PHASE__POD_PHASE_UNSET;

@@ -11,7 +11,7 @@
 __extension__ typedef __int128 i128;
 __extension__ typedef unsigned __int128 u128;
 
-#define NANO 1000000000LL
+#define NANO       1000000000LL
 /* Largest accepted magnitude in nano-units: Value() must still fit in int64. */
 #define NANO_LIMIT ((i128)INT64_MAX * NANO)
 /* Digit array: every input digit plus the growth of a multiplication by 2^60. */
@@ -24,9 +24,9 @@ struct suffix {
 };
 
 static const struct suffix suffixes[] = {
-  {"n", 10, -9}, {"u", 10, -6}, {"m", 10, -3}, {"k", 10, 3},   {"M", 10, 6},
-  {"G", 10, 9},  {"T", 10, 12}, {"P", 10, 15}, {"E", 10, 18}, {"Ki", 2, 10},
-  {"Mi", 2, 20}, {"Gi", 2, 30}, {"Ti", 2, 40}, {"Pi", 2, 50}, {"Ei", 2, 60},
+    {"n", 10, -9}, {"u", 10, -6}, {"m", 10, -3}, {"k", 10, 3},  {"M", 10, 6},
+    {"G", 10, 9},  {"T", 10, 12}, {"P", 10, 15}, {"E", 10, 18}, {"Ki", 2, 10},
+    {"Mi", 2, 20}, {"Gi", 2, 30}, {"Ti", 2, 40}, {"Pi", 2, 50}, {"Ei", 2, 60},
 };
 
 static bool is_digit(char c) {

@@ -80,8 +80,8 @@ static void decode_all(json_t *j) {
 static size_t budget;
 
 static void confuse(json_t *root, json_t *node) {
-  static const char *const wrong[] = {"null", "true", "-1", "3000000000", "1.5", "\"12Qi\"",
-                                      "\"\"", "[]", "{}", "[1]", "{\"a\":1}"};
+  static const char *const wrong[] = {"null", "true", "-1", "3000000000", "1.5",      "\"12Qi\"",
+                                      "\"\"", "[]",   "{}", "[1]",        "{\"a\":1}"};
   if (json_is_object(node)) {
     const char *key;
     json_t *child;

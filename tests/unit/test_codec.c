@@ -375,57 +375,63 @@ struct bad {
 };
 
 static const struct bad bads[] = {
-  {"job", "{\"spec\":{\"tasks\":[{\"name\":\"a\",\"replicas\":1},{\"name\":\"b\"},"
-          "{\"name\":\"c\",\"replicas\":\"three\"}]}}",
-   KC_EINVAL, "spec.tasks[2].replicas: expected integer"},
-  {"job", "{\"spec\":{\"tasks\":[{\"replicas\":3000000000}]}}", KC_ERANGE,
-   "spec.tasks[0].replicas: integer 3000000000 out of int32 range"},
-  {"job", "{\"metadata\":{\"labels\":{\"a\":1}}}", KC_EINVAL, "metadata.labels[a]: expected string"},
-  {"job", "{\"spec\":{\"plugins\":{\"ssh\":\"x\"}}}", KC_EINVAL,
-   "spec.plugins[ssh]: expected array of strings"},
-  {"job", "{\"spec\":{\"tasks\":{}}}", KC_EINVAL, "spec.tasks: expected array"},
-  {"job", "{\"status\":{\"taskStatusCount\":{\"w\":{\"phase\":{\"Running\":true}}}}}", KC_EINVAL,
-   "status.taskStatusCount[w].phase[Running]: expected integer"},
-  {"job", "{\"metadata\":{\"name\":\"a\\u0000b\"}}", KC_EINVAL,
-   "metadata.name: string contains a NUL byte"},
-  {"podgroup", "{\"spec\":{\"minResources\":{\"cpu\":\"12Qi\"}}}", KC_EPARSE,
-   "spec.minResources.cpu: invalid quantity \"12Qi\": parse error at offset 2"},
-  {"podgroup", "[]", KC_EINVAL, "expected object"},
-  {"podgroup", "{\"spec\":\"x\"}", KC_EINVAL, "spec: expected object"},
-  {"queue", "{\"spec\":{\"reclaimable\":\"yes\"}}", KC_EINVAL, "spec.reclaimable: expected boolean"},
-  {"queue", "{\"spec\":{\"capability\":{\"memory\":\"9Ei\"}}}", KC_ERANGE,
-   "spec.capability.memory: invalid quantity \"9Ei\": value out of range"},
-  {"queue", "{\"spec\":{\"capability\":{\"cpu\":[1]}}}", KC_EINVAL,
-   "spec.capability.cpu: expected quantity string"},
-  {"pod", "{\"spec\":{\"containers\":[{\"name\":\"a\",\"resources\":{\"requests\":"
-          "{\"cpu\":\"1x\"}}}]}}",
-   KC_EPARSE, "spec.containers[0].resources.requests.cpu: invalid quantity \"1x\""},
-  {"pod", "{\"spec\":{\"initContainers\":[{}, {\"restartPolicy\":7}]}}", KC_EINVAL,
-   "spec.initContainers[1].restartPolicy: expected string"},
-  {"pod", "{\"spec\":{\"containers\":[{\"ports\":[{\"hostPort\":70000}]}]}}", KC_ERANGE,
-   "spec.containers[0].ports[0].hostPort: integer 70000 out of range"},
-  {"pod", "{\"metadata\":{\"creationTimestamp\":\"yesterday\"}}", KC_EPARSE,
-   "metadata.creationTimestamp: invalid RFC 3339 time"},
-  {"pod", "{\"metadata\":{\"annotations\":{\"scheduling.k8s.io/group-name\":{}}}}", KC_EINVAL,
-   "metadata.annotations.scheduling.k8s.io/group-name: expected string"},
-  {"pod", "{\"spec\":{\"tolerations\":{}}}", KC_EINVAL, "spec.tolerations: expected array"},
-  {"pod", "{\"spec\":{\"priority\":\"high\"}}", KC_EINVAL, "spec.priority: expected integer"},
-  {"pod",
-   "{\"spec\":{\"affinity\":{\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":"
-   "{\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":\"k\",\"values\":[1]}]}]}}}}}",
-   KC_EINVAL,
-   "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
-   ".matchExpressions[0].values[0]: expected string"},
-  {"pod", "{\"metadata\":{\"ownerReferences\":[{\"controller\":true,\"uid\":5}]}}", KC_EINVAL,
-   "metadata.ownerReferences[0].uid: expected string"},
-  {"pod", "\"pod\"", KC_EINVAL, "expected object"},
-  {"node", "{\"status\":{\"allocatable\":{\"memory\":\"8Ei\"}}}", KC_ERANGE,
-   "status.allocatable.memory: invalid quantity \"8Ei\": value out of range"},
-  {"node", "{\"spec\":{\"unschedulable\":\"true\"}}", KC_EINVAL,
-   "spec.unschedulable: expected boolean"},
-  {"node", "{\"spec\":{\"taints\":[{\"key\":\"a\"},{\"effect\":false}]}}", KC_EINVAL,
-   "spec.taints[1].effect: expected string"},
-  {"node", "{\"metadata\":{\"labels\":[]}}", KC_EINVAL, "metadata.labels: expected object"},
+    {"job",
+     "{\"spec\":{\"tasks\":[{\"name\":\"a\",\"replicas\":1},{\"name\":\"b\"},"
+     "{\"name\":\"c\",\"replicas\":\"three\"}]}}",
+     KC_EINVAL, "spec.tasks[2].replicas: expected integer"},
+    {"job", "{\"spec\":{\"tasks\":[{\"replicas\":3000000000}]}}", KC_ERANGE,
+     "spec.tasks[0].replicas: integer 3000000000 out of int32 range"},
+    {"job", "{\"metadata\":{\"labels\":{\"a\":1}}}", KC_EINVAL,
+     "metadata.labels[a]: expected string"},
+    {"job", "{\"spec\":{\"plugins\":{\"ssh\":\"x\"}}}", KC_EINVAL,
+     "spec.plugins[ssh]: expected array of strings"},
+    {"job", "{\"spec\":{\"tasks\":{}}}", KC_EINVAL, "spec.tasks: expected array"},
+    {"job", "{\"status\":{\"taskStatusCount\":{\"w\":{\"phase\":{\"Running\":true}}}}}", KC_EINVAL,
+     "status.taskStatusCount[w].phase[Running]: expected integer"},
+    {"job", "{\"metadata\":{\"name\":\"a\\u0000b\"}}", KC_EINVAL,
+     "metadata.name: string contains a NUL byte"},
+    {"podgroup", "{\"spec\":{\"minResources\":{\"cpu\":\"12Qi\"}}}", KC_EPARSE,
+     "spec.minResources.cpu: invalid quantity \"12Qi\": parse error at offset 2"},
+    {"podgroup", "[]", KC_EINVAL, "expected object"},
+    {"podgroup", "{\"spec\":\"x\"}", KC_EINVAL, "spec: expected object"},
+    {"queue", "{\"spec\":{\"reclaimable\":\"yes\"}}", KC_EINVAL,
+     "spec.reclaimable: expected boolean"},
+    {"queue", "{\"spec\":{\"capability\":{\"memory\":\"9Ei\"}}}", KC_ERANGE,
+     "spec.capability.memory: invalid quantity \"9Ei\": value out of range"},
+    {"queue", "{\"spec\":{\"capability\":{\"cpu\":[1]}}}", KC_EINVAL,
+     "spec.capability.cpu: expected quantity string"},
+    {"pod",
+     "{\"spec\":{\"containers\":[{\"name\":\"a\",\"resources\":{\"requests\":"
+     "{\"cpu\":\"1x\"}}}]}}",
+     KC_EPARSE, "spec.containers[0].resources.requests.cpu: invalid quantity \"1x\""},
+    {"pod", "{\"spec\":{\"initContainers\":[{}, {\"restartPolicy\":7}]}}", KC_EINVAL,
+     "spec.initContainers[1].restartPolicy: expected string"},
+    {"pod", "{\"spec\":{\"containers\":[{\"ports\":[{\"hostPort\":70000}]}]}}", KC_ERANGE,
+     "spec.containers[0].ports[0].hostPort: integer 70000 out of range"},
+    {"pod", "{\"metadata\":{\"creationTimestamp\":\"yesterday\"}}", KC_EPARSE,
+     "metadata.creationTimestamp: invalid RFC 3339 time"},
+    {"pod", "{\"metadata\":{\"annotations\":{\"scheduling.k8s.io/group-name\":{}}}}", KC_EINVAL,
+     "metadata.annotations.scheduling.k8s.io/group-name: expected string"},
+    {"pod", "{\"spec\":{\"tolerations\":{}}}", KC_EINVAL, "spec.tolerations: expected array"},
+    {"pod", "{\"spec\":{\"priority\":\"high\"}}", KC_EINVAL, "spec.priority: expected integer"},
+    {"pod",
+     "{\"spec\":{\"affinity\":{\"nodeAffinity\":{"
+     "\"requiredDuringSchedulingIgnoredDuringExecution\":"
+     "{\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":\"k\",\"values\":[1]}]}]}}}}}",
+     KC_EINVAL,
+     "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms["
+     "0]"
+     ".matchExpressions[0].values[0]: expected string"},
+    {"pod", "{\"metadata\":{\"ownerReferences\":[{\"controller\":true,\"uid\":5}]}}", KC_EINVAL,
+     "metadata.ownerReferences[0].uid: expected string"},
+    {"pod", "\"pod\"", KC_EINVAL, "expected object"},
+    {"node", "{\"status\":{\"allocatable\":{\"memory\":\"8Ei\"}}}", KC_ERANGE,
+     "status.allocatable.memory: invalid quantity \"8Ei\": value out of range"},
+    {"node", "{\"spec\":{\"unschedulable\":\"true\"}}", KC_EINVAL,
+     "spec.unschedulable: expected boolean"},
+    {"node", "{\"spec\":{\"taints\":[{\"key\":\"a\"},{\"effect\":false}]}}", KC_EINVAL,
+     "spec.taints[1].effect: expected string"},
+    {"node", "{\"metadata\":{\"labels\":[]}}", KC_EINVAL, "metadata.labels: expected object"},
 };
 
 static int decode_kind(const char *kind, const json_t *j, void **out, char *err, size_t n) {
@@ -460,6 +466,58 @@ static void test_malformed(void **state) {
     assert_int_equal(decode_kind(bads[i].kind, j, &out, NULL, 0), rc);
     json_decref(j);
   }
+}
+
+/* The dump/replay snapshot carries decoded objects through the protobuf wire format. */
+static void test_snapshot(void **state) {
+  (void)state;
+  json_t *pj = load("pod.json"), *nj = load("node.json"), *gj = load("podgroup.json");
+  json_t *qj = load("queue.json"), *cj = load("priorityclass.json");
+  Kiln__Pod *p;
+  Kiln__Node *n;
+  Kiln__PodGroup *pg;
+  Kiln__Queue *q;
+  Kiln__PriorityClass *pc;
+  assert_int_equal(kc_pod_decode(pj, &p, NULL, 0), 0);
+  assert_int_equal(kc_node_decode(nj, &n, NULL, 0), 0);
+  assert_int_equal(kc_podgroup_decode(gj, &pg, NULL, 0), 0);
+  assert_int_equal(kc_queue_decode(qj, &q, NULL, 0), 0);
+  assert_int_equal(kc_priorityclass_decode(cj, &pc, NULL, 0), 0);
+  Kiln__Snapshot snap = KILN__SNAPSHOT__INIT;
+  snap.generation = 7;
+  snap.scheduler_name = "volcano";
+  snap.n_pods = 1;
+  snap.pods = &p;
+  snap.n_nodes = 1;
+  snap.nodes = &n;
+  snap.n_pod_groups = 1;
+  snap.pod_groups = &pg;
+  snap.n_queues = 1;
+  snap.queues = &q;
+  snap.n_priority_classes = 1;
+  snap.priority_classes = &pc;
+  size_t len = kiln__snapshot__get_packed_size(&snap);
+  uint8_t *buf = malloc(len);
+  assert_non_null(buf);
+  kiln__snapshot__pack(&snap, buf);
+  Kiln__Snapshot *back = kiln__snapshot__unpack(NULL, len, buf);
+  assert_non_null(back);
+  assert_int_equal(back->generation, 7);
+  assert_int_equal(back->pods[0]->requests->milli_cpu, 2010);
+  assert_int_equal(back->pod_groups[0]->spec->min_member, 3);
+  assert_msg_equal(&snap.base, &back->base);
+  kiln__snapshot__free_unpacked(back, NULL);
+  free(buf);
+  kc_msg_free(p);
+  kc_msg_free(n);
+  kc_msg_free(pg);
+  kc_msg_free(q);
+  kc_msg_free(pc);
+  json_decref(pj);
+  json_decref(nj);
+  json_decref(gj);
+  json_decref(qj);
+  json_decref(cj);
 }
 
 static void test_time(void **state) {
@@ -558,15 +616,16 @@ static void test_memory(void **state) {
 int main(void) {
   find_data_dir();
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_pod),
-    cmocka_unit_test(test_pod_best_effort),
-    cmocka_unit_test(test_node),
-    cmocka_unit_test(test_roundtrip),
-    cmocka_unit_test(test_typed_wrappers),
-    cmocka_unit_test(test_status_encode),
-    cmocka_unit_test(test_malformed),
-    cmocka_unit_test(test_time),
-    cmocka_unit_test(test_memory),
+      cmocka_unit_test(test_pod),
+      cmocka_unit_test(test_pod_best_effort),
+      cmocka_unit_test(test_node),
+      cmocka_unit_test(test_roundtrip),
+      cmocka_unit_test(test_typed_wrappers),
+      cmocka_unit_test(test_status_encode),
+      cmocka_unit_test(test_malformed),
+      cmocka_unit_test(test_snapshot),
+      cmocka_unit_test(test_time),
+      cmocka_unit_test(test_memory),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
