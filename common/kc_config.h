@@ -65,8 +65,10 @@ void kc_config_close(kc_config *c);
 
 /* The bearer token to send, or NULL for none (borrowed, valid until the next call or close).
  * When the token comes from a file, re-reads it if now_ns is token_period_ns past the last
- * read or if force is set (after a 401); a failed re-read keeps the previous token and
- * returns it, logging a warning without the token. */
+ * read or if force is set (after a 401); a failed or empty re-read keeps the previous token
+ * and returns it, logging a warning without the token. The read is a synchronous read of a
+ * small local file (a projected volume on tmpfs), at most once a minute plus once per 401,
+ * which client-go's cached file token source does the same way. */
 const char *kc_config_token(kc_config *c, uint64_t now_ns, bool force);
 
 /* Strict standard base64 (with or without padding, whitespace ignored). *out is new memory

@@ -230,7 +230,7 @@ static void socket_action(kc_http *h, curl_socket_t fd, int flags) {
 static void check_done(kc_http *h) {
   CURLMsg *msg;
   int left;
-  while ((msg = curl_multi_info_read(h->multi, &left))) {
+  while (h->multi && (msg = curl_multi_info_read(h->multi, &left))) {
     if (msg->msg != CURLMSG_DONE)
       continue;
     kc_http_req *r = NULL;
@@ -344,6 +344,7 @@ fail_ua:
 void kc_http_free(kc_http *h) {
   if (!h)
     return;
+  h->closing = true; /* an on_done below that starts a request gets KC_ECANCELED */
   while (h->pending) {
     kc_http_req *r = h->pending;
     req_unlink(&h->pending, r);
@@ -364,7 +365,6 @@ void kc_http_free(kc_http *h) {
       r->on_done(r, &res, r->data);
     req_free(r);
   }
-  h->closing = true;
   /* Stop curl from calling back while it tears down its connections; we close the polls. */
   curl_multi_setopt(h->multi, CURLMOPT_SOCKETFUNCTION, NULL);
   curl_multi_setopt(h->multi, CURLMOPT_TIMERFUNCTION, NULL);

@@ -80,8 +80,9 @@ void kc_http_free(kc_http *h);
  * returns; on error nothing was started and on_done will not be called. */
 int kc_http_start(kc_http *h, const kc_http_spec *spec, kc_http_req **out);
 
-/* Ends a request early: on_done is not called, and req is invalid after this returns. Safe to
- * call from the request's own on_chunk callback only by returning a code instead. */
+/* Ends a request early: on_done is not called, and req is invalid after this returns. Not
+ * for a request's own callbacks: its on_chunk ends it by returning a code, and after on_done
+ * it is gone anyway. */
 void kc_http_cancel(kc_http_req *req);
 
 /* Forces the next request to re-read the token file (after a 401). */

@@ -334,6 +334,21 @@ static void test_status_error_not_retried(void **state) {
   assert_null(d.obj);
 }
 
+static void test_timeout_is_per_call_and_final(void **state) {
+  (void)state;
+  struct done d;
+  kc_query q = {.timeout_ms = 100};
+  uint64_t t0 = uv_hrtime();
+  run_call(KC_GET, "t", "slow", &q, NULL, &d);
+  double took = (double)(uv_hrtime() - t0) / 1e9;
+  assert_int_equal(d.err, KC_ETIMEDOUT);
+  assert_int_equal(d.attempts, 1); /* the caller's deadline: not retried */
+  assert_true(took < 0.29);
+  run_call(KC_GET, "t", "slow", NULL, NULL, &d); /* the client's 5 s default is enough */
+  assert_int_equal(d.err, 0);
+  json_decref(d.obj);
+}
+
 static void test_retries_are_bounded(void **state) {
   (void)state;
   free_client();
@@ -569,6 +584,7 @@ int main(void) {
     cmocka_unit_test(test_5xx_retried_for_idempotent_get),
     cmocka_unit_test(test_5xx_not_retried_for_create),
     cmocka_unit_test(test_status_error_not_retried),
+    cmocka_unit_test(test_timeout_is_per_call_and_final),
     cmocka_unit_test(test_retries_are_bounded),
     cmocka_unit_test(test_connection_refused),
     cmocka_unit_test(test_delete_options_and_apply),
