@@ -178,6 +178,24 @@ static void test_bad_refs(void **state) {
   assert_null(p);
 }
 
+/* The Volcano-compatible flags land in kc_client_options; defaults come from the initializer. */
+static void test_client_flags(void **state) {
+  (void)state;
+  kc_client_options opt = KC_CLIENT_OPTIONS_INIT(2000, 2000);
+  const kc_flag flags[] = {KC_CLIENT_FLAGS(&opt, "2000", "2000")};
+  char a0[] = "prog", a1[] = "--kube-api-qps=50.5", a2[] = "--kube-api-burst", a3[] = "100";
+  char *argv[] = {a0, a1, a2, a3, NULL};
+  char err[128] = "";
+  assert_true(opt.qps == 2000.0 && opt.burst == 2000 && opt.max_retries == 10);
+  assert_int_equal(kc_flags_parse(flags, 2, 4, argv, NULL, err, sizeof(err)), 0);
+  assert_true(opt.qps == 50.5);
+  assert_int_equal(opt.burst, 100);
+  char b1[] = "--kube-api-burst=lots";
+  char *bad[] = {a0, b1, NULL};
+  assert_int_equal(kc_flags_parse(flags, 2, 2, bad, NULL, err, sizeof(err)), KC_EINVAL);
+  assert_non_null(strstr(err, "kube-api-burst"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_reasons),
@@ -186,6 +204,7 @@ int main(void) {
     cmocka_unit_test(test_not_a_status),
     cmocka_unit_test(test_paths),
     cmocka_unit_test(test_bad_refs),
+    cmocka_unit_test(test_client_flags),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
