@@ -238,6 +238,107 @@ static Kiln__Resource *res_sum_new(const Kiln__Resource *a, const Kiln__Resource
   return r;
 }
 
+/* ---- taints and tolerations ---- */
+
+static int taint_effect(kc__cctx *c, const json_t *obj, Kiln__TaintEffect *out) {
+  static const struct {
+    const char *name;
+    Kiln__TaintEffect effect;
+  } effects[] = {
+      {"NoSchedule", KILN__TAINT_EFFECT__TAINT_EFFECT_NO_SCHEDULE},
+      {"PreferNoSchedule", KILN__TAINT_EFFECT__TAINT_EFFECT_PREFER_NO_SCHEDULE},
+      {"NoExecute", KILN__TAINT_EFFECT__TAINT_EFFECT_NO_EXECUTE},
+  };
+  const char *s;
+  int rc = peek_string(c, obj, "effect", &s);
+  *out = KILN__TAINT_EFFECT__TAINT_EFFECT_ALL;
+  if (rc < 0 || !s || !*s)
+    return rc;
+  *out = KILN__TAINT_EFFECT__TAINT_EFFECT_OTHER;
+  for (size_t i = 0; i < sizeof(effects) / sizeof(effects[0]); i++)
+    if (strcmp(s, effects[i].name) == 0)
+      *out = effects[i].effect;
+  return 0;
+}
+
+static int tolerations(kc__cctx *c, Kiln__Pod *p, const json_t *spec) {
+  json_t *arr;
+  int rc = get_array(c, spec, "tolerations", &arr);
+  size_t n = arr ? json_array_size(arr) : 0;
+  if (rc < 0 || n == 0)
+    return rc;
+  size_t m0 = kc__path_key(c, "tolerations");
+  if (!(p->tolerations = calloc(n, sizeof(*p->tolerations))))
+    return kc__fail(c, KC_ENOMEM, "out of memory");
+  for (size_t i = 0; i < n; i++) {
+    json_t *t = json_array_get(arr, i);
+    size_t m1 = kc__path_index(c, i);
+    if (!json_is_object(t))
+      return kc__fail(c, KC_EINVAL, "expected object");
+    Kiln__Toleration *tol = malloc(sizeof(*tol));
+    if (!tol)
+      return kc__fail(c, KC_ENOMEM, "out of memory");
+    kiln__toleration__init(tol);
+    p->tolerations[p->n_tolerations++] = tol;
+    const char *op;
+    bool has_secs = false;
+    rc = get_string(c, t, "key", &tol->key);
+    if (rc == 0)
+      rc = get_string(c, t, "value", &tol->value);
+    if (rc == 0)
+      rc = taint_effect(c, t, &tol->effect);
+    if (rc == 0)
+      rc = get_int(c, t, "tolerationSeconds", INT64_MIN, INT64_MAX, &tol->toleration_seconds,
+                   &has_secs);
+    tol->has_toleration_seconds = has_secs;
+    if (rc == 0)
+      rc = peek_string(c, t, "operator", &op);
+    if (rc < 0)
+      return rc;
+    if (op && strcmp(op, "Exists") == 0) {
+      tol->operator_ = KILN__TOLERATION_OPERATOR__TOLERATION_OPERATOR_EXISTS;
+    } else if (op && *op && strcmp(op, "Equal") != 0) {
+      kc__path_key(c, "operator");
+      return kc__fail(c, KC_EINVAL, "unknown operator \"%.20s\"", op);
+    }
+    kc__path_pop(c, m1);
+  }
+  kc__path_pop(c, m0);
+  return 0;
+}
+
+static int taints(kc__cctx *c, Kiln__Node *node, const json_t *spec) {
+  json_t *arr;
+  int rc = get_array(c, spec, "taints", &arr);
+  size_t n = arr ? json_array_size(arr) : 0;
+  if (rc < 0 || n == 0)
+    return rc;
+  size_t m0 = kc__path_key(c, "taints");
+  if (!(node->taints = calloc(n, sizeof(*node->taints))))
+    return kc__fail(c, KC_ENOMEM, "out of memory");
+  for (size_t i = 0; i < n; i++) {
+    json_t *t = json_array_get(arr, i);
+    size_t m1 = kc__path_index(c, i);
+    if (!json_is_object(t))
+      return kc__fail(c, KC_EINVAL, "expected object");
+    Kiln__Taint *taint = malloc(sizeof(*taint));
+    if (!taint)
+      return kc__fail(c, KC_ENOMEM, "out of memory");
+    kiln__taint__init(taint);
+    node->taints[node->n_taints++] = taint;
+    rc = get_string(c, t, "key", &taint->key);
+    if (rc == 0)
+      rc = get_string(c, t, "value", &taint->value);
+    if (rc == 0)
+      rc = taint_effect(c, t, &taint->effect);
+    if (rc < 0)
+      return rc;
+    kc__path_pop(c, m1);
+  }
+  kc__path_pop(c, m0);
+  return 0;
+}
+
 /* ---- pod ---- */
 
 /* Requests of one container into *out (reset first); collects host ports for app
@@ -427,15 +528,7 @@ static int pod_spec(kc__cctx *c, Kiln__Pod *p, const json_t *spec) {
   if (rc == 0)
     rc = decode_field_at(c, &p->base, "node_selector", spec, "nodeSelector");
   if (rc == 0)
-    rc = decode_field_at(c, &p->base, "tolerations", spec, "tolerations");
-  if (rc == 0) {
-    /* proto3 has no presence: record whether tolerationSeconds was given. */
-    json_t *tols = json_object_get(spec, "tolerations");
-    for (size_t i = 0; i < p->n_tolerations; i++) {
-      json_t *ts = json_object_get(json_array_get(tols, i), "tolerationSeconds");
-      p->tolerations[i]->has_toleration_seconds = ts && !json_is_null(ts);
-    }
-  }
+    rc = tolerations(c, p, spec);
   if (rc == 0)
     rc = pod_affinity(c, p, spec);
   if (rc == 0)
@@ -462,12 +555,13 @@ static int owner(kc__cctx *c, Kiln__Pod *p, const json_t *meta) {
       continue;
     size_t mark = kc__path_key(c, "ownerReferences");
     kc__path_index(c, i);
-    ProtobufCMessage *m;
-    rc = kc__decode_message(c, &kiln__owner_reference__descriptor, ref, &m);
-    if (rc == 0) {
-      p->owner = (Kiln__OwnerReference *)m;
+    rc = get_string(c, ref, "kind", &p->owner_kind);
+    if (rc == 0)
+      rc = get_string(c, ref, "name", &p->owner_name);
+    if (rc == 0)
+      rc = get_string(c, ref, "uid", &p->owner_uid);
+    if (rc == 0)
       kc__path_pop(c, mark);
-    }
     break;
   }
   return rc;
@@ -616,7 +710,7 @@ int kc_node_decode(const json_t *json, Kiln__Node **out, char *err, size_t errle
     }
     n->unschedulable = json_is_true(u);
     if (rc == 0)
-      rc = decode_field_at(&c, &n->base, "taints", spec, "taints");
+      rc = taints(&c, n, spec);
     if (rc == 0)
       kc__path_pop(&c, mark);
   }

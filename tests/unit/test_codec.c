@@ -145,10 +145,16 @@ static void test_pod(void **state) {
   assert_int_equal(p->n_host_ports, 1);
   assert_int_equal(p->host_ports[0]->port, 80);
   assert_string_equal(p->host_ports[0]->protocol, "TCP");
-  assert_non_null(p->owner);
-  assert_string_equal(p->owner->kind, "Job");
-  assert_string_equal(p->owner->uid, "0b8f5c3a-2d4e-4f60-8a1b-9c0d1e2f3a4b");
-  assert_true(p->owner->has_controller && p->owner->controller);
+  assert_int_equal(p->tolerations[0]->operator_,
+                   KILN__TOLERATION_OPERATOR__TOLERATION_OPERATOR_EXISTS);
+  assert_int_equal(p->tolerations[0]->effect, KILN__TAINT_EFFECT__TAINT_EFFECT_NO_EXECUTE);
+  assert_int_equal(p->tolerations[1]->operator_,
+                   KILN__TOLERATION_OPERATOR__TOLERATION_OPERATOR_EQUAL);
+  assert_int_equal(p->tolerations[1]->effect, KILN__TAINT_EFFECT__TAINT_EFFECT_NO_SCHEDULE);
+  /* the controller reference, not the first one */
+  assert_string_equal(p->owner_kind, "Job");
+  assert_string_equal(p->owner_name, "job-1");
+  assert_string_equal(p->owner_uid, "0b8f5c3a-2d4e-4f60-8a1b-9c0d1e2f3a4b");
 
   /* The view survives the snapshot format unchanged. */
   size_t n = kiln__pod__get_packed_size(p);
@@ -174,7 +180,7 @@ static void test_pod_best_effort(void **state) {
   assert_true(p->best_effort);
   assert_int_equal(p->requests->pods, 1);
   assert_int_equal(p->phase, KILN__POD_PHASE__POD_PHASE_UNKNOWN);
-  assert_null(p->owner);
+  assert_string_equal(p->owner_kind, "");
   assert_string_equal(p->namespace_, "");
   kc_msg_free(p);
   json_decref(j);
@@ -192,7 +198,8 @@ static void test_node(void **state) {
   assert_int_equal(n->n_labels, 3);
   assert_string_equal(n->labels[2]->key, "type");
   assert_int_equal(n->n_taints, 1);
-  assert_string_equal(n->taints[0]->effect, "NoSchedule");
+  assert_int_equal(n->taints[0]->effect, KILN__TAINT_EFFECT__TAINT_EFFECT_NO_SCHEDULE);
+  assert_string_equal(n->taints[0]->value, "fake");
   assert_true(n->unschedulable);
   assert_true(n->ready);
   assert_int_equal(n->allocatable->milli_cpu, 7800);
@@ -425,6 +432,13 @@ static const struct bad bads[] = {
     {"pod", "{\"metadata\":{\"ownerReferences\":[{\"controller\":true,\"uid\":5}]}}", KC_EINVAL,
      "metadata.ownerReferences[0].uid: expected string"},
     {"pod", "\"pod\"", KC_EINVAL, "expected object"},
+    {"pod", "{\"spec\":{\"tolerations\":[{\"key\":\"a\"},{\"operator\":\"Maybe\"}]}}", KC_EINVAL,
+     "spec.tolerations[1].operator: unknown operator \"Maybe\""},
+    {"pod", "{\"spec\":{\"tolerations\":[{\"tolerationSeconds\":\"300\"}]}}", KC_EINVAL,
+     "spec.tolerations[0].tolerationSeconds: expected integer"},
+    {"pod", "{\"spec\":{\"tolerations\":[7]}}", KC_EINVAL, "spec.tolerations[0]: expected object"},
+    {"node", "{\"spec\":{\"taints\":[{\"key\":\"a\"},{\"effect\":\"NoSchedule\"},[]]}}", KC_EINVAL,
+     "spec.taints[2]: expected object"},
     {"node", "{\"status\":{\"allocatable\":{\"memory\":\"8Ei\"}}}", KC_ERANGE,
      "status.allocatable.memory: invalid quantity \"8Ei\": value out of range"},
     {"node", "{\"spec\":{\"unschedulable\":\"true\"}}", KC_EINVAL,
