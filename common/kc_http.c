@@ -4,6 +4,8 @@
 #include "kc_log.h"
 
 #include <curl/curl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +16,14 @@
 
 #define CONNECT_TIMEOUT_MS 30000L /* client-go's dialer timeout */
 #define KEEPALIVE_S 30L           /* client-go's dialer keep-alive */
+#define KEEPALIVE_INTVL_S 10L
+#define KEEPALIVE_PROBES 3
+/* client-go pings an idle HTTP/2 connection after 30 s and drops it 15 s later without an
+ * answer; curl 7.88 has no such health check, so the kernel does it: keep-alive probes on an
+ * idle socket, and TCP_USER_TIMEOUT for data (a watch's or a request's) left unacknowledged.
+ * A silently dead connection then fails within about a minute instead of hanging the watches
+ * multiplexed on it until the server's watch timeout. */
+#define USER_TIMEOUT_MS 60000
 #define MAX_STREAMS 250L          /* streams we let the server open (pushes are refused) */
 /* One connection to the API server. When its streams are all busy (kube-apiserver allows 100
  * per connection), further requests wait inside curl for a free stream; without this limit
@@ -448,6 +458,22 @@ static void set_pem(CURL *e, const kc_pem *p, CURLoption file_opt, CURLoption bl
   }
 }
 
+static int on_sockopt(void *data, curl_socket_t fd, curlsocktype purpose) {
+  (void)data;
+  if (purpose != CURLSOCKTYPE_IPCXN)
+    return CURL_SOCKOPT_OK;
+  int probes = KEEPALIVE_PROBES;
+  unsigned int timeout = USER_TIMEOUT_MS;
+  /* Best effort: a socket that refuses (not TCP, another OS) keeps curl's keep-alive. */
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof(probes));
+#ifdef TCP_USER_TIMEOUT
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &timeout, sizeof(timeout));
+#else
+  (void)timeout;
+#endif
+  return CURL_SOCKOPT_OK;
+}
+
 static int setup_easy(kc_http *h, kc_http_req *r, const kc_http_spec *s) {
   CURL *e = r->easy;
   const kc_config *cfg = h->cfg;
@@ -463,7 +489,8 @@ static int setup_easy(kc_http *h, kc_http_req *r, const kc_http_spec *s) {
   curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
   curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
   curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, KEEPALIVE_S);
-  curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, KEEPALIVE_S);
+  curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, KEEPALIVE_INTVL_S);
+  curl_easy_setopt(e, CURLOPT_SOCKOPTFUNCTION, on_sockopt);
   curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
   if (s->timeout_ms > 0)
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)s->timeout_ms);
