@@ -10,17 +10,17 @@
 #include <string.h>
 
 #ifndef container_of
-#define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
+#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 #endif
 
-#define NS_PER_MS 1000000ull
-#define BACKOFF_BASE_MS 500
-#define BACKOFF_MAX_MS 8000
-#define RETRY_AFTER_DEFAULT_MS 1000 /* client-go's artificial Retry-After */
-#define RETRY_AFTER_MAX_MS 60000    /* a broken proxy must not park a call for hours */
-#define CONFLICT_STEPS 5            /* retry.DefaultRetry */
-#define CONFLICT_DELAY_MS 10.0
-#define CONFLICT_JITTER 0.1
+#define NS_PER_MS              1000000ull
+#define BACKOFF_BASE_MS        500
+#define BACKOFF_MAX_MS         8000
+#define RETRY_AFTER_DEFAULT_MS 1000  /* client-go's artificial Retry-After */
+#define RETRY_AFTER_MAX_MS     60000 /* a broken proxy must not park a call for hours */
+#define CONFLICT_STEPS         5     /* retry.DefaultRetry */
+#define CONFLICT_DELAY_MS      10.0
+#define CONFLICT_JITTER        0.1
 
 struct call;
 struct rmw;
@@ -60,16 +60,16 @@ static const struct {
   const char *content_type;
   bool idempotent;
 } verbs[KC_VERB_LAST] = {
-  [KC_GET] = {"GET", NULL, true},
-  [KC_LIST] = {"GET", NULL, true},
-  [KC_CREATE] = {"POST", "application/json", false},
-  [KC_UPDATE] = {"PUT", "application/json", true},
-  [KC_PATCH_MERGE] = {"PATCH", "application/merge-patch+json", true},
-  /* A JSON patch may append to a list or test-and-replace: running it twice differs. */
-  [KC_PATCH_JSON] = {"PATCH", "application/json-patch+json", false},
-  [KC_PATCH_STRATEGIC] = {"PATCH", "application/strategic-merge-patch+json", true},
-  [KC_APPLY] = {"PATCH", "application/apply-patch+yaml", true},
-  [KC_DELETE] = {"DELETE", "application/json", true},
+    [KC_GET] = {"GET", NULL, true},
+    [KC_LIST] = {"GET", NULL, true},
+    [KC_CREATE] = {"POST", "application/json", false},
+    [KC_UPDATE] = {"PUT", "application/json", true},
+    [KC_PATCH_MERGE] = {"PATCH", "application/merge-patch+json", true},
+    /* A JSON patch may append to a list or test-and-replace: running it twice differs. */
+    [KC_PATCH_JSON] = {"PATCH", "application/json-patch+json", false},
+    [KC_PATCH_STRATEGIC] = {"PATCH", "application/strategic-merge-patch+json", true},
+    [KC_APPLY] = {"PATCH", "application/apply-patch+yaml", true},
+    [KC_DELETE] = {"DELETE", "application/json", true},
 };
 
 /* ---- a growable string for paths ---- */
@@ -214,8 +214,7 @@ static void copy_clean(char *dst, size_t cap, const char *s, size_t n) {
   dst[j] = '\0';
 }
 
-int kc_status_parse(long http_status, const char *body, size_t len, kc_status *st,
-                    json_t **obj) {
+int kc_status_parse(long http_status, const char *body, size_t len, kc_status *st, json_t **obj) {
   memset(st, 0, sizeof(*st));
   st->code = http_status;
   if (obj)
@@ -238,7 +237,8 @@ int kc_status_parse(long http_status, const char *body, size_t len, kc_status *s
     else
       snprintf(st->message, sizeof(st->message),
                "the server responded with the status code %ld but did not return more "
-               "information", st->code);
+               "information",
+               st->code);
     if (obj)
       *obj = root;
     else
@@ -248,8 +248,10 @@ int kc_status_parse(long http_status, const char *body, size_t len, kc_status *s
     st->err = kc_err_from_http(http_status);
     if (st->err == 0) /* a 2xx is not a failure; the caller should not be here */
       st->err = KC_EHTTP;
-    int n = snprintf(st->message, sizeof(st->message), "the server responded with the status "
-                     "code %ld", http_status);
+    int n = snprintf(st->message, sizeof(st->message),
+                     "the server responded with the status "
+                     "code %ld",
+                     http_status);
     if (len && n > 0 && (size_t)n + 3 < sizeof(st->message)) {
       memcpy(st->message + n, ": ", 3);
       copy_clean(st->message + n + 2, sizeof(st->message) - (size_t)n - 2, body,
@@ -270,8 +272,7 @@ static double rand01(kc_client *c) {
   return (double)(c->rng >> 11) / (double)(1ull << 53);
 }
 
-int kc_client_new(uv_loop_t *loop, kc_config *cfg, const kc_client_options *opt,
-                  kc_client **out) {
+int kc_client_new(uv_loop_t *loop, kc_config *cfg, const kc_client_options *opt, kc_client **out) {
   kc_client *c = calloc(1, sizeof(*c));
   if (!c)
     return KC_ENOMEM;
@@ -336,14 +337,14 @@ static void on_http_done(kc_http_req *req, const kc_http_result *hr, void *data)
 static void send_now(struct call *k) {
   kc_client *c = k->c;
   kc_http_spec spec = {
-    .method = verbs[k->verb].method,
-    .path = k->path,
-    .content_type = k->body ? verbs[k->verb].content_type : NULL,
-    .body = k->body,
-    .body_len = k->body_len,
-    .timeout_ms = k->timeout_ms,
-    .on_done = on_http_done,
-    .data = k,
+      .method = verbs[k->verb].method,
+      .path = k->path,
+      .content_type = k->body ? verbs[k->verb].content_type : NULL,
+      .body = k->body,
+      .body_len = k->body_len,
+      .timeout_ms = k->timeout_ms,
+      .on_done = on_http_done,
+      .data = k,
   };
   k->attempts++;
   k->state = CALL_IN_FLIGHT;
@@ -417,23 +418,22 @@ static void on_http_done(kc_http_req *req, const kc_http_result *hr, void *data)
     if (hr->err == 0 && hr->status == 401 && !k->token_refreshed) {
       k->token_refreshed = true;
       kc_http_refresh_token(c->http);
-      KC_V(2, "%s %s: 401, retrying once with a re-read token", verbs[k->verb].method,
-           k->path);
+      KC_V(2, "%s %s: 401, retrying once with a re-read token", verbs[k->verb].method, k->path);
       throttle_then_send(k);
       return;
     }
     int64_t delay = retry_delay(k, hr);
     if (delay >= 0) {
-      KC_V(2, "%s %s: attempt %d failed (%s, HTTP %ld), retrying in %lld ms",
-           verbs[k->verb].method, k->path, k->attempts, hr->err ? kc_strerror(hr->err) : "ok",
-           hr->status, (long long)delay);
+      KC_V(2, "%s %s: attempt %d failed (%s, HTTP %ld), retrying in %lld ms", verbs[k->verb].method,
+           k->path, k->attempts, hr->err ? kc_strerror(hr->err) : "ok", hr->status,
+           (long long)delay);
       k->state = CALL_BACKOFF;
       uv_timer_start(&k->timer, on_timer, (uint64_t)delay, 0);
       return;
     }
   }
-  kc_api_result res = {.err = 0, .status = hr->status, .reason = "", .message = "",
-                       .attempts = k->attempts};
+  kc_api_result res = {
+      .err = 0, .status = hr->status, .reason = "", .message = "", .attempts = k->attempts};
   json_t *obj = NULL;
   kc_status st;
   char msg[256];
@@ -479,8 +479,7 @@ static int delete_body(const kc_query *q, json_t **out) {
     if (q->precondition_uid && json_object_set_new(p, "uid", json_string(q->precondition_uid)))
       goto fail;
     if (q->precondition_resource_version &&
-        json_object_set_new(p, "resourceVersion",
-                            json_string(q->precondition_resource_version)))
+        json_object_set_new(p, "resourceVersion", json_string(q->precondition_resource_version)))
       goto fail;
   }
   *out = o;
@@ -649,8 +648,12 @@ static void rmw_on_get(const kc_api_result *res, void *data) {
     if (rc == 0)
       return;
   }
-  kc_api_result r = {.err = rc, .status = res->status, .obj = res->obj, .reason = "",
-                     .message = rc < 0 ? kc_strerror(rc) : "", .attempts = res->attempts};
+  kc_api_result r = {.err = rc,
+                     .status = res->status,
+                     .obj = res->obj,
+                     .reason = "",
+                     .message = rc < 0 ? kc_strerror(rc) : "",
+                     .attempts = res->attempts};
   rmw_finish(m, &r);
 }
 
@@ -680,8 +683,8 @@ int kc_api_update_retry(kc_client *c, const kc_ref *ref, const kc_query *q, kc_m
   struct rmw *m = calloc(1, sizeof(*m));
   if (!m)
     return KC_ENOMEM;
-  const char *src[6] = {ref->group, ref->version, ref->resource, ref->namespace, ref->name,
-                        ref->subresource};
+  const char *src[6] = {ref->group,     ref->version, ref->resource,
+                        ref->namespace, ref->name,    ref->subresource};
   for (int i = 0; i < 6; i++)
     if (src[i] && !(m->s[i] = strdup(src[i])))
       goto nomem;

@@ -29,34 +29,36 @@
 #include "kc_http.h"
 
 typedef struct {
-  double qps;          /* <= 0: no client-side limit */
+  double qps; /* <= 0: no client-side limit */
   int burst;
-  int max_retries;     /* default 10 */
-  int64_t timeout_ms;  /* per attempt; default 60 s */
+  int max_retries;        /* default 10 */
+  int64_t timeout_ms;     /* per attempt; default 60 s */
   const char *user_agent; /* borrowed; NULL: "kiln/<version>" */
 } kc_client_options;
 
 /* Volcano's defaults: the controller 50/100, the scheduler 2000/2000. */
-#define KC_CLIENT_OPTIONS_INIT(qps_, burst_)                                                      \
-  {.qps = (qps_), .burst = (burst_), .max_retries = 10, .timeout_ms = 60000, .user_agent = NULL}
+#define KC_CLIENT_OPTIONS_INIT(qps_, burst_)                                                       \
+  { .qps = (qps_), .burst = (burst_), .max_retries = 10, .timeout_ms = 60000, .user_agent = NULL }
 
 /* Flag rows for kc_client_options (expand inside a kc_flag array); the defaults are the help
  * text only, the values come from KC_CLIENT_OPTIONS_INIT. */
-#define KC_CLIENT_FLAGS(o, qps_def, burst_def)                                                    \
-  {"kube-api-qps", KC_FLAG_DOUBLE, &(o)->qps, "QPS to use while talking with kubernetes "        \
-   "apiserver", qps_def, NULL, false, NULL},                                                      \
-  {"kube-api-burst", KC_FLAG_INT, &(o)->burst, "Burst to use while talking with kubernetes "     \
-   "apiserver", burst_def, NULL, false, NULL}
+/* clang-format off */
+#define KC_CLIENT_FLAGS(o, qps_def, burst_def)                                                     \
+  {"kube-api-qps", KC_FLAG_DOUBLE, &(o)->qps,                                                      \
+   "QPS to use while talking with kubernetes apiserver", qps_def, NULL, false, NULL},              \
+  {"kube-api-burst", KC_FLAG_INT, &(o)->burst,                                                     \
+   "Burst to use while talking with kubernetes apiserver", burst_def, NULL, false, NULL}
+/* clang-format on */
 
 typedef enum {
   KC_GET,
   KC_LIST,
-  KC_CREATE,       /* POST */
-  KC_UPDATE,       /* PUT */
-  KC_PATCH_MERGE,  /* application/merge-patch+json */
-  KC_PATCH_JSON,   /* application/json-patch+json */
+  KC_CREATE,          /* POST */
+  KC_UPDATE,          /* PUT */
+  KC_PATCH_MERGE,     /* application/merge-patch+json */
+  KC_PATCH_JSON,      /* application/json-patch+json */
   KC_PATCH_STRATEGIC, /* application/strategic-merge-patch+json (built-in types only) */
-  KC_APPLY,        /* server-side apply: application/apply-patch+yaml, needs field_manager */
+  KC_APPLY,           /* server-side apply: application/apply-patch+yaml, needs field_manager */
   KC_DELETE,
   KC_VERB_LAST
 } kc_verb;
@@ -80,13 +82,13 @@ typedef struct {
   const char *resource_version;
   const char *resource_version_match;
   long timeout_seconds;
-  bool dry_run;                 /* dryRun=All */
+  bool dry_run; /* dryRun=All */
   const char *field_manager;
-  bool force;                   /* APPLY: take ownership of conflicting fields */
+  bool force;                     /* APPLY: take ownership of conflicting fields */
   const char *propagation_policy; /* DELETE: Orphan, Background, Foreground */
   const char *precondition_uid;   /* DELETE preconditions */
   const char *precondition_resource_version;
-  int64_t timeout_ms;           /* per-attempt override; 0: the client's */
+  int64_t timeout_ms; /* per-attempt override; 0: the client's */
 } kc_query;
 
 /* The outcome of a call. Everything is borrowed for the callback only (json_incref or copy to
@@ -107,8 +109,7 @@ typedef void (*kc_api_cb)(const kc_api_result *res, void *data);
 typedef struct kc_client kc_client;
 
 /* Creates a client with its own transport on loop. cfg is borrowed and must outlive it. */
-int kc_client_new(uv_loop_t *loop, kc_config *cfg, const kc_client_options *opt,
-                  kc_client **out);
+int kc_client_new(uv_loop_t *loop, kc_config *cfg, const kc_client_options *opt, kc_client **out);
 /* Ends every call (callbacks run with KC_ECANCELED) and frees the client; libuv handles close
  * asynchronously, so run the loop to completion before uv_loop_close. Not from a callback of
  * this client. NULL is a no-op. */
@@ -151,7 +152,6 @@ typedef struct {
  * back to the HTTP status when the reason is empty or unknown, as client-go does); any other
  * body gives the HTTP status' code and a message quoting the start of the body. Returns
  * st->err. If obj is not NULL it receives the parsed Status (new reference) or NULL. */
-int kc_status_parse(long http_status, const char *body, size_t len, kc_status *st,
-                    json_t **obj);
+int kc_status_parse(long http_status, const char *body, size_t len, kc_status *st, json_t **obj);
 
 #endif

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <yaml.h>
 
-#define KUBECONFIG_MAX (16u << 20)  /* a kubeconfig larger than this is not a kubeconfig */
+#define KUBECONFIG_MAX  (16u << 20) /* a kubeconfig larger than this is not a kubeconfig */
 #define SECRET_FILE_MAX (1u << 20)  /* token, CA and namespace files */
 #define TOKEN_PERIOD_NS (60ull * 1000000000ull)
 
@@ -180,8 +180,8 @@ static char *resolve_path(const char *base_dir, const char *path) {
 }
 
 static char *trim_dup(const char *s, size_t len) {
-  while (len && (s[len - 1] == '\n' || s[len - 1] == '\r' || s[len - 1] == ' ' ||
-                 s[len - 1] == '\t'))
+  while (len &&
+         (s[len - 1] == '\n' || s[len - 1] == '\r' || s[len - 1] == ' ' || s[len - 1] == '\t'))
     len--;
   while (len && (*s == ' ' || *s == '\t' || *s == '\n')) {
     s++;
@@ -211,8 +211,7 @@ static const char *scalar(yaml_node_t *n) {
 static yaml_node_t *map_get(yaml_document_t *d, yaml_node_t *map, const char *key) {
   if (!map || map->type != YAML_MAPPING_NODE)
     return NULL;
-  for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top;
-       p++) {
+  for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
     const char *k = scalar(yaml_document_get_node(d, p->key));
     if (k && strcmp(k, key) == 0)
       return yaml_document_get_node(d, p->value);
@@ -238,16 +237,15 @@ static int get_str(yaml_document_t *d, yaml_node_t *map, const char *key, const 
 /* Finds the entry named name in the top-level list key (clusters/users/contexts) and returns
  * its inner mapping (entry.<inner>); *index gets the position for error messages. */
 static int find_named(yaml_document_t *d, yaml_node_t *root, const char *key, const char *inner,
-                      const char *name, yaml_node_t **out, int *index, char *err,
-                      size_t errlen) {
+                      const char *name, yaml_node_t **out, int *index, char *err, size_t errlen) {
   yaml_node_t *list = map_get(d, root, key);
   if (!list || (list->type == YAML_SCALAR_NODE && !scalar(list)[0]))
     return fail(err, errlen, KC_EINVAL, "%s: missing (looking for \"%s\")", key, name);
   if (list->type != YAML_SEQUENCE_NODE)
     return fail(err, errlen, KC_EPARSE, "%s: expected a list", key);
   int i = 0;
-  for (yaml_node_item_t *it = list->data.sequence.items.start;
-       it < list->data.sequence.items.top; it++, i++) {
+  for (yaml_node_item_t *it = list->data.sequence.items.start; it < list->data.sequence.items.top;
+       it++, i++) {
     yaml_node_t *e = yaml_document_get_node(d, *it);
     if (!e || e->type != YAML_MAPPING_NODE)
       return fail(err, errlen, KC_EPARSE, "%s[%d]: expected a mapping", key, i);
@@ -371,16 +369,18 @@ static int parse_user(kc_config *c, yaml_document_t *d, yaml_node_t *root, const
   char where[64];
   snprintf(where, sizeof(where), "users[%d].user", idx);
   static const char *const unsupported[] = {"exec", "auth-provider", "username", "password",
-                                            "as", "as-groups"};
+                                            "as",   "as-groups"};
   for (size_t i = 0; i < sizeof(unsupported) / sizeof(unsupported[0]); i++)
     if (map_get(d, u, unsupported[i]))
-      return fail(err, errlen, KC_EINVAL, "%s.%s: not supported (use a token or a client "
-                  "certificate)", where, unsupported[i]);
+      return fail(err, errlen, KC_EINVAL,
+                  "%s.%s: not supported (use a token or a client "
+                  "certificate)",
+                  where, unsupported[i]);
   const char *token, *token_file;
   if ((rc = get_pem(d, u, where, "client-certificate", "client-certificate-data", base_dir,
                     &c->cert, err, errlen)) ||
-      (rc = get_pem(d, u, where, "client-key", "client-key-data", base_dir, &c->key, err,
-                    errlen)) ||
+      (rc =
+           get_pem(d, u, where, "client-key", "client-key-data", base_dir, &c->key, err, errlen)) ||
       (rc = get_str(d, u, "token", where, &token, err, errlen)) ||
       (rc = get_str(d, u, "tokenFile", where, &token_file, err, errlen)))
     return rc;
@@ -405,8 +405,7 @@ static int parse_user(kc_config *c, yaml_document_t *d, yaml_node_t *root, const
 }
 
 int kc_config_parse_kubeconfig(kc_config *c, const char *text, size_t len, const char *base_dir,
-                               const char *context, const char *master, char *err,
-                               size_t errlen) {
+                               const char *context, const char *master, char *err, size_t errlen) {
   memset(c, 0, sizeof(*c));
   c->token_period_ns = TOKEN_PERIOD_NS;
   bool have_master = master && master[0];
@@ -429,8 +428,8 @@ int kc_config_parse_kubeconfig(kc_config *c, const char *text, size_t len, const
     rc = fail(err, errlen, KC_EPARSE, "kubeconfig: top level is not a mapping");
     goto out;
   }
-  if (!ctx_name && (rc = get_str(&doc, root, "current-context", "kubeconfig", &ctx_name, err,
-                                 errlen)))
+  if (!ctx_name &&
+      (rc = get_str(&doc, root, "current-context", "kubeconfig", &ctx_name, err, errlen)))
     goto out;
   if (!ctx_name) {
     if (!have_master) {
@@ -520,7 +519,8 @@ int kc_config_in_cluster(kc_config *c, const char *sa_dir, char *err, size_t err
   const char *host = getenv("KUBERNETES_SERVICE_HOST");
   const char *port = getenv("KUBERNETES_SERVICE_PORT");
   if (!host || !host[0] || !port || !port[0])
-    return fail(err, errlen, KC_EINVAL, "in-cluster: KUBERNETES_SERVICE_HOST and "
+    return fail(err, errlen, KC_EINVAL,
+                "in-cluster: KUBERNETES_SERVICE_HOST and "
                 "KUBERNETES_SERVICE_PORT must be set");
   char path[512];
   int rc = KC_ENOMEM;
@@ -605,8 +605,10 @@ int kc_config_load(kc_config *c, const char *kubeconfig, const char *master, cha
       return 0;
     }
     if (!default_kubeconfig(path, sizeof(path)))
-      return fail(err, errlen, KC_EINVAL, "no configuration: give --kubeconfig or --master "
-                  "(%s; no $KUBECONFIG or ~/.kube/config)", ierr);
+      return fail(err, errlen, KC_EINVAL,
+                  "no configuration: give --kubeconfig or --master "
+                  "(%s; no $KUBECONFIG or ~/.kube/config)",
+                  ierr);
     return kc_config_load_kubeconfig(c, path, NULL, NULL, err, errlen);
   }
   if (default_kubeconfig(path, sizeof(path)))

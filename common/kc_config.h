@@ -13,23 +13,23 @@
 
 /* PEM material: either a file path or the bytes themselves (decoded from *-data fields). */
 typedef struct {
-  char *file;   /* owned path, or NULL */
-  void *data;   /* owned bytes (not NUL-terminated for curl), or NULL */
+  char *file; /* owned path, or NULL */
+  void *data; /* owned bytes (not NUL-terminated for curl), or NULL */
   size_t len;
 } kc_pem;
 
 typedef struct {
-  char *server;          /* owned, "https://host:port" without a trailing slash */
-  char *proxy_url;       /* owned, or NULL */
-  kc_pem ca;             /* server CA; both empty means the system trust store */
-  kc_pem cert;           /* client certificate */
-  kc_pem key;            /* client key (secret) */
-  char *token;           /* owned bearer token (secret), or NULL */
-  char *token_file;      /* owned path re-read every token_period_ns, or NULL */
-  uint64_t token_read_ns; /* when token_file was last read (caller's monotonic clock) */
+  char *server;             /* owned, "https://host:port" without a trailing slash */
+  char *proxy_url;          /* owned, or NULL */
+  kc_pem ca;                /* server CA; both empty means the system trust store */
+  kc_pem cert;              /* client certificate */
+  kc_pem key;               /* client key (secret) */
+  char *token;              /* owned bearer token (secret), or NULL */
+  char *token_file;         /* owned path re-read every token_period_ns, or NULL */
+  uint64_t token_read_ns;   /* when token_file was last read (caller's monotonic clock) */
   uint64_t token_period_ns; /* default 60 s, like client-go's cached file token source */
-  char *namespace;       /* owned: the context's namespace or the pod's; "default" if none */
-  char *context;         /* owned name of the context used, or NULL (in-cluster, --master) */
+  char *namespace;          /* owned: the context's namespace or the pod's; "default" if none */
+  char *context;            /* owned name of the context used, or NULL (in-cluster, --master) */
   bool in_cluster;
 } kc_config;
 
@@ -42,8 +42,7 @@ typedef struct {
  * writes a message naming the field (e.g. "users[0].user.client-key-data: invalid base64")
  * to err; c is then left zeroed. On success c must be released with kc_config_close. */
 int kc_config_parse_kubeconfig(kc_config *c, const char *text, size_t len, const char *base_dir,
-                               const char *context, const char *master, char *err,
-                               size_t errlen);
+                               const char *context, const char *master, char *err, size_t errlen);
 
 /* Reads and parses a kubeconfig file (see kc_config_parse_kubeconfig). */
 int kc_config_load_kubeconfig(kc_config *c, const char *path, const char *context,

@@ -11,20 +11,20 @@
 #include <string.h>
 
 #ifndef container_of
-#define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
+#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 #endif
 
-#define CONNECT_TIMEOUT_MS 30000L /* client-go's dialer timeout */
-#define KEEPALIVE_S 30L           /* client-go's dialer keep-alive */
-#define KEEPALIVE_INTVL_S 10L
-#define KEEPALIVE_PROBES 3
+#define CONNECT_TIMEOUT_MS   30000L /* client-go's dialer timeout */
+#define KEEPALIVE_S          30L    /* client-go's dialer keep-alive */
+#define KEEPALIVE_INTVL_S    10L
+#define KEEPALIVE_PROBES     3
 /* client-go pings an idle HTTP/2 connection after 30 s and drops it 15 s later without an
  * answer; curl 7.88 has no such health check, so the kernel does it: keep-alive probes on an
  * idle socket, and TCP_USER_TIMEOUT for data (a watch's or a request's) left unacknowledged.
  * A silently dead connection then fails within about a minute instead of hanging the watches
  * multiplexed on it until the server's watch timeout. */
-#define USER_TIMEOUT_MS 60000
-#define MAX_STREAMS 250L          /* streams we let the server open (pushes are refused) */
+#define USER_TIMEOUT_MS      60000
+#define MAX_STREAMS          250L /* streams we let the server open (pushes are refused) */
 /* One connection to the API server. When its streams are all busy (kube-apiserver allows 100
  * per connection), further requests wait inside curl for a free stream; without this limit
  * curl 7.88 opens a new connection for nearly every waiting request, and a burst of a few
@@ -45,11 +45,11 @@ struct kc_http {
   uv_timer_t timer;
   kc_config *cfg;
   char *user_agent;
-  kc_http_req *reqs;          /* requests added to the multi handle */
-  kc_http_req *pending;       /* started from inside a curl callback; added afterwards */
+  kc_http_req *reqs;    /* requests added to the multi handle */
+  kc_http_req *pending; /* started from inside a curl callback; added afterwards */
   struct sock_ctx *socks;
-  int in_curl;                /* depth of curl_multi_socket_action calls */
-  int open_handles;           /* libuv handles not yet closed (timer + polls) */
+  int in_curl;      /* depth of curl_multi_socket_action calls */
+  int open_handles; /* libuv handles not yet closed (timer + polls) */
   bool closing;
   bool force_token;
   kc_http_stats stats;
@@ -174,8 +174,8 @@ static void finish(kc_http_req *r, CURLcode code) {
   h->stats.in_flight--;
   h->stats.finished++;
 
-  kc_http_result res = {.err = 0, .status = 0, .body = "", .retry_after_ms = -1, .sent = true,
-                        .detail = ""};
+  kc_http_result res = {
+      .err = 0, .status = 0, .body = "", .retry_after_ms = -1, .sent = true, .detail = ""};
   long status = 0, conns = 0;
   curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
   curl_easy_getinfo(r->easy, CURLINFO_NUM_CONNECTS, &conns);
@@ -221,8 +221,7 @@ static void flush_pending(kc_http *h) {
     CURLMcode mc = curl_multi_add_handle(h->multi, r->easy);
     if (mc != CURLM_OK) {
       /* Report it like a transport failure: the caller was promised a callback. */
-      snprintf(r->errbuf, sizeof(r->errbuf), "curl_multi_add_handle: %s",
-               curl_multi_strerror(mc));
+      snprintf(r->errbuf, sizeof(r->errbuf), "curl_multi_add_handle: %s", curl_multi_strerror(mc));
       finish(r, CURLE_FAILED_INIT);
     }
   }
@@ -358,8 +357,8 @@ void kc_http_free(kc_http *h) {
   while (h->pending) {
     kc_http_req *r = h->pending;
     req_unlink(&h->pending, r);
-    kc_http_result res = {.err = KC_ECANCELED, .body = "", .retry_after_ms = -1,
-                          .detail = "transport closed"};
+    kc_http_result res = {
+        .err = KC_ECANCELED, .body = "", .retry_after_ms = -1, .detail = "transport closed"};
     if (r->on_done)
       r->on_done(r, &res, r->data);
     req_free(r);
@@ -369,8 +368,8 @@ void kc_http_free(kc_http *h) {
     curl_multi_remove_handle(h->multi, r->easy);
     req_unlink(&h->reqs, r);
     h->stats.in_flight--;
-    kc_http_result res = {.err = KC_ECANCELED, .body = "", .retry_after_ms = -1,
-                          .detail = "transport closed"};
+    kc_http_result res = {
+        .err = KC_ECANCELED, .body = "", .retry_after_ms = -1, .detail = "transport closed"};
     if (r->on_done)
       r->on_done(r, &res, r->data);
     req_free(r);

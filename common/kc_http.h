@@ -23,19 +23,19 @@ typedef struct kc_http kc_http;
 typedef struct kc_http_req kc_http_req;
 
 #define KC_HTTP_DEFAULT_MAX_BODY ((size_t)256 << 20) /* a LIST of many pods fits */
-#define KC_HTTP_MAX_ERROR_BODY ((size_t)64 << 10)    /* Status bodies are small */
+#define KC_HTTP_MAX_ERROR_BODY   ((size_t)64 << 10)  /* Status bodies are small */
 
 /* What a finished request produced. All pointers are borrowed for the callback only. */
 typedef struct {
-  int err;            /* 0 when a response arrived (any status), else KC_ECONNECT, KC_ETLS,
-                         KC_ETIMEDOUT, KC_ETOOBIG, KC_ECANCELED, KC_ETRANSPORT, KC_ENOMEM */
-  long status;        /* HTTP status, 0 without a response */
-  const char *body;   /* NUL-terminated response body (buffered mode, or the error body of a
-                         streamed request); "" when none */
+  int err;          /* 0 when a response arrived (any status), else KC_ECONNECT, KC_ETLS,
+                       KC_ETIMEDOUT, KC_ETOOBIG, KC_ECANCELED, KC_ETRANSPORT, KC_ENOMEM */
+  long status;      /* HTTP status, 0 without a response */
+  const char *body; /* NUL-terminated response body (buffered mode, or the error body of a
+                       streamed request); "" when none */
   size_t body_len;
   int64_t retry_after_ms; /* from a Retry-After header, -1 when absent */
-  bool sent;          /* the request may have reached the server (false: connect failed) */
-  const char *detail; /* curl's error text for a transport error, "" otherwise */
+  bool sent;              /* the request may have reached the server (false: connect failed) */
+  const char *detail;     /* curl's error text for a transport error, "" otherwise */
 } kc_http_result;
 
 /* Called once per request when it ends; the request is freed after it returns. */
@@ -46,24 +46,24 @@ typedef void (*kc_http_done_cb)(kc_http_req *req, const kc_http_result *res, voi
 typedef int (*kc_http_chunk_cb)(kc_http_req *req, const char *chunk, size_t len, void *data);
 
 typedef struct {
-  const char *method;      /* "GET", "POST", "PUT", "PATCH", "DELETE" */
-  const char *path;        /* borrowed; "/api/v1/..." with the query, appended to the server */
+  const char *method;       /* "GET", "POST", "PUT", "PATCH", "DELETE" */
+  const char *path;         /* borrowed; "/api/v1/..." with the query, appended to the server */
   const char *content_type; /* for a body, or NULL */
-  const char *accept;      /* NULL: "application/json" */
-  const void *body;        /* borrowed, copied by kc_http_start; NULL for none */
+  const char *accept;       /* NULL: "application/json" */
+  const void *body;         /* borrowed, copied by kc_http_start; NULL for none */
   size_t body_len;
-  int64_t timeout_ms;      /* whole-request deadline; 0: none (watches use the server's) */
-  size_t max_body;         /* buffered-mode cap; 0: KC_HTTP_DEFAULT_MAX_BODY */
+  int64_t timeout_ms;        /* whole-request deadline; 0: none (watches use the server's) */
+  size_t max_body;           /* buffered-mode cap; 0: KC_HTTP_DEFAULT_MAX_BODY */
   kc_http_chunk_cb on_chunk; /* NULL: buffer the body */
   kc_http_done_cb on_done;
   void *data;
 } kc_http_spec;
 
 typedef struct {
-  uint64_t started;          /* requests handed to curl */
+  uint64_t started; /* requests handed to curl */
   uint64_t finished;
-  uint64_t new_connections;  /* sum of CURLINFO_NUM_CONNECTS: connections opened */
-  uint64_t http2_responses;  /* responses that came over HTTP/2 */
+  uint64_t new_connections; /* sum of CURLINFO_NUM_CONNECTS: connections opened */
+  uint64_t http2_responses; /* responses that came over HTTP/2 */
   unsigned in_flight;
 } kc_http_stats;
 

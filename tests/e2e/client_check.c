@@ -22,14 +22,14 @@ static kc_client *client;
 static const char *ns = "default";
 static int failures;
 
-#define CHECK(cond, ...)                                                                          \
-  do {                                                                                            \
-    if (!(cond)) {                                                                                \
-      fprintf(stderr, "client_check: FAIL line %d: ", __LINE__);                                  \
-      fprintf(stderr, __VA_ARGS__);                                                               \
-      fprintf(stderr, "\n");                                                                      \
-      failures++;                                                                                 \
-    }                                                                                             \
+#define CHECK(cond, ...)                                                                           \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      fprintf(stderr, "client_check: FAIL line %d: ", __LINE__);                                   \
+      fprintf(stderr, __VA_ARGS__);                                                                \
+      fprintf(stderr, "\n");                                                                       \
+      failures++;                                                                                  \
+    }                                                                                              \
   } while (0)
 
 /* A finished call, copied out of the callback. */
@@ -60,8 +60,7 @@ static void done_clear(struct done *d) {
 }
 
 /* Runs one call to completion. */
-static void call(kc_verb verb, const char *name, const kc_query *q, json_t *body,
-                 struct done *d) {
+static void call(kc_verb verb, const char *name, const kc_query *q, json_t *body, struct done *d) {
   kc_ref ref = {NULL, "v1", "configmaps", ns, name, NULL};
   memset(d, 0, sizeof(*d));
   int rc = kc_api_call(client, verb, &ref, q, body, on_done, d);
@@ -128,8 +127,8 @@ static void scenario_crud(void) {
   done_clear(&d);
 
   call(KC_CREATE, NULL, NULL, cm, &d);
-  CHECK(d.err == KC_EALREADYEXISTS && d.status == 409, "second create: %s %ld",
-        kc_err_name(d.err), d.status);
+  CHECK(d.err == KC_EALREADYEXISTS && d.status == 409, "second create: %s %ld", kc_err_name(d.err),
+        d.status);
   CHECK(strstr(d.message, "already exists") != NULL, "AlreadyExists message: %s", d.message);
   CHECK(strcmp(d.reason, "AlreadyExists") == 0, "reason: %s", d.reason);
   CHECK(d.attempts == 1, "a 409 must not be retried, took %d attempts", d.attempts);
@@ -145,8 +144,8 @@ static void scenario_crud(void) {
   /* PUT with the current resourceVersion, then again with the stale one. */
   json_object_set_new(json_object_get(obj, "data"), "a", json_string("2"));
   call(KC_UPDATE, name, NULL, obj, &d);
-  CHECK(d.err == 0 && d.status == 200 && strcmp(data_field(d.obj, "a"), "2") == 0,
-        "update: %s %s", kc_err_name(d.err), d.message);
+  CHECK(d.err == 0 && d.status == 200 && strcmp(data_field(d.obj, "a"), "2") == 0, "update: %s %s",
+        kc_err_name(d.err), d.message);
   CHECK(d.obj && strcmp(meta(d.obj, "resourceVersion"), rv1) != 0, "rv did not change");
   char rv2[32];
   snprintf(rv2, sizeof(rv2), "%s", d.obj ? meta(d.obj, "resourceVersion") : "");
@@ -177,7 +176,7 @@ static void scenario_crud(void) {
   jp = json_pack("[{s:s, s:s, s:s}]", "op", "test", "path", "/data/a", "value", "nope");
   call(KC_PATCH_JSON, name, NULL, jp, &d);
   CHECK(d.err == KC_EINVALID || d.err == KC_EBADREQUEST || d.err == KC_ECONFLICT ||
-          d.err == KC_EHTTP,
+            d.err == KC_EHTTP,
         "failed json patch test op: %s %ld", kc_err_name(d.err), d.status);
   CHECK(d.err != 0 && d.message[0], "failed json patch has no message");
   done_clear(&d);
@@ -185,9 +184,9 @@ static void scenario_crud(void) {
   json_t *sp = json_pack("{s:{s:{s:s}}}", "metadata", "labels", "patched", "strategic");
   call(KC_PATCH_STRATEGIC, name, NULL, sp, &d);
   CHECK(d.err == 0 && d.obj &&
-          strcmp(json_string_value(json_object_get(
-                   json_object_get(json_object_get(d.obj, "metadata"), "labels"), "patched")),
-                 "strategic") == 0,
+            strcmp(json_string_value(json_object_get(
+                       json_object_get(json_object_get(d.obj, "metadata"), "labels"), "patched")),
+                   "strategic") == 0,
         "strategic merge patch: %s %s", kc_err_name(d.err), d.message);
   done_clear(&d);
   json_decref(sp);
@@ -223,15 +222,16 @@ static void scenario_crud(void) {
   /* Delete with preconditions: a wrong UID and a stale resourceVersion are refused. */
   kc_query pre = {.precondition_uid = "00000000-0000-0000-0000-000000000000"};
   call(KC_DELETE, name, &pre, NULL, &d);
-  CHECK(d.err == KC_ECONFLICT, "delete with a wrong uid: %s %ld %s", kc_err_name(d.err),
-        d.status, d.message);
+  CHECK(d.err == KC_ECONFLICT, "delete with a wrong uid: %s %ld %s", kc_err_name(d.err), d.status,
+        d.message);
   CHECK(strstr(d.message, "recondition") != NULL, "precondition message: %s", d.message);
   done_clear(&d);
   kc_query stale = {.precondition_uid = uid, .precondition_resource_version = rv2};
   call(KC_DELETE, name, &stale, NULL, &d);
   CHECK(d.err == KC_ECONFLICT, "delete with a stale rv: %s %s", kc_err_name(d.err), d.message);
   done_clear(&d);
-  kc_query good = {.precondition_uid = uid, .precondition_resource_version = rv_now,
+  kc_query good = {.precondition_uid = uid,
+                   .precondition_resource_version = rv_now,
                    .propagation_policy = "Background"};
   call(KC_DELETE, name, &good, NULL, &d);
   CHECK(d.err == 0 && d.status == 200, "delete: %s %ld %s", kc_err_name(d.err), d.status,
@@ -329,8 +329,8 @@ static void scenario_conflict(int writers) {
     free(ds);
     total += writers;
     conflicted = mutate_calls > writers;
-    printf("round %d: %d writers, %d tries (%d conflicts retried)\n", rounds, writers,
-           mutate_calls, mutate_calls - writers);
+    printf("round %d: %d writers, %d tries (%d conflicts retried)\n", rounds, writers, mutate_calls,
+           mutate_calls - writers);
   }
   CHECK(conflicted, "no conflict happened in %d rounds", rounds);
   call(KC_GET, name, NULL, NULL, &d);
@@ -407,12 +407,11 @@ static void scenario_qps(int count, double qps, int burst) {
   run_many(count, &max_in_flight, &errors);
   double took = now_s() - t0;
   double want = (count - burst) / qps;
-  printf("calls=%d qps=%g burst=%d took=%.2fs floor=%.2fs rate=%.1f/s\n", count, qps, burst,
-         took, want, count / took);
+  printf("calls=%d qps=%g burst=%d took=%.2fs floor=%.2fs rate=%.1f/s\n", count, qps, burst, took,
+         want, count / took);
   CHECK(errors == 0, "%d calls failed", errors);
   CHECK(took >= want * 0.95, "took %.2fs, the limiter allows no less than %.2fs", took, want);
-  CHECK(took <= want + 3.0, "took %.2fs, far slower than the %.2fs the limiter needs", took,
-        want);
+  CHECK(took <= want + 3.0, "took %.2fs, far slower than the %.2fs the limiter needs", took, want);
 }
 
 /* Polls until the token file holds a token the server accepts: 401 while it is bogus, then
@@ -448,14 +447,14 @@ int main(int argc, char **argv) {
   int count = 200, nargs = 0;
   double timeout = 30;
   const kc_flag flags[] = {
-    {"kubeconfig", KC_FLAG_STRING, &kubeconfig, "kubeconfig", NULL, NULL, false, NULL},
-    {"master", KC_FLAG_STRING, &master, "API server URL", NULL, NULL, false, NULL},
-    {"namespace", KC_FLAG_STRING, &ns, "namespace", "default", NULL, false, NULL},
-    KC_CLIENT_FLAGS(&opt, "-1", "0"),
-    {"count", KC_FLAG_INT, &count, "calls for multiplex and qps", "200", NULL, false, NULL},
-    {"timeout", KC_FLAG_DOUBLE, &timeout, "seconds for the token scenario", "30", NULL, false,
-     NULL},
-    {"v", KC_FLAG_INT, &kc_log_verbosity, "log verbosity", "0", NULL, false, NULL},
+      {"kubeconfig", KC_FLAG_STRING, &kubeconfig, "kubeconfig", NULL, NULL, false, NULL},
+      {"master", KC_FLAG_STRING, &master, "API server URL", NULL, NULL, false, NULL},
+      {"namespace", KC_FLAG_STRING, &ns, "namespace", "default", NULL, false, NULL},
+      KC_CLIENT_FLAGS(&opt, "-1", "0"),
+      {"count", KC_FLAG_INT, &count, "calls for multiplex and qps", "200", NULL, false, NULL},
+      {"timeout", KC_FLAG_DOUBLE, &timeout, "seconds for the token scenario", "30", NULL, false,
+       NULL},
+      {"v", KC_FLAG_INT, &kc_log_verbosity, "log verbosity", "0", NULL, false, NULL},
   };
   char err[512];
   if (kc_flags_parse(flags, sizeof(flags) / sizeof(flags[0]), argc, argv, &nargs, err,

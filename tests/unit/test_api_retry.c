@@ -33,33 +33,32 @@ struct route {
   char body[2048];
 };
 
-#define STATUS(code, reason, msg)                                                                 \
-  "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"message\":\"" msg          \
+#define STATUS(code, reason, msg)                                                                  \
+  "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"message\":\"" msg           \
   "\",\"reason\":\"" reason "\",\"code\":" #code "}"
-#define CM "{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"x\",\"resourceVersion\":\"1\"}," \
-           "\"data\":{\"n\":\"0\"}}"
+#define CM                                                                                         \
+  "{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"x\",\"resourceVersion\":\"1\"},"               \
+  "\"data\":{\"n\":\"0\"}}"
 
 static struct route routes[] = {
-  {"/api/v1/namespaces/t/configmaps/r429",
-   {{429, "1", STATUS(429, "TooManyRequests", "slow down")}, {200, NULL, CM}}},
-  {"/api/v1/namespaces/t/configmaps/r503",
-   {{503, NULL, "busy"}, {503, NULL, "busy"}, {200, NULL, CM}}},
-  {"/api/v1/namespaces/t/configmaps", /* POST: create */
-   {{500, NULL, STATUS(500, "InternalError", "etcd hiccup")}, {200, NULL, CM}}},
-  {"/api/v1/namespaces/ra/configmaps",
-   {{503, "0", STATUS(503, "ServiceUnavailable", "starting")}, {201, NULL, CM}}},
-  {"/api/v1/namespaces/t/configmaps/missing",
-   {{404, NULL, STATUS(404, "NotFound", "configmaps \\\"missing\\\" not found")}}},
-  {"/api/v1/namespaces/t/configmaps/notjson", {{200, NULL, "{not json"}}},
-  {"/api/v1/namespaces/t/configmaps/big", {{200, NULL, NULL}}}, /* body built at start */
-  {"/api/v1/namespaces/t/configmaps/deleteme", {{200, NULL, CM}}},
-  {"/api/v1/namespaces/t/configmaps/applied", {{200, NULL, CM}}},
-  {"/api/v1/namespaces/t/configmaps/always500",
-   {{500, NULL, STATUS(500, "InternalError", "still broken")}}},
+    {"/api/v1/namespaces/t/configmaps/r429",
+     {{429, "1", STATUS(429, "TooManyRequests", "slow down")}, {200, NULL, CM}}},
+    {"/api/v1/namespaces/t/configmaps/r503",
+     {{503, NULL, "busy"}, {503, NULL, "busy"}, {200, NULL, CM}}},
+    {"/api/v1/namespaces/t/configmaps", /* POST: create */
+     {{500, NULL, STATUS(500, "InternalError", "etcd hiccup")}, {200, NULL, CM}}},
+    {"/api/v1/namespaces/ra/configmaps",
+     {{503, "0", STATUS(503, "ServiceUnavailable", "starting")}, {201, NULL, CM}}},
+    {"/api/v1/namespaces/t/configmaps/missing",
+     {{404, NULL, STATUS(404, "NotFound", "configmaps \\\"missing\\\" not found")}}},
+    {"/api/v1/namespaces/t/configmaps/notjson", {{200, NULL, "{not json"}}},
+    {"/api/v1/namespaces/t/configmaps/big", {{200, NULL, NULL}}}, /* body built at start */
+    {"/api/v1/namespaces/t/configmaps/deleteme", {{200, NULL, CM}}},
+    {"/api/v1/namespaces/t/configmaps/applied", {{200, NULL, CM}}},
+    {"/api/v1/namespaces/t/configmaps/always500",
+     {{500, NULL, STATUS(500, "InternalError", "still broken")}}},
 };
-enum {
-  R429, R503, RCREATE, RRA, RMISSING, RNOTJSON, RBIG, RDELETE, RAPPLY, R500
-};
+enum { R429, R503, RCREATE, RRA, RMISSING, RNOTJSON, RBIG, RDELETE, RAPPLY, R500 };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static char big_body[64 * 1024];
@@ -75,7 +74,7 @@ static void copy_header(struct MHD_Connection *c, const char *name, char *dst, s
 static enum MHD_Result respond(struct MHD_Connection *conn, int status, const char *ra,
                                const char *body) {
   struct MHD_Response *r =
-    MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
+      MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
   MHD_add_response_header(r, "Content-Type", "application/json");
   if (ra)
     MHD_add_response_header(r, "Retry-After", ra);
@@ -127,7 +126,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
   }
   if (strcmp(url, "/api/v1/namespaces/t/configmaps/stream") == 0) {
     struct MHD_Response *r =
-      MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64, stream_lines, NULL, NULL);
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64, stream_lines, NULL, NULL);
     enum MHD_Result ret = MHD_queue_response(conn, 200, r);
     MHD_destroy_response(r);
     return ret;
@@ -249,8 +248,9 @@ static void free_client(void) {
 static int setup(void **state) {
   (void)state;
   memset(big_body, 'a', sizeof(big_body) - 1);
-  daemon_ = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0, NULL, NULL, handler, NULL,
-                             MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_END);
+  daemon_ = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0,
+                             NULL, NULL, handler, NULL, MHD_OPTION_NOTIFY_COMPLETED, completed,
+                             NULL, MHD_OPTION_END);
   if (!daemon_)
     return -1;
   const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon_, MHD_DAEMON_INFO_BIND_PORT);
@@ -383,7 +383,8 @@ static void test_connection_refused(void **state) {
 static void test_delete_options_and_apply(void **state) {
   (void)state;
   struct done d;
-  kc_query q = {.precondition_uid = "u-1", .precondition_resource_version = "7",
+  kc_query q = {.precondition_uid = "u-1",
+                .precondition_resource_version = "7",
                 .propagation_policy = "Background"};
   run_call(KC_DELETE, "t", "deleteme", &q, NULL, &d);
   assert_int_equal(d.err, 0);
@@ -392,8 +393,7 @@ static void test_delete_options_and_apply(void **state) {
   json_t *body = json_loads(routes[RDELETE].body, 0, NULL);
   assert_non_null(body);
   assert_string_equal(json_string_value(json_object_get(body, "kind")), "DeleteOptions");
-  assert_string_equal(json_string_value(json_object_get(body, "propagationPolicy")),
-                      "Background");
+  assert_string_equal(json_string_value(json_object_get(body, "propagationPolicy")), "Background");
   json_t *pre = json_object_get(body, "preconditions");
   assert_string_equal(json_string_value(json_object_get(pre, "uid")), "u-1");
   assert_string_equal(json_string_value(json_object_get(pre, "resourceVersion")), "7");
@@ -442,8 +442,7 @@ static void test_update_retry_on_conflict(void **state) {
   assert_int_equal(d.err, 0);
   assert_int_equal(rmw_gets, 3);
   assert_int_equal(rmw_puts, 3);
-  assert_string_equal(json_string_value(json_object_get(json_object_get(d.obj, "data"), "n")),
-                      "1");
+  assert_string_equal(json_string_value(json_object_get(json_object_get(d.obj, "data"), "n")), "1");
   json_decref(d.obj);
 
   /* Always conflicting: gives up after retry.DefaultRetry's 5 tries with the 409. */
@@ -494,12 +493,16 @@ static int raw_chunk(kc_http_req *req, const char *chunk, size_t len, void *data
   return r->stop_after && r->chunks >= r->stop_after ? KC_ECANCELED : 0;
 }
 
-static void raw_get(const char *path, size_t max_body, int stop_after, bool stream,
-                    struct raw *r) {
+static void raw_get(const char *path, size_t max_body, int stop_after, bool stream, struct raw *r) {
   memset(r, 0, sizeof(*r));
   r->stop_after = stop_after;
-  kc_http_spec s = {.method = "GET", .path = path, .timeout_ms = 5000, .max_body = max_body,
-                    .on_chunk = stream ? raw_chunk : NULL, .on_done = raw_done, .data = r};
+  kc_http_spec s = {.method = "GET",
+                    .path = path,
+                    .timeout_ms = 5000,
+                    .max_body = max_body,
+                    .on_chunk = stream ? raw_chunk : NULL,
+                    .on_done = raw_done,
+                    .data = r};
   assert_int_equal(kc_http_start(kc_client_http(client), &s, NULL), 0);
   wait_done(&r->finished);
 }
@@ -539,8 +542,10 @@ static void test_streaming_and_cancel(void **state) {
    * the transport stays usable. */
   struct raw never = {0};
   kc_http_req *req;
-  kc_http_spec s = {.method = "GET", .path = "/api/v1/namespaces/t/configmaps/slow",
-                    .on_done = raw_done, .data = &never};
+  kc_http_spec s = {.method = "GET",
+                    .path = "/api/v1/namespaces/t/configmaps/slow",
+                    .on_done = raw_done,
+                    .data = &never};
   assert_int_equal(kc_http_start(kc_client_http(client), &s, &req), 0);
   kc_http_cancel(req);
   assert_int_equal(kc_http_start(kc_client_http(client), &s, &req), 0);
@@ -580,18 +585,18 @@ static void test_close_cancels_pending_calls(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_429_waits_for_retry_after),
-    cmocka_unit_test(test_5xx_retried_for_idempotent_get),
-    cmocka_unit_test(test_5xx_not_retried_for_create),
-    cmocka_unit_test(test_status_error_not_retried),
-    cmocka_unit_test(test_timeout_is_per_call_and_final),
-    cmocka_unit_test(test_retries_are_bounded),
-    cmocka_unit_test(test_connection_refused),
-    cmocka_unit_test(test_delete_options_and_apply),
-    cmocka_unit_test(test_update_retry_on_conflict),
-    cmocka_unit_test(test_body_cap),
-    cmocka_unit_test(test_streaming_and_cancel),
-    cmocka_unit_test(test_close_cancels_pending_calls),
+      cmocka_unit_test(test_429_waits_for_retry_after),
+      cmocka_unit_test(test_5xx_retried_for_idempotent_get),
+      cmocka_unit_test(test_5xx_not_retried_for_create),
+      cmocka_unit_test(test_status_error_not_retried),
+      cmocka_unit_test(test_timeout_is_per_call_and_final),
+      cmocka_unit_test(test_retries_are_bounded),
+      cmocka_unit_test(test_connection_refused),
+      cmocka_unit_test(test_delete_options_and_apply),
+      cmocka_unit_test(test_update_retry_on_conflict),
+      cmocka_unit_test(test_body_cap),
+      cmocka_unit_test(test_streaming_and_cancel),
+      cmocka_unit_test(test_close_cancels_pending_calls),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -22,13 +22,19 @@ static void test_reasons(void **state) {
     const char *reason;
     int want;
   } cases[] = {
-    {404, "NotFound", KC_ENOTFOUND},         {409, "AlreadyExists", KC_EALREADYEXISTS},
-    {409, "Conflict", KC_ECONFLICT},         {410, "Gone", KC_EGONE},
-    {410, "Expired", KC_EEXPIRED},           {429, "TooManyRequests", KC_ETOOMANYREQUESTS},
-    {422, "Invalid", KC_EINVALID},           {403, "Forbidden", KC_EFORBIDDEN},
-    {401, "Unauthorized", KC_EUNAUTHORIZED}, {400, "BadRequest", KC_EBADREQUEST},
-    {504, "Timeout", KC_ESERVERTIMEOUT},     {500, "InternalError", KC_EINTERNAL},
-    {503, "ServiceUnavailable", KC_EUNAVAILABLE},
+      {404, "NotFound", KC_ENOTFOUND},
+      {409, "AlreadyExists", KC_EALREADYEXISTS},
+      {409, "Conflict", KC_ECONFLICT},
+      {410, "Gone", KC_EGONE},
+      {410, "Expired", KC_EEXPIRED},
+      {429, "TooManyRequests", KC_ETOOMANYREQUESTS},
+      {422, "Invalid", KC_EINVALID},
+      {403, "Forbidden", KC_EFORBIDDEN},
+      {401, "Unauthorized", KC_EUNAUTHORIZED},
+      {400, "BadRequest", KC_EBADREQUEST},
+      {504, "Timeout", KC_ESERVERTIMEOUT},
+      {500, "InternalError", KC_EINTERNAL},
+      {503, "ServiceUnavailable", KC_EUNAVAILABLE},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     char body[512];
@@ -53,10 +59,10 @@ static void test_reasons(void **state) {
 static void test_conflict_message_kept(void **state) {
   (void)state;
   const char *body =
-    "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
-    "\"message\":\"Operation cannot be fulfilled on configmaps \\\"cm\\\": the object has been "
-    "modified; please apply your changes to the latest version and try again\","
-    "\"reason\":\"Conflict\",\"details\":{\"name\":\"cm\",\"kind\":\"configmaps\"},\"code\":409}";
+      "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+      "\"message\":\"Operation cannot be fulfilled on configmaps \\\"cm\\\": the object has been "
+      "modified; please apply your changes to the latest version and try again\","
+      "\"reason\":\"Conflict\",\"details\":{\"name\":\"cm\",\"kind\":\"configmaps\"},\"code\":409}";
   kc_status st;
   json_t *obj = NULL;
   assert_int_equal(kc_status_parse(409, body, strlen(body), &st, &obj), KC_ECONFLICT);
@@ -75,18 +81,18 @@ static void test_fallback_to_code(void **state) {
                    KC_ENOTFOUND);
   assert_string_equal(st.message, "gone");
   assert_string_equal(st.reason, "");
-  assert_int_equal(parse(409, "{\"kind\":\"Status\",\"reason\":\"SomethingNew\",\"code\":409}",
-                         &st),
-                   KC_ECONFLICT);
+  assert_int_equal(
+      parse(409, "{\"kind\":\"Status\",\"reason\":\"SomethingNew\",\"code\":409}", &st),
+      KC_ECONFLICT);
   assert_non_null(strstr(st.message, "status code 409"));
   /* Status.code wins over the HTTP status when both are present. */
   assert_int_equal(parse(500, "{\"kind\":\"Status\",\"code\":429}", &st), KC_ETOOMANYREQUESTS);
   assert_int_equal(st.code, 429);
   /* An unmapped 5xx is still a server error. */
   assert_int_equal(parse(502, "{\"kind\":\"Status\",\"code\":502}", &st), KC_EINTERNAL);
-  assert_int_equal(parse(405, "{\"kind\":\"Status\",\"code\":405,\"reason\":\"MethodNotAllowed\"}",
-                         &st),
-                   KC_EHTTP);
+  assert_int_equal(
+      parse(405, "{\"kind\":\"Status\",\"code\":405,\"reason\":\"MethodNotAllowed\"}", &st),
+      KC_EHTTP);
 }
 
 /* Bodies that are not a Status: a proxy's HTML, plain text, nothing, broken JSON. */
@@ -134,7 +140,9 @@ static void test_paths(void **state) {
   kc_ref cm = {NULL, "v1", "configmaps", "ns1", "cm", NULL};
   expect_path(KC_GET, &cm, NULL, false, "/api/v1/namespaces/ns1/configmaps/cm");
   kc_ref jobs = {"batch.volcano.sh", "v1alpha1", "jobs", "default", NULL, NULL};
-  kc_query q = {.label_selector = "app=x,tier!=db", .limit = 500, .continue_token = "abc=",
+  kc_query q = {.label_selector = "app=x,tier!=db",
+                .limit = 500,
+                .continue_token = "abc=",
                 .resource_version = "12"};
   expect_path(KC_LIST, &jobs, &q, false,
               "/apis/batch.volcano.sh/v1alpha1/namespaces/default/jobs?labelSelector=app%3Dx"
@@ -198,13 +206,13 @@ static void test_client_flags(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_reasons),
-    cmocka_unit_test(test_conflict_message_kept),
-    cmocka_unit_test(test_fallback_to_code),
-    cmocka_unit_test(test_not_a_status),
-    cmocka_unit_test(test_paths),
-    cmocka_unit_test(test_bad_refs),
-    cmocka_unit_test(test_client_flags),
+      cmocka_unit_test(test_reasons),
+      cmocka_unit_test(test_conflict_message_kept),
+      cmocka_unit_test(test_fallback_to_code),
+      cmocka_unit_test(test_not_a_status),
+      cmocka_unit_test(test_paths),
+      cmocka_unit_test(test_bad_refs),
+      cmocka_unit_test(test_client_flags),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,9 +12,9 @@
 #include "kc_error.h"
 
 /* "-----BEGIN CERTIFICATE-----\nabc\n" and friends in base64, decoded by the tests below. */
-#define CA_PEM "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
-#define CA_B64 "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUIKLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo="
-#define KEY_B64 "a2V5LWJ5dGVz"  /* "key-bytes" */
+#define CA_PEM   "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+#define CA_B64   "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUIKLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo="
+#define KEY_B64  "a2V5LWJ5dGVz"     /* "key-bytes" */
 #define CERT_B64 "Y2VydC1ieXRlcw==" /* "cert-bytes" */
 
 static int parse(kc_config *c, const char *yaml, const char *ctx, const char *master, char *err) {
@@ -22,45 +22,44 @@ static int parse(kc_config *c, const char *yaml, const char *ctx, const char *ma
   return kc_config_parse_kubeconfig(c, yaml, strlen(yaml), "/etc/kube", ctx, master, err, 256);
 }
 
-static const char *two_contexts =
-  "apiVersion: v1\n"
-  "kind: Config\n"
-  "current-context: dev\n"
-  "clusters:\n"
-  "- name: c1\n"
-  "  cluster:\n"
-  "    server: https://10.0.0.1:6443/\n"
-  "    certificate-authority: pki/ca.crt\n"
-  "- name: c2\n"
-  "  cluster:\n"
-  "    server: https://api.example.com\n"
-  "    certificate-authority-data: " CA_B64 "\n"
-  "contexts:\n"
-  "- name: dev\n"
-  "  context:\n"
-  "    cluster: c1\n"
-  "    user: files\n"
-  "    namespace: team-a\n"
-  "- name: prod\n"
-  "  context:\n"
-  "    cluster: c2\n"
-  "    user: inline\n"
-  "- name: tok\n"
-  "  context:\n"
-  "    cluster: c2\n"
-  "    user: bearer\n"
-  "users:\n"
-  "- name: files\n"
-  "  user:\n"
-  "    client-certificate: /abs/client.crt\n"
-  "    client-key: client.key\n"
-  "- name: inline\n"
-  "  user:\n"
-  "    client-certificate-data: " CERT_B64 "\n"
-  "    client-key-data: " KEY_B64 "\n"
-  "- name: bearer\n"
-  "  user:\n"
-  "    token: s3cr3t\n";
+static const char *two_contexts = "apiVersion: v1\n"
+                                  "kind: Config\n"
+                                  "current-context: dev\n"
+                                  "clusters:\n"
+                                  "- name: c1\n"
+                                  "  cluster:\n"
+                                  "    server: https://10.0.0.1:6443/\n"
+                                  "    certificate-authority: pki/ca.crt\n"
+                                  "- name: c2\n"
+                                  "  cluster:\n"
+                                  "    server: https://api.example.com\n"
+                                  "    certificate-authority-data: " CA_B64 "\n"
+                                  "contexts:\n"
+                                  "- name: dev\n"
+                                  "  context:\n"
+                                  "    cluster: c1\n"
+                                  "    user: files\n"
+                                  "    namespace: team-a\n"
+                                  "- name: prod\n"
+                                  "  context:\n"
+                                  "    cluster: c2\n"
+                                  "    user: inline\n"
+                                  "- name: tok\n"
+                                  "  context:\n"
+                                  "    cluster: c2\n"
+                                  "    user: bearer\n"
+                                  "users:\n"
+                                  "- name: files\n"
+                                  "  user:\n"
+                                  "    client-certificate: /abs/client.crt\n"
+                                  "    client-key: client.key\n"
+                                  "- name: inline\n"
+                                  "  user:\n"
+                                  "    client-certificate-data: " CERT_B64 "\n"
+                                  "    client-key-data: " KEY_B64 "\n"
+                                  "- name: bearer\n"
+                                  "  user:\n"
+                                  "    token: s3cr3t\n";
 
 static void test_files_and_current_context(void **state) {
   (void)state;
@@ -140,54 +139,55 @@ struct bad_case {
 static void test_errors_name_the_field(void **state) {
   (void)state;
   static const struct bad_case cases[] = {
-    {"clusters: [\n", NULL, KC_EPARSE, "line 2"},
-    {"- just\n- a list\n", NULL, KC_EPARSE, "top level is not a mapping"},
-    {"kind: Config\n", NULL, KC_EINVAL, "current-context: missing"},
-    {"current-context: x\n", NULL, KC_EINVAL, "contexts: missing"},
-    {"current-context: x\ncontexts:\n- name: y\n  context: {cluster: c}\n", NULL, KC_EINVAL,
-     "contexts: no entry named \"x\""},
-    {"current-context: x\ncontexts:\n- context: {cluster: c}\n", NULL, KC_EPARSE,
-     "contexts[0].name: missing"},
-    {"current-context: x\ncontexts:\n- name: x\n  context: {user: u}\n", NULL, KC_EINVAL,
-     "contexts[0].context.cluster: missing"},
-    {"current-context: x\ncontexts:\n- name: x\n  context: {cluster: c}\n"
-     "clusters:\n- name: c\n  cluster: {certificate-authority: /ca}\n",
-     NULL, KC_EINVAL, "clusters[0].cluster.server: missing"},
-    {"current-context: x\ncontexts:\n- name: x\n  context: {cluster: c}\n"
-     "clusters:\n- name: c\n  cluster: {server: ftp://h}\n",
-     NULL, KC_EINVAL, "clusters[0].cluster.server: \"ftp://h\" is not an http(s) URL"},
-    {"current-context: x\ncontexts:\n- name: x\n  context: {cluster: c}\n"
-     "clusters:\n- name: c\n  cluster: {server: 'https://h', insecure-skip-tls-verify: true}\n",
-     NULL, KC_EINVAL, "clusters[0].cluster.insecure-skip-tls-verify: not supported"},
-    {"current-context: x\ncontexts:\n- name: x\n  context: {cluster: c}\n"
-     "clusters:\n- name: c\n  cluster: {server: 'https://h', certificate-authority-data: '@@'}\n",
-     NULL, KC_EPARSE, "clusters[0].cluster.certificate-authority-data: invalid base64"},
-    {"current-context: x\ncontexts:\n- name: x\n  context: {cluster: c}\n"
-     "clusters:\n- name: c\n  cluster: {server: 'https://h', certificate-authority: /a,"
-     " certificate-authority-data: " CA_B64 "}\n",
-     NULL, KC_EINVAL, "both certificate-authority and certificate-authority-data"},
-    {"current-context: x\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n"
-     "clusters:\n- name: c\n  cluster: {server: 'https://h'}\n",
-     NULL, KC_EINVAL, "users: missing (looking for \"u\")"},
-    {"current-context: x\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n"
-     "clusters:\n- name: c\n  cluster: {server: 'https://h'}\n"
-     "users:\n- name: other\n  user: {token: t}\n- name: u\n  user: {client-key-data: '!!'}\n",
-     NULL, KC_EPARSE, "users[1].user.client-key-data: invalid base64"},
-    {"current-context: x\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n"
-     "clusters:\n- name: c\n  cluster: {server: 'https://h'}\n"
-     "users:\n- name: u\n  user: {client-certificate: /c.crt}\n",
-     NULL, KC_EINVAL, "users[0].user: client-certificate without client-key"},
-    {"current-context: x\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n"
-     "clusters:\n- name: c\n  cluster: {server: 'https://h'}\n"
-     "users:\n- name: u\n  user: {exec: {command: aws}}\n",
-     NULL, KC_EINVAL, "users[0].user.exec: not supported"},
-    {"current-context: x\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n"
-     "clusters:\n- name: c\n  cluster: {server: 'https://h'}\n"
-     "users:\n- name: u\n  user: {token: [a, b]}\n",
-     NULL, KC_EPARSE, "users[0].user.token: expected a string"},
-    {"current-context: x\ncontexts: {x: 1}\n", NULL, KC_EPARSE, "contexts: expected a list"},
-    {"current-context: x\ncontexts:\n- name: x\n  context: {cluster: c}\n"
-     "clusters:\n- name: c\n", NULL, KC_EPARSE, "clusters[0].cluster: missing or not a mapping"},
+      {"clusters: [\n", NULL, KC_EPARSE, "line 2"},
+      {"- just\n- a list\n", NULL, KC_EPARSE, "top level is not a mapping"},
+      {"kind: Config\n", NULL, KC_EINVAL, "current-context: missing"},
+      {"current-context: x\n", NULL, KC_EINVAL, "contexts: missing"},
+      {"current-context: x\ncontexts:\n- name: y\n  context: {cluster: c}\n", NULL, KC_EINVAL,
+       "contexts: no entry named \"x\""},
+      {"current-context: x\ncontexts:\n- context: {cluster: c}\n", NULL, KC_EPARSE,
+       "contexts[0].name: missing"},
+      {"current-context: x\ncontexts:\n- name: x\n  context: {user: u}\n", NULL, KC_EINVAL,
+       "contexts[0].context.cluster: missing"},
+      {"current-context: x\ncontexts:\n- name: x\n  context: {cluster: c}\n"
+       "clusters:\n- name: c\n  cluster: {certificate-authority: /ca}\n",
+       NULL, KC_EINVAL, "clusters[0].cluster.server: missing"},
+      {"current-context: x\ncontexts:\n- name: x\n  context: {cluster: c}\n"
+       "clusters:\n- name: c\n  cluster: {server: ftp://h}\n",
+       NULL, KC_EINVAL, "clusters[0].cluster.server: \"ftp://h\" is not an http(s) URL"},
+      {"current-context: x\ncontexts:\n- name: x\n  context: {cluster: c}\n"
+       "clusters:\n- name: c\n  cluster: {server: 'https://h', insecure-skip-tls-verify: true}\n",
+       NULL, KC_EINVAL, "clusters[0].cluster.insecure-skip-tls-verify: not supported"},
+      {"current-context: x\ncontexts:\n- name: x\n  context: {cluster: c}\n"
+       "clusters:\n- name: c\n  cluster: {server: 'https://h', certificate-authority-data: '@@'}\n",
+       NULL, KC_EPARSE, "clusters[0].cluster.certificate-authority-data: invalid base64"},
+      {"current-context: x\ncontexts:\n- name: x\n  context: {cluster: c}\n"
+       "clusters:\n- name: c\n  cluster: {server: 'https://h', certificate-authority: /a,"
+       " certificate-authority-data: " CA_B64 "}\n",
+       NULL, KC_EINVAL, "both certificate-authority and certificate-authority-data"},
+      {"current-context: x\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n"
+       "clusters:\n- name: c\n  cluster: {server: 'https://h'}\n",
+       NULL, KC_EINVAL, "users: missing (looking for \"u\")"},
+      {"current-context: x\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n"
+       "clusters:\n- name: c\n  cluster: {server: 'https://h'}\n"
+       "users:\n- name: other\n  user: {token: t}\n- name: u\n  user: {client-key-data: '!!'}\n",
+       NULL, KC_EPARSE, "users[1].user.client-key-data: invalid base64"},
+      {"current-context: x\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n"
+       "clusters:\n- name: c\n  cluster: {server: 'https://h'}\n"
+       "users:\n- name: u\n  user: {client-certificate: /c.crt}\n",
+       NULL, KC_EINVAL, "users[0].user: client-certificate without client-key"},
+      {"current-context: x\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n"
+       "clusters:\n- name: c\n  cluster: {server: 'https://h'}\n"
+       "users:\n- name: u\n  user: {exec: {command: aws}}\n",
+       NULL, KC_EINVAL, "users[0].user.exec: not supported"},
+      {"current-context: x\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n"
+       "clusters:\n- name: c\n  cluster: {server: 'https://h'}\n"
+       "users:\n- name: u\n  user: {token: [a, b]}\n",
+       NULL, KC_EPARSE, "users[0].user.token: expected a string"},
+      {"current-context: x\ncontexts: {x: 1}\n", NULL, KC_EPARSE, "contexts: expected a list"},
+      {"current-context: x\ncontexts:\n- name: x\n  context: {cluster: c}\n"
+       "clusters:\n- name: c\n",
+       NULL, KC_EPARSE, "clusters[0].cluster: missing or not a mapping"},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     kc_config c;
@@ -207,9 +207,9 @@ static void test_base64(void **state) {
     const char *in;
     const char *out; /* NULL: must fail */
   } cases[] = {
-    {"", ""},          {"YQ==", "a"},       {"YQ", "a"},       {"YWI=", "ab"},
-    {"YWJj", "abc"},   {"YW\nJj\n", "abc"}, {"Y", NULL},       {"YQ=a", NULL},
-    {"Y===", NULL},    {"YWJj=", NULL},     {"Y*==", NULL},    {"aGVsbG8gd29ybGQ=", "hello world"},
+      {"", ""},        {"YQ==", "a"},       {"YQ", "a"},    {"YWI=", "ab"},
+      {"YWJj", "abc"}, {"YW\nJj\n", "abc"}, {"Y", NULL},    {"YQ=a", NULL},
+      {"Y===", NULL},  {"YWJj=", NULL},     {"Y*==", NULL}, {"aGVsbG8gd29ybGQ=", "hello world"},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     unsigned char *out = NULL;
@@ -365,14 +365,14 @@ static void test_kubeconfig_file_and_token_file(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_files_and_current_context),
-    cmocka_unit_test(test_inline_data_and_context_override),
-    cmocka_unit_test(test_token_user),
-    cmocka_unit_test(test_master_override),
-    cmocka_unit_test(test_errors_name_the_field),
-    cmocka_unit_test(test_base64),
-    cmocka_unit_test(test_in_cluster_and_token_rotation),
-    cmocka_unit_test(test_kubeconfig_file_and_token_file),
+      cmocka_unit_test(test_files_and_current_context),
+      cmocka_unit_test(test_inline_data_and_context_override),
+      cmocka_unit_test(test_token_user),
+      cmocka_unit_test(test_master_override),
+      cmocka_unit_test(test_errors_name_the_field),
+      cmocka_unit_test(test_base64),
+      cmocka_unit_test(test_in_cluster_and_token_rotation),
+      cmocka_unit_test(test_kubeconfig_file_and_token_file),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
