@@ -197,11 +197,15 @@ static void finish(kc_http_req *r, CURLcode code) {
     res.detail = r->errbuf[0] ? r->errbuf : curl_easy_strerror(code);
   if (status > 0) {
     curl_off_t ra = 0;
-    struct curl_header *hdr;
     if (curl_easy_getinfo(r->easy, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0)
       res.retry_after_ms = (int64_t)ra * 1000;
-    else if (curl_easy_header(r->easy, "Retry-After", 0, CURLH_HEADER, -1, &hdr) == CURLHE_OK)
-      res.retry_after_ms = 0;
+#if LIBCURL_VERSION_NUM >= 0x075400 /* 7.84: "Retry-After: 0" is a header, not its absence */
+    else {
+      struct curl_header *hdr;
+      if (curl_easy_header(r->easy, "Retry-After", 0, CURLH_HEADER, -1, &hdr) == CURLHE_OK)
+        res.retry_after_ms = 0;
+    }
+#endif
   }
   if (r->buf) {
     r->buf[r->len] = '\0';
@@ -481,7 +485,11 @@ static int setup_easy(kc_http *h, kc_http_req *r, const kc_http_spec *s) {
   curl_easy_setopt(e, CURLOPT_PRIVATE, r);
   curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->errbuf);
   curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+#if LIBCURL_VERSION_NUM >= 0x075500 /* 7.85 */
   curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "https,http");
+#else
+  curl_easy_setopt(e, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTPS | CURLPROTO_HTTP));
+#endif
   curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
   /* Wait for an existing connection to say whether it multiplexes rather than opening a
    * new one for each request started in the same loop turn. */
