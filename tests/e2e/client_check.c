@@ -2,7 +2,7 @@
  *
  *   client_check [--kubeconfig F] [--namespace NS] [--qps Q] [--burst B] [--count N] SCENARIO
  *
- * Scenarios: crud, notfound, conflict, multiplex, qps, token. Each prints what it checked
+ * Scenarios: crud, notfound, conflict, multiplex, qps, token, watch. Each prints what it checked
  * and exits 0 when every check held, 1 otherwise (with "client_check: FAIL ..." lines).
  * The program is a test driver: it runs the loop until each call completes, which the
  * library itself never does. */
@@ -441,6 +441,98 @@ static void scenario_token(double timeout_s) {
   CHECK(unauthorized > 0, "the bogus token was never refused");
 }
 
+/* ---- a watch stream on kc_http: chunks as they come, cancel without losing the connection */
+
+struct stream {
+  bool finished;
+  int err;
+  long status;
+  char data[8192];
+  size_t len;
+  int chunks;
+  const char *stop_at; /* cancel once the data contains this */
+};
+
+static int stream_chunk(kc_http_req *req, const char *chunk, size_t len, void *data) {
+  (void)req;
+  struct stream *s = data;
+  s->chunks++;
+  size_t n = len < sizeof(s->data) - 1 - s->len ? len : sizeof(s->data) - 1 - s->len;
+  memcpy(s->data + s->len, chunk, n);
+  s->len += n;
+  s->data[s->len] = '\0';
+  return s->stop_at && strstr(s->data, s->stop_at) ? KC_ECANCELED : 0;
+}
+
+static void stream_done(kc_http_req *req, const kc_http_result *res, void *data) {
+  (void)req;
+  struct stream *s = data;
+  s->finished = true;
+  s->err = res->err;
+  s->status = res->status;
+}
+
+static void start_watch(long timeout_seconds, struct stream *s) {
+  kc_ref ref = {NULL, "v1", "configmaps", ns, NULL, NULL};
+  kc_query q = {.timeout_seconds = timeout_seconds};
+  char *path = NULL;
+  int rc = kc_api_path(KC_LIST, &ref, &q, true, &path);
+  CHECK(rc == 0, "watch path: %s", kc_err_name(rc));
+  kc_http_spec spec = {
+      .method = "GET", .path = path, .on_chunk = stream_chunk, .on_done = stream_done, .data = s};
+  rc = kc_http_start(kc_client_http(client), &spec, NULL);
+  CHECK(rc == 0, "watch start: %s", kc_err_name(rc));
+  if (rc)
+    s->finished = true;
+  free(path);
+}
+
+static void scenario_watch(void) {
+  struct done d;
+  struct stream full = {0}, cut = {.stop_at = "\"w1\""};
+  start_watch(3, &full);
+  start_watch(30, &cut);
+  /* Let both watches reach the server before the write they should see. */
+  double t0 = now_s();
+  while (now_s() - t0 < 0.5)
+    uv_run(&loop, UV_RUN_NOWAIT);
+  json_t *cm = configmap("w1", "k", "v");
+  call(KC_CREATE, NULL, NULL, cm, &d);
+  CHECK(d.err == 0, "create: %s %s", kc_err_name(d.err), d.message);
+  done_clear(&d);
+  json_decref(cm);
+  while (!cut.finished)
+    uv_run(&loop, UV_RUN_ONCE);
+  CHECK(cut.err == KC_ECANCELED, "cancelled watch ended with %s", kc_err_name(cut.err));
+  /* The other watch ends when the server's timeoutSeconds runs out. */
+  while (!full.finished)
+    uv_run(&loop, UV_RUN_ONCE);
+  CHECK(full.err == 0 && full.status == 200, "watch: %s %ld", kc_err_name(full.err), full.status);
+  /* Newline-delimited events (a BOOKMARK may come first); one is our ADDED. */
+  int events = 0, added_w1 = 0;
+  for (const char *line = full.data; *line;) {
+    const char *nl = strchr(line, '\n');
+    size_t n = nl ? (size_t)(nl - line) : strlen(line);
+    json_error_t je;
+    json_t *ev = json_loadb(line, n, 0, &je);
+    CHECK(ev != NULL, "event %d does not parse: %s", events, je.text);
+    const char *type = json_string_value(json_object_get(ev, "type"));
+    const char *name = meta(json_object_get(ev, "object"), "name");
+    if (type && name && strcmp(type, "ADDED") == 0 && strcmp(name, "w1") == 0)
+      added_w1++;
+    json_decref(ev);
+    events++;
+    line += n + (nl ? 1 : 0);
+  }
+  CHECK(added_w1 == 1, "%d ADDED events for w1 in %d events", added_w1, events);
+  kc_http_stats st;
+  kc_http_get_stats(kc_client_http(client), &st);
+  printf("watch: %d chunks, %zu bytes; cancelled after %d chunks; connections=%llu\n", full.chunks,
+         full.len, cut.chunks, (unsigned long long)st.new_connections);
+  /* Cancelling resets one HTTP/2 stream, not the connection under the other watch. */
+  CHECK(st.new_connections == 1, "%llu connections", (unsigned long long)st.new_connections);
+}
+
 int main(int argc, char **argv) {
   const char *kubeconfig = NULL, *master = NULL;
   kc_client_options opt = KC_CLIENT_OPTIONS_INIT(-1, 0); /* unlimited unless asked */
@@ -460,7 +552,8 @@ int main(int argc, char **argv) {
   if (kc_flags_parse(flags, sizeof(flags) / sizeof(flags[0]), argc, argv, &nargs, err,
                      sizeof(err)) != 0 ||
       nargs != 1) {
-    fprintf(stderr, "usage: client_check [flags] crud|notfound|conflict|multiplex|qps|token\n%s\n",
+    fprintf(stderr,
+            "usage: client_check [flags] crud|notfound|conflict|multiplex|qps|token|watch\n%s\n",
             nargs != 1 ? "" : err);
     return 2;
   }
@@ -488,6 +581,8 @@ int main(int argc, char **argv) {
     scenario_qps(count, opt.qps, opt.burst);
   else if (strcmp(scenario, "token") == 0)
     scenario_token(timeout);
+  else if (strcmp(scenario, "watch") == 0)
+    scenario_watch();
   else {
     fprintf(stderr, "client_check: unknown scenario %s\n", scenario);
     failures++;

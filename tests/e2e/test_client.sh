@@ -74,6 +74,14 @@ test_many_calls_share_one_http2_connection() {
   kubectl delete namespace "$ns" --wait=false >/dev/null
 }
 
+test_watch_streams_and_cancels_on_shared_connection() {
+  local ns out
+  ns=$(new_namespace client)
+  out=$("$CHECK" --namespace "$ns" watch 2>&1) || fail "$out"
+  expect_match 'connections=1$' "$(echo "$out" | head -1)"
+  kubectl delete namespace "$ns" --wait=false >/dev/null
+}
+
 test_qps_limiter_holds_the_rate() {
   local ns out t0 t1
   ns=$(new_namespace client)
