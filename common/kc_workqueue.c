@@ -2,6 +2,7 @@
 
 #include "kc_error.h"
 #include "kc_log.h"
+#include "kc_metrics.h"
 #include "kc_strmap.h"
 
 #include <stdlib.h>
@@ -40,6 +41,10 @@ struct kc_workqueue {
   int workers;
   int in_flight;
   bool in_pump;
+
+  /* Series fed by kc_workqueue_use_metrics (borrowed from the registry). */
+  kc_metrics *reg;
+  kc_series *m_depth, *m_adds, *m_latency, *m_work, *m_retries, *m_unfinished, *m_longest;
 
   kc_strmap items; /* key (copied) -> item */
   size_t nprocessing;
@@ -297,9 +302,17 @@ static void free_item(void *p) {
   free(p);
 }
 
+static void collect_unfinished(kc_metrics *r, void *ud);
+
 void kc_workqueue_free(kc_workqueue *q) {
   if (q == NULL)
     return;
+  if (q->reg) {
+    /* The series outlive the queue in the registry: leave no stale work. */
+    kc_metrics_remove_collector(q->reg, collect_unfinished, q);
+    kc_gauge_set(q->m_unfinished, 0);
+    kc_gauge_set(q->m_longest, 0);
+  }
   kc_workqueue_shutdown(q);
   q->closing = true;
   kc_strmap_close(&q->items, free_item);
@@ -508,4 +521,88 @@ void kc_workqueue_unfinished(const kc_workqueue *q, double *total_s, double *lon
 
 const char *kc_workqueue_name(const kc_workqueue *q) {
   return q->name;
+}
+
+/* ---- metrics ---- */
+
+static void m_depth(void *ud, size_t d) {
+  kc_gauge_set(((kc_workqueue *)ud)->m_depth, (double)d);
+}
+static void m_add(void *ud) {
+  kc_counter_inc(((kc_workqueue *)ud)->m_adds);
+}
+static void m_latency(void *ud, double s) {
+  kc_histogram_observe(((kc_workqueue *)ud)->m_latency, s);
+}
+static void m_work(void *ud, double s) {
+  kc_histogram_observe(((kc_workqueue *)ud)->m_work, s);
+}
+static void m_retry(void *ud) {
+  kc_counter_inc(((kc_workqueue *)ud)->m_retries);
+}
+
+static void collect_unfinished(kc_metrics *r, void *ud) {
+  (void)r;
+  kc_workqueue *q = ud;
+  double total, longest;
+  kc_workqueue_unfinished(q, &total, &longest);
+  kc_gauge_set(q->m_unfinished, total);
+  kc_gauge_set(q->m_longest, longest);
+}
+
+/* Finds the family (shared by every queue, told apart by the name label) or
+ * registers it, then takes this queue's series. */
+static int wq_series(kc_metrics *r, kc_metric_type type, const char *name, const char *help,
+                     const char *qname, kc_series **out) {
+  static const char *const labels[] = {"name", NULL};
+  /* controller-runtime's buckets: 10 ns to 1000 s, by factors of ten. */
+  double buckets[12];
+  kc_metric *m = kc_metrics_find(r, name);
+  int rc = 0;
+  if (m == NULL) {
+    if (type == KC_METRIC_COUNTER)
+      rc = kc_metrics_counter(r, name, help, labels, &m);
+    else if (type == KC_METRIC_GAUGE)
+      rc = kc_metrics_gauge(r, name, help, labels, &m);
+    else if ((rc = kc_metrics_exponential_buckets(10e-9, 10, 12, buckets)) == 0)
+      rc = kc_metrics_histogram(r, name, help, labels, buckets, 12, &m);
+    if (rc < 0)
+      return rc;
+  } else if (kc_metric_get_type(m) != type) {
+    return KC_EEXISTS;
+  }
+  const char *values[] = {qname};
+  return kc_metric_series(m, values, out);
+}
+
+int kc_workqueue_use_metrics(kc_workqueue *q, kc_metrics *r) {
+  int rc;
+  const char *n = q->name;
+  if ((rc = wq_series(r, KC_METRIC_GAUGE, "workqueue_depth", "Current depth of the work queue.",
+                      n, &q->m_depth)) < 0 ||
+      (rc = wq_series(r, KC_METRIC_COUNTER, "workqueue_adds_total",
+                      "Adds accepted by the work queue.", n, &q->m_adds)) < 0 ||
+      (rc = wq_series(r, KC_METRIC_HISTOGRAM, "workqueue_queue_duration_seconds",
+                      "Seconds a key waits in the queue before a worker takes it.", n,
+                      &q->m_latency)) < 0 ||
+      (rc = wq_series(r, KC_METRIC_HISTOGRAM, "workqueue_work_duration_seconds",
+                      "Seconds from taking a key to marking it done.", n, &q->m_work)) < 0 ||
+      (rc = wq_series(r, KC_METRIC_COUNTER, "workqueue_retries_total",
+                      "Rate-limited re-adds to the work queue.", n, &q->m_retries)) < 0 ||
+      (rc = wq_series(r, KC_METRIC_GAUGE, "workqueue_unfinished_work_seconds",
+                      "Seconds of work in progress not yet counted in work_duration; "
+                      "steady growth means a stuck worker.",
+                      n, &q->m_unfinished)) < 0 ||
+      (rc = wq_series(r, KC_METRIC_GAUGE, "workqueue_longest_running_processor_seconds",
+                      "Seconds the longest-running key of the queue has been in processing.",
+                      n, &q->m_longest)) < 0)
+    return rc;
+  if (q->reg == NULL) {
+    if ((rc = kc_metrics_add_collector(r, collect_unfinished, q)) < 0)
+      return rc;
+    q->reg = r;
+  }
+  kc_workqueue_hooks h = {m_depth, m_add, m_latency, m_work, m_retry, q};
+  kc_workqueue_set_hooks(q, &h);
+  return 0;
 }

@@ -73,7 +73,9 @@ void kc_workqueue_free(kc_workqueue *q);
 
 void kc_workqueue_set_hooks(kc_workqueue *q, const kc_workqueue_hooks *hooks);
 /* Registers client-go's workqueue_* metrics with label name=<queue name> in
- * reg and sets the hooks to feed them. 0, or an error from kc_metrics. */
+ * reg (borrowed: it must outlive the queue) and sets the hooks to feed them.
+ * Queues sharing a registry share the families. 0, or an error from
+ * kc_metrics. */
 int kc_workqueue_use_metrics(kc_workqueue *q, struct kc_metrics *reg);
 
 /* key is borrowed. 0, KC_ENOMEM, or KC_ECANCELED after shutdown (ignored,

@@ -4,11 +4,13 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <uv.h>
 
 #include "kc_error.h"
+#include "kc_metrics.h"
 #include "kc_workqueue.h"
 
 #define MS 1000000ULL
@@ -196,6 +198,53 @@ static void test_hooks_and_shutdown(void **state) {
   kc_workqueue_free(q); /* frees with keys still in processing */
 }
 
+static void expect_line(const char *text, const char *line) {
+  if (strstr(text, line) == NULL)
+    fail_msg("missing line %s in:\n%s", line, text);
+}
+
+static void test_metrics_binding(void **state) {
+  (void)state;
+  fake_now = 0;
+  kc_metrics *reg;
+  assert_int_equal(kc_metrics_new(&reg), 0);
+  kc_workqueue *q = new_fake();
+  kc_workqueue *q2;
+  kc_workqueue_opts o2 = {.name = "other", .clock = fake_clock};
+  assert_int_equal(kc_workqueue_new(NULL, &o2, &q2), 0);
+  assert_int_equal(kc_workqueue_use_metrics(q, reg), 0);
+  assert_int_equal(kc_workqueue_use_metrics(q2, reg), 0);
+  kc_workqueue_add(q, "a");
+  kc_workqueue_add(q, "b");
+  kc_workqueue_add(q2, "z");
+  fake_now = 2 * SEC;
+  expect_get(q, "a");
+  fake_now = 2750 * MS;
+  kc_workqueue_add_rate_limited(q, "c");
+  char *text;
+  size_t len;
+  assert_int_equal(kc_metrics_render(reg, &text, &len), 0);
+  expect_line(text, "\nworkqueue_adds_total{name=\"other\"} 1\n");
+  expect_line(text, "\nworkqueue_adds_total{name=\"test\"} 2\n");
+  expect_line(text, "\nworkqueue_depth{name=\"test\"} 1\n");
+  expect_line(text, "\nworkqueue_retries_total{name=\"test\"} 1\n");
+  expect_line(text, "\nworkqueue_queue_duration_seconds_bucket{name=\"test\",le=\"1\"} 0\n");
+  expect_line(text, "\nworkqueue_queue_duration_seconds_bucket{name=\"test\",le=\"10\"} 1\n");
+  expect_line(text, "\nworkqueue_queue_duration_seconds_sum{name=\"test\"} 2\n");
+  expect_line(text, "\nworkqueue_longest_running_processor_seconds{name=\"test\"} 0.75\n");
+  expect_line(text, "\nworkqueue_unfinished_work_seconds{name=\"test\"} 0.75\n");
+  expect_line(text, "# TYPE workqueue_work_duration_seconds histogram\n");
+  free(text);
+  kc_workqueue_done(q, "a");
+  kc_workqueue_free(q);
+  kc_workqueue_free(q2);
+  /* The freed queue's collector is gone: rendering must not touch it. */
+  assert_int_equal(kc_metrics_render(reg, &text, &len), 0);
+  expect_line(text, "\nworkqueue_work_duration_seconds_count{name=\"test\"} 1\n");
+  free(text);
+  kc_metrics_free(reg);
+}
+
 /* ---- on a real loop ---- */
 
 typedef struct {
@@ -284,6 +333,7 @@ int main(void) {
     cmocka_unit_test(test_add_after_heap_order),
     cmocka_unit_test(test_backoff_sequence_and_forget),
     cmocka_unit_test(test_hooks_and_shutdown),
+    cmocka_unit_test(test_metrics_binding),
     cmocka_unit_test(test_on_loop),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
