@@ -33,7 +33,8 @@
   XX(UNAVAILABLE, "ServiceUnavailable")                                    \
   XX(NOTLEADER, "not the leader")                                          \
   XX(EXISTS, "already exists")                                             \
-  XX(NOENT, "no such entry")
+  XX(NOENT, "no such entry")                                               \
+  XX(ADDRINUSE, "address already in use")
 
 typedef enum {
   KC_OK = 0,
