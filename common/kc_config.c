@@ -239,7 +239,9 @@ static int get_str(yaml_document_t *d, yaml_node_t *map, const char *key, const 
 static int find_named(yaml_document_t *d, yaml_node_t *root, const char *key, const char *inner,
                       const char *name, yaml_node_t **out, int *index, char *err, size_t errlen) {
   yaml_node_t *list = map_get(d, root, key);
-  if (!list || (list->type == YAML_SCALAR_NODE && !scalar(list)[0]))
+  if (!list ||
+      (list->type == YAML_SCALAR_NODE && list->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+       (!scalar(list)[0] || strcmp(scalar(list), "null") == 0 || strcmp(scalar(list), "~") == 0)))
     return fail(err, errlen, KC_EINVAL, "%s: missing (looking for \"%s\")", key, name);
   if (list->type != YAML_SEQUENCE_NODE)
     return fail(err, errlen, KC_EPARSE, "%s: expected a list", key);
@@ -416,16 +418,15 @@ int kc_config_parse_kubeconfig(kc_config *c, const char *text, size_t len, const
     return KC_ENOMEM;
   yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
   if (!yaml_parser_load(&parser, &doc)) {
-    rc = fail(err, errlen, KC_EPARSE, "kubeconfig: line %zu column %zu: %s",
-              parser.problem_mark.line + 1, parser.problem_mark.column + 1,
-              parser.problem ? parser.problem : "invalid YAML");
+    rc = fail(err, errlen, KC_EPARSE, "line %zu column %zu: %s", parser.problem_mark.line + 1,
+              parser.problem_mark.column + 1, parser.problem ? parser.problem : "invalid YAML");
     yaml_parser_delete(&parser);
     return rc;
   }
   yaml_node_t *root = yaml_document_get_root_node(&doc);
   const char *ctx_name = context && context[0] ? context : NULL;
   if (!root || root->type != YAML_MAPPING_NODE) {
-    rc = fail(err, errlen, KC_EPARSE, "kubeconfig: top level is not a mapping");
+    rc = fail(err, errlen, KC_EPARSE, "top level: not a mapping");
     goto out;
   }
   if (!ctx_name &&

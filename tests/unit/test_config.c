@@ -140,9 +140,10 @@ static void test_errors_name_the_field(void **state) {
   (void)state;
   static const struct bad_case cases[] = {
       {"clusters: [\n", NULL, KC_EPARSE, "line 2"},
-      {"- just\n- a list\n", NULL, KC_EPARSE, "top level is not a mapping"},
+      {"- just\n- a list\n", NULL, KC_EPARSE, "top level: not a mapping"},
       {"kind: Config\n", NULL, KC_EINVAL, "current-context: missing"},
       {"current-context: x\n", NULL, KC_EINVAL, "contexts: missing"},
+      {"current-context: x\ncontexts: null\n", NULL, KC_EINVAL, "contexts: missing"},
       {"current-context: x\ncontexts:\n- name: y\n  context: {cluster: c}\n", NULL, KC_EINVAL,
        "contexts: no entry named \"x\""},
       {"current-context: x\ncontexts:\n- context: {cluster: c}\n", NULL, KC_EPARSE,
