@@ -17,9 +17,9 @@
 
 #include <microhttpd.h>
 
-#define HOST_MAX 256
-#define REASON_MAX 256
-#define MAX_EXCLUDES 16
+#define HOST_MAX          256
+#define REASON_MAX        256
+#define MAX_EXCLUDES      16
 /* Per-connection memory MHD may use for the request line and headers; a
  * probe or a scrape needs well under 1 KiB. Larger requests get 431. */
 #define CONN_MEMORY_LIMIT (16 * 1024)
@@ -114,9 +114,8 @@ int kc_httpd_new(uv_loop_t *loop, const kc_httpd_opts *opts, kc_httpd **out) {
   h->timeout_s = opts->timeout_s ? opts->timeout_s : 10;
   if ((rc = kc_httpd_add_check(h, "ping", KC_CHECK_LIVEZ | KC_CHECK_READYZ, ping, NULL)) < 0)
     goto fail;
-  if (opts->ready &&
-      (rc = kc_httpd_add_check(h, "informer-sync", KC_CHECK_READYZ, opts->ready,
-                               opts->ready_ud)) < 0)
+  if (opts->ready && (rc = kc_httpd_add_check(h, "informer-sync", KC_CHECK_READYZ, opts->ready,
+                                              opts->ready_ud)) < 0)
     goto fail;
   *out = h;
   return 0;
@@ -266,8 +265,8 @@ static bool excluded(const excludes *ex, const char *name) {
  * "/readyz/<name>" or NULL. */
 static enum MHD_Result serve_health(kc_httpd *h, struct MHD_Connection *c, const char *endpoint,
                                     unsigned mask, const char *only) {
-  bool verbose = MHD_lookup_connection_value_n(c, MHD_GET_ARGUMENT_KIND, "verbose", 7, NULL,
-                                               NULL) == MHD_YES;
+  bool verbose =
+      MHD_lookup_connection_value_n(c, MHD_GET_ARGUMENT_KIND, "verbose", 7, NULL, NULL) == MHD_YES;
   excludes ex = {{0}, 0};
   MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_exclude, &ex);
   textbuf b = {0};
@@ -312,8 +311,7 @@ static enum MHD_Result serve_metrics(kc_httpd *h, struct MHD_Connection *c) {
   int rc = kc_metrics_render(h->metrics, &text, &len);
   if (rc < 0) {
     KC_ERROR("rendering /metrics: %s", kc_strerror(rc));
-    return respond(c, MHD_HTTP_INTERNAL_SERVER_ERROR, TEXT_PLAIN, NULL, 0,
-                   "metrics unavailable\n");
+    return respond(c, MHD_HTTP_INTERNAL_SERVER_ERROR, TEXT_PLAIN, NULL, 0, "metrics unavailable\n");
   }
   return respond(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", text, len, NULL);
 }
@@ -345,8 +343,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
    * read (MHD discards it and closes the connection). */
   *upload_data_size = 0;
   if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
-    return respond(c, MHD_HTTP_METHOD_NOT_ALLOWED, TEXT_PLAIN, NULL, 0,
-                   "405 method not allowed\n");
+    return respond(c, MHD_HTTP_METHOD_NOT_ALLOWED, TEXT_PLAIN, NULL, 0, "405 method not allowed\n");
   const char *rest;
   if (route(url, "/healthz", &rest))
     return serve_health(h, c, "healthz", KC_CHECK_LIVEZ | KC_CHECK_READYZ, rest);
@@ -464,11 +461,10 @@ int kc_httpd_start(kc_httpd *h) {
   if (rc < 0)
     return rc;
   h->daemon = MHD_start_daemon(
-    MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL, handle, h, MHD_OPTION_LISTEN_SOCKET, fd,
-    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)h->max_connections,
-    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)h->timeout_s,
-    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY_LIMIT, MHD_OPTION_EXTERNAL_LOGGER,
-    mhd_log, h, MHD_OPTION_END);
+      MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL, handle, h, MHD_OPTION_LISTEN_SOCKET, fd,
+      MHD_OPTION_CONNECTION_LIMIT, (unsigned int)h->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
+      (unsigned int)h->timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY_LIMIT,
+      MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, MHD_OPTION_END);
   if (h->daemon == NULL) {
     close(fd);
     h->port = -1;

@@ -35,8 +35,8 @@ typedef struct {
   struct kc_metrics *metrics; /* borrowed; NULL: /metrics is 404 */
   kc_check_fn ready;          /* optional readiness check "informer-sync" */
   void *ready_ud;
-  unsigned max_connections;   /* 0: 64 */
-  unsigned timeout_s;         /* idle connection timeout; 0: 10 s */
+  unsigned max_connections; /* 0: 64 */
+  unsigned timeout_s;       /* idle connection timeout; 0: 10 s */
 } kc_httpd_opts;
 
 /* Splits an address into host (empty for all interfaces, brackets removed

@@ -10,8 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const double kc_metrics_default_buckets[11] = {.005, .01, .025, .05, .1, .25,
-                                               .5,   1,   2.5,  5,   10};
+const double kc_metrics_default_buckets[11] = {.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10};
 
 struct kc_series {
   kc_metric *family;
@@ -50,8 +49,8 @@ static bool valid_name(const char *s, bool colon) {
     return false;
   for (const char *p = s; *p; p++) {
     char c = *p;
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
-              (colon && c == ':') || (p != s && c >= '0' && c <= '9');
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (colon && c == ':') ||
+              (p != s && c >= '0' && c <= '9');
     if (!ok)
       return false;
   }
@@ -103,8 +102,7 @@ void kc_metrics_free(kc_metrics *r) {
 }
 
 static int reg(kc_metrics *r, kc_metric_type type, const char *name, const char *help,
-               const char *const *labels, const double *bounds, size_t nbounds,
-               kc_metric **out) {
+               const char *const *labels, const double *bounds, size_t nbounds, kc_metric **out) {
   if (!valid_name(name, true))
     return KC_EINVAL;
   size_t nl = 0;
@@ -158,13 +156,13 @@ nomem:
   return KC_ENOMEM;
 }
 
-int kc_metrics_counter(kc_metrics *r, const char *name, const char *help,
-                       const char *const *labels, kc_metric **out) {
+int kc_metrics_counter(kc_metrics *r, const char *name, const char *help, const char *const *labels,
+                       kc_metric **out) {
   return reg(r, KC_METRIC_COUNTER, name, help, labels, NULL, 0, out);
 }
 
-int kc_metrics_gauge(kc_metrics *r, const char *name, const char *help,
-                     const char *const *labels, kc_metric **out) {
+int kc_metrics_gauge(kc_metrics *r, const char *name, const char *help, const char *const *labels,
+                     kc_metric **out) {
   return reg(r, KC_METRIC_GAUGE, name, help, labels, NULL, 0, out);
 }
 
@@ -500,8 +498,7 @@ static void render_family(outbuf *b, const kc_metric *m, kc_series **ss, size_t 
     char le[32];
     for (size_t j = 0; j < m->nbounds; j++) {
       cum += s->buckets[j];
-      ob_sample(b, m, "_bucket", s, "le", kc_metrics_format_value(m->bounds[j], le),
-                (double)cum);
+      ob_sample(b, m, "_bucket", s, "le", kc_metrics_format_value(m->bounds[j], le), (double)cum);
     }
     ob_sample(b, m, "_bucket", s, "le", "+Inf", (double)s->count);
     ob_sample(b, m, "_sum", s, NULL, NULL, s->value);

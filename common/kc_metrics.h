@@ -37,10 +37,10 @@ void kc_metrics_free(kc_metrics *r); /* NULL is a no-op */
  * copied. *out is borrowed (owned by r). 0, KC_EINVAL, KC_EEXISTS (name
  * taken), KC_ENOMEM. A family without labels starts with its one series at
  * 0, so it is exported before its first update. */
-int kc_metrics_counter(kc_metrics *r, const char *name, const char *help,
-                       const char *const *labels, kc_metric **out);
-int kc_metrics_gauge(kc_metrics *r, const char *name, const char *help,
-                     const char *const *labels, kc_metric **out);
+int kc_metrics_counter(kc_metrics *r, const char *name, const char *help, const char *const *labels,
+                       kc_metric **out);
+int kc_metrics_gauge(kc_metrics *r, const char *name, const char *help, const char *const *labels,
+                     kc_metric **out);
 /* buckets: strictly increasing upper bounds, copied; +Inf is implicit. */
 int kc_metrics_histogram(kc_metrics *r, const char *name, const char *help,
                          const char *const *labels, const double *buckets, size_t nbuckets,

@@ -26,8 +26,10 @@ uint64_t kc_bucket_reserve(kc_bucket *b, uint64_t now_ns) {
   b->tokens -= 1.0;
   if (b->tokens >= 0)
     return 0;
-  /* Round up so that waiting the returned delay always yields the token. */
-  double wait_ns = ceil(-b->tokens / b->qps * 1e9);
+  /* Round up so that waiting the returned delay always covers the debt,
+   * but ignore sub-picosecond floating-point noise so that exact rates
+   * (10 qps -> 100 ms) give exact delays. */
+  double wait_ns = ceil(-b->tokens / b->qps * 1e9 - 1e-3);
   if (wait_ns >= 1.8e19)
     return UINT64_MAX;
   return (uint64_t)wait_ns;

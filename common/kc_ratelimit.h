@@ -14,9 +14,9 @@
 #include "kc_strmap.h"
 
 typedef struct {
-  double qps;     /* refill rate; <= 0 means unlimited */
-  double burst;   /* capacity */
-  double tokens;  /* current tokens, negative when reservations are queued */
+  double qps;    /* refill rate; <= 0 means unlimited */
+  double burst;  /* capacity */
+  double tokens; /* current tokens, negative when reservations are queued */
   uint64_t last_ns;
 } kc_bucket;
 
@@ -50,10 +50,10 @@ int kc_item_backoff_num_requeues(const kc_item_backoff *b, const char *key);
 
 /* client-go's DefaultControllerRateLimiter: the max of the per-key backoff
  * and an overall token bucket, so a burst of distinct keys is also limited. */
-#define KC_RATELIMIT_DEFAULT_BASE_NS (5ULL * 1000 * 1000)          /* 5 ms */
-#define KC_RATELIMIT_DEFAULT_MAX_NS (1000ULL * 1000 * 1000 * 1000) /* 1000 s */
-#define KC_RATELIMIT_DEFAULT_QPS 10.0
-#define KC_RATELIMIT_DEFAULT_BURST 100
+#define KC_RATELIMIT_DEFAULT_BASE_NS (5ULL * 1000 * 1000)           /* 5 ms */
+#define KC_RATELIMIT_DEFAULT_MAX_NS  (1000ULL * 1000 * 1000 * 1000) /* 1000 s */
+#define KC_RATELIMIT_DEFAULT_QPS     10.0
+#define KC_RATELIMIT_DEFAULT_BURST   100
 
 typedef struct {
   kc_item_backoff item;

@@ -72,8 +72,7 @@ typedef struct {
 } kc_store_iter;
 void kc_store_iter_init(const kc_store *s, kc_store_iter *it);
 /* KC_ENOENT for an unknown index; an unknown value gives an empty iterator. */
-int kc_store_index_iter(const kc_store *s, const char *index, const char *value,
-                        kc_store_iter *it);
+int kc_store_index_iter(const kc_store *s, const char *index, const char *value, kc_store_iter *it);
 /* Borrowed key and object of the next entry; false at the end. */
 bool kc_store_iter_next(kc_store_iter *it, const char **key, void **obj);
 /* Entries with this index value (0 for unknown index or value). */

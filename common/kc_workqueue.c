@@ -578,8 +578,8 @@ static int wq_series(kc_metrics *r, kc_metric_type type, const char *name, const
 int kc_workqueue_use_metrics(kc_workqueue *q, kc_metrics *r) {
   int rc;
   const char *n = q->name;
-  if ((rc = wq_series(r, KC_METRIC_GAUGE, "workqueue_depth", "Current depth of the work queue.",
-                      n, &q->m_depth)) < 0 ||
+  if ((rc = wq_series(r, KC_METRIC_GAUGE, "workqueue_depth", "Current depth of the work queue.", n,
+                      &q->m_depth)) < 0 ||
       (rc = wq_series(r, KC_METRIC_COUNTER, "workqueue_adds_total",
                       "Adds accepted by the work queue.", n, &q->m_adds)) < 0 ||
       (rc = wq_series(r, KC_METRIC_HISTOGRAM, "workqueue_queue_duration_seconds",
@@ -594,8 +594,8 @@ int kc_workqueue_use_metrics(kc_workqueue *q, kc_metrics *r) {
                       "steady growth means a stuck worker.",
                       n, &q->m_unfinished)) < 0 ||
       (rc = wq_series(r, KC_METRIC_GAUGE, "workqueue_longest_running_processor_seconds",
-                      "Seconds the longest-running key of the queue has been in processing.",
-                      n, &q->m_longest)) < 0)
+                      "Seconds the longest-running key of the queue has been in processing.", n,
+                      &q->m_longest)) < 0)
     return rc;
   if (q->reg == NULL) {
     if ((rc = kc_metrics_add_collector(r, collect_unfinished, q)) < 0)

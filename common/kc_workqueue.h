@@ -37,11 +37,11 @@ typedef uint64_t (*kc_clock_fn)(void *ud);
 /* Optional metrics hooks (client-go's workqueue MetricsProvider). Any may be
  * NULL. Durations are in seconds. */
 typedef struct {
-  void (*depth)(void *ud, size_t depth);      /* after every change */
-  void (*add)(void *ud);                      /* every accepted add */
-  void (*latency)(void *ud, double seconds);  /* queued -> handed out */
-  void (*work)(void *ud, double seconds);     /* handed out -> done */
-  void (*retry)(void *ud);                    /* every add_rate_limited */
+  void (*depth)(void *ud, size_t depth);     /* after every change */
+  void (*add)(void *ud);                     /* every accepted add */
+  void (*latency)(void *ud, double seconds); /* queued -> handed out */
+  void (*work)(void *ud, double seconds);    /* handed out -> done */
+  void (*retry)(void *ud);                   /* every add_rate_limited */
   void *ud;
 } kc_workqueue_hooks;
 
@@ -51,16 +51,16 @@ typedef struct {
 typedef void (*kc_workqueue_process_fn)(kc_workqueue *q, const char *key, void *ud);
 
 typedef struct {
-  const char *name;           /* for logs and metrics; borrowed, copied */
-  kc_clock_fn clock;          /* NULL: uv_hrtime() */
+  const char *name;  /* for logs and metrics; borrowed, copied */
+  kc_clock_fn clock; /* NULL: uv_hrtime() */
   void *clock_ud;
-  uint64_t backoff_base_ns;   /* 0: 5 ms */
-  uint64_t backoff_max_ns;    /* 0: 1000 s */
-  double qps;                 /* 0: 10 (negative: no overall limit) */
-  int burst;                  /* 0: 100 */
+  uint64_t backoff_base_ns;        /* 0: 5 ms */
+  uint64_t backoff_max_ns;         /* 0: 1000 s */
+  double qps;                      /* 0: 10 (negative: no overall limit) */
+  int burst;                       /* 0: 100 */
   kc_workqueue_process_fn process; /* NULL: the caller pulls with get() */
   void *process_ud;
-  int workers;                /* max keys in flight through process; 0: 1 */
+  int workers; /* max keys in flight through process; 0: 1 */
 } kc_workqueue_opts;
 
 /* *out is new; loop may be NULL (no timer, no idle: tick and get by hand).

@@ -32,8 +32,8 @@ static void test_parse_address(void **state) {
   assert_int_equal(port, 0);
   assert_int_equal(kc_httpd_parse_address("localhost:65535", host, sizeof(host), &port), 0);
   assert_string_equal(host, "localhost");
-  static const char *const bad[] = {"8080", ":", ":65536", ":80a", "::1:80", "[::1:80",
-                                    "[]:80", ":-1", ":+80", "host:123456"};
+  static const char *const bad[] = {"8080",    ":",     ":65536", ":80a", "::1:80",
+                                    "[::1:80", "[]:80", ":-1",    ":+80", "host:123456"};
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
     assert_int_equal(kc_httpd_parse_address(bad[i], host, sizeof(host), &port), KC_EINVAL);
   assert_int_equal(kc_httpd_parse_address("averyveryverylonghostname:80", host, 8, &port),
@@ -165,11 +165,9 @@ static void test_endpoints(void **state) {
   kc_httpd_opts o = {.address = "127.0.0.1:0", .metrics = reg, .ready = ready_check};
   kc_httpd *h;
   assert_int_equal(kc_httpd_new(&loop, &o, &h), 0);
-  assert_int_equal(kc_httpd_add_check(h, "ping", KC_CHECK_LIVEZ, leader_ok, NULL),
-                   KC_EEXISTS);
+  assert_int_equal(kc_httpd_add_check(h, "ping", KC_CHECK_LIVEZ, leader_ok, NULL), KC_EEXISTS);
   assert_int_equal(kc_httpd_add_check(h, "leader", KC_CHECK_LIVEZ, leader_ok, NULL), 0);
-  assert_int_equal(kc_httpd_add_check(h, "bad/name", KC_CHECK_LIVEZ, leader_ok, NULL),
-                   KC_EINVAL);
+  assert_int_equal(kc_httpd_add_check(h, "bad/name", KC_CHECK_LIVEZ, leader_ok, NULL), KC_EINVAL);
   assert_int_equal(kc_httpd_port(h), -1);
   assert_int_equal(kc_httpd_start(h), 0);
   int port = kc_httpd_port(h);
@@ -195,23 +193,23 @@ static void test_endpoints(void **state) {
   assert_int_equal(kc_httpd_new(&loop, &o4, &h2), KC_EINVAL);
 
   fetch f[] = {
-    {.path = "/healthz", .set_ready = 0},
-    {.path = "/livez", .set_ready = -1},
-    {.path = "/readyz", .set_ready = -1},
-    {.path = "/readyz?verbose", .set_ready = -1},
-    {.path = "/healthz", .set_ready = -1},
-    {.path = "/readyz?exclude=informer-sync", .set_ready = -1},
-    {.path = "/readyz", .set_ready = 1},
-    {.path = "/readyz?verbose", .set_ready = -1},
-    {.path = "/readyz/informer-sync", .set_ready = -1},
-    {.path = "/readyz/nope", .set_ready = -1},
-    {.path = "/metrics", .set_ready = -1},
-    {.path = "/nope", .set_ready = -1},
-    {.method = "POST", .path = "/healthz", .set_ready = -1},
-    {.method = "DELETE", .path = "/metrics", .set_ready = -1},
-    {.method = "HEAD", .path = "/livez", .set_ready = -1},
-    {.path = "/livez", .set_ready = -1, .big_header = true},
-    {.path = "/livez?verbose=1", .set_ready = -1},
+      {.path = "/healthz", .set_ready = 0},
+      {.path = "/livez", .set_ready = -1},
+      {.path = "/readyz", .set_ready = -1},
+      {.path = "/readyz?verbose", .set_ready = -1},
+      {.path = "/healthz", .set_ready = -1},
+      {.path = "/readyz?exclude=informer-sync", .set_ready = -1},
+      {.path = "/readyz", .set_ready = 1},
+      {.path = "/readyz?verbose", .set_ready = -1},
+      {.path = "/readyz/informer-sync", .set_ready = -1},
+      {.path = "/readyz/nope", .set_ready = -1},
+      {.path = "/metrics", .set_ready = -1},
+      {.path = "/nope", .set_ready = -1},
+      {.method = "POST", .path = "/healthz", .set_ready = -1},
+      {.method = "DELETE", .path = "/metrics", .set_ready = -1},
+      {.method = "HEAD", .path = "/livez", .set_ready = -1},
+      {.path = "/livez", .set_ready = -1, .big_header = true},
+      {.path = "/livez?verbose=1", .set_ready = -1},
   };
   client cl = {.port = port, .fetches = f, .n = sizeof(f) / sizeof(f[0]), .h = h};
   assert_int_equal(uv_async_init(&loop, &cl.done, on_client_done), 0);
@@ -271,8 +269,8 @@ static void test_endpoints(void **state) {
 int main(void) {
   curl_global_init(CURL_GLOBAL_DEFAULT);
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_parse_address),
-    cmocka_unit_test(test_endpoints),
+      cmocka_unit_test(test_parse_address),
+      cmocka_unit_test(test_endpoints),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   curl_global_cleanup();

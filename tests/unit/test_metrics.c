@@ -16,12 +16,27 @@ static void test_format_value(void **state) {
     double v;
     const char *want;
   } cases[] = {
-    {0, "0"},           {1, "1"},           {-1, "-1"},          {42, "42"},
-    {0.005, "0.005"},   {2.5, "2.5"},       {0.1, "0.1"},        {100000, "100000"},
-    {999999, "999999"}, {1e6, "1e+06"},     {1234567, "1.234567e+06"},
-    {0.0001, "0.0001"}, {0.00001, "1e-05"}, {1e-08, "1e-08"},    {123.456, "123.456"},
-    {1.0 / 3, "0.3333333333333333"},        {3e21, "3e+21"},     {-2.5e-7, "-2.5e-07"},
-    {INFINITY, "+Inf"}, {-INFINITY, "-Inf"}, {NAN, "NaN"},
+      {0, "0"},
+      {1, "1"},
+      {-1, "-1"},
+      {42, "42"},
+      {0.005, "0.005"},
+      {2.5, "2.5"},
+      {0.1, "0.1"},
+      {100000, "100000"},
+      {999999, "999999"},
+      {1e6, "1e+06"},
+      {1234567, "1.234567e+06"},
+      {0.0001, "0.0001"},
+      {0.00001, "1e-05"},
+      {1e-08, "1e-08"},
+      {123.456, "123.456"},
+      {1.0 / 3, "0.3333333333333333"},
+      {3e21, "3e+21"},
+      {-2.5e-7, "-2.5e-07"},
+      {INFINITY, "+Inf"},
+      {-INFINITY, "-Inf"},
+      {NAN, "NaN"},
   };
   char buf[32];
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
@@ -132,26 +147,26 @@ static void test_exact_output(void **state) {
   size_t len;
   assert_int_equal(kc_metrics_render(r, &text, &len), 0);
   const char *want =
-    "# HELP kiln_up Collected on scrape.\n"
-    "# TYPE kiln_up gauge\n"
-    "kiln_up 7\n"
-    "# HELP volcano_e2e_scheduling_latency_milliseconds E2e scheduling latency in "
-    "milliseconds.\\nSecond line with a \\\\ backslash.\n"
-    "# TYPE volcano_e2e_scheduling_latency_milliseconds histogram\n"
-    "volcano_e2e_scheduling_latency_milliseconds_bucket{le=\"5\"} 2\n"
-    "volcano_e2e_scheduling_latency_milliseconds_bucket{le=\"10\"} 3\n"
-    "volcano_e2e_scheduling_latency_milliseconds_bucket{le=\"20.5\"} 3\n"
-    "volcano_e2e_scheduling_latency_milliseconds_bucket{le=\"+Inf\"} 4\n"
-    "volcano_e2e_scheduling_latency_milliseconds_sum 112.5\n"
-    "volcano_e2e_scheduling_latency_milliseconds_count 4\n"
-    "# HELP volcano_job_share Share of a job.\n"
-    "# TYPE volcano_job_share gauge\n"
-    "volcano_job_share{job_ns=\"default\",job_id=\"a-job\"} 1\n"
-    "volcano_job_share{job_ns=\"default\",job_id=\"job-\\\"1\\\"\\n\\\\x\"} 0.25\n"
-    "# HELP volcano_schedule_attempts_total Number of attempts to schedule pods, by result.\n"
-    "# TYPE volcano_schedule_attempts_total counter\n"
-    "volcano_schedule_attempts_total{result=\"error\"} 1\n"
-    "volcano_schedule_attempts_total{result=\"scheduled\"} 4\n";
+      "# HELP kiln_up Collected on scrape.\n"
+      "# TYPE kiln_up gauge\n"
+      "kiln_up 7\n"
+      "# HELP volcano_e2e_scheduling_latency_milliseconds E2e scheduling latency in "
+      "milliseconds.\\nSecond line with a \\\\ backslash.\n"
+      "# TYPE volcano_e2e_scheduling_latency_milliseconds histogram\n"
+      "volcano_e2e_scheduling_latency_milliseconds_bucket{le=\"5\"} 2\n"
+      "volcano_e2e_scheduling_latency_milliseconds_bucket{le=\"10\"} 3\n"
+      "volcano_e2e_scheduling_latency_milliseconds_bucket{le=\"20.5\"} 3\n"
+      "volcano_e2e_scheduling_latency_milliseconds_bucket{le=\"+Inf\"} 4\n"
+      "volcano_e2e_scheduling_latency_milliseconds_sum 112.5\n"
+      "volcano_e2e_scheduling_latency_milliseconds_count 4\n"
+      "# HELP volcano_job_share Share of a job.\n"
+      "# TYPE volcano_job_share gauge\n"
+      "volcano_job_share{job_ns=\"default\",job_id=\"a-job\"} 1\n"
+      "volcano_job_share{job_ns=\"default\",job_id=\"job-\\\"1\\\"\\n\\\\x\"} 0.25\n"
+      "# HELP volcano_schedule_attempts_total Number of attempts to schedule pods, by result.\n"
+      "# TYPE volcano_schedule_attempts_total counter\n"
+      "volcano_schedule_attempts_total{result=\"error\"} 1\n"
+      "volcano_schedule_attempts_total{result=\"scheduled\"} 4\n";
   assert_string_equal(text, want);
   assert_int_equal(len, strlen(want));
   assert_int_equal(collects, 1);
@@ -193,10 +208,10 @@ static void test_empty_registry(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_format_value),
-    cmocka_unit_test(test_registration_errors),
-    cmocka_unit_test(test_exact_output),
-    cmocka_unit_test(test_empty_registry),
+      cmocka_unit_test(test_format_value),
+      cmocka_unit_test(test_registration_errors),
+      cmocka_unit_test(test_exact_output),
+      cmocka_unit_test(test_empty_registry),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,7 +9,7 @@
 #include "kc_error.h"
 #include "kc_ratelimit.h"
 
-#define MS 1000000ULL
+#define MS  1000000ULL
 #define SEC 1000000000ULL
 
 static void test_bucket_burst_then_rate(void **state) {
@@ -126,11 +126,11 @@ static void test_default_limiter_max_of(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_bucket_burst_then_rate),
-    cmocka_unit_test(test_bucket_measured_rate),
-    cmocka_unit_test(test_bucket_unlimited_and_clock),
-    cmocka_unit_test(test_item_backoff_sequence),
-    cmocka_unit_test(test_default_limiter_max_of),
+      cmocka_unit_test(test_bucket_burst_then_rate),
+      cmocka_unit_test(test_bucket_measured_rate),
+      cmocka_unit_test(test_bucket_unlimited_and_clock),
+      cmocka_unit_test(test_item_backoff_sequence),
+      cmocka_unit_test(test_default_limiter_max_of),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

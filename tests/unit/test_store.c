@@ -158,8 +158,8 @@ static void test_failing_index_fn_leaves_store_unchanged(void **state) {
 
 /* ---- random churn against a brute-force model ---- */
 
-#define NKEYS 3000
-#define NNODES 40
+#define NKEYS   3000
+#define NNODES  40
 #define NGROUPS 300
 
 static obj model[NKEYS];
@@ -292,8 +292,9 @@ static void test_random_churn(void **state) {
       continue;
     char key[32];
     snprintf(key, sizeof(key), "ns%d/pod-%d", i % 7, i);
-    assert_int_equal(kc_store_put(s, key, obj_new(i, model[i].node, model[i].groups[0],
-                                                  model[i].groups[1], model[i].groups[2]),
+    assert_int_equal(kc_store_put(s, key,
+                                  obj_new(i, model[i].node, model[i].groups[0], model[i].groups[1],
+                                          model[i].groups[2]),
                                   "relist"),
                      0);
     kept++;
@@ -310,10 +311,10 @@ static void test_random_churn(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_strmap_basics),
-    cmocka_unit_test(test_basic_ops),
-    cmocka_unit_test(test_failing_index_fn_leaves_store_unchanged),
-    cmocka_unit_test(test_random_churn),
+      cmocka_unit_test(test_strmap_basics),
+      cmocka_unit_test(test_basic_ops),
+      cmocka_unit_test(test_failing_index_fn_leaves_store_unchanged),
+      cmocka_unit_test(test_random_churn),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,7 +13,7 @@
 #include "kc_metrics.h"
 #include "kc_workqueue.h"
 
-#define MS 1000000ULL
+#define MS  1000000ULL
 #define SEC 1000000000ULL
 
 static uint64_t fake_now;
@@ -328,13 +328,13 @@ static void test_on_loop(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_dedup_and_fifo),
-    cmocka_unit_test(test_not_processed_twice_requeue_on_done),
-    cmocka_unit_test(test_add_after_heap_order),
-    cmocka_unit_test(test_backoff_sequence_and_forget),
-    cmocka_unit_test(test_hooks_and_shutdown),
-    cmocka_unit_test(test_metrics_binding),
-    cmocka_unit_test(test_on_loop),
+      cmocka_unit_test(test_dedup_and_fifo),
+      cmocka_unit_test(test_not_processed_twice_requeue_on_done),
+      cmocka_unit_test(test_add_after_heap_order),
+      cmocka_unit_test(test_backoff_sequence_and_forget),
+      cmocka_unit_test(test_hooks_and_shutdown),
+      cmocka_unit_test(test_metrics_binding),
+      cmocka_unit_test(test_on_loop),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
