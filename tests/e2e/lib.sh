@@ -44,6 +44,18 @@ jsonpath() {
   kubectl get "$1" ${3:+-n "$3"} -o "jsonpath=$2" 2>/dev/null
 }
 
+# wait_jsonpath SECONDS KIND/NAME EXPR WANT [NAMESPACE]: poll until the jsonpath equals WANT.
+wait_jsonpath() {
+  local secs=$1 res=$2 expr=$3 want=$4 ns=${5:-} got=""
+  local deadline=$((SECONDS + secs))
+  while :; do
+    got=$(jsonpath "$res" "$expr" "$ns")
+    [ "$got" = "$want" ] && return 0
+    [ $SECONDS -lt $deadline ] || fail "timed out after ${secs}s waiting for $res $expr = '$want' (last: '$got')"
+    sleep 0.2
+  done
+}
+
 # new_namespace PREFIX: create a uniquely named namespace and print its name.
 new_namespace() {
   local ns

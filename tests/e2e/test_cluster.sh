@@ -34,9 +34,14 @@ test_components_are_real() {
   expect_match '^v1\.3[4-6]\.' "$v" "kube-apiserver version"
   v=$(kubectl version --client -o json | jq -r .clientVersion.gitVersion)
   expect_match '^v1\.3[4-6]\.' "$v" "kubectl version"
-  kubectl get --raw /readyz?verbose | grep -q '\[+\]etcd ok' || fail "apiserver does not report etcd ok"
-  "$KILN_BIN/etcd" --version | grep -q '^etcd Version: 3\.[56]\.' || fail "etcd is not 3.5/3.6"
-  "$KILN_BIN/kwok" --version | grep -q 'v0\.7\.' || fail "kwok is not 0.7.x"
+  expect_match '\[\+\]etcd ok' "$(kubectl get --raw '/readyz?verbose')" "apiserver readyz"
+  expect_match '^etcd Version: 3\.[56]\.' "$("$KILN_BIN/etcd" --version | head -1)" "etcd version"
+  expect_match 'v0\.7\.' "$("$KILN_BIN/kwok" --version)" "kwok version"
+  # etcd answers on the client port the API server uses.
+  local etcd_url
+  etcd_url=$(tr '\0' '\n' <"/proc/$(cat "$KILN_CLUSTER_DIR/pids/kube-apiserver.pid")/cmdline" \
+    | sed -n 's/^--etcd-servers=//p')
+  expect_match '"etcdserver":"3\.[56]\.' "$(curl -fsS "$etcd_url/version")" "etcd /version"
   for p in etcd kube-apiserver kube-controller-manager kwok; do
     kill -0 "$(cat "$KILN_CLUSTER_DIR/pids/$p.pid")" || fail "$p is not running"
   done
@@ -83,15 +88,17 @@ CRD
 test_pod_bound_runs_then_succeeds() {
   local ns node
   ns=$(new_namespace pod)
-  node=$(kubectl get nodes -l type=kwok -o jsonpath='{.items[0].metadata.name}')
-  [ -n "$node" ] || fail "no kwok node"
+  node=kwok-node-0  # tests/e2e/run starts the cluster with kwok-node-0..2
   pod_yaml ok '"kwok.kiln.dev/run-for": "2s"' | kubectl apply -n "$ns" -f - >/dev/null
   expect_eq Pending "$(jsonpath pod/ok '{.status.phase}' "$ns")" "phase before binding"
   bindpod "$ns" ok "$node" | grep -q 'over HTTP/2' || fail "binding did not go over HTTP/2"
   expect_eq "$node" "$(jsonpath pod/ok '{.spec.nodeName}' "$ns")" "nodeName after binding"
-  wait_for 30 "pod Running" test "$(jsonpath pod/ok '{.status.phase}' "$ns")" = Running
+  wait_jsonpath 30 pod/ok '{.status.phase}' Running "$ns"
   [ -n "$(jsonpath pod/ok '{.status.podIP}' "$ns")" ] || fail "a Running pod has no podIP"
-  wait_for 30 "pod Succeeded" test "$(jsonpath pod/ok '{.status.phase}' "$ns")" = Succeeded
+  local t0=$SECONDS
+  wait_jsonpath 30 pod/ok '{.status.phase}' Succeeded "$ns"
+  # It ran for about the 2 s its annotation asked for.
+  [ $((SECONDS - t0)) -le 10 ] || fail "the pod ran for $((SECONDS - t0))s, not about 2s"
   expect_eq 0 "$(jsonpath pod/ok '{.status.containerStatuses[0].state.terminated.exitCode}' "$ns")" \
     "exit code"
 }
@@ -99,11 +106,11 @@ test_pod_bound_runs_then_succeeds() {
 test_pod_fails_with_annotated_exit_code() {
   local ns node
   ns=$(new_namespace pod)
-  node=$(kubectl get nodes -l type=kwok -o jsonpath='{.items[0].metadata.name}')
+  node=kwok-node-0
   pod_yaml bad '"kwok.kiln.dev/run-for": "1s", "kwok.kiln.dev/exit-code": "3"' \
     | kubectl apply -n "$ns" -f - >/dev/null
   bindpod "$ns" bad "$node" >/dev/null
-  wait_for 30 "pod Failed" test "$(jsonpath pod/bad '{.status.phase}' "$ns")" = Failed
+  wait_jsonpath 30 pod/bad '{.status.phase}' Failed "$ns"
   expect_eq 3 "$(jsonpath pod/bad '{.status.containerStatuses[0].state.terminated.exitCode}' "$ns")" \
     "exit code"
 }
@@ -118,7 +125,7 @@ test_binding_an_unknown_pod_fails() {
 test_garbage_collector_removes_dependents() {
   local ns node uid
   ns=$(new_namespace gc)
-  node=$(kubectl get nodes -l type=kwok -o jsonpath='{.items[0].metadata.name}')
+  node=kwok-node-0
   kubectl create configmap owner -n "$ns" >/dev/null
   uid=$(jsonpath configmap/owner '{.metadata.uid}' "$ns")
   for p in bound unbound; do
@@ -134,9 +141,9 @@ spec:
 POD
   done
   bindpod "$ns" bound "$node" >/dev/null
-  wait_for 30 "bound pod Running" test "$(jsonpath pod/bound '{.status.phase}' "$ns")" = Running
+  wait_jsonpath 30 pod/bound '{.status.phase}' Running "$ns"
   kubectl delete configmap owner -n "$ns" --wait=false >/dev/null
-  wait_for 60 "dependents collected" test -z "$(kubectl get pods -n "$ns" -o name)"
+  wait_for 60 "dependents collected" no_pods_in "$ns"
 }
 
 test_namespace_deletion_finishes() {
@@ -148,15 +155,23 @@ test_namespace_deletion_finishes() {
 }
 
 test_fake_node_with_extended_resources() {
-  "$KILN_ROOT/tests/cluster/nodes" --dir "$KILN_CLUSTER_DIR" --count 1 --prefix e2e-gpu- \
-    --gpu 4 --extended example.com/fpga=2 --label zone=z1 --taint gpu=true:NoSchedule 2>/dev/null
-  expect_eq 4 "$(jsonpath node/e2e-gpu-0 '{.status.allocatable.nvidia\.com/gpu}')" "gpu allocatable"
-  expect_eq 2 "$(jsonpath node/e2e-gpu-0 '{.status.allocatable.example\.com/fpga}')" "fpga"
-  expect_eq z1 "$(jsonpath node/e2e-gpu-0 '{.metadata.labels.zone}')" "label"
+  local prefix n
+  prefix=e2e-gpu-$(head -c3 /dev/urandom | od -An -tx1 | tr -d ' \n')-
+  n=${prefix}0
+  "$KILN_ROOT/tests/cluster/nodes" --dir "$KILN_CLUSTER_DIR" --count 1 --prefix "$prefix" \
+    --gpu 4 --extended example.com/fpga=2 --label zone=z1 --taint gpu=true:NoSchedule
+  expect_eq 4 "$(jsonpath "node/$n" '{.status.allocatable.nvidia\.com/gpu}')" "gpu allocatable"
+  expect_eq 2 "$(jsonpath "node/$n" '{.status.allocatable.example\.com/fpga}')" "fpga"
+  expect_eq z1 "$(jsonpath "node/$n" '{.metadata.labels.zone}')" "label"
   expect_eq gpu=true:NoSchedule \
-    "$(jsonpath node/e2e-gpu-0 '{.spec.taints[0].key}={.spec.taints[0].value}:{.spec.taints[0].effect}')" \
+    "$(jsonpath "node/$n" '{.spec.taints[0].key}={.spec.taints[0].value}:{.spec.taints[0].effect}')" \
     "taint"
-  expect_eq True "$(jsonpath node/e2e-gpu-0 '{.status.conditions[?(@.type=="Ready")].status}')" "Ready"
+  expect_eq True "$(jsonpath "node/$n" '{.status.conditions[?(@.type=="Ready")].status}')" "Ready"
+  kubectl delete node "$n" >/dev/null
+}
+
+no_pods_in() {
+  [ -z "$(kubectl get pods -n "$1" -o name)" ]
 }
 
 e2e_main "$@"
