@@ -1,0 +1,575 @@
+/* The scheduling framework: snapshot types, the session, the plugin and action API.
+ *
+ * Model (Volcano pkg/scheduler/framework): every period the shell builds a snapshot
+ * (sch_snapshot_new, from the same protobuf Snapshot the dump/replay tool uses), opens a
+ * session on it with a configuration, runs the configured actions and closes the session,
+ * which returns pure data: bind requests, PodGroup/Queue status, events and per-task
+ * "why not" reasons. The session never does I/O.
+ *
+ * Plugins and actions are constant tables (nginx modules): a plugin's open() registers
+ * callbacks for the extension points it implements; the session calls them by tier with
+ * Volcano's rules (see each sch_session_* dispatcher below). A callback is registered only
+ * when the plugin's enableXxx switch for that point is on (all are on by default).
+ *
+ * Indexes, not pointers, link the objects: tasks, jobs, nodes and queues live in arrays in
+ * the snapshot and refer to each other by int32_t index (-1 for none), so a snapshot of
+ * 150,000 pods is a handful of allocations.
+ *
+ * Lifetimes: the snapshot borrows the Kiln__Snapshot message (strings, labels, taints,
+ * tolerations are read from it), so the message must outlive the snapshot. A session
+ * borrows and *mutates* its snapshot (task states, node accounting): build a new snapshot
+ * for every session. A result borrows strings from the snapshot. */
+#ifndef SCH_FRAMEWORK_H
+#define SCH_FRAMEWORK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kc_strmap.h"
+#include "pod.pb-c.h"
+#include "sch_resource.h"
+#include "snapshot.pb-c.h"
+#include "volcano.pb-c.h"
+
+/* ------------------------------------------------------------------------------------ */
+/* Snapshot                                                                             */
+/* ------------------------------------------------------------------------------------ */
+
+/* Volcano TaskStatus. */
+#define SCH_TASK_STATUS_MAP(XX)                                                            \
+  XX(PENDING, "Pending")                                                                   \
+  XX(ALLOCATED, "Allocated")                                                               \
+  XX(PIPELINED, "Pipelined")                                                               \
+  XX(BINDING, "Binding")                                                                   \
+  XX(BOUND, "Bound")                                                                       \
+  XX(RUNNING, "Running")                                                                   \
+  XX(RELEASING, "Releasing")                                                               \
+  XX(SUCCEEDED, "Succeeded")                                                               \
+  XX(FAILED, "Failed")                                                                     \
+  XX(UNKNOWN, "Unknown")
+
+typedef enum {
+#define XX(name, str) SCH_TASK_##name,
+  SCH_TASK_STATUS_MAP(XX)
+#undef XX
+      SCH_TASK__COUNT
+} sch_task_status;
+
+const char *sch_task_status_str(sch_task_status s);
+/* Volcano AllocatedStatus: Bound, Binding, Running, Allocated. */
+bool sch_task_status_allocated(sch_task_status s);
+
+/* PodGroup phases. */
+typedef enum {
+  SCH_PG_PENDING = 0,
+  SCH_PG_INQUEUE,
+  SCH_PG_RUNNING,
+  SCH_PG_UNKNOWN,
+  SCH_PG_COMPLETED,
+} sch_pg_phase;
+
+const char *sch_pg_phase_str(sch_pg_phase p);
+/* "Pending" etc. -> phase; unknown or NULL strings read as Pending. */
+sch_pg_phase sch_pg_phase_parse(const char *s);
+
+typedef struct sch_task {
+  const Kiln__Pod *pod; /* borrowed from the snapshot message */
+  int32_t job;          /* -1: a pod of another scheduler (counts on its node only) */
+  int32_t node;         /* -1 while unassigned */
+  /* Intrusive list of the tasks on one node (indexes; -1 ends). */
+  int32_t node_prev, node_next;
+  sch_task_status status;
+  int32_t priority;         /* pod spec.priority */
+  sch_resource resreq;      /* what it holds once running (Volcano Resreq) */
+  sch_resource init_resreq; /* what must fit to place it (Volcano InitResreq) */
+  bool best_effort;         /* no request at all */
+  /* Index into the session's reason table of why it was not placed, -1 if none. */
+  int32_t why;
+} sch_task;
+
+typedef struct sch_node {
+  const Kiln__Node *node; /* borrowed */
+  const char *name;       /* borrowed */
+  sch_resource allocatable;
+  sch_resource capability;
+  sch_resource idle;      /* allocatable - used */
+  sch_resource used;      /* every task on it, including releasing ones */
+  sch_resource releasing; /* tasks being deleted: free soon */
+  sch_resource pipelined; /* tasks promised to it this session, not yet placed */
+  int64_t max_pods;       /* allocatable pods */
+  int32_t ntasks;         /* tasks on it (not counting pipelined) */
+  int32_t task_head;      /* first task on it, -1 none */
+  bool ready;
+  bool unschedulable;
+} sch_node;
+
+typedef struct sch_job {
+  const char *key;                 /* "ns/name", owned by the snapshot */
+  const char *namespace;           /* borrowed */
+  const char *name;                /* borrowed or owned by the snapshot */
+  const Kiln__PodGroup *pod_group; /* borrowed; NULL for a shadow job */
+  bool shadow;                     /* a pod without PodGroup: minMember 1 */
+  int32_t queue;                   /* index into snapshot queues */
+  int32_t priority;                /* PriorityClass value of the PodGroup */
+  int32_t min_available;
+  bool has_min_resources;
+  sch_resource min_resources;
+  int64_t creation_time; /* Unix seconds */
+  sch_pg_phase phase;    /* the session updates it (enqueue) */
+  int32_t *tasks;        /* indexes into snapshot tasks, borrowed from the snapshot */
+  int32_t ntasks;
+  int32_t count[SCH_TASK__COUNT]; /* tasks per status, kept by sch_job_set_status */
+  sch_resource allocated;         /* resreq of tasks in allocated statuses */
+  sch_resource total_request;     /* resreq of all tasks */
+  /* Session state. */
+  bool invalid;        /* failed JobValid: skipped by the actions */
+  int32_t fit_message; /* reason-table index of the aggregated fit error, -1 none */
+  int32_t queue_message; /* reason index of "queue ... insufficient", -1 none */
+} sch_job;
+
+typedef struct sch_queue {
+  const char *name;        /* borrowed, or a static "default" for the made-up one */
+  const Kiln__Queue *queue; /* borrowed; NULL when created because it was missing */
+  int32_t weight;           /* >= 1 */
+  bool has_capability;
+  sch_resource capability;
+  sch_resource guarantee;
+  sch_resource deserved;
+  bool reclaimable;
+  bool open; /* state Open (or unset) */
+  int32_t priority;
+  int64_t creation_time;
+} sch_queue;
+
+typedef struct sch_snapshot_options {
+  const char *const *scheduler_names; /* pods whose schedulerName is one of these */
+  size_t nscheduler_names;            /* 0: {"volcano"} */
+  const char *default_queue;          /* NULL: "default" */
+} sch_snapshot_options;
+
+typedef struct sch_snapshot {
+  const Kiln__Snapshot *msg; /* borrowed */
+  sch_node *nodes;
+  int32_t nnodes;
+  sch_task *tasks;
+  int32_t ntasks;
+  sch_job *jobs;
+  int32_t njobs;
+  sch_queue *queues;
+  int32_t nqueues;
+  const char *scalar_names[SCH_MAX_SCALARS]; /* borrowed from msg */
+  int nscalars;
+  sch_resource total_allocatable; /* of the ready, schedulable nodes */
+  kc_strmap node_index;           /* name -> index + 1 */
+  kc_strmap job_index;            /* "ns/name" -> index + 1 */
+  kc_strmap queue_index;          /* name -> index + 1 */
+  kc_strmap priority_class_index; /* name -> PriorityClass (borrowed) */
+  int32_t default_priority;       /* the globalDefault class value, or 0 */
+  /* Private storage. */
+  int32_t *task_slots;
+  char **owned;
+  size_t nowned, cap_owned;
+} sch_snapshot;
+
+/* Builds a snapshot from msg (borrowed: it must outlive the snapshot). Pods join their
+ * job through group_name; a pod of ours without one gets a shadow job (keyed by its owner
+ * UID or its own UID, minMember 1, default queue); pods of other schedulers only count
+ * on their nodes; PodGroups naming a missing queue are left out with a warning; the
+ * default queue is made up when missing. Returns 0 and a *new* snapshot, or KC_ENOMEM. */
+int sch_snapshot_new(const Kiln__Snapshot *msg, const sch_snapshot_options *opt,
+                     sch_snapshot **out);
+void sch_snapshot_free(sch_snapshot *snap);
+
+/* Lookups: index or -1. */
+int32_t sch_snapshot_node(const sch_snapshot *snap, const char *name);
+int32_t sch_snapshot_job(const sch_snapshot *snap, const char *ns_name);
+int32_t sch_snapshot_queue(const sch_snapshot *snap, const char *name);
+/* Scalar slot of a resource name, -1 if no object in the snapshot uses it. */
+int sch_snapshot_scalar(const sch_snapshot *snap, const char *name);
+
+/* Volcano NodeInfo.FutureIdle: idle + releasing - pipelined. */
+void sch_node_future_idle(const sch_node *n, sch_resource *out);
+
+/* Job counters (Volcano JobInfo): ready = allocated statuses + Succeeded; waiting =
+ * Pipelined; valid = Pending + allocated statuses + Succeeded + Pipelined. */
+int32_t sch_job_ready_num(const sch_job *j);
+int32_t sch_job_waiting_num(const sch_job *j);
+int32_t sch_job_valid_num(const sch_job *j);
+int32_t sch_job_pending_best_effort_num(const sch_snapshot *snap, const sch_job *j);
+
+/* ------------------------------------------------------------------------------------ */
+/* Configuration                                                                        */
+/* ------------------------------------------------------------------------------------ */
+
+/* Extension points that have an enable switch in the configuration file. */
+#define SCH_EXT_MAP(XX)                                                                    \
+  XX(JOB_ORDER, "enableJobOrder")                                                          \
+  XX(QUEUE_ORDER, "enableQueueOrder")                                                      \
+  XX(TASK_ORDER, "enableTaskOrder")                                                        \
+  XX(PREDICATE, "enablePredicate")                                                         \
+  XX(BEST_NODE, "enableBestNode")                                                          \
+  XX(NODE_ORDER, "enableNodeOrder")                                                        \
+  XX(JOB_READY, "enableJobReady")                                                          \
+  XX(JOB_PIPELINED, "enableJobPipelined")                                                  \
+  XX(JOB_STARVING, "enableJobStarving")                                                    \
+  XX(JOB_ENQUEUED, "enableJobEnqueued")                                                    \
+  XX(PREEMPTABLE, "enablePreemptable")                                                     \
+  XX(RECLAIMABLE, "enableReclaimable")                                                     \
+  XX(PREEMPTIVE, "enablePreemptive")                                                       \
+  XX(OVERUSED, "enabledOverused")                                                          \
+  XX(ALLOCATABLE, "enabledAllocatable")                                                    \
+  XX(CLUSTER_ORDER, "enabledClusterOrder")                                                 \
+  XX(HIERARCHY, "enableHierarchy")                                                         \
+  XX(TARGET_JOB, "enableTargetJob")                                                        \
+  XX(RESERVED_NODES, "enableReservedNodes")                                                \
+  XX(VICTIM, "enabledVictim")                                                              \
+  XX(HYPERNODE_ORDER, "enabledHyperNodeOrder")
+
+typedef enum {
+#define XX(name, key) SCH_EXT_##name,
+  SCH_EXT_MAP(XX)
+#undef XX
+      SCH_EXT__COUNT
+} sch_ext;
+
+/* Plugin or action arguments, flattened to strings ("a.b: 1" for nested maps). */
+typedef struct sch_arg {
+  char *key;
+  char *value;
+} sch_arg;
+
+typedef struct sch_args {
+  sch_arg *items;
+  size_t n;
+} sch_args;
+
+/* Borrowed value or NULL. */
+const char *sch_args_get(const sch_args *a, const char *key);
+/* The value parsed, or def when absent or unparsable (logged). */
+int64_t sch_args_int(const sch_args *a, const char *key, int64_t def);
+double sch_args_double(const sch_args *a, const char *key, double def);
+bool sch_args_bool(const sch_args *a, const char *key, bool def);
+
+struct sch_plugin;
+struct sch_action;
+
+typedef struct sch_plugin_conf {
+  const struct sch_plugin *plugin; /* from the registry */
+  uint32_t enabled;                /* bit SCH_EXT_x set: that switch is on */
+  bool has_enable[SCH_EXT__COUNT]; /* the file said it (for round trips) */
+  sch_args args;
+} sch_plugin_conf;
+
+typedef struct sch_tier {
+  sch_plugin_conf *plugins;
+  size_t nplugins;
+} sch_tier;
+
+typedef struct sch_action_conf {
+  char *name;
+  sch_args args;
+} sch_action_conf;
+
+typedef struct sch_conf {
+  const struct sch_action **actions; /* in execution order */
+  size_t nactions;
+  sch_tier *tiers;
+  size_t ntiers;
+  sch_action_conf *configurations; /* per-action arguments */
+  size_t nconfigurations;
+} sch_conf;
+
+/* ------------------------------------------------------------------------------------ */
+/* Session                                                                              */
+/* ------------------------------------------------------------------------------------ */
+
+typedef struct sch_session sch_session;
+
+typedef struct sch_session_options {
+  int percentage_nodes_to_find;         /* 0: adaptive (Volcano) */
+  int minimum_percentage_nodes_to_find; /* 5 */
+  int minimum_feasible_nodes;           /* 100 */
+  int64_t now;                          /* Unix seconds for conditions; 0: time(NULL) */
+  const char *session_uid;              /* transitionID of conditions; NULL: generated */
+} sch_session_options;
+
+#define SCH_SESSION_OPTIONS_DEFAULT {0, 5, 100, 0, NULL}
+
+/* Votes of the tri-state extension points (JobPipelined, JobEnqueueable). */
+enum { SCH_REJECT = -1, SCH_ABSTAIN = 0, SCH_PERMIT = 1 };
+
+/* Predicate results. */
+enum {
+  SCH_FIT = 0,
+  SCH_UNSCHEDULABLE = 1,  /* the node could take the task if something changed */
+  SCH_UNRESOLVABLE = 2,   /* preemption would not help (affinity, taint, ...) */
+};
+
+#define SCH_FIT_MAX_REASONS 4
+
+/* Why one task does not fit on one node: reason ids from sch_session_reason(). */
+typedef struct sch_fit {
+  int n;
+  int32_t reasons[SCH_FIT_MAX_REASONS];
+} sch_fit;
+
+/* Adds a reason id (ignored past SCH_FIT_MAX_REASONS or when already present). */
+void sch_fit_add(sch_fit *f, int32_t reason);
+
+/* Interns a reason string for this session and returns its id (>= 0), or KC_ENOMEM.
+ * Kube-scheduler's wording, so that aggregated messages read the same:
+ * "Insufficient cpu", "node(s) had untolerated taint {gpu: true}", ... */
+int32_t sch_session_reason(sch_session *ssn, const char *reason);
+int32_t sch_session_reasonf(sch_session *ssn, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* The string of a reason id (borrowed, valid until the session closes). */
+const char *sch_session_reason_str(const sch_session *ssn, int32_t id);
+
+/* JobValid result: pass, or fail with a PodGroup condition reason and message. */
+typedef struct sch_valid {
+  bool pass;
+  char reason[64];
+  char message[256];
+} sch_valid;
+
+/* Callback types. Every callback gets the session and the ctx its plugin registered. */
+typedef int (*sch_job_order_fn)(sch_session *ssn, void *ctx, const sch_job *l, const sch_job *r);
+typedef int (*sch_queue_order_fn)(sch_session *ssn, void *ctx, const sch_queue *l,
+                                  const sch_queue *r);
+typedef int (*sch_task_order_fn)(sch_session *ssn, void *ctx, const sch_task *l,
+                                 const sch_task *r);
+/* SCH_FIT, or SCH_UNSCHEDULABLE/SCH_UNRESOLVABLE with reasons added to *why. */
+typedef int (*sch_predicate_fn)(sch_session *ssn, void *ctx, const sch_task *t, const sch_node *n,
+                                sch_fit *why);
+typedef double (*sch_node_order_fn)(sch_session *ssn, void *ctx, const sch_task *t,
+                                    const sch_node *n);
+/* Adds each node's score into scores[i] (same order as nodes). */
+typedef void (*sch_batch_node_order_fn)(sch_session *ssn, void *ctx, const sch_task *t,
+                                        const int32_t *nodes, size_t n, double *scores);
+/* Fills *out and returns true when it has an opinion (Volcano: non-nil ValidateResult). */
+typedef bool (*sch_job_valid_fn)(sch_session *ssn, void *ctx, const sch_job *j, sch_valid *out);
+typedef bool (*sch_job_bool_fn)(sch_session *ssn, void *ctx, const sch_job *j);
+/* SCH_PERMIT, SCH_ABSTAIN or SCH_REJECT. */
+typedef int (*sch_job_vote_fn)(sch_session *ssn, void *ctx, const sch_job *j);
+typedef void (*sch_job_event_fn)(sch_session *ssn, void *ctx, const sch_job *j);
+typedef bool (*sch_queue_bool_fn)(sch_session *ssn, void *ctx, const sch_queue *q);
+typedef bool (*sch_allocatable_fn)(sch_session *ssn, void *ctx, const sch_queue *q,
+                                   const sch_task *t);
+/* Victim selection: candidates are task indexes; write the chosen subset into victims
+ * (capacity ncandidates) and its size into *nvictims, and return true; or return false to
+ * abstain. */
+typedef bool (*sch_victims_fn)(sch_session *ssn, void *ctx, const sch_task *preemptor,
+                               const int32_t *candidates, size_t ncandidates, int32_t *victims,
+                               size_t *nvictims);
+/* Event handlers (Volcano EventHandler AllocateFunc/DeallocateFunc): called after a task
+ * is allocated/pipelined, or deallocated/evicted, in a statement. */
+typedef void (*sch_task_event_fn)(sch_session *ssn, void *ctx, const sch_task *t);
+
+/* Registration, from a plugin's open(). Each stores (fn, ctx) under the plugin being
+ * opened, in its tier; it is a no-op when that plugin's switch for the point is off.
+ * Returns 0 or KC_ENOMEM. */
+int sch_add_job_order_fn(sch_session *ssn, sch_job_order_fn fn, void *ctx);
+int sch_add_queue_order_fn(sch_session *ssn, sch_queue_order_fn fn, void *ctx);
+int sch_add_task_order_fn(sch_session *ssn, sch_task_order_fn fn, void *ctx);
+int sch_add_predicate_fn(sch_session *ssn, sch_predicate_fn fn, void *ctx);
+int sch_add_node_order_fn(sch_session *ssn, sch_node_order_fn fn, void *ctx);
+int sch_add_batch_node_order_fn(sch_session *ssn, sch_batch_node_order_fn fn, void *ctx);
+int sch_add_job_valid_fn(sch_session *ssn, sch_job_valid_fn fn, void *ctx);
+int sch_add_job_ready_fn(sch_session *ssn, sch_job_bool_fn fn, void *ctx);
+int sch_add_job_pipelined_fn(sch_session *ssn, sch_job_vote_fn fn, void *ctx);
+int sch_add_job_starving_fn(sch_session *ssn, sch_job_bool_fn fn, void *ctx);
+int sch_add_job_enqueueable_fn(sch_session *ssn, sch_job_vote_fn fn, void *ctx);
+int sch_add_job_enqueued_fn(sch_session *ssn, sch_job_event_fn fn, void *ctx);
+int sch_add_overused_fn(sch_session *ssn, sch_queue_bool_fn fn, void *ctx);
+int sch_add_allocatable_fn(sch_session *ssn, sch_allocatable_fn fn, void *ctx);
+int sch_add_preemptable_fn(sch_session *ssn, sch_victims_fn fn, void *ctx);
+int sch_add_reclaimable_fn(sch_session *ssn, sch_victims_fn fn, void *ctx);
+int sch_add_event_handler(sch_session *ssn, sch_task_event_fn allocate,
+                          sch_task_event_fn deallocate, void *ctx);
+
+/* Dispatchers, with Volcano's tier rules (session_plugins.go):
+ *  - order fns: in tier/plugin order, the first non-zero answer wins (negative: l first);
+ *    then creation time, then key/uid;
+ *  - predicate: every registered predicate must pass (the first failure is returned);
+ *  - node order: the sum of every plugin's score (batch and per node);
+ *  - job valid: the first plugin that fails the job decides;
+ *  - job ready, allocatable: every plugin must agree;
+ *  - job pipelined, job enqueueable: a Reject anywhere is final; inside a tier, a Permit
+ *    ends the search at that tier; no vote at all is a yes;
+ *  - job starving: the first tier with an opinion decides; none is a no;
+ *  - overused: any plugin says yes;
+ *  - preemptable/reclaimable: inside a tier the victims are the intersection of the
+ *    deciding plugins' choices (an empty choice ends the tier); the first tier with an
+ *    answer wins. */
+int sch_session_job_order(sch_session *ssn, const sch_job *l, const sch_job *r);
+int sch_session_queue_order(sch_session *ssn, const sch_queue *l, const sch_queue *r);
+int sch_session_task_order(sch_session *ssn, const sch_task *l, const sch_task *r);
+int sch_session_predicate(sch_session *ssn, const sch_task *t, const sch_node *n, sch_fit *why);
+/* Scores nodes[0..n) for t into scores (zeroed first). */
+void sch_session_node_scores(sch_session *ssn, const sch_task *t, const int32_t *nodes, size_t n,
+                             double *scores);
+bool sch_session_job_valid(sch_session *ssn, const sch_job *j, sch_valid *out);
+bool sch_session_job_ready(sch_session *ssn, const sch_job *j);
+bool sch_session_job_pipelined(sch_session *ssn, const sch_job *j);
+bool sch_session_job_starving(sch_session *ssn, const sch_job *j);
+bool sch_session_job_enqueueable(sch_session *ssn, const sch_job *j);
+void sch_session_job_enqueued(sch_session *ssn, const sch_job *j);
+bool sch_session_overused(sch_session *ssn, const sch_queue *q);
+bool sch_session_allocatable(sch_session *ssn, const sch_queue *q, const sch_task *t);
+/* Victims out (capacity n); returns their count, or a negative KC_E*. */
+int sch_session_preemptable(sch_session *ssn, const sch_task *preemptor, const int32_t *cands,
+                            size_t n, int32_t *victims);
+int sch_session_reclaimable(sch_session *ssn, const sch_task *preemptor, const int32_t *cands,
+                            size_t n, int32_t *victims);
+
+/* Accessors. */
+sch_snapshot *sch_session_snapshot(sch_session *ssn);
+const sch_session_options *sch_session_opts(const sch_session *ssn);
+/* The arguments of an action from the configuration's `configurations` (never NULL). */
+const sch_args *sch_session_action_args(const sch_session *ssn, const char *action);
+
+/* Outputs a plugin may add. Events on a job's PodGroup ("Normal"/"Warning"): */
+int sch_session_job_event(sch_session *ssn, const sch_job *j, const char *type,
+                          const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* Records why a job cannot go on because of its queue (proportion, overcommit): it becomes
+ * the job's Unschedulable message when no fit error explains it better. */
+int sch_session_job_queue_reason(sch_session *ssn, const sch_job *j, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ------------------------------------------------------------------------------------ */
+/* Statements (Volcano Statement)                                                       */
+/* ------------------------------------------------------------------------------------ */
+
+typedef struct sch_statement sch_statement;
+
+/* A *new* statement on ssn; NULL on allocation failure. */
+sch_statement *sch_statement_new(sch_session *ssn);
+/* Discards whatever is still recorded, then frees; NULL is a no-op. */
+void sch_statement_free(sch_statement *st);
+/* Task -> Allocated on node (idle must hold init_resreq); fires allocate handlers. */
+int sch_statement_allocate(sch_statement *st, int32_t task, int32_t node);
+/* Task -> Pipelined on node (placed on resources being released). */
+int sch_statement_pipeline(sch_statement *st, int32_t task, int32_t node);
+/* Task -> Releasing (a victim); fires deallocate handlers. reason is copied. */
+int sch_statement_evict(sch_statement *st, int32_t task, const char *reason);
+/* Applies: allocations become bind requests (task -> Binding), evictions become evict
+ * requests, pipelined tasks stay pipelined for this session. The statement is emptied. */
+int sch_statement_commit(sch_statement *st);
+/* Undoes every recorded operation in reverse order; node accounting and job counters
+ * come back exactly. The statement is emptied. */
+void sch_statement_discard(sch_statement *st);
+size_t sch_statement_len(const sch_statement *st);
+
+/* Moves a task to a new status, keeping the job's counters exact (Volcano
+ * UpdateTaskStatus). Used by statements and actions. */
+void sch_job_set_status(sch_snapshot *snap, int32_t task, sch_task_status st);
+
+/* ------------------------------------------------------------------------------------ */
+/* Plugins and actions                                                                  */
+/* ------------------------------------------------------------------------------------ */
+
+typedef struct sch_plugin {
+  const char *name;
+  /* Registers callbacks. *state (initially NULL) is kept for close. 0 or KC_E*. */
+  int (*open)(sch_session *ssn, const sch_plugin_conf *conf, void **state);
+  /* May be NULL. Frees state; may add session outputs. */
+  void (*close)(sch_session *ssn, void *state);
+} sch_plugin;
+
+typedef struct sch_action {
+  const char *name;
+  int (*execute)(sch_session *ssn);
+} sch_action;
+
+/* The registry (sch_registry.c): NULL when the name is not registered. */
+const sch_plugin *sch_plugin_find(const char *name);
+const sch_action *sch_action_find(const char *name);
+
+/* ------------------------------------------------------------------------------------ */
+/* Session lifecycle and output                                                         */
+/* ------------------------------------------------------------------------------------ */
+
+typedef struct sch_bind {
+  int32_t task;
+  int32_t node;
+} sch_bind;
+
+typedef struct sch_evict {
+  int32_t task;
+  char *reason; /* owned by the result */
+} sch_evict;
+
+typedef struct sch_condition {
+  const char *type;   /* "Unschedulable" | "Scheduled" (static) */
+  const char *status; /* "True" (static) */
+  const char *reason; /* owned by the result */
+  const char *message;
+  const char *transition_id;
+  int64_t last_transition_time;
+} sch_condition;
+
+/* One PodGroup's status as the session sees it at close. The shell writes it only when it
+ * differs from the PodGroup it read. */
+typedef struct sch_pg_status {
+  int32_t job;
+  sch_pg_phase phase;
+  int32_t running, succeeded, failed;
+  bool has_condition;
+  sch_condition condition;
+} sch_pg_status;
+
+typedef struct sch_queue_status {
+  int32_t queue;
+  sch_resource allocated;
+  int32_t pending, inqueue, running, unknown, completed; /* PodGroups per phase */
+} sch_queue_status;
+
+typedef enum { SCH_EVENT_POD, SCH_EVENT_PODGROUP } sch_event_kind;
+
+typedef struct sch_event {
+  sch_event_kind kind;
+  int32_t object; /* task index or job index */
+  const char *type;   /* "Normal" | "Warning" (static) */
+  const char *reason; /* static */
+  char *message;      /* owned by the result */
+} sch_event;
+
+/* Why a pending task of ours was not placed (for FailedScheduling and the replay tool). */
+typedef struct sch_task_why {
+  int32_t task;
+  char *message; /* owned */
+} sch_task_why;
+
+typedef struct sch_result {
+  sch_bind *binds;
+  size_t nbinds;
+  sch_evict *evicts;
+  size_t nevicts;
+  sch_pg_status *pod_groups; /* every non-shadow job */
+  size_t npod_groups;
+  sch_queue_status *queues;
+  size_t nqueues;
+  sch_event *events;
+  size_t nevents;
+  sch_task_why *why;
+  size_t nwhy;
+  char **strings; /* private: owned strings */
+  size_t nstrings;
+} sch_result;
+
+/* Opens a session: plugins open in tier order and register callbacks; jobs that fail
+ * JobValid are marked invalid (with an Unschedulable condition). snap and conf are
+ * borrowed for the session's life; opts may be NULL. 0 and a *new* session, or KC_E*. */
+int sch_session_open(sch_snapshot *snap, const sch_conf *conf, const sch_session_options *opts,
+                     sch_session **out);
+/* Runs the configured actions in order. Stops at the first action error. */
+int sch_session_run(sch_session *ssn);
+/* Plugins close (gang writes conditions), statuses are computed, and the session is freed.
+ * *out receives a *new* result (free with sch_result_free), or NULL with an error. The
+ * session is freed in every case. */
+int sch_session_close(sch_session *ssn, sch_result **out);
+void sch_result_free(sch_result *r);
+
+#endif

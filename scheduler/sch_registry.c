@@ -1,0 +1,41 @@
+/* The registry of plugins and actions. A new plugin or action adds one extern line and one
+ * table entry here; the configuration parser refuses names that are not listed. */
+#include <string.h>
+
+#include "sch_framework.h"
+
+extern const sch_plugin sch_plugin_gang;
+extern const sch_plugin sch_plugin_priority;
+extern const sch_plugin sch_plugin_conformance;
+/* Other plugins: one extern line each, below. */
+
+extern const sch_action sch_action_enqueue;
+extern const sch_action sch_action_allocate;
+extern const sch_action sch_action_backfill;
+
+static const sch_plugin *const plugins[] = {
+    &sch_plugin_gang,
+    &sch_plugin_priority,
+    &sch_plugin_conformance,
+    /* Other plugins: one line each, below. */
+};
+
+static const sch_action *const actions[] = {
+    &sch_action_enqueue,
+    &sch_action_allocate,
+    &sch_action_backfill,
+};
+
+const sch_plugin *sch_plugin_find(const char *name) {
+  for (size_t i = 0; i < sizeof(plugins) / sizeof(plugins[0]); i++)
+    if (strcmp(plugins[i]->name, name) == 0)
+      return plugins[i];
+  return NULL;
+}
+
+const sch_action *sch_action_find(const char *name) {
+  for (size_t i = 0; i < sizeof(actions) / sizeof(actions[0]); i++)
+    if (strcmp(actions[i]->name, name) == 0)
+      return actions[i];
+  return NULL;
+}
