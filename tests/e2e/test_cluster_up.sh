@@ -14,7 +14,7 @@ running_in() {
 test_second_cluster_runs_beside_the_first() {
   local d out
   d=$(mktemp -d /tmp/kiln-e2e-second.XXXXXX)
-  out=$("$UP" --dir "$d" --nodes 1 2>/dev/null) || fail "a second cluster did not start"
+  out=$("$UP" --dir "$d" --nodes 1 --audit 2>/dev/null) || fail "a second cluster did not start"
   expect_eq "export KUBECONFIG=$d/kubeconfig" "$out" "up's stdout"
   local other
   other=$(KUBECONFIG=$d/kubeconfig kubectl get nodes --no-headers | wc -l)
@@ -22,6 +22,12 @@ test_second_cluster_runs_beside_the_first() {
   [ "$(kubectl config view -o jsonpath='{.clusters[0].cluster.server}')" != \
     "$(KUBECONFIG=$d/kubeconfig kubectl config view -o jsonpath='{.clusters[0].cluster.server}')" ] \
     || fail "both clusters have the same API server address"
+  # --audit writes the API server's audit log: the node creation is in it.
+  KUBECONFIG=$d/kubeconfig kubectl get nodes >/dev/null
+  wait_for 10 "audit log" grep -q '"verb":"create".*"resource":"nodes"' "$d/logs/audit.log"
+  # The in-flight limits are raised as peer benchmarks do.
+  tr '\0' '\n' <"/proc/$(cat "$d/pids/kube-apiserver.pid")/cmdline" | grep -qx -- '--max-requests-inflight=20000' \
+    || fail "in-flight limit not raised"
   out=$("$UP" --dir "$d" --nodes 1 2>&1) && fail "up over a running cluster succeeded"
   expect_match 'already running' "$out" "second up in the same dir"
   "$DOWN" --dir "$d"
