@@ -1,0 +1,143 @@
+/* nodeorder (Volcano pkg/scheduler/plugins/nodeorder): kube-scheduler's scores, each 0..100,
+ * multiplied by its weight and summed.
+ *
+ * Per node (NodeOrderFn):
+ *   leastrequested.weight (1)   NodeResourcesFit LeastAllocated, cpu and memory weighted 50/50
+ *   mostrequested.weight (0)    NodeResourcesFit MostAllocated, cpu and memory 1/1
+ *   balancedresource.weight (1) NodeResourcesBalancedAllocation over cpu, memory and
+ *                               nvidia.com/gpu (the GPU only when the pod asks for it)
+ *   nodeaffinity.weight (2)     sum of the weights of the matching preferred terms; Volcano
+ *                               does not normalise this one, so neither do we
+ * Over the candidate nodes (BatchNodeOrderFn):
+ *   tainttoleration.weight (3)  intolerable PreferNoSchedule taints, normalised 0..100 and
+ *                               reversed (fewest taints scores 100)
+ *
+ * The resource scores count what the node would hold with the pod. Least/most allocated use
+ * kube-scheduler's non-zero requests (a pod without a cpu or memory request counts as 100m
+ * and 200Mi), balanced allocation the real ones, as NodeResourcesFit and BalancedAllocation
+ * do. podaffinity, imagelocality and podtopologyspread weights are accepted and ignored: the
+ * pod view keeps neither inter-pod affinity terms nor images. */
+#include <stdlib.h>
+
+#include "kc_error.h"
+#include "kc_log.h"
+#include "sch_framework.h"
+#include "sch_match.h"
+
+#define NONZERO_MILLI_CPU 100
+#define NONZERO_MEMORY    (200LL * 1024 * 1024)
+
+typedef struct nodeorder_state {
+  int64_t least, most, balanced, affinity, taint;
+  int gpu; /* scalar slot of nvidia.com/gpu, -1 if unused */
+} nodeorder_state;
+
+typedef struct node_requests {
+  int64_t nz_cpu, nz_mem;         /* non-zero requests of the tasks on the node */
+  int64_t cpu, mem, gpu;          /* real requests */
+} node_requests;
+
+static int64_t nonzero(int64_t v, int64_t def) {
+  return v != 0 ? v : def;
+}
+
+static void sum_node(const sch_snapshot *snap, const sch_node *n, int gpu, node_requests *r) {
+  *r = (node_requests){0};
+  for (int32_t i = n->task_head; i >= 0; i = snap->tasks[i].node_next) {
+    const sch_resource *q = &snap->tasks[i].init_resreq;
+    r->nz_cpu += nonzero(q->milli_cpu, NONZERO_MILLI_CPU);
+    r->nz_mem += nonzero(q->memory, NONZERO_MEMORY);
+    r->cpu += q->milli_cpu;
+    r->mem += q->memory;
+    if (gpu >= 0)
+      r->gpu += q->scalar[gpu];
+  }
+}
+
+static double node_order(sch_session *ssn, void *ctx, const sch_task *t, const sch_node *n) {
+  nodeorder_state *st = ctx;
+  sch_snapshot *snap = sch_session_snapshot(ssn);
+  double score = 0;
+
+  if (st->least != 0 || st->most != 0 || st->balanced != 0) {
+    node_requests r;
+    sum_node(snap, n, st->gpu, &r);
+    const sch_resource *p = &t->init_resreq;
+    int64_t nz[2] = {r.nz_cpu + nonzero(p->milli_cpu, NONZERO_MILLI_CPU),
+                     r.nz_mem + nonzero(p->memory, NONZERO_MEMORY)};
+    int64_t alloc[3] = {n->allocatable.milli_cpu, n->allocatable.memory,
+                        st->gpu >= 0 ? n->allocatable.scalar[st->gpu] : 0};
+    if (st->least != 0) {
+      static const int64_t w[2] = {50, 50};
+      score += (double)(sch_allocated_score(nz, alloc, w, 2, false) * st->least);
+    }
+    if (st->most != 0) {
+      static const int64_t w[2] = {1, 1};
+      score += (double)(sch_allocated_score(nz, alloc, w, 2, true) * st->most);
+    }
+    if (st->balanced != 0) {
+      int64_t req[3] = {r.cpu + p->milli_cpu, r.mem + p->memory, 0};
+      int64_t bal_alloc[3] = {alloc[0], alloc[1], 0};
+      /* An extended resource the pod does not ask for is left out of the balance. */
+      if (st->gpu >= 0 && p->scalar[st->gpu] != 0) {
+        req[2] = r.gpu + p->scalar[st->gpu];
+        bal_alloc[2] = alloc[2];
+      }
+      score += (double)(sch_balanced_score(req, bal_alloc, 3) * st->balanced);
+    }
+  }
+  if (st->affinity != 0 && t->pod != NULL && n->node != NULL)
+    score += (double)(sch_preferred_affinity_score(t->pod, n->node) * st->affinity);
+  return score;
+}
+
+static void batch_node_order(sch_session *ssn, void *ctx, const sch_task *t,
+                             const int32_t *nodes, size_t n, double *scores) {
+  nodeorder_state *st = ctx;
+  if (st->taint == 0 || t->pod == NULL || n == 0)
+    return;
+  sch_snapshot *snap = sch_session_snapshot(ssn);
+  int64_t stack[64];
+  int64_t *counts = n <= 64 ? stack : malloc(n * sizeof(*counts));
+  if (counts == NULL) {
+    KC_WARN("nodeorder: out of memory scoring taints for %zu nodes; taint scores skipped", n);
+    return;
+  }
+  for (size_t i = 0; i < n; i++) {
+    const sch_node *node = &snap->nodes[nodes[i]];
+    counts[i] = node->node ? sch_intolerable_prefer_no_schedule(t->pod, node->node) : 0;
+  }
+  sch_normalize_scores(counts, n, SCH_MAX_NODE_SCORE, true);
+  for (size_t i = 0; i < n; i++)
+    scores[i] += (double)(counts[i] * st->taint);
+  if (counts != stack)
+    free(counts);
+}
+
+static int nodeorder_open(sch_session *ssn, const sch_plugin_conf *conf, void **state) {
+  nodeorder_state *st = calloc(1, sizeof(*st));
+  if (st == NULL)
+    return KC_ENOMEM;
+  *state = st;
+  st->least = sch_args_int(&conf->args, "leastrequested.weight", 1);
+  st->most = sch_args_int(&conf->args, "mostrequested.weight", 0);
+  st->balanced = sch_args_int(&conf->args, "balancedresource.weight", 1);
+  st->affinity = sch_args_int(&conf->args, "nodeaffinity.weight", 2);
+  st->taint = sch_args_int(&conf->args, "tainttoleration.weight", 3);
+  st->gpu = sch_snapshot_scalar(sch_session_snapshot(ssn), "nvidia.com/gpu");
+  int rc = sch_add_node_order_fn(ssn, node_order, st);
+  if (rc == 0)
+    rc = sch_add_batch_node_order_fn(ssn, batch_node_order, st);
+  return rc;
+}
+
+static void nodeorder_close(sch_session *ssn, void *state) {
+  (void)ssn;
+  free(state);
+}
+
+const sch_plugin sch_plugin_nodeorder = {
+    .name = "nodeorder",
+    .open = nodeorder_open,
+    .close = nodeorder_close,
+};

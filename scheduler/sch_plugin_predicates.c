@@ -1,0 +1,137 @@
+/* predicates (Volcano pkg/scheduler/plugins/predicates, and the resource check of the
+ * allocate action's predicate): can this task run on this node?
+ *
+ * Checks, in Volcano's order, stopping at the first failure so that every node contributes
+ * one reason to the gang's "0/N nodes are available: ..." summary:
+ *   1. resources: init_resreq against the node's future idle (idle + releasing - pipelined,
+ *      so the allocate action can still pipeline onto resources being released); the
+ *      first short dimension gives "Insufficient <name>" (Volcano's
+ *      WrapInsufficientResourceReason), extended resources included;
+ *   2. pod count: "Too many pods" (kube-scheduler NodeResourcesFit);
+ *   3. NodeUnschedulable, 4. NodeAffinity (nodeSelector and required affinity),
+ *   5. NodePorts, 6. TaintToleration (NoSchedule and NoExecute).
+ * Arguments: predicate.NodeAffinityEnable, predicate.NodePortsEnable,
+ * predicate.TaintTolerationEnable (all true by default, as in Volcano). */
+#include <stdlib.h>
+
+#include "kc_error.h"
+#include "kc_log.h"
+#include "sch_framework.h"
+#include "sch_match.h"
+
+/* Reason ids interned once per session: the predicate runs tasks x nodes times. */
+typedef struct predicates_state {
+  bool affinity, ports, taints;
+  int32_t too_many_pods, unschedulable, node_affinity, node_ports;
+  int32_t insufficient[2 + SCH_MAX_SCALARS]; /* -1 until first used */
+} predicates_state;
+
+static int32_t insufficient_reason(sch_session *ssn, predicates_state *st, unsigned bits) {
+  sch_snapshot *snap = sch_session_snapshot(ssn);
+  int dim = 0;
+  while (dim < 2 + SCH_MAX_SCALARS && !(bits & (1u << dim)))
+    dim++;
+  if (dim >= 2 + SCH_MAX_SCALARS)
+    dim = 0;
+  if (st->insufficient[dim] >= 0)
+    return st->insufficient[dim];
+  const char *name = dim == 0   ? "cpu"
+                     : dim == 1 ? "memory"
+                     : (dim - 2 < snap->nscalars && snap->scalar_names[dim - 2])
+                         ? snap->scalar_names[dim - 2]
+                         : "unknown";
+  char buf[SCH_REASON_MAX];
+  sch_reason_insufficient(buf, sizeof(buf), name);
+  int32_t id = sch_session_reason(ssn, buf);
+  if (id >= 0)
+    st->insufficient[dim] = id;
+  return id;
+}
+
+/* Whether a host port of t is held by a task already on the node (releasing ones included:
+ * their ports are not free until the pod is gone). */
+static bool ports_conflict(const sch_snapshot *snap, const sch_task *t, const sch_node *n) {
+  for (int32_t i = n->task_head; i >= 0; i = snap->tasks[i].node_next) {
+    const Kiln__Pod *other = snap->tasks[i].pod;
+    if (other == NULL || other->n_host_ports == 0)
+      continue;
+    if (sch_host_ports_conflict(t->pod, other->host_ports, other->n_host_ports))
+      return true;
+  }
+  return false;
+}
+
+static int predicate(sch_session *ssn, void *ctx, const sch_task *t, const sch_node *n,
+                     sch_fit *why) {
+  predicates_state *st = ctx;
+  sch_snapshot *snap = sch_session_snapshot(ssn);
+
+  sch_resource future;
+  sch_node_future_idle(n, &future);
+  unsigned short_dims = sch_resource_insufficient(&t->init_resreq, &future);
+  if (short_dims != 0) {
+    sch_fit_add(why, insufficient_reason(ssn, st, short_dims));
+    return SCH_UNSCHEDULABLE;
+  }
+  /* A node that reports no pod capacity is treated as unlimited rather than full, so that
+   * an odd node object does not silently absorb no work at all. */
+  if (n->max_pods > 0 && n->ntasks >= n->max_pods) {
+    sch_fit_add(why, st->too_many_pods);
+    return SCH_UNSCHEDULABLE;
+  }
+  if (t->pod == NULL || n->node == NULL)
+    return SCH_FIT;
+  if (!sch_unschedulable_fits(t->pod, n->node)) {
+    sch_fit_add(why, st->unschedulable);
+    return SCH_UNRESOLVABLE;
+  }
+  if (st->affinity && !sch_match_node_selector(t->pod, n->node)) {
+    sch_fit_add(why, st->node_affinity);
+    return SCH_UNRESOLVABLE;
+  }
+  if (st->ports && t->pod->n_host_ports > 0 && ports_conflict(snap, t, n)) {
+    sch_fit_add(why, st->node_ports);
+    return SCH_UNSCHEDULABLE;
+  }
+  if (st->taints) {
+    const Kiln__Taint *taint = sch_untolerated_taint(t->pod, n->node);
+    if (taint != NULL) {
+      char buf[SCH_REASON_MAX];
+      sch_reason_taint(buf, sizeof(buf), taint);
+      sch_fit_add(why, sch_session_reason(ssn, buf));
+      return SCH_UNRESOLVABLE;
+    }
+  }
+  return SCH_FIT;
+}
+
+static int predicates_open(sch_session *ssn, const sch_plugin_conf *conf, void **state) {
+  predicates_state *st = calloc(1, sizeof(*st));
+  if (st == NULL)
+    return KC_ENOMEM;
+  st->affinity = sch_args_bool(&conf->args, "predicate.NodeAffinityEnable", true);
+  st->ports = sch_args_bool(&conf->args, "predicate.NodePortsEnable", true);
+  st->taints = sch_args_bool(&conf->args, "predicate.TaintTolerationEnable", true);
+  for (size_t i = 0; i < sizeof(st->insufficient) / sizeof(st->insufficient[0]); i++)
+    st->insufficient[i] = -1;
+  st->too_many_pods = sch_session_reason(ssn, SCH_REASON_TOO_MANY_PODS);
+  st->unschedulable = sch_session_reason(ssn, SCH_REASON_UNSCHEDULABLE);
+  st->node_affinity = sch_session_reason(ssn, SCH_REASON_NODE_AFFINITY);
+  st->node_ports = sch_session_reason(ssn, SCH_REASON_NODE_PORTS);
+  *state = st;
+  if (st->too_many_pods < 0 || st->unschedulable < 0 || st->node_affinity < 0 ||
+      st->node_ports < 0)
+    return KC_ENOMEM;
+  return sch_add_predicate_fn(ssn, predicate, st);
+}
+
+static void predicates_close(sch_session *ssn, void *state) {
+  (void)ssn;
+  free(state);
+}
+
+const sch_plugin sch_plugin_predicates = {
+    .name = "predicates",
+    .open = predicates_open,
+    .close = predicates_close,
+};
