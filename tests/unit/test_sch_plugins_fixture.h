@@ -1,0 +1,260 @@
+/* Hand-built snapshots for the plugin tests: every object is malloc'd into one
+ * Kiln__Snapshot message so that protobuf-c's free_unpacked releases it all, then a session
+ * is opened on it with a YAML configuration naming only the plugins under test. */
+#ifndef TEST_SCH_PLUGINS_FIXTURE_H
+#define TEST_SCH_PLUGINS_FIXTURE_H
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "sch_conf.h"
+#include "sch_framework.h"
+
+#define GI (1024LL * 1024 * 1024)
+
+typedef struct fx {
+  Kiln__Snapshot *msg;
+  sch_snapshot *snap;
+  sch_conf *conf;
+  sch_session *ssn;
+} fx;
+
+static void *fx_alloc(size_t n) {
+  void *p = calloc(1, n);
+  assert_non_null(p);
+  return p;
+}
+
+static char *fx_str(const char *s) {
+  char *d = strdup(s);
+  assert_non_null(d);
+  return d;
+}
+
+#define FX_APPEND(arr, n, item)                                                            \
+  do {                                                                                     \
+    void *np_ = realloc((arr), ((n) + 1) * sizeof(*(arr)));                                \
+    assert_non_null(np_);                                                                  \
+    (arr) = np_;                                                                           \
+    (arr)[(n)++] = (item);                                                                 \
+  } while (0)
+
+static fx *fx_new(void) {
+  fx *f = fx_alloc(sizeof(*f));
+  f->msg = fx_alloc(sizeof(*f->msg));
+  kiln__snapshot__init(f->msg);
+  return f;
+}
+
+static Kiln__Resource *fx_res(int64_t milli_cpu, int64_t memory) {
+  Kiln__Resource *r = fx_alloc(sizeof(*r));
+  kiln__resource__init(r);
+  r->milli_cpu = milli_cpu;
+  r->memory = memory;
+  return r;
+}
+
+static void fx_res_scalar(Kiln__Resource *r, const char *name, int64_t milli) {
+  Kiln__ResourceQuantity *q = fx_alloc(sizeof(*q));
+  kiln__resource_quantity__init(q);
+  q->name = fx_str(name);
+  q->milli_value = milli;
+  FX_APPEND(r->scalar, r->n_scalar, q);
+}
+
+static Kiln__Node *fx_node(fx *f, const char *name, int64_t milli_cpu, int64_t memory,
+                           int64_t pods) {
+  Kiln__Node *n = fx_alloc(sizeof(*n));
+  kiln__node__init(n);
+  n->name = fx_str(name);
+  n->allocatable = fx_res(milli_cpu, memory);
+  n->allocatable->pods = pods;
+  n->capacity = fx_res(milli_cpu, memory);
+  n->capacity->pods = pods;
+  n->ready = 1;
+  FX_APPEND(f->msg->nodes, f->msg->n_nodes, n);
+  return n;
+}
+
+static void fx_node_label(Kiln__Node *n, const char *k, const char *v) {
+  Kiln__Node__LabelsEntry *e = fx_alloc(sizeof(*e));
+  kiln__node__labels_entry__init(e);
+  e->key = fx_str(k);
+  e->value = fx_str(v);
+  FX_APPEND(n->labels, n->n_labels, e);
+}
+
+static void fx_node_taint(Kiln__Node *n, const char *k, const char *v, Kiln__TaintEffect eff) {
+  Kiln__Taint *t = fx_alloc(sizeof(*t));
+  kiln__taint__init(t);
+  t->key = fx_str(k);
+  t->value = fx_str(v);
+  t->effect = eff;
+  FX_APPEND(n->taints, n->n_taints, t);
+}
+
+static Kiln__ObjectMeta *fx_meta(const char *ns, const char *name) {
+  Kiln__ObjectMeta *m = fx_alloc(sizeof(*m));
+  kiln__object_meta__init(m);
+  m->name = fx_str(name);
+  if (ns)
+    m->namespace_ = fx_str(ns);
+  m->creation_timestamp = fx_str("2026-11-29T10:00:00Z");
+  return m;
+}
+
+static Kiln__Queue *fx_queue(fx *f, const char *name, int32_t weight) {
+  Kiln__Queue *q = fx_alloc(sizeof(*q));
+  kiln__queue__init(q);
+  q->metadata = fx_meta(NULL, name);
+  q->spec = fx_alloc(sizeof(*q->spec));
+  kiln__queue_spec__init(q->spec);
+  q->spec->has_weight = 1;
+  q->spec->weight = weight;
+  FX_APPEND(f->msg->queues, f->msg->n_queues, q);
+  return q;
+}
+
+static void fx_queue_capability(Kiln__Queue *q, int64_t milli_cpu, int64_t memory) {
+  q->spec->capability = fx_res(milli_cpu, memory);
+}
+
+static void fx_queue_guarantee(Kiln__Queue *q, int64_t milli_cpu, int64_t memory) {
+  q->spec->guarantee = fx_alloc(sizeof(*q->spec->guarantee));
+  kiln__guarantee__init(q->spec->guarantee);
+  q->spec->guarantee->resource = fx_res(milli_cpu, memory);
+}
+
+static Kiln__PodGroup *fx_pg(fx *f, const char *name, const char *queue, int32_t min_member,
+                             const char *phase) {
+  Kiln__PodGroup *pg = fx_alloc(sizeof(*pg));
+  kiln__pod_group__init(pg);
+  pg->metadata = fx_meta("ns", name);
+  pg->spec = fx_alloc(sizeof(*pg->spec));
+  kiln__pod_group_spec__init(pg->spec);
+  pg->spec->has_min_member = 1;
+  pg->spec->min_member = min_member;
+  pg->spec->queue = fx_str(queue);
+  pg->status = fx_alloc(sizeof(*pg->status));
+  kiln__pod_group_status__init(pg->status);
+  pg->status->phase = fx_str(phase);
+  FX_APPEND(f->msg->pod_groups, f->msg->n_pod_groups, pg);
+  return pg;
+}
+
+static void fx_pg_min_resources(Kiln__PodGroup *pg, int64_t milli_cpu, int64_t memory) {
+  pg->spec->min_resources = fx_res(milli_cpu, memory);
+}
+
+/* A pod of ours in PodGroup group (NULL: none); on node (NULL: pending) it is Running. */
+static Kiln__Pod *fx_pod(fx *f, const char *name, const char *group, int64_t milli_cpu,
+                         int64_t memory, const char *node) {
+  Kiln__Pod *p = fx_alloc(sizeof(*p));
+  kiln__pod__init(p);
+  p->namespace_ = fx_str("ns");
+  p->name = fx_str(name);
+  p->uid = fx_str(name);
+  p->scheduler_name = fx_str("volcano");
+  if (group)
+    p->group_name = fx_str(group);
+  p->requests = fx_res(milli_cpu, memory);
+  p->requests->pods = 1;
+  p->container_requests = fx_res(milli_cpu, memory);
+  p->container_requests->pods = 1;
+  p->best_effort = milli_cpu == 0 && memory == 0;
+  if (node) {
+    p->node_name = fx_str(node);
+    p->phase = KILN__POD_PHASE__POD_PHASE_RUNNING;
+  } else {
+    p->phase = KILN__POD_PHASE__POD_PHASE_PENDING;
+  }
+  FX_APPEND(f->msg->pods, f->msg->n_pods, p);
+  return p;
+}
+
+static void fx_pod_scalar(Kiln__Pod *p, const char *name, int64_t milli) {
+  fx_res_scalar(p->requests, name, milli);
+  fx_res_scalar(p->container_requests, name, milli);
+  p->best_effort = 0;
+}
+
+static void fx_pod_toleration(Kiln__Pod *p, const char *key, Kiln__TolerationOperator op,
+                              const char *value, Kiln__TaintEffect eff) {
+  Kiln__Toleration *t = fx_alloc(sizeof(*t));
+  kiln__toleration__init(t);
+  t->key = fx_str(key);
+  t->operator_ = op;
+  t->value = fx_str(value);
+  t->effect = eff;
+  FX_APPEND(p->tolerations, p->n_tolerations, t);
+}
+
+static void fx_pod_host_port(Kiln__Pod *p, int32_t port) {
+  Kiln__HostPort *hp = fx_alloc(sizeof(*hp));
+  kiln__host_port__init(hp);
+  hp->port = port;
+  FX_APPEND(p->host_ports, p->n_host_ports, hp);
+}
+
+/* Builds the snapshot and opens a session with yaml as the configuration. */
+static void fx_open(fx *f, const char *yaml) {
+  char err[256] = "";
+  assert_int_equal(sch_snapshot_new(f->msg, NULL, &f->snap), 0);
+  int rc = sch_conf_parse(yaml, strlen(yaml), &f->conf, err, sizeof(err));
+  if (rc != 0)
+    fail_msg("configuration: %s", err);
+  assert_int_equal(sch_session_open(f->snap, f->conf, NULL, &f->ssn), 0);
+}
+
+static void fx_free(fx *f) {
+  if (f->ssn) {
+    sch_result *r = NULL;
+    assert_int_equal(sch_session_close(f->ssn, &r), 0);
+    sch_result_free(r);
+  }
+  sch_conf_free(f->conf);
+  sch_snapshot_free(f->snap);
+  kiln__snapshot__free_unpacked(f->msg, NULL);
+  free(f);
+}
+
+/* Task index of the pod called name. */
+static int32_t fx_task(const fx *f, const char *name) {
+  for (int32_t i = 0; i < f->snap->ntasks; i++) {
+    if (strcmp(f->snap->tasks[i].pod->name, name) == 0)
+      return i;
+  }
+  fail_msg("no task %s", name);
+  return -1;
+}
+
+static const sch_node *fx_snode(const fx *f, const char *name) {
+  int32_t i = sch_snapshot_node(f->snap, name);
+  assert_true(i >= 0);
+  return &f->snap->nodes[i];
+}
+
+static const sch_job *fx_job(const fx *f, const char *name) {
+  char key[256];
+  snprintf(key, sizeof(key), "ns/%s", name);
+  int32_t i = sch_snapshot_job(f->snap, key);
+  assert_true(i >= 0);
+  return &f->snap->jobs[i];
+}
+
+static const sch_queue *fx_squeue(const fx *f, const char *name) {
+  int32_t i = sch_snapshot_queue(f->snap, name);
+  assert_true(i >= 0);
+  return &f->snap->queues[i];
+}
+
+/* The predicate's verdict for pod on node, and its first reason ("" when it fits). */
+static int fx_predicate(fx *f, const char *pod, const char *node, const char **reason) {
+  sch_fit why = {0};
+  int rc = sch_session_predicate(f->ssn, &f->snap->tasks[fx_task(f, pod)], fx_snode(f, node),
+                                 &why);
+  *reason = why.n > 0 ? sch_session_reason_str(f->ssn, why.reasons[0]) : "";
+  return rc;
+}
+
+#endif
