@@ -122,6 +122,7 @@ typedef struct sch_job {
   int32_t count[SCH_TASK__COUNT]; /* tasks per status, kept by sch_job_set_status */
   sch_resource allocated;         /* resreq of tasks in allocated statuses */
   sch_resource total_request;     /* resreq of all tasks */
+  int32_t pending_best_effort;    /* Pending tasks with no request */
   /* Session state. */
   bool invalid;        /* failed JobValid: skipped by the actions */
   int32_t fit_message; /* reason-table index of the aggregated fit error, -1 none */

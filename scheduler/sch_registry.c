@@ -8,6 +8,12 @@ extern const sch_plugin sch_plugin_gang;
 extern const sch_plugin sch_plugin_priority;
 extern const sch_plugin sch_plugin_conformance;
 /* Other plugins: one extern line each, below. */
+extern const sch_plugin sch_plugin_binpack;
+extern const sch_plugin sch_plugin_drf;
+extern const sch_plugin sch_plugin_nodeorder;
+extern const sch_plugin sch_plugin_overcommit;
+extern const sch_plugin sch_plugin_predicates;
+extern const sch_plugin sch_plugin_proportion;
 
 extern const sch_action sch_action_enqueue;
 extern const sch_action sch_action_allocate;
@@ -18,6 +24,12 @@ static const sch_plugin *const plugins[] = {
     &sch_plugin_priority,
     &sch_plugin_conformance,
     /* Other plugins: one line each, below. */
+    &sch_plugin_binpack,
+    &sch_plugin_drf,
+    &sch_plugin_nodeorder,
+    &sch_plugin_overcommit,
+    &sch_plugin_predicates,
+    &sch_plugin_proportion,
 };
 
 static const sch_action *const actions[] = {

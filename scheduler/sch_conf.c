@@ -1,0 +1,472 @@
+/* The scheduler configuration file, parsed with libyaml's document API. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#include "kc_error.h"
+#include "kc_log.h"
+#include "sch_conf.h"
+
+const char sch_conf_default_yaml[] = "actions: \"enqueue, allocate, backfill\"\n"
+                                     "tiers:\n"
+                                     "- plugins:\n"
+                                     "  - name: priority\n"
+                                     "  - name: gang\n"
+                                     "  - name: conformance\n"
+                                     "- plugins:\n"
+                                     "  - name: overcommit\n"
+                                     "  - name: drf\n"
+                                     "  - name: predicates\n"
+                                     "  - name: proportion\n"
+                                     "  - name: nodeorder\n";
+
+/* ---- arguments ---- */
+
+const char *sch_args_get(const sch_args *a, const char *key) {
+  for (size_t i = 0; a && i < a->n; i++)
+    if (strcmp(a->items[i].key, key) == 0)
+      return a->items[i].value;
+  return NULL;
+}
+
+int64_t sch_args_int(const sch_args *a, const char *key, int64_t def) {
+  const char *v = sch_args_get(a, key);
+  if (!v)
+    return def;
+  char *end;
+  errno = 0;
+  long long x = strtoll(v, &end, 10);
+  if (errno || end == v || *end) {
+    KC_WARN("scheduler: argument %s=%s is not an integer; using %lld", key, v, (long long)def);
+    return def;
+  }
+  return x;
+}
+
+double sch_args_double(const sch_args *a, const char *key, double def) {
+  const char *v = sch_args_get(a, key);
+  if (!v)
+    return def;
+  char *end;
+  errno = 0;
+  double x = strtod(v, &end);
+  if (errno || end == v || *end) {
+    KC_WARN("scheduler: argument %s=%s is not a number; using %g", key, v, def);
+    return def;
+  }
+  return x;
+}
+
+static int parse_bool(const char *v, bool *out) {
+  static const char *const yes[] = {"true", "True", "TRUE", "yes", "Yes", "on", "1"};
+  static const char *const no[] = {"false", "False", "FALSE", "no", "No", "off", "0"};
+  for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
+    if (strcmp(v, yes[i]) == 0)
+      return *out = true, 0;
+  for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+    if (strcmp(v, no[i]) == 0)
+      return *out = false, 0;
+  return KC_EINVAL;
+}
+
+bool sch_args_bool(const sch_args *a, const char *key, bool def) {
+  const char *v = sch_args_get(a, key);
+  bool b;
+  if (!v)
+    return def;
+  if (parse_bool(v, &b) < 0) {
+    KC_WARN("scheduler: argument %s=%s is not a boolean; using %s", key, v,
+            def ? "true" : "false");
+    return def;
+  }
+  return b;
+}
+
+static void args_free(sch_args *a) {
+  for (size_t i = 0; i < a->n; i++) {
+    free(a->items[i].key);
+    free(a->items[i].value);
+  }
+  free(a->items);
+  a->items = NULL;
+  a->n = 0;
+}
+
+/* ---- parser ---- */
+
+typedef struct parser {
+  yaml_document_t doc;
+  char *err;
+  size_t errlen;
+  bool lenient; /* the built-in default: skip plugins that are not registered */
+} parser;
+
+__attribute__((format(printf, 3, 4))) static int fail(parser *p, int rc, const char *fmt, ...) {
+  if (p->err && p->errlen) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->err, p->errlen, fmt, ap);
+    va_end(ap);
+  }
+  return rc;
+}
+
+static yaml_node_t *node(parser *p, int id) {
+  return yaml_document_get_node(&p->doc, id);
+}
+
+static const char *scalar(yaml_node_t *n) {
+  return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+}
+
+static int args_add(sch_args *a, const char *key, const char *value) {
+  sch_arg *v = realloc(a->items, (a->n + 1) * sizeof(*v));
+  if (!v)
+    return KC_ENOMEM;
+  a->items = v;
+  char *k = strdup(key), *val = strdup(value);
+  if (!k || !val) {
+    free(k);
+    free(val);
+    return KC_ENOMEM;
+  }
+  a->items[a->n++] = (sch_arg){k, val};
+  return 0;
+}
+
+/* A mapping of arguments, nested maps flattened to "a.b"; lists joined with ", ". */
+static int parse_args(parser *p, yaml_node_t *m, const char *prefix, sch_args *a,
+                      const char *where) {
+  if (m->type == YAML_SCALAR_NODE && !*scalar(m))
+    return 0; /* "arguments:" with nothing */
+  if (m->type != YAML_MAPPING_NODE)
+    return fail(p, KC_EPARSE, "%s: arguments must be a mapping", where);
+  for (yaml_node_pair_t *kv = m->data.mapping.pairs.start; kv < m->data.mapping.pairs.top; kv++) {
+    const char *k = scalar(node(p, kv->key));
+    yaml_node_t *v = node(p, kv->value);
+    if (!k || !v)
+      return fail(p, KC_EPARSE, "%s: argument keys must be strings", where);
+    char *full = NULL;
+    if (asprintf(&full, "%s%s%s", prefix, *prefix ? "." : "", k) < 0)
+      return KC_ENOMEM;
+    int rc = 0;
+    if (v->type == YAML_SCALAR_NODE) {
+      rc = args_add(a, full, scalar(v));
+    } else if (v->type == YAML_MAPPING_NODE) {
+      rc = parse_args(p, v, full, a, where);
+    } else {
+      size_t len = 1;
+      for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top;
+           it++) {
+        const char *s = scalar(node(p, *it));
+        len += (s ? strlen(s) : 0) + 2;
+      }
+      char *joined = calloc(1, len);
+      if (!joined) {
+        free(full);
+        return KC_ENOMEM;
+      }
+      size_t off = 0;
+      for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top;
+           it++) {
+        const char *s = scalar(node(p, *it));
+        if (s)
+          off += (size_t)snprintf(joined + off, len - off, "%s%s", off ? ", " : "", s);
+      }
+      rc = args_add(a, full, joined);
+      free(joined);
+    }
+    free(full);
+    if (rc < 0)
+      return rc;
+  }
+  return 0;
+}
+
+static int ext_by_key(const char *key) {
+  static const char *const keys[] = {
+#define XX(name, k) k,
+      SCH_EXT_MAP(XX)
+#undef XX
+  };
+  for (int i = 0; i < SCH_EXT__COUNT; i++)
+    if (strcmp(keys[i], key) == 0)
+      return i;
+  /* Volcano spells a few switches both ways. */
+  if (strcmp(key, "enabledPredicate") == 0)
+    return SCH_EXT_PREDICATE;
+  if (strcmp(key, "enabledNodeOrder") == 0)
+    return SCH_EXT_NODE_ORDER;
+  if (strcmp(key, "enableOverused") == 0)
+    return SCH_EXT_OVERUSED;
+  if (strcmp(key, "enableAllocatable") == 0)
+    return SCH_EXT_ALLOCATABLE;
+  if (strcmp(key, "enableClusterOrder") == 0)
+    return SCH_EXT_CLUSTER_ORDER;
+  return -1;
+}
+
+static int parse_plugin(parser *p, yaml_node_t *m, sch_plugin_conf *pc, bool *skip) {
+  *skip = false;
+  if (m->type != YAML_MAPPING_NODE)
+    return fail(p, KC_EPARSE, "tiers: each plugin must be a mapping with a name");
+  const char *name = NULL;
+  for (yaml_node_pair_t *kv = m->data.mapping.pairs.start; kv < m->data.mapping.pairs.top; kv++)
+    if (scalar(node(p, kv->key)) && strcmp(scalar(node(p, kv->key)), "name") == 0)
+      name = scalar(node(p, kv->value));
+  if (!name || !*name)
+    return fail(p, KC_EPARSE, "tiers: a plugin has no name");
+  pc->plugin = sch_plugin_find(name);
+  if (!pc->plugin) {
+    if (p->lenient) {
+      *skip = true;
+      return 0;
+    }
+    return fail(p, KC_ENOENT, "unknown plugin \"%s\"", name);
+  }
+  pc->enabled = (1u << SCH_EXT__COUNT) - 1;
+  for (yaml_node_pair_t *kv = m->data.mapping.pairs.start; kv < m->data.mapping.pairs.top; kv++) {
+    const char *k = scalar(node(p, kv->key));
+    yaml_node_t *v = node(p, kv->value);
+    if (!k || !v)
+      return fail(p, KC_EPARSE, "plugin %s: keys must be strings", name);
+    if (strcmp(k, "name") == 0)
+      continue;
+    if (strcmp(k, "arguments") == 0) {
+      char where[128];
+      snprintf(where, sizeof(where), "plugin %s", name);
+      int rc = parse_args(p, v, "", &pc->args, where);
+      if (rc < 0)
+        return rc;
+      continue;
+    }
+    int e = ext_by_key(k);
+    if (e < 0) {
+      KC_V(2, "scheduler config: plugin %s: ignoring unknown field %s", name, k);
+      continue;
+    }
+    bool b;
+    if (!scalar(v) || parse_bool(scalar(v), &b) < 0)
+      return fail(p, KC_EINVAL, "plugin %s: %s must be true or false", name, k);
+    pc->has_enable[e] = true;
+    if (b)
+      pc->enabled |= 1u << e;
+    else
+      pc->enabled &= ~(1u << e);
+  }
+  return 0;
+}
+
+static int parse_tiers(parser *p, yaml_node_t *seq, sch_conf *c) {
+  if (seq->type != YAML_SEQUENCE_NODE)
+    return fail(p, KC_EPARSE, "tiers must be a list");
+  size_t n = (size_t)(seq->data.sequence.items.top - seq->data.sequence.items.start);
+  c->tiers = calloc(n ? n : 1, sizeof(*c->tiers));
+  if (!c->tiers)
+    return KC_ENOMEM;
+  for (yaml_node_item_t *it = seq->data.sequence.items.start; it < seq->data.sequence.items.top;
+       it++) {
+    yaml_node_t *t = node(p, *it);
+    sch_tier *tier = &c->tiers[c->ntiers++];
+    if (!t || t->type != YAML_MAPPING_NODE)
+      return fail(p, KC_EPARSE, "tiers[%zu] must be a mapping with plugins", c->ntiers - 1);
+    yaml_node_t *plugins = NULL;
+    for (yaml_node_pair_t *kv = t->data.mapping.pairs.start; kv < t->data.mapping.pairs.top;
+         kv++)
+      if (scalar(node(p, kv->key)) && strcmp(scalar(node(p, kv->key)), "plugins") == 0)
+        plugins = node(p, kv->value);
+    if (!plugins || plugins->type != YAML_SEQUENCE_NODE)
+      return fail(p, KC_EPARSE, "tiers[%zu].plugins must be a list", c->ntiers - 1);
+    size_t np = (size_t)(plugins->data.sequence.items.top - plugins->data.sequence.items.start);
+    tier->plugins = calloc(np ? np : 1, sizeof(*tier->plugins));
+    if (!tier->plugins)
+      return KC_ENOMEM;
+    for (yaml_node_item_t *pi = plugins->data.sequence.items.start;
+         pi < plugins->data.sequence.items.top; pi++) {
+      bool skip;
+      sch_plugin_conf *pc = &tier->plugins[tier->nplugins];
+      yaml_node_t *pn = node(p, *pi);
+      if (!pn)
+        return fail(p, KC_EPARSE, "tiers: bad plugin entry");
+      int rc = parse_plugin(p, pn, pc, &skip);
+      if (!skip || rc < 0)
+        tier->nplugins++; /* counted so that sch_conf_free releases its args */
+      if (rc < 0)
+        return rc;
+      for (size_t k = 0; k + 1 < tier->nplugins; k++)
+        if (!skip && tier->plugins[k].plugin == pc->plugin)
+          return fail(p, KC_EINVAL, "plugin \"%s\" appears twice in a tier", pc->plugin->name);
+    }
+  }
+  return 0;
+}
+
+static int parse_actions(parser *p, const char *s, sch_conf *c) {
+  char *copy = strdup(s);
+  if (!copy)
+    return KC_ENOMEM;
+  size_t n = 1;
+  for (const char *q = s; *q; q++)
+    n += *q == ',';
+  c->actions = calloc(n, sizeof(*c->actions));
+  int rc = c->actions ? 0 : KC_ENOMEM;
+  for (char *tok = copy, *next; rc == 0 && tok; tok = next) {
+    next = strchr(tok, ',');
+    if (next)
+      *next++ = '\0';
+    while (*tok == ' ' || *tok == '\t' || *tok == '\n')
+      tok++;
+    char *end = tok + strlen(tok);
+    while (end > tok && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\n'))
+      *--end = '\0';
+    if (!*tok)
+      continue;
+    const sch_action *a = sch_action_find(tok);
+    if (!a) {
+      rc = fail(p, KC_ENOENT, "unknown action \"%s\"", tok);
+      break;
+    }
+    c->actions[c->nactions++] = a;
+  }
+  free(copy);
+  if (rc == 0 && c->nactions == 0)
+    rc = fail(p, KC_EINVAL, "no actions configured");
+  return rc;
+}
+
+static int parse_configurations(parser *p, yaml_node_t *seq, sch_conf *c) {
+  if (seq->type != YAML_SEQUENCE_NODE)
+    return fail(p, KC_EPARSE, "configurations must be a list");
+  size_t n = (size_t)(seq->data.sequence.items.top - seq->data.sequence.items.start);
+  c->configurations = calloc(n ? n : 1, sizeof(*c->configurations));
+  if (!c->configurations)
+    return KC_ENOMEM;
+  for (yaml_node_item_t *it = seq->data.sequence.items.start; it < seq->data.sequence.items.top;
+       it++) {
+    yaml_node_t *m = node(p, *it);
+    if (!m || m->type != YAML_MAPPING_NODE)
+      return fail(p, KC_EPARSE, "configurations: each entry must be a mapping");
+    sch_action_conf *ac = &c->configurations[c->nconfigurations++];
+    for (yaml_node_pair_t *kv = m->data.mapping.pairs.start; kv < m->data.mapping.pairs.top;
+         kv++) {
+      const char *k = scalar(node(p, kv->key));
+      yaml_node_t *v = node(p, kv->value);
+      if (!k || !v)
+        continue;
+      if (strcmp(k, "name") == 0 && scalar(v)) {
+        free(ac->name);
+        if (!(ac->name = strdup(scalar(v))))
+          return KC_ENOMEM;
+      } else if (strcmp(k, "arguments") == 0) {
+        int rc = parse_args(p, v, "", &ac->args, "configurations");
+        if (rc < 0)
+          return rc;
+      }
+    }
+    if (!ac->name)
+      return fail(p, KC_EPARSE, "configurations: an entry has no name");
+    if (!sch_action_find(ac->name))
+      return fail(p, KC_ENOENT, "configurations: unknown action \"%s\"", ac->name);
+  }
+  return 0;
+}
+
+static int parse(const char *yaml, size_t len, bool lenient, sch_conf **out, char *err,
+                 size_t errlen) {
+  *out = NULL;
+  if (err && errlen)
+    err[0] = '\0';
+  parser p = {.err = err, .errlen = errlen, .lenient = lenient};
+  yaml_parser_t yp;
+  if (!yaml_parser_initialize(&yp))
+    return KC_ENOMEM;
+  yaml_parser_set_input_string(&yp, (const unsigned char *)yaml, len);
+  if (!yaml_parser_load(&yp, &p.doc)) {
+    int rc = fail(&p, KC_EPARSE, "malformed YAML at line %zu: %s", yp.problem_mark.line + 1,
+                  yp.problem ? yp.problem : "?");
+    yaml_parser_delete(&yp);
+    return rc;
+  }
+  yaml_parser_delete(&yp);
+  int rc = 0;
+  sch_conf *c = calloc(1, sizeof(*c));
+  if (!c) {
+    rc = KC_ENOMEM;
+    goto out;
+  }
+  yaml_node_t *root = yaml_document_get_root_node(&p.doc);
+  if (!root || root->type != YAML_MAPPING_NODE) {
+    rc = fail(&p, KC_EPARSE, "the configuration must be a YAML mapping");
+    goto out;
+  }
+  const char *actions = NULL;
+  for (yaml_node_pair_t *kv = root->data.mapping.pairs.start; kv < root->data.mapping.pairs.top;
+       kv++) {
+    const char *k = scalar(node(&p, kv->key));
+    yaml_node_t *v = node(&p, kv->value);
+    if (!k || !v)
+      continue;
+    if (strcmp(k, "actions") == 0) {
+      if (!(actions = scalar(v))) {
+        rc = fail(&p, KC_EPARSE, "actions must be a string such as \"enqueue, allocate\"");
+        goto out;
+      }
+    } else if (strcmp(k, "tiers") == 0) {
+      if ((rc = parse_tiers(&p, v, c)) < 0)
+        goto out;
+    } else if (strcmp(k, "configurations") == 0) {
+      if ((rc = parse_configurations(&p, v, c)) < 0)
+        goto out;
+    } else if (strcmp(k, "metrics") != 0) {
+      KC_V(2, "scheduler config: ignoring unknown field %s", k);
+    }
+  }
+  if (!actions) {
+    rc = fail(&p, KC_EPARSE, "no actions configured");
+    goto out;
+  }
+  rc = parse_actions(&p, actions, c);
+out:
+  yaml_document_delete(&p.doc);
+  if (rc < 0) {
+    sch_conf_free(c);
+    return rc;
+  }
+  *out = c;
+  return 0;
+}
+
+int sch_conf_parse(const char *yaml, size_t len, sch_conf **out, char *err, size_t errlen) {
+  return parse(yaml, len, false, out, err, errlen);
+}
+
+int sch_conf_default(sch_conf **out) {
+  char err[256];
+  int rc = parse(sch_conf_default_yaml, strlen(sch_conf_default_yaml), true, out, err,
+                 sizeof(err));
+  if (rc < 0)
+    KC_ERROR("scheduler: the built-in configuration does not load: %s", err);
+  return rc;
+}
+
+void sch_conf_free(sch_conf *c) {
+  if (!c)
+    return;
+  free(c->actions);
+  for (size_t t = 0; c->tiers && t < c->ntiers; t++) {
+    for (size_t p = 0; p < c->tiers[t].nplugins; p++)
+      args_free(&c->tiers[t].plugins[p].args);
+    free(c->tiers[t].plugins);
+  }
+  free(c->tiers);
+  for (size_t i = 0; c->configurations && i < c->nconfigurations; i++) {
+    free(c->configurations[i].name);
+    args_free(&c->configurations[i].args);
+  }
+  free(c->configurations);
+  free(c);
+}

@@ -1,0 +1,277 @@
+/* The core plugins gang, priority and conformance (Volcano pkg/scheduler/plugins). */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kc_error.h"
+#include "sch_int.h"
+
+/* ---- gang ---- */
+
+/* Tasks per Volcano task name (volcano.sh/task-spec) in the given statuses, for the
+ * PodGroup's minTaskMember. */
+static int32_t task_count(const sch_snapshot *snap, const sch_job *j, const char *name,
+                          bool (*want)(sch_task_status)) {
+  int32_t n = 0;
+  for (int32_t i = 0; i < j->ntasks; i++) {
+    const sch_task *t = &snap->tasks[j->tasks[i]];
+    if (t->pod->task_name && strcmp(t->pod->task_name, name) == 0 && want(t->status))
+      n++;
+  }
+  return n;
+}
+
+static bool st_valid(sch_task_status s) {
+  return sch_task_status_allocated(s) || s == SCH_TASK_SUCCEEDED || s == SCH_TASK_PENDING ||
+         s == SCH_TASK_PIPELINED;
+}
+static bool st_ready(sch_task_status s) {
+  return sch_task_status_allocated(s) || s == SCH_TASK_SUCCEEDED;
+}
+static bool st_occupied(sch_task_status s) {
+  return st_ready(s) || s == SCH_TASK_PIPELINED;
+}
+
+/* Volcano CheckTaskValid/CheckTaskReady/CheckTaskPipelined: every task name of
+ * minTaskMember has enough tasks in the given statuses. */
+static bool tasks_meet(const sch_snapshot *snap, const sch_job *j, bool (*want)(sch_task_status),
+                       const char **which, int32_t *have, int32_t *need) {
+  const Kiln__PodGroup *pg = j->pod_group;
+  if (!pg || !pg->spec)
+    return true;
+  for (size_t i = 0; i < pg->spec->n_min_task_member; i++) {
+    const Kiln__PodGroupSpec__MinTaskMemberEntry *e = pg->spec->min_task_member[i];
+    if (!e || !e->key || e->value <= 0)
+      continue;
+    int32_t n = task_count(snap, j, e->key, want);
+    if (n < e->value) {
+      if (which)
+        *which = e->key;
+      if (have)
+        *have = n;
+      if (need)
+        *need = e->value;
+      return false;
+    }
+  }
+  return true;
+}
+
+static bool gang_valid(sch_session *ssn, void *ctx, const sch_job *j, sch_valid *out) {
+  const sch_snapshot *snap = ssn->snap;
+  const char *which = NULL;
+  int32_t have = 0, need = 0;
+  if (!tasks_meet(snap, j, st_valid, &which, &have, &need)) {
+    out->pass = false;
+    snprintf(out->reason, sizeof(out->reason), "NotEnoughPodsOfTask");
+    snprintf(out->message, sizeof(out->message),
+             "Not enough valid pods of task %s for gang-scheduling, valid: %d, min: %d", which,
+             have, need);
+    return true;
+  }
+  int32_t vtn = sch_job_valid_num(j);
+  if (vtn < j->min_available) {
+    out->pass = false;
+    snprintf(out->reason, sizeof(out->reason), "NotEnoughTasks");
+    snprintf(out->message, sizeof(out->message),
+             "Not enough valid tasks for gang-scheduling, valid: %d, min: %d", vtn,
+             j->min_available);
+    return true;
+  }
+  return false;
+}
+
+static bool job_is_ready(const sch_snapshot *snap, const sch_job *j) {
+  return sch_job_ready_num(j) + j->pending_best_effort >= j->min_available &&
+         tasks_meet(snap, j, st_ready, NULL, NULL, NULL);
+}
+
+static bool gang_ready(sch_session *ssn, void *ctx, const sch_job *j) {
+  return job_is_ready(ssn->snap, j);
+}
+
+static int gang_pipelined(sch_session *ssn, void *ctx, const sch_job *j) {
+  int32_t occupied = sch_job_waiting_num(j) + sch_job_ready_num(j) + j->pending_best_effort;
+  if (occupied >= j->min_available && tasks_meet(ssn->snap, j, st_occupied, NULL, NULL, NULL))
+    return SCH_PERMIT;
+  return SCH_REJECT;
+}
+
+static bool gang_starving(sch_session *ssn, void *ctx, const sch_job *j) {
+  return sch_job_waiting_num(j) + sch_job_ready_num(j) < j->min_available;
+}
+
+static int gang_job_order(sch_session *ssn, void *ctx, const sch_job *l, const sch_job *r) {
+  bool lr = job_is_ready(ssn->snap, l), rr = job_is_ready(ssn->snap, r);
+  if (lr == rr)
+    return 0;
+  return lr ? 1 : -1; /* the job that is not ready yet goes first */
+}
+
+/* Victims may be taken from a job only while it keeps minAvailable (or has minAvailable 1). */
+static bool gang_victims(sch_session *ssn, void *ctx, const sch_task *preemptor,
+                         const int32_t *cands, size_t n, int32_t *out, size_t *nout) {
+  sch_snapshot *snap = ssn->snap;
+  int32_t *left = calloc((size_t)(snap->njobs ? snap->njobs : 1), sizeof(*left));
+  size_t k = 0;
+  if (!left)
+    return false;
+  for (int32_t ji = 0; ji < snap->njobs; ji++)
+    left[ji] = sch_job_ready_num(&snap->jobs[ji]);
+  for (size_t i = 0; i < n; i++) {
+    const sch_task *t = &snap->tasks[cands[i]];
+    if (t->job < 0) {
+      out[k++] = cands[i];
+      continue;
+    }
+    const sch_job *j = &snap->jobs[t->job];
+    if (j->min_available <= left[t->job] - 1 || j->min_available == 1) {
+      left[t->job]--;
+      out[k++] = cands[i];
+    }
+  }
+  free(left);
+  *nout = k;
+  return true;
+}
+
+/* "pod group is not ready, 2 Pending, 3 minAvailable" (Volcano JobInfo.FitError). */
+static void not_ready_text(const sch_job *j, char *buf, size_t len) {
+  char items[SCH_TASK__COUNT + 1][48];
+  int n = 0;
+  for (int s = 0; s < SCH_TASK__COUNT; s++)
+    if (j->count[s])
+      snprintf(items[n++], sizeof(items[0]), "%d %s", j->count[s],
+               sch_task_status_str((sch_task_status)s));
+  snprintf(items[n++], sizeof(items[0]), "%d minAvailable", j->min_available);
+  /* sorted as strings, like sort.Strings over the histogram */
+  for (int a = 1; a < n; a++)
+    for (int b = a; b > 0 && strcmp(items[b - 1], items[b]) > 0; b--) {
+      char tmp[48];
+      memcpy(tmp, items[b], sizeof(tmp));
+      memcpy(items[b], items[b - 1], sizeof(tmp));
+      memcpy(items[b - 1], tmp, sizeof(tmp));
+    }
+  size_t off = (size_t)snprintf(buf, len, "pod group is not ready");
+  for (int i = 0; i < n && off < len; i++)
+    off += (size_t)snprintf(buf + off, len - off, "%s%s", i ? ", " : ", ", items[i]);
+}
+
+static int gang_open(sch_session *ssn, const sch_plugin_conf *conf, void **state) {
+  int rc;
+  if ((rc = sch_add_job_valid_fn(ssn, gang_valid, NULL)) < 0 ||
+      (rc = sch_add_job_ready_fn(ssn, gang_ready, NULL)) < 0 ||
+      (rc = sch_add_job_pipelined_fn(ssn, gang_pipelined, NULL)) < 0 ||
+      (rc = sch_add_job_starving_fn(ssn, gang_starving, NULL)) < 0 ||
+      (rc = sch_add_job_order_fn(ssn, gang_job_order, NULL)) < 0 ||
+      (rc = sch_add_preemptable_fn(ssn, gang_victims, NULL)) < 0 ||
+      (rc = sch_add_reclaimable_fn(ssn, gang_victims, NULL)) < 0)
+    return rc;
+  return 0;
+}
+
+/* At close: the Unschedulable condition with the reason, or Scheduled. */
+static void gang_close(sch_session *ssn, void *state) {
+  sch_snapshot *snap = ssn->snap;
+  for (int32_t ji = 0; ji < snap->njobs; ji++) {
+    sch_job *j = &snap->jobs[ji];
+    if (j->shadow || j->invalid)
+      continue;
+    if (job_is_ready(snap, j)) {
+      sch__job_condition(ssn, j, false, "tasks in gang are ready to be scheduled", "");
+      continue;
+    }
+    int32_t unready = j->min_available - sch_job_ready_num(j);
+    char detail[768];
+    if (j->fit_message >= 0)
+      snprintf(detail, sizeof(detail), "%s", sch_session_reason_str(ssn, j->fit_message));
+    else if (j->queue_message >= 0)
+      snprintf(detail, sizeof(detail), "%s", sch_session_reason_str(ssn, j->queue_message));
+    else
+      not_ready_text(j, detail, sizeof(detail));
+    char msg[1024];
+    snprintf(msg, sizeof(msg), "%d/%d tasks in gang unschedulable: %s", unready, j->ntasks,
+             detail);
+    if (sch__job_condition(ssn, j, true, "NotEnoughResources", msg) < 0)
+      return;
+    /* The event is worth it only when the job was actually tried or turned away. */
+    if (j->phase != SCH_PG_PENDING || j->queue_message >= 0)
+      sch_session_job_event(ssn, j, "Warning", "Unschedulable", "%s", msg);
+  }
+}
+
+const sch_plugin sch_plugin_gang = {"gang", gang_open, gang_close};
+
+/* ---- priority ---- */
+
+static int prio_job_order(sch_session *ssn, void *ctx, const sch_job *l, const sch_job *r) {
+  return l->priority > r->priority ? -1 : l->priority < r->priority;
+}
+
+static int prio_task_order(sch_session *ssn, void *ctx, const sch_task *l, const sch_task *r) {
+  return l->priority > r->priority ? -1 : l->priority < r->priority;
+}
+
+/* Victims: tasks of lower-priority jobs; inside the preemptor's own job, lower-priority
+ * tasks. */
+static bool prio_victims(sch_session *ssn, void *ctx, const sch_task *preemptor,
+                         const int32_t *cands, size_t n, int32_t *out, size_t *nout) {
+  const sch_snapshot *snap = ssn->snap;
+  int32_t pprio = preemptor->job >= 0 ? snap->jobs[preemptor->job].priority : preemptor->priority;
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    const sch_task *t = &snap->tasks[cands[i]];
+    if (t->job >= 0 && t->job == preemptor->job) {
+      if (t->priority < preemptor->priority)
+        out[k++] = cands[i];
+      continue;
+    }
+    int32_t vprio = t->job >= 0 ? snap->jobs[t->job].priority : t->priority;
+    if (vprio < pprio)
+      out[k++] = cands[i];
+  }
+  *nout = k;
+  return true;
+}
+
+static int prio_open(sch_session *ssn, const sch_plugin_conf *conf, void **state) {
+  int rc;
+  if ((rc = sch_add_job_order_fn(ssn, prio_job_order, NULL)) < 0 ||
+      (rc = sch_add_task_order_fn(ssn, prio_task_order, NULL)) < 0 ||
+      (rc = sch_add_preemptable_fn(ssn, prio_victims, NULL)) < 0)
+    return rc;
+  return 0;
+}
+
+const sch_plugin sch_plugin_priority = {"priority", prio_open, NULL};
+
+/* ---- conformance ---- */
+
+static bool critical(const sch_task *t) {
+  const char *pc = t->pod->priority_class_name;
+  const char *ns = t->pod->namespace_;
+  return (pc && (strcmp(pc, "system-cluster-critical") == 0 ||
+                 strcmp(pc, "system-node-critical") == 0)) ||
+         (ns && strcmp(ns, "kube-system") == 0);
+}
+
+static bool conformance_victims(sch_session *ssn, void *ctx, const sch_task *preemptor,
+                                const int32_t *cands, size_t n, int32_t *out, size_t *nout) {
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (!critical(&ssn->snap->tasks[cands[i]]))
+      out[k++] = cands[i];
+  *nout = k;
+  return true;
+}
+
+static int conformance_open(sch_session *ssn, const sch_plugin_conf *conf, void **state) {
+  int rc;
+  if ((rc = sch_add_preemptable_fn(ssn, conformance_victims, NULL)) < 0 ||
+      (rc = sch_add_reclaimable_fn(ssn, conformance_victims, NULL)) < 0)
+    return rc;
+  return 0;
+}
+
+const sch_plugin sch_plugin_conformance = {"conformance", conformance_open, NULL};
