@@ -4,9 +4,9 @@
  * Checks, in Volcano's order, stopping at the first failure so that every node contributes
  * one reason to the gang's "0/N nodes are available: ..." summary:
  *   1. resources: init_resreq against the node's future idle (idle + releasing - pipelined,
- *      so the allocate action can still pipeline onto resources being released); the
- *      first short dimension gives "Insufficient <name>" (Volcano's
- *      WrapInsufficientResourceReason), extended resources included;
+ *      so the allocate action can still pipeline onto resources being released); each
+ *      short dimension gives "Insufficient <name>" as kube-scheduler's NodeResourcesFit
+ *      does (Volcano names only the first), extended resources included;
  *   2. pod count: "Too many pods" (kube-scheduler NodeResourcesFit);
  *   3. NodeUnschedulable, 4. NodeAffinity (nodeSelector and required affinity),
  *   5. NodePorts, 6. TaintToleration (NoSchedule and NoExecute).
@@ -26,15 +26,10 @@ typedef struct predicates_state {
   int32_t insufficient[2 + SCH_MAX_SCALARS]; /* -1 until first used */
 } predicates_state;
 
-static int32_t insufficient_reason(sch_session *ssn, predicates_state *st, unsigned bits) {
-  sch_snapshot *snap = sch_session_snapshot(ssn);
-  int dim = 0;
-  while (dim < 2 + SCH_MAX_SCALARS && !(bits & (1u << dim)))
-    dim++;
-  if (dim >= 2 + SCH_MAX_SCALARS)
-    dim = 0;
+static int32_t insufficient_reason(sch_session *ssn, predicates_state *st, int dim) {
   if (st->insufficient[dim] >= 0)
     return st->insufficient[dim];
+  sch_snapshot *snap = sch_session_snapshot(ssn);
   const char *name = dim == 0   ? "cpu"
                      : dim == 1 ? "memory"
                      : (dim - 2 < snap->nscalars && snap->scalar_names[dim - 2])
@@ -70,7 +65,10 @@ static int predicate(sch_session *ssn, void *ctx, const sch_task *t, const sch_n
   sch_node_future_idle(n, &future);
   unsigned short_dims = sch_resource_insufficient(&t->init_resreq, &future);
   if (short_dims != 0) {
-    sch_fit_add(why, insufficient_reason(ssn, st, short_dims));
+    for (int d = 0; d < 2 + SCH_MAX_SCALARS; d++) {
+      if (short_dims & (1u << d))
+        sch_fit_add(why, insufficient_reason(ssn, st, d));
+    }
     return SCH_UNSCHEDULABLE;
   }
   /* A node that reports no pod capacity is treated as unlimited rather than full, so that
