@@ -1,0 +1,115 @@
+/* Internal interfaces between the files of the controller core (second tier: ctl__). */
+#ifndef CTL_INT_H
+#define CTL_INT_H
+
+#include <string.h>
+
+#include "ctl_job.h"
+
+/* Annotation and label keys (Volcano batch/v1alpha1 labels.go, scheduling constants). */
+#define CTL_KEY_TASK_SPEC "volcano.sh/task-spec"
+#define CTL_KEY_TASK_INDEX "volcano.sh/task-index"
+#define CTL_KEY_JOB_NAME "volcano.sh/job-name"
+#define CTL_KEY_JOB_NAMESPACE "volcano.sh/job-namespace"
+#define CTL_KEY_QUEUE_NAME "volcano.sh/queue-name"
+#define CTL_KEY_JOB_VERSION "volcano.sh/job-version"
+#define CTL_KEY_TEMPLATE_UID "volcano.sh/template-uid"
+#define CTL_KEY_RETRY_COUNT "volcano.sh/job-retry-count"
+#define CTL_KEY_GROUP_NAME "scheduling.k8s.io/group-name"
+#define CTL_KEY_OUT_OF_SYNC "volcano.sh/controller-out-of-sync"
+#define CTL_KEY_NUMA_POLICY "volcano.sh/numa-topology-policy"
+#define CTL_KEY_FORWARDING "volcano.sh/job-forwarding"
+#define CTL_JOB_API_VERSION "batch.volcano.sh/v1alpha1"
+
+typedef struct {
+  const ctl_job_view *v;
+  const ctl_request *req;
+  ctl_plan *plan;
+  ctl_action action;
+  bool initiated; /* status was just initialised (phase was empty) */
+  bool blocked;   /* initiation failed: keep the phase, create nothing */
+} ctl_ctx;
+
+/* A state's status update (Volcano UpdateStatusFn): true when the phase changed. */
+typedef bool (*ctl_update_fn)(ctl_ctx *c, ctl_status *st);
+
+typedef enum { CTL_RETAIN_NONE = 0, CTL_RETAIN_SOFT } ctl_retain;
+
+/* The operations the phase machine drives (Volcano state/factory.go KillJob, KillTarget,
+ * SyncJob), injected so the table can be tested on its own. */
+typedef struct {
+  int (*kill_job)(ctl_ctx *c, ctl_retain retain, ctl_update_fn fn);
+  int (*kill_target)(ctl_ctx *c, ctl_update_fn fn);
+  int (*sync_job)(ctl_ctx *c, ctl_update_fn fn);
+} ctl_state_ops;
+
+extern const ctl_state_ops ctl__real_ops;
+
+/* Runs one (phase, action) cell of the table. */
+int ctl__state_execute(ctl_ctx *c, ctl_phase phase, ctl_action action, const ctl_state_ops *ops);
+/* The single place a job's phase changes; logs old -> new. */
+void ctl__set_phase(ctl_ctx *c, ctl_status *st, ctl_phase to);
+
+/* Shared by kill and sync (ctl_state.c) and the sync operation (ctl_sync.c). */
+void ctl__count_pod(ctl_status *st, const ctl_pod *p);
+void ctl__reset_counts(ctl_status *st);
+void ctl__apply_fn(ctl_ctx *c, ctl_status *st, ctl_update_fn fn);
+int ctl__sync_job(ctl_ctx *c, ctl_update_fn fn);
+
+/* Policy lookup (Volcano applyPolicies). Sets *action and *delay (seconds, 0 none). */
+void ctl__apply_policies(const Kiln__Job *job, const ctl_request *req, ctl_action *action,
+                         int64_t *delay);
+
+/* Plan helpers; all return 0 or KC_ENOMEM. */
+int ctl__event(ctl_plan *p, ctl_event_type type, const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+int ctl__delete_pod(ctl_plan *p, const char *name, const char *reason);
+int ctl__cancel(ctl_plan *p, ctl_scope scope, const char *name, uint32_t events);
+int ctl__append(json_t **arr, json_t *obj); /* steals obj */
+int ctl__status_copy(ctl_status *dst, const ctl_status *src);
+void ctl__append_condition(ctl_status *st, ctl_phase phase, int64_t t);
+
+/* Totals over the spec. */
+int32_t ctl__total_replicas(const Kiln__Job *job);
+int32_t ctl__task_min_available(const Kiln__TaskSpec *t);
+int32_t ctl__total_task_min_available(const Kiln__Job *job);
+int32_t ctl__job_min_available(const Kiln__Job *job);
+
+const char *ctl__job_name(const Kiln__Job *job);
+const char *ctl__job_ns(const Kiln__Job *job);
+const char *ctl__job_uid(const Kiln__Job *job);
+/* Value of key in a protobuf-c string map (labels, annotations), or NULL. */
+#define CTL_MAP_GET(entries, n, k)                                                          \
+  ({                                                                                        \
+    const char *v_ = NULL;                                                                  \
+    for (size_t i_ = 0; i_ < (n); i_++)                                                     \
+      if ((entries)[i_]->key && strcmp((entries)[i_]->key, (k)) == 0) {                     \
+        v_ = (entries)[i_]->value;                                                          \
+        break;                                                                              \
+      }                                                                                     \
+    v_;                                                                                     \
+  })
+void ctl__time_format(int64_t t, char *buf, size_t len);
+json_t *ctl__owner_ref(const Kiln__Job *job); /* new */
+const char *ctl__queue(const Kiln__Job *job);
+
+/* Job plugins (nginx-style constant table). Callbacks are idempotent; pod is the pod
+ * under construction (borrowed, mutated in place). */
+typedef struct {
+  const char *name;
+  int (*on_job_add)(ctl_ctx *c, const Kiln__StringList *args);
+  int (*on_pod_create)(ctl_ctx *c, const Kiln__StringList *args, json_t *pod,
+                       const Kiln__TaskSpec *task, int index);
+  int (*on_job_update)(ctl_ctx *c, const Kiln__StringList *args);
+  int (*on_job_delete)(ctl_ctx *c, const Kiln__StringList *args);
+} ctl_plugin;
+
+const ctl_plugin *ctl__plugin_find(const char *name);
+/* The plugin hooks over every plugin the job names. Unknown plugin names make *_add return
+ * KC_ENOENT with the name in errbuf. */
+int ctl__plugins_job_add(ctl_ctx *c, char *errbuf, size_t len);
+int ctl__plugins_job_update(ctl_ctx *c);
+int ctl__plugins_job_delete(ctl_ctx *c);
+int ctl__plugins_pod_create(ctl_ctx *c, json_t *pod, const Kiln__TaskSpec *task, int index);
+
+#endif

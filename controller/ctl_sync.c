@@ -1,0 +1,815 @@
+/* ctl_job_sync (Volcano processNextReq + syncJob + initiateJob): commands, policies, queue
+ * checks, PVCs, the PodGroup, pod construction and status counting. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl_int.h"
+#include "kc_codec.h"
+#include "kc_error.h"
+#include "kc_log.h"
+
+#define PG_API_VERSION "scheduling.volcano.sh/v1beta1"
+
+/* Claim names of spec.volumes, with the ones generated in this sync filled in. */
+typedef struct {
+  char (*names)[CTL_NAME_MAX];
+  size_t n;
+} claim_names;
+
+static bool pvc_exists(const ctl_job_view *v, const char *name) {
+  for (size_t i = 0; i < v->npvcs; i++)
+    if (v->pvcs[i] && strcmp(v->pvcs[i], name) == 0)
+      return true;
+  return false;
+}
+
+static json_t *obj_meta(const Kiln__Job *job, const char *name) {
+  json_t *refs = json_array();
+  json_array_append_new(refs, ctl__owner_ref(job));
+  return json_pack("{s:s, s:s, s:o}", "name", name, "namespace", ctl__job_ns(job),
+                   "ownerReferences", refs);
+}
+
+/* ---- PVCs (createJobIOIfNotExist) ---- */
+
+/* initiate: check named claims and create the unnamed ones; otherwise only collect the
+ * names (the generated ones are in the spec by then). */
+static int job_io(ctl_ctx *c, claim_names *claims, bool initiate) {
+  const Kiln__Job *job = c->v->job;
+  const Kiln__JobSpec *spec = job->spec;
+  ctl_status *st = &c->plan->status;
+  json_t *vols = NULL;
+  bool generated = false;
+  int rc = 0;
+  if (!spec->n_volumes)
+    return 0;
+  claims->names = calloc(spec->n_volumes, sizeof(*claims->names));
+  if (!claims->names)
+    return KC_ENOMEM;
+  claims->n = spec->n_volumes;
+  vols = json_array();
+  for (size_t i = 0; i < spec->n_volumes; i++) {
+    const Kiln__VolumeSpec *vs = spec->volumes[i];
+    char name[CTL_NAME_MAX];
+    if (vs->volume_claim_name && *vs->volume_claim_name) {
+      snprintf(name, sizeof(name), "%s", vs->volume_claim_name);
+      if (initiate && !pvc_exists(c->v, name)) {
+        char key[CTL_NAME_MAX + 16];
+        snprintf(key, sizeof(key), "volume-pvc-%s", name);
+        /* A claim this controller created earlier may simply not be in the cache yet. */
+        if (!json_object_get(st->controlled, key)) {
+          ctl__event(c->plan, CTL_EVENT_WARNING, "PVCError",
+                     "Failed to create PVC, err: pvc %s is not found, the job will be in the "
+                     "Pending state until the PVC is created",
+                     name);
+          snprintf(st->reason, sizeof(st->reason), "PVCError");
+          snprintf(st->message, sizeof(st->message), "pvc %s is not found", name);
+          c->blocked = true;
+        }
+      }
+    } else if (!initiate) {
+      continue;
+    } else {
+      char rnd[16];
+      int tries = 0;
+      do {
+        c->v->ops->rand_str(c->v->ops->ctx, rnd, 12);
+        snprintf(name, sizeof(name), "%s-pvc-%s", ctl__job_name(job), rnd);
+      } while (pvc_exists(c->v, name) && ++tries < 8);
+      json_t *pspec = NULL;
+      if (vs->volume_claim_json)
+        pspec = json_loads(vs->volume_claim_json, 0, NULL);
+      json_t *pvc = json_pack("{s:s, s:s, s:o, s:o}", "apiVersion", "v1", "kind",
+                              "PersistentVolumeClaim", "metadata", obj_meta(job, name), "spec",
+                              pspec ? pspec : json_object());
+      if ((rc = ctl__append(&c->plan->pvcs, pvc)))
+        goto out;
+      generated = true;
+    }
+    snprintf(claims->names[i], CTL_NAME_MAX, "%s", name);
+    char key[CTL_NAME_MAX + 16];
+    snprintf(key, sizeof(key), "volume-pvc-%s", name);
+    json_object_set_new(st->controlled, key, json_string(name));
+    json_t *vj = json_pack("{s:s, s:s}", "mountPath", vs->mount_path ? vs->mount_path : "",
+                           "volumeClaimName", name);
+    if (vs->volume_claim_json) {
+      json_t *cj = json_loads(vs->volume_claim_json, 0, NULL);
+      if (cj)
+        json_object_set_new(vj, "volumeClaim", cj);
+    }
+    json_array_append_new(vols, vj);
+  }
+  if (generated) {
+    /* The generated names go back into the spec so the next sync finds the same claims. */
+    if (!c->plan->job_patch)
+      c->plan->job_patch = json_object();
+    json_t *sp = json_object_get(c->plan->job_patch, "spec");
+    if (!sp) {
+      sp = json_object();
+      json_object_set_new(c->plan->job_patch, "spec", sp);
+    }
+    json_object_set(sp, "volumes", vols);
+  }
+out:
+  json_decref(vols);
+  return rc;
+}
+
+/* ---- PodGroup ---- */
+
+static int32_t priority_of(const ctl_job_view *v, const char *pc) {
+  for (size_t i = 0; pc && i < v->npriorities; i++)
+    if (v->priorities[i].name && strcmp(v->priorities[i].name, pc) == 0)
+      return v->priorities[i].value;
+  return 0;
+}
+
+/* One pod's request as the quota code counts it: the containers' requests summed, and each
+ * init container's cpu and memory on top when larger (init containers run alone). */
+static json_t *pod_request(const json_t *spec) {
+  Kiln__Resource sum = KILN__RESOURCE__INIT;
+  json_t *out = NULL;
+  size_t i;
+  json_t *ct;
+  json_array_foreach(json_object_get(spec, "containers"), i, ct) {
+    json_t *req = json_object_get(json_object_get(ct, "resources"), "requests");
+    if (req)
+      kc_resource_list_decode(req, &sum, NULL, 0);
+  }
+  json_array_foreach(json_object_get(spec, "initContainers"), i, ct) {
+    json_t *req = json_object_get(json_object_get(ct, "resources"), "requests");
+    Kiln__Resource one = KILN__RESOURCE__INIT;
+    if (req && kc_resource_list_decode(req, &one, NULL, 0) == 0) {
+      if (one.milli_cpu > sum.milli_cpu)
+        sum.milli_cpu = one.milli_cpu;
+      if (one.memory > sum.memory)
+        sum.memory = one.memory;
+    }
+    for (size_t k = 0; k < one.n_scalar; k++) {
+      free(one.scalar[k]->name);
+      free(one.scalar[k]);
+    }
+    free(one.scalar);
+  }
+  kc_resource_list_encode(&sum, &out);
+  for (size_t k = 0; k < sum.n_scalar; k++) {
+    free(sum.scalar[k]->name);
+    free(sum.scalar[k]);
+  }
+  free(sum.scalar);
+  return out;
+}
+
+typedef struct {
+  const Kiln__TaskSpec *t;
+  int32_t prio;
+  size_t order;
+} task_prio;
+
+static int cmp_task_prio(const void *a, const void *b) {
+  const task_prio *x = a, *y = b;
+  if (x->prio != y->prio)
+    return x->prio > y->prio ? -1 : 1;
+  return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* calcPGMinResources: tasks by the priority of their template's class, highest first. */
+static json_t *min_resources(const ctl_job_view *v) {
+  const Kiln__JobSpec *spec = v->job->spec;
+  size_t n = spec->n_tasks;
+  task_prio *tp = calloc(n ? n : 1, sizeof(*tp));
+  int32_t *take = calloc(n ? n : 1, sizeof(*take));
+  json_t **reqs = calloc(n ? n : 1, sizeof(*reqs));
+  Kiln__Resource total = KILN__RESOURCE__INIT;
+  json_t *out = NULL;
+  if (!tp || !take || !reqs)
+    goto done;
+  for (size_t i = 0; i < n; i++) {
+    const Kiln__TaskSpec *t = spec->tasks[i];
+    json_t *tmpl = t->template_json ? json_loads(t->template_json, 0, NULL) : NULL;
+    json_t *ps = json_object_get(tmpl, "spec");
+    tp[i].t = t;
+    tp[i].order = i;
+    tp[i].prio = priority_of(v, json_string_value(json_object_get(ps, "priorityClassName")));
+    reqs[i] = pod_request(ps);
+    json_decref(tmpl);
+  }
+  /* reqs follow the spec order; sort an index view instead of moving them. */
+  qsort(tp, n, sizeof(*tp), cmp_task_prio);
+  int32_t min_avail = ctl__job_min_available(v->job);
+  int32_t left;
+  if (min_avail < ctl__total_task_min_available(v->job)) {
+    left = min_avail;
+    for (size_t i = 0; i < n && left > 0; i++) {
+      int32_t k = tp[i].t->replicas < left ? tp[i].t->replicas : left;
+      take[tp[i].order] = k;
+      left -= k;
+    }
+  } else {
+    int32_t picked = 0;
+    for (size_t i = 0; i < n; i++) {
+      int32_t m = ctl__task_min_available(spec->tasks[i]);
+      take[i] = m < spec->tasks[i]->replicas ? m : spec->tasks[i]->replicas;
+      picked += take[i];
+    }
+    left = min_avail - picked;
+    for (size_t i = 0; i < n && left > 0; i++) {
+      size_t o = tp[i].order;
+      int32_t room = tp[i].t->replicas - take[o];
+      int32_t k = room < left ? room : left;
+      take[o] += k;
+      left -= k;
+    }
+  }
+  for (size_t i = 0; i < n; i++)
+    for (int32_t k = 0; k < take[i] && reqs[i]; k++)
+      kc_resource_list_decode(reqs[i], &total, NULL, 0);
+  kc_resource_list_encode(&total, &out);
+done:
+  for (size_t i = 0; reqs && i < n; i++)
+    json_decref(reqs[i]);
+  for (size_t k = 0; k < total.n_scalar; k++) {
+    free(total.scalar[k]->name);
+    free(total.scalar[k]);
+  }
+  free(total.scalar);
+  free(reqs);
+  free(take);
+  free(tp);
+  return out;
+}
+
+static json_t *string_map(Kiln__ObjectMeta__LabelsEntry **e, size_t n) {
+  json_t *o = json_object();
+  for (size_t i = 0; i < n; i++)
+    if (e[i]->key)
+      json_object_set_new(o, e[i]->key, json_string(e[i]->value ? e[i]->value : ""));
+  return o;
+}
+
+static json_t *build_podgroup(ctl_ctx *c) {
+  const Kiln__Job *job = c->v->job;
+  const Kiln__JobSpec *spec = job->spec;
+  json_t *meta = obj_meta(job, c->plan->podgroup_name);
+  if (job->metadata) {
+    json_object_set_new(meta, "labels",
+                        string_map(job->metadata->labels, job->metadata->n_labels));
+    json_object_set_new(
+        meta, "annotations",
+        string_map((Kiln__ObjectMeta__LabelsEntry **)job->metadata->annotations,
+                   job->metadata->n_annotations));
+  }
+  json_t *mtm = json_object();
+  for (size_t i = 0; i < spec->n_tasks; i++)
+    json_object_set_new(mtm, spec->tasks[i]->name ? spec->tasks[i]->name : "",
+                        json_integer(ctl__task_min_available(spec->tasks[i])));
+  json_t *ps = json_pack("{s:i, s:o, s:s}", "minMember", (int)ctl__job_min_available(job),
+                         "minTaskMember", mtm, "queue", ctl__queue(job));
+  if (spec->priority_class_name && *spec->priority_class_name)
+    json_object_set_new(ps, "priorityClassName", json_string(spec->priority_class_name));
+  json_t *mr = min_resources(c->v);
+  json_object_set_new(ps, "minResources", mr ? mr : json_object());
+  if (spec->network_topology) {
+    json_t *nt = json_object();
+    if (spec->network_topology->mode)
+      json_object_set_new(nt, "mode", json_string(spec->network_topology->mode));
+    if (spec->network_topology->has_highest_tier_allowed)
+      json_object_set_new(nt, "highestTierAllowed",
+                          json_integer(spec->network_topology->highest_tier_allowed));
+    if (spec->network_topology->highest_tier_name)
+      json_object_set_new(nt, "highestTierName",
+                          json_string(spec->network_topology->highest_tier_name));
+    json_object_set_new(ps, "networkTopology", nt);
+  }
+  return json_pack("{s:s, s:s, s:o, s:o}", "apiVersion", PG_API_VERSION, "kind", "PodGroup",
+                   "metadata", meta, "spec", ps);
+}
+
+/* Whether the live PodGroup already has the spec fields the controller syncs. */
+static bool podgroup_current(const Kiln__PodGroup *pg, const json_t *want) {
+  const Kiln__PodGroupSpec *s = pg->spec;
+  json_t *ws = json_object_get(want, "spec");
+  if (!s)
+    return false;
+  if (s->min_member != json_integer_value(json_object_get(ws, "minMember")))
+    return false;
+  const char *wpc = json_string_value(json_object_get(ws, "priorityClassName"));
+  const char *pc = s->priority_class_name ? s->priority_class_name : "";
+  if (strcmp(pc, wpc ? wpc : "") != 0)
+    return false;
+  json_t *mtm = json_object_get(ws, "minTaskMember");
+  if (json_object_size(mtm) != s->n_min_task_member)
+    return false;
+  for (size_t i = 0; i < s->n_min_task_member; i++) {
+    json_t *w = json_object_get(mtm, s->min_task_member[i]->key ? s->min_task_member[i]->key : "");
+    if (!w || json_integer_value(w) != s->min_task_member[i]->value)
+      return false;
+  }
+  json_t *have = NULL;
+  if (s->min_resources)
+    kc_resource_list_encode(s->min_resources, &have);
+  json_t *wr = json_object_get(ws, "minResources");
+  bool same = json_equal(have ? have : json_object_get(ws, "__none"), wr) ||
+              (!have && json_object_size(wr) == 0);
+  json_decref(have);
+  return same;
+}
+
+static int sync_podgroup(ctl_ctx *c) {
+  json_t *pg = build_podgroup(c);
+  if (!pg)
+    return KC_ENOMEM;
+  if (!c->v->podgroup) {
+    c->plan->podgroup = pg;
+    c->plan->podgroup_update = false;
+  } else if (!podgroup_current(c->v->podgroup, pg)) {
+    c->plan->podgroup = pg;
+    c->plan->podgroup_update = true;
+  } else {
+    json_decref(pg);
+  }
+  return 0;
+}
+
+/* Warning PodGroupPending for the newest true condition that is not Scheduled. */
+static void podgroup_event(ctl_ctx *c) {
+  const Kiln__PodGroup *pg = c->v->podgroup;
+  if (!pg || !pg->status)
+    return;
+  for (size_t i = pg->status->n_conditions; i-- > 0;) {
+    const Kiln__PodGroupCondition *cd = pg->status->conditions[i];
+    if (!cd->status || strcmp(cd->status, "True") != 0)
+      continue;
+    if (cd->type && strcmp(cd->type, "Scheduled") == 0)
+      return;
+    char type[64];
+    snprintf(type, sizeof(type), "%s", cd->type ? cd->type : "");
+    for (char *p = type; *p; p++)
+      if (*p >= 'A' && *p <= 'Z')
+        *p = (char)(*p - 'A' + 'a');
+    ctl__event(c->plan, CTL_EVENT_WARNING, "PodGroupPending", "PodGroup %s:%s %s, reason: %s",
+               ctl__job_ns(c->v->job), ctl__job_name(c->v->job), type,
+               cd->message ? cd->message : "");
+    return;
+  }
+}
+
+/* ---- pods (createJobPod) ---- */
+
+static json_t *obj_child(json_t *o, const char *key, bool array) {
+  json_t *v = json_object_get(o, key);
+  if (!v || (array ? !json_is_array(v) : !json_is_object(v))) {
+    v = array ? json_array() : json_object();
+    json_object_set_new(o, key, v);
+  }
+  return v;
+}
+
+static void set_if_absent(json_t *o, const char *key, const char *val) {
+  const char *cur = json_string_value(json_object_get(o, key));
+  if ((!cur || !*cur) && val && *val)
+    json_object_set_new(o, key, json_string(val));
+}
+
+static json_t *create_job_pod(ctl_ctx *c, const Kiln__TaskSpec *t, int index,
+                              const claim_names *claims) {
+  const Kiln__Job *job = c->v->job;
+  const char *jname = ctl__job_name(job);
+  const char *tname = t->name ? t->name : "";
+  char name[CTL_NAME_MAX * 2], buf[CTL_NAME_MAX * 2];
+  snprintf(name, sizeof(name), "%s-%s-%d", jname, tname, index);
+  json_t *tmpl = t->template_json ? json_loads(t->template_json, 0, NULL) : NULL;
+  json_t *tmeta = json_object_get(tmpl, "metadata");
+  json_t *spec = json_object_get(tmpl, "spec");
+  spec = spec ? json_deep_copy(spec) : json_object();
+  json_t *labels = json_deep_copy(json_object_get(tmeta, "labels"));
+  json_t *ann = json_deep_copy(json_object_get(tmeta, "annotations"));
+  json_decref(tmpl);
+  if (!labels)
+    labels = json_object();
+  if (!ann)
+    ann = json_object();
+  json_t *meta = obj_meta(job, name);
+  json_object_set_new(meta, "labels", labels);
+  json_object_set_new(meta, "annotations", ann);
+  json_t *pod =
+      json_pack("{s:s, s:s, s:o, s:o}", "apiVersion", "v1", "kind", "Pod", "metadata", meta,
+                "spec", spec);
+  if (!pod)
+    return NULL;
+  const Kiln__JobSpec *js = job->spec;
+  set_if_absent(spec, "schedulerName", js->scheduler_name);
+  set_if_absent(spec, "priorityClassName", js->priority_class_name);
+
+  /* Job volumes: one pod volume per claim, mounted into every container. */
+  for (size_t i = 0; i < claims->n; i++) {
+    if (!claims->names[i][0])
+      continue;
+    json_t *vols = obj_child(spec, "volumes", true);
+    const char *vname = NULL;
+    size_t k;
+    json_t *vol;
+    json_array_foreach(vols, k, vol) {
+      const char *cn = json_string_value(
+          json_object_get(json_object_get(vol, "persistentVolumeClaim"), "claimName"));
+      if (cn && strcmp(cn, claims->names[i]) == 0)
+        vname = json_string_value(json_object_get(vol, "name"));
+    }
+    if (!vname) {
+      char rnd[16];
+      c->v->ops->rand_str(c->v->ops->ctx, rnd, 12);
+      snprintf(buf, sizeof(buf), "%s-%s", jname, rnd);
+      json_array_append_new(vols, json_pack("{s:s, s:{s:s}}", "name", buf,
+                                            "persistentVolumeClaim", "claimName",
+                                            claims->names[i]));
+      vname = buf;
+    }
+    json_t *ct;
+    json_array_foreach(json_object_get(spec, "containers"), k, ct) {
+      json_array_append_new(obj_child(ct, "volumeMounts", true),
+                            json_pack("{s:s, s:s}", "name", vname, "mountPath",
+                                      js->volumes[i]->mount_path ? js->volumes[i]->mount_path
+                                                                 : ""));
+    }
+  }
+
+  char idx[16], ver[16], retry[16];
+  snprintf(idx, sizeof(idx), "%d", index);
+  snprintf(ver, sizeof(ver), "%d", (int)c->plan->status.version);
+  snprintf(retry, sizeof(retry), "%d", (int)c->plan->status.retry_count);
+  json_object_set_new(ann, CTL_KEY_TASK_SPEC, json_string(tname));
+  json_object_set_new(ann, CTL_KEY_GROUP_NAME, json_string(c->plan->podgroup_name));
+  json_object_set_new(ann, CTL_KEY_JOB_NAME, json_string(jname));
+  json_object_set_new(ann, CTL_KEY_QUEUE_NAME, json_string(ctl__queue(job)));
+  json_object_set_new(ann, CTL_KEY_JOB_VERSION, json_string(ver));
+  snprintf(buf, sizeof(buf), "%s-%s", jname, tname);
+  json_object_set_new(ann, CTL_KEY_TEMPLATE_UID, json_string(buf));
+  json_object_set_new(ann, CTL_KEY_TASK_INDEX, json_string(idx));
+  json_object_set_new(ann, CTL_KEY_RETRY_COUNT, json_string(retry));
+  if (t->topology_policy && *t->topology_policy)
+    json_object_set_new(ann, CTL_KEY_NUMA_POLICY, json_string(t->topology_policy));
+  static const char *const copied_ann[] = {"volcano.sh/preemptable", "volcano.sh/cooldown-time",
+                                           "volcano.sh/revocable-zone"};
+  const Kiln__ObjectMeta *jm = job->metadata;
+  for (size_t i = 0; jm && i < sizeof(copied_ann) / sizeof(copied_ann[0]); i++) {
+    const char *v = CTL_MAP_GET(jm->annotations, jm->n_annotations, copied_ann[i]);
+    if (v)
+      json_object_set_new(ann, copied_ann[i], json_string(v));
+  }
+  if (jm) {
+    const char *v = CTL_MAP_GET(jm->annotations, jm->n_annotations, "volcano.sh/jdb-min-available");
+    if (v)
+      json_object_set_new(ann, "volcano.sh/jdb-min-available", json_string(v));
+    else if ((v = CTL_MAP_GET(jm->annotations, jm->n_annotations,
+                              "volcano.sh/jdb-max-unavailable")))
+      json_object_set_new(ann, "volcano.sh/jdb-max-unavailable", json_string(v));
+  }
+
+  json_object_set_new(labels, CTL_KEY_TASK_INDEX, json_string(idx));
+  json_object_set_new(labels, CTL_KEY_JOB_NAME, json_string(jname));
+  json_object_set_new(labels, CTL_KEY_TASK_SPEC, json_string(tname));
+  json_object_set_new(labels, CTL_KEY_JOB_NAMESPACE, json_string(ctl__job_ns(job)));
+  json_object_set_new(labels, CTL_KEY_QUEUE_NAME, json_string(ctl__queue(job)));
+  static const char *const copied_labels[] = {"volcano.sh/preemptable", "volcano.sh/cooldown-time"};
+  for (size_t i = 0; jm && i < sizeof(copied_labels) / sizeof(copied_labels[0]); i++) {
+    const char *v = CTL_MAP_GET(jm->labels, jm->n_labels, copied_labels[i]);
+    if (v)
+      json_object_set_new(labels, copied_labels[i], json_string(v));
+  }
+  if (t->partition_policy && t->partition_policy->partition_size > 0) {
+    snprintf(buf, sizeof(buf), "%d", index / t->partition_policy->partition_size);
+    json_object_set_new(labels, "volcano.sh/partition-id", json_string(buf));
+  }
+  if (c->v->queue_extend_clusters) {
+    json_object_set_new(labels, CTL_KEY_FORWARDING, json_string("true"));
+    json_object_set_new(ann, CTL_KEY_FORWARDING, json_string("true"));
+  }
+  if (ctl__plugins_pod_create(c, pod, t, index) != 0) {
+    json_decref(pod);
+    return NULL;
+  }
+  return pod;
+}
+
+static const ctl_pod *find_pod(const ctl_job_view *v, const char *name) {
+  for (size_t i = 0; i < v->npods; i++)
+    if (strcmp(v->pods[i].name, name) == 0)
+      return &v->pods[i];
+  return NULL;
+}
+
+static const Kiln__TaskSpec *find_task(const Kiln__Job *job, const char *name) {
+  for (size_t i = 0; i < job->spec->n_tasks; i++)
+    if (job->spec->tasks[i]->name && strcmp(job->spec->tasks[i]->name, name) == 0)
+      return job->spec->tasks[i];
+  return NULL;
+}
+
+/* A dependency is ready when minAvailable of its pods run with every container ready, or
+ * have succeeded. */
+static bool task_ready(const ctl_job_view *v, const Kiln__TaskSpec *dep) {
+  int32_t ready = 0;
+  for (size_t i = 0; i < v->npods; i++) {
+    const ctl_pod *p = &v->pods[i];
+    if (strcmp(p->task, dep->name ? dep->name : "") != 0 || p->deletion_ts)
+      continue;
+    if ((p->phase == CTL_POD_RUNNING && p->ready) || p->phase == CTL_POD_SUCCEEDED)
+      ready++;
+  }
+  return ready >= ctl__task_min_available(dep);
+}
+
+static bool depends_ready(const ctl_job_view *v, const Kiln__TaskSpec *t) {
+  if (!t->depends_on || !t->depends_on->n_name)
+    return true;
+  bool any = t->depends_on->iteration && strcmp(t->depends_on->iteration, "any") == 0;
+  for (size_t i = 0; i < t->depends_on->n_name; i++) {
+    const Kiln__TaskSpec *dep = find_task(v->job, t->depends_on->name[i]);
+    bool ok = dep && task_ready(v, dep);
+    if (any && ok)
+      return true;
+    if (!any && !ok)
+      return false;
+  }
+  return !any;
+}
+
+static bool pg_admitted(const Kiln__PodGroup *pg) {
+  const char *ph = pg && pg->status ? pg->status->phase : NULL;
+  return ph && *ph && strcmp(ph, "Pending") != 0;
+}
+
+static int sync_pods(ctl_ctx *c, const claim_names *claims) {
+  const ctl_job_view *v = c->v;
+  const Kiln__JobSpec *spec = v->job->spec;
+  ctl_status *st = &c->plan->status;
+  char name[CTL_NAME_MAX * 2];
+  int rc = 0;
+  bool *seen = calloc(v->npods ? v->npods : 1, sizeof(*seen));
+  if (!seen)
+    return KC_ENOMEM;
+  for (size_t ti = 0; ti < spec->n_tasks; ti++) {
+    const Kiln__TaskSpec *t = spec->tasks[ti];
+    const char *tname = t->name ? t->name : "";
+    bool can_create = depends_ready(v, t);
+    for (int32_t i = 0; i < t->replicas; i++) {
+      snprintf(name, sizeof(name), "%s-%s-%d", ctl__job_name(v->job), tname, (int)i);
+      const ctl_pod *p = find_pod(v, name);
+      if (!p) {
+        if (!can_create) {
+          c->plan->requeue_after = 5; /* dependency pods will also requeue on update */
+          continue;
+        }
+        json_t *pod = create_job_pod(c, t, (int)i, claims);
+        if (!pod || (rc = ctl__append(&c->plan->pods_create, pod))) {
+          rc = rc ? rc : KC_ENOMEM;
+          goto out;
+        }
+        ctl_pod fresh = {.phase = CTL_POD_PENDING};
+        snprintf(fresh.task, sizeof(fresh.task), "%s", tname);
+        ctl__count_pod(st, &fresh);
+        continue;
+      }
+      seen[p - v->pods] = true;
+      if (p->deletion_ts) {
+        st->terminating++;
+        continue;
+      }
+      if (p->out_of_sync) {
+        if ((rc = ctl__delete_pod(c->plan, p->name, "OutOfSync")))
+          goto out;
+        st->terminating++;
+        continue;
+      }
+      ctl__count_pod(st, p);
+    }
+    /* Pods of this task beyond replicas (scale down) or with a foreign name. */
+    for (size_t k = 0; k < v->npods; k++) {
+      const ctl_pod *p = &v->pods[k];
+      if (seen[k] || strcmp(p->task, tname) != 0)
+        continue;
+      seen[k] = true;
+      if (p->deletion_ts) {
+        st->terminating++;
+        continue;
+      }
+      if ((rc = ctl__delete_pod(c->plan, p->name, "ScaleDown")))
+        goto out;
+      st->terminating++;
+    }
+  }
+out:
+  free(seen);
+  return rc;
+}
+
+int ctl__sync_job(ctl_ctx *c, ctl_update_fn fn) {
+  const ctl_job_view *v = c->v;
+  const Kiln__Job *job = v->job;
+  ctl_status *st = &c->plan->status;
+  claim_names claims = {0};
+  int rc = 0;
+  if (job->metadata && job->metadata->deletion_timestamp)
+    return 0;
+  const char *phase = job->status && job->status->state ? job->status->state->phase : NULL;
+  bool fresh = !phase || !*phase;
+  if (fresh) {
+    /* initJobStatus */
+    ctl__set_phase(c, st, CTL_PHASE_PENDING);
+    st->last_transition = v->now;
+    st->min_available = ctl__job_min_available(job);
+    ctl__append_condition(st, CTL_PHASE_PENDING, v->now);
+    c->initiated = true;
+  }
+  /* The checks the API server cannot make: the queue must exist (and, for a job that has
+   * not started, be open). */
+  const char *qs = v->queue_state && *v->queue_state ? v->queue_state : "Open";
+  bool not_started = st->phase == CTL_PHASE_PENDING && st->running + st->succeeded == 0;
+  if (!v->queue_exists || (not_started && strcmp(qs, "Open") != 0)) {
+    const char *reason = v->queue_exists ? "QueueNotOpen" : "QueueNotFound";
+    if (v->queue_exists)
+      snprintf(st->message, sizeof(st->message),
+               "queue %s is %s, not Open; the job stays Pending until it opens", ctl__queue(job),
+               qs);
+    else
+      snprintf(st->message, sizeof(st->message),
+               "queue %s is not found; the job stays Pending until it is created",
+               ctl__queue(job));
+    snprintf(st->reason, sizeof(st->reason), "%s", reason);
+    ctl__event(c->plan, CTL_EVENT_WARNING, reason, "%s", st->message);
+    c->plan->requeue_after = 30;
+    return 0;
+  }
+  if (v->queue_extend_clusters && job->metadata &&
+      !CTL_MAP_GET(job->metadata->annotations, job->metadata->n_annotations, CTL_KEY_FORWARDING)) {
+    if (!c->plan->job_patch)
+      c->plan->job_patch = json_object();
+    json_object_set_new(c->plan->job_patch, "metadata",
+                        json_pack("{s:{s:s}}", "annotations", CTL_KEY_FORWARDING, "true"));
+  }
+  /* A reason left by an earlier blocked sync no longer applies. */
+  if (!strncmp(st->reason, "Queue", 5) || !strcmp(st->reason, "PluginError") ||
+      !strcmp(st->reason, "PVCError")) {
+    st->reason[0] = '\0';
+    st->message[0] = '\0';
+  }
+
+  if (st->phase == CTL_PHASE_PENDING) {
+    char err[256] = "";
+    rc = ctl__plugins_job_add(c, err, sizeof(err));
+    if (rc == KC_ENOENT) {
+      ctl__event(c->plan, CTL_EVENT_WARNING, "PluginError",
+                 "Execute plugin when job add failed, err: %s", err);
+      snprintf(st->reason, sizeof(st->reason), "PluginError");
+      snprintf(st->message, sizeof(st->message), "%s", err);
+      return 0;
+    }
+    if (rc)
+      return rc;
+    if ((rc = job_io(c, &claims, true)))
+      goto out;
+    if (c->blocked)
+      goto out;
+  } else {
+    if ((rc = ctl__plugins_job_update(c)))
+      return rc;
+    /* Pods need the claim names; they are in the spec once the job has started. */
+    if ((rc = job_io(c, &claims, false)))
+      goto out;
+  }
+  if ((rc = sync_podgroup(c)))
+    goto out;
+
+  ctl__reset_counts(st);
+  if (!pg_admitted(v->podgroup)) {
+    /* Until the scheduler admits the gang (Inqueue) no pod is created. */
+    for (size_t i = 0; i < v->npods; i++) {
+      if (v->pods[i].deletion_ts)
+        st->terminating++;
+      else
+        ctl__count_pod(st, &v->pods[i]);
+    }
+    podgroup_event(c);
+  } else if ((rc = sync_pods(c, &claims))) {
+    goto out;
+  }
+  st->min_available = ctl__job_min_available(job);
+  ctl__apply_fn(c, st, fn);
+out:
+  free(claims.names);
+  return rc;
+}
+
+/* ---- entry point ---- */
+
+static uint32_t bit(ctl_event e) {
+  return 1u << e;
+}
+
+int ctl_job_sync(const ctl_job_view *view, const ctl_request *req, ctl_plan *plan) {
+  if (!view || !view->job || !view->job->spec || !req || !plan)
+    return KC_EINVAL;
+  const Kiln__Job *job = view->job;
+  ctl_request r = *req;
+  ctl_ctx c = {.v = view, .req = &r, .plan = plan};
+  int rc = ctl_status_from_pb(&plan->status, job->status);
+  if (rc)
+    return rc;
+  json_t *before = ctl_status_to_json(&plan->status);
+  plan->old_phase = plan->status.phase;
+  snprintf(plan->podgroup_name, sizeof(plan->podgroup_name), "%s-%s", ctl__job_name(job),
+           ctl__job_uid(job));
+  if (job->metadata && job->metadata->deletion_timestamp)
+    goto done;
+
+  /* A Command is deleted before its action runs, so it runs at most once. */
+  if (view->ncommands) {
+    const Kiln__Command *cmd = view->commands[0];
+    const char *cname = cmd->metadata && cmd->metadata->name ? cmd->metadata->name : "";
+    char(*cd)[CTL_NAME_MAX] =
+        realloc(plan->commands_delete, (plan->ncommands_delete + 1) * sizeof(*cd));
+    if (!cd) {
+      rc = KC_ENOMEM;
+      goto done;
+    }
+    plan->commands_delete = cd;
+    snprintf(cd[plan->ncommands_delete++], CTL_NAME_MAX, "%s", cname);
+    ctl__event(plan, CTL_EVENT_NORMAL, "CommandIssued",
+               "Start to execute command %s, and clean it up to make sure executed not more "
+               "than once.",
+               cmd->action ? cmd->action : "");
+    r.action = ctl_action_parse(cmd->action);
+    r.event = CTL_EV_COMMAND_ISSUED;
+    if (r.action == CTL_ACT_NONE)
+      r.action = CTL_ACT_SYNC_JOB;
+    if (view->ncommands > 1)
+      plan->requeue_after = 1;
+  }
+
+  /* Delayed actions armed for this pod stop making sense once it moved on. */
+  if (r.pod && *r.pod && r.event != CTL_EV_POD_PENDING && r.event != CTL_EV_NONE &&
+      r.event != CTL_EV_OUT_OF_SYNC && r.event != CTL_EV_COMMAND_ISSUED && !r.delayed) {
+    if ((rc = ctl__cancel(plan, CTL_SCOPE_POD, r.pod, bit(CTL_EV_POD_PENDING))))
+      goto done;
+    if (r.event == CTL_EV_POD_RUNNING &&
+        (rc = ctl__cancel(plan, CTL_SCOPE_POD, r.pod,
+                          bit(CTL_EV_POD_FAILED) | bit(CTL_EV_POD_EVICTED))))
+      goto done;
+  }
+
+  ctl_action action;
+  int64_t delay;
+  ctl__apply_policies(job, &r, &action, &delay);
+  if (delay > 0 && !r.delayed) {
+    char d[32];
+    ctl_duration_format(delay, d, sizeof(d));
+    plan->has_delayed = true;
+    plan->delayed.at = view->now + delay;
+    plan->delayed.action = action;
+    plan->delayed.event = r.event;
+    snprintf(plan->delayed.task, sizeof(plan->delayed.task), "%s", r.task ? r.task : "");
+    snprintf(plan->delayed.pod, sizeof(plan->delayed.pod), "%s", r.pod ? r.pod : "");
+    ctl__event(plan, CTL_EVENT_NORMAL, "ExecuteAction", "Execute action %s after %s",
+               ctl_action_name(action), d);
+    plan->action = CTL_ACT_NONE;
+    goto done;
+  }
+  if (action != CTL_ACT_SYNC_JOB)
+    ctl__event(plan, CTL_EVENT_NORMAL, "ExecuteAction", "Start to execute action %s ",
+               ctl_action_name(action));
+  c.action = action;
+  plan->action = action;
+  rc = ctl__state_execute(&c, plan->status.phase, action, &ctl__real_ops);
+  if (rc)
+    goto done;
+  if (action != CTL_ACT_SYNC_JOB && action != CTL_ACT_ENQUEUE_JOB) {
+    /* Other delayed actions of the same scope are now moot. */
+    if (action == CTL_ACT_RESTART_TASK)
+      rc = ctl__cancel(plan, CTL_SCOPE_TASK, r.task ? r.task : "", 0);
+    else if (action == CTL_ACT_RESTART_POD)
+      rc = ctl__cancel(plan, CTL_SCOPE_POD, r.pod ? r.pod : "", 0);
+    else
+      rc = ctl__cancel(plan, CTL_SCOPE_JOB, "", 0);
+    if (rc)
+      goto done;
+  }
+
+  /* ttlSecondsAfterFinished (Volcano's garbage collector). */
+  ctl_phase ph = plan->status.phase;
+  if ((ph == CTL_PHASE_COMPLETED || ph == CTL_PHASE_TERMINATED || ph == CTL_PHASE_FAILED) &&
+      job->spec->has_ttl_seconds_after_finished) {
+    int64_t fin = plan->status.last_transition ? plan->status.last_transition : view->now;
+    int64_t due = fin + job->spec->ttl_seconds_after_finished;
+    if (view->now >= due)
+      plan->delete_job = true;
+    else if (!plan->requeue_after || due - view->now < plan->requeue_after)
+      plan->requeue_after = due - view->now;
+  }
+done:;
+  json_t *after = ctl_status_to_json(&plan->status);
+  plan->status_changed = !json_equal(before, after);
+  json_decref(before);
+  json_decref(after);
+  return rc;
+}

@@ -1,0 +1,543 @@
+/* Names, the pod view, the status value and plan helpers of the controller core. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ctl_int.h"
+#include "kc_codec.h"
+#include "kc_error.h"
+
+static const char *const phase_names[CTL_PHASE_COUNT] = {
+    "Pending",    "Aborting",  "Aborted",     "Running",    "Restarting",
+    "Completing", "Completed", "Terminating", "Terminated", "Failed",
+};
+
+static const char *const action_names[CTL_ACT_COUNT] = {
+    "",           "SyncJob",     "EnqueueJob",   "AbortJob",    "RestartJob",
+    "RestartTask", "RestartPod", "TerminateJob", "CompleteJob", "ResumeJob",
+};
+
+static const char *const event_names[CTL_EV_COUNT] = {
+    "",        "*",           "PodFailed",     "PodEvicted", "PodPending",  "PodRunning",
+    "Unknown", "TaskCompleted", "TaskFailed", "JobUpdated", "OutOfSync", "CommandIssued",
+};
+
+static const char *const pod_phase_names[CTL_POD_PHASE_COUNT] = {
+    "Pending", "Running", "Succeeded", "Failed", "Unknown",
+};
+
+const char *ctl_phase_name(ctl_phase p) {
+  return (unsigned)p < CTL_PHASE_COUNT ? phase_names[p] : "Pending";
+}
+
+ctl_phase ctl_phase_parse(const char *s) {
+  for (int i = 0; s && i < CTL_PHASE_COUNT; i++)
+    if (strcmp(s, phase_names[i]) == 0)
+      return (ctl_phase)i;
+  return CTL_PHASE_PENDING;
+}
+
+const char *ctl_action_name(ctl_action a) {
+  return (unsigned)a < CTL_ACT_COUNT ? action_names[a] : "";
+}
+
+ctl_action ctl_action_parse(const char *s) {
+  for (int i = 1; s && i < CTL_ACT_COUNT; i++)
+    if (strcmp(s, action_names[i]) == 0)
+      return (ctl_action)i;
+  return CTL_ACT_NONE;
+}
+
+const char *ctl_event_name(ctl_event e) {
+  return (unsigned)e < CTL_EV_COUNT ? event_names[e] : "";
+}
+
+ctl_event ctl_event_parse(const char *s) {
+  for (int i = 1; s && i < CTL_EV_COUNT; i++)
+    if (strcmp(s, event_names[i]) == 0)
+      return (ctl_event)i;
+  return CTL_EV_NONE;
+}
+
+const char *ctl_pod_phase_name(ctl_pod_phase p) {
+  return (unsigned)p < CTL_POD_PHASE_COUNT ? pod_phase_names[p] : "Unknown";
+}
+
+static void copy_str(char *dst, size_t len, const char *src) {
+  if (!src)
+    src = "";
+  size_t n = strlen(src);
+  if (n >= len)
+    n = len - 1;
+  memcpy(dst, src, n);
+  dst[n] = '\0';
+}
+
+static bool parse_int(const char *s, long *out) {
+  if (!s || !*s)
+    return false;
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || *end)
+    return false;
+  *out = v;
+  return true;
+}
+
+static int64_t json_time(const json_t *o, const char *key) {
+  int64_t t = 0;
+  const char *s = json_string_value(json_object_get(o, key));
+  if (s && kc_time_parse(s, &t) != 0)
+    t = 0;
+  return t;
+}
+
+int ctl_pod_from_json(const json_t *pod, ctl_pod *out) {
+  if (!json_is_object(pod))
+    return KC_EINVAL;
+  memset(out, 0, sizeof(*out));
+  out->index = -1;
+  out->version = -1;
+  json_t *meta = json_object_get(pod, "metadata");
+  json_t *ann = json_object_get(meta, "annotations");
+  json_t *labels = json_object_get(meta, "labels");
+  const char *name = json_string_value(json_object_get(meta, "name"));
+  if (!name)
+    return KC_EINVAL;
+  copy_str(out->name, sizeof(out->name), name);
+  copy_str(out->uid, sizeof(out->uid), json_string_value(json_object_get(meta, "uid")));
+  const char *task = json_string_value(json_object_get(ann, CTL_KEY_TASK_SPEC));
+  if (!task)
+    task = json_string_value(json_object_get(labels, CTL_KEY_TASK_SPEC));
+  copy_str(out->task, sizeof(out->task), task);
+  long v;
+  const char *idx = json_string_value(json_object_get(ann, CTL_KEY_TASK_INDEX));
+  if (!idx)
+    idx = json_string_value(json_object_get(labels, CTL_KEY_TASK_INDEX));
+  if (parse_int(idx, &v) && v >= 0 && v <= INT32_MAX) {
+    out->index = (int)v;
+  } else {
+    /* Pods made before the index annotation existed: the suffix of <job>-<task>-<i>. */
+    const char *dash = strrchr(name, '-');
+    if (dash && parse_int(dash + 1, &v) && v >= 0 && v <= INT32_MAX)
+      out->index = (int)v;
+  }
+  if (parse_int(json_string_value(json_object_get(ann, CTL_KEY_JOB_VERSION)), &v))
+    out->version = (int)v;
+  const char *oos = json_string_value(json_object_get(ann, CTL_KEY_OUT_OF_SYNC));
+  out->out_of_sync = oos != NULL;
+  out->creation_ts = json_time(meta, "creationTimestamp");
+  out->deletion_ts = json_time(meta, "deletionTimestamp");
+
+  json_t *status = json_object_get(pod, "status");
+  const char *phase = json_string_value(json_object_get(status, "phase"));
+  out->phase = CTL_POD_PENDING;
+  for (int i = 0; phase && i < CTL_POD_PHASE_COUNT; i++)
+    if (strcmp(phase, pod_phase_names[i]) == 0)
+      out->phase = (ctl_pod_phase)i;
+  json_t *cs = json_object_get(status, "containerStatuses");
+  size_t i;
+  json_t *c;
+  out->ready = json_array_size(cs) > 0;
+  json_array_foreach(cs, i, c) {
+    json_int_t rc = json_integer_value(json_object_get(c, "restartCount"));
+    if (rc > 0 && rc < INT32_MAX - out->restarts)
+      out->restarts += (int)rc;
+    if (!json_is_true(json_object_get(c, "ready")))
+      out->ready = false;
+    if (i == 0) {
+      json_t *term = json_object_get(json_object_get(c, "state"), "terminated");
+      json_t *code = json_object_get(term, "exitCode");
+      if (json_is_integer(code)) {
+        out->has_exit_code = true;
+        out->exit_code = (int)json_integer_value(code);
+      }
+    }
+  }
+  return 0;
+}
+
+/* ---- durations and times ---- */
+
+void ctl_duration_format(int64_t secs, char *buf, size_t len) {
+  if (secs <= 0) {
+    snprintf(buf, len, "0s");
+    return;
+  }
+  int64_t h = secs / 3600, m = secs / 60 % 60, s = secs % 60;
+  if (h)
+    snprintf(buf, len, "%" PRId64 "h%" PRId64 "m%" PRId64 "s", h, m, s);
+  else if (m)
+    snprintf(buf, len, "%" PRId64 "m%" PRId64 "s", m, s);
+  else
+    snprintf(buf, len, "%" PRId64 "s", s);
+}
+
+int ctl_duration_parse(const char *s, int64_t *secs) {
+  if (!s || !*s)
+    return KC_EPARSE;
+  double total = 0;
+  const char *p = s;
+  if (strcmp(s, "0") == 0) {
+    *secs = 0;
+    return 0;
+  }
+  while (*p) {
+    char *end;
+    errno = 0;
+    double v = strtod(p, &end);
+    if (end == p || errno || v < 0)
+      return KC_EPARSE;
+    p = end;
+    double unit;
+    if (strncmp(p, "ns", 2) == 0)
+      unit = 1e-9, p += 2;
+    else if (strncmp(p, "us", 2) == 0)
+      unit = 1e-6, p += 2;
+    else if (strncmp(p, "ms", 2) == 0)
+      unit = 1e-3, p += 2;
+    else if (*p == 's')
+      unit = 1, p++;
+    else if (*p == 'm')
+      unit = 60, p++;
+    else if (*p == 'h')
+      unit = 3600, p++;
+    else
+      return KC_EPARSE;
+    total += v * unit;
+  }
+  if (total > 1e15)
+    return KC_EPARSE;
+  *secs = (int64_t)total;
+  return 0;
+}
+
+void ctl__time_format(int64_t t, char *buf, size_t len) {
+  time_t tt = (time_t)t;
+  struct tm tm;
+  if (!gmtime_r(&tt, &tm) || strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+    copy_str(buf, len, "1970-01-01T00:00:00Z");
+}
+
+/* ---- status ---- */
+
+void ctl_status_init(ctl_status *st) {
+  memset(st, 0, sizeof(*st));
+}
+
+void ctl_status_close(ctl_status *st) {
+  free(st->tasks);
+  free(st->conds);
+  json_decref(st->controlled);
+  memset(st, 0, sizeof(*st));
+}
+
+ctl_task_count *ctl_status_task(ctl_status *st, const char *task) {
+  for (size_t i = 0; i < st->ntasks; i++)
+    if (strcmp(st->tasks[i].name, task) == 0)
+      return &st->tasks[i];
+  ctl_task_count *n = realloc(st->tasks, (st->ntasks + 1) * sizeof(*n));
+  if (!n)
+    return NULL;
+  st->tasks = n;
+  ctl_task_count *t = &n[st->ntasks++];
+  memset(t, 0, sizeof(*t));
+  copy_str(t->name, sizeof(t->name), task);
+  return t;
+}
+
+void ctl__append_condition(ctl_status *st, ctl_phase phase, int64_t t) {
+  /* One entry per phase: a repeated phase moves to the end with the new time. */
+  size_t j = 0;
+  for (size_t i = 0; i < st->nconds; i++)
+    if (st->conds[i].phase != phase)
+      st->conds[j++] = st->conds[i];
+  st->nconds = j;
+  ctl_condition *n = realloc(st->conds, (st->nconds + 1) * sizeof(*n));
+  if (!n)
+    return; /* the condition list is advisory; the phase itself is already set */
+  st->conds = n;
+  n[st->nconds].phase = phase;
+  n[st->nconds].time = t;
+  st->nconds++;
+}
+
+int ctl_status_from_pb(ctl_status *st, const Kiln__JobStatus *pb) {
+  ctl_status_init(st);
+  st->controlled = json_object();
+  if (!st->controlled)
+    return KC_ENOMEM;
+  if (!pb)
+    return 0;
+  if (pb->state) {
+    st->phase = ctl_phase_parse(pb->state->phase);
+    copy_str(st->reason, sizeof(st->reason), pb->state->reason);
+    copy_str(st->message, sizeof(st->message), pb->state->message);
+    if (pb->state->last_transition_time)
+      kc_time_parse(pb->state->last_transition_time, &st->last_transition);
+  }
+  st->pending = pb->pending;
+  st->running = pb->running;
+  st->succeeded = pb->succeeded;
+  st->failed = pb->failed;
+  st->terminating = pb->terminating;
+  st->unknown = pb->unknown;
+  st->min_available = pb->min_available;
+  st->version = pb->version;
+  st->retry_count = pb->retry_count;
+  if (pb->running_duration && ctl_duration_parse(pb->running_duration, &st->running_duration) == 0)
+    st->has_running_duration = true;
+  for (size_t i = 0; i < pb->n_task_status_count; i++) {
+    Kiln__JobStatus__TaskStatusCountEntry *e = pb->task_status_count[i];
+    ctl_task_count *t = ctl_status_task(st, e->key ? e->key : "");
+    if (!t)
+      goto nomem;
+    for (size_t k = 0; e->value && k < e->value->n_phase; k++)
+      for (int p = 0; p < CTL_POD_PHASE_COUNT; p++)
+        if (e->value->phase[k]->key && strcmp(e->value->phase[k]->key, pod_phase_names[p]) == 0)
+          t->count[p] = e->value->phase[k]->value;
+  }
+  for (size_t i = 0; i < pb->n_conditions; i++) {
+    int64_t t = 0;
+    if (pb->conditions[i]->last_transition_time)
+      kc_time_parse(pb->conditions[i]->last_transition_time, &t);
+    ctl_condition *n = realloc(st->conds, (st->nconds + 1) * sizeof(*n));
+    if (!n)
+      goto nomem;
+    st->conds = n;
+    n[st->nconds].phase = ctl_phase_parse(pb->conditions[i]->status);
+    n[st->nconds++].time = t;
+  }
+  for (size_t i = 0; i < pb->n_controlled_resources; i++) {
+    Kiln__JobStatus__ControlledResourcesEntry *e = pb->controlled_resources[i];
+    if (e->key && json_object_set_new(st->controlled, e->key, json_string(e->value ? e->value : "")))
+      goto nomem;
+  }
+  return 0;
+nomem:
+  ctl_status_close(st);
+  return KC_ENOMEM;
+}
+
+int ctl__status_copy(ctl_status *dst, const ctl_status *src) {
+  *dst = *src;
+  dst->tasks = NULL;
+  dst->conds = NULL;
+  dst->controlled = json_deep_copy(src->controlled ? src->controlled : json_object());
+  if (src->ntasks) {
+    dst->tasks = malloc(src->ntasks * sizeof(*dst->tasks));
+    if (dst->tasks)
+      memcpy(dst->tasks, src->tasks, src->ntasks * sizeof(*dst->tasks));
+  }
+  if (src->nconds) {
+    dst->conds = malloc(src->nconds * sizeof(*dst->conds));
+    if (dst->conds)
+      memcpy(dst->conds, src->conds, src->nconds * sizeof(*dst->conds));
+  }
+  if (!dst->controlled || (src->ntasks && !dst->tasks) || (src->nconds && !dst->conds)) {
+    ctl_status_close(dst);
+    return KC_ENOMEM;
+  }
+  return 0;
+}
+
+json_t *ctl_status_to_json(const ctl_status *st) {
+  char tbuf[40];
+  json_t *o = json_object();
+  json_t *state = json_object();
+  json_object_set_new(o, "state", state);
+  json_object_set_new(state, "phase", json_string(ctl_phase_name(st->phase)));
+  if (st->reason[0])
+    json_object_set_new(state, "reason", json_string(st->reason));
+  if (st->message[0])
+    json_object_set_new(state, "message", json_string(st->message));
+  if (st->last_transition) {
+    ctl__time_format(st->last_transition, tbuf, sizeof(tbuf));
+    json_object_set_new(state, "lastTransitionTime", json_string(tbuf));
+  }
+  json_object_set_new(o, "minAvailable", json_integer(st->min_available));
+  json_object_set_new(o, "pending", json_integer(st->pending));
+  json_object_set_new(o, "running", json_integer(st->running));
+  json_object_set_new(o, "succeeded", json_integer(st->succeeded));
+  json_object_set_new(o, "failed", json_integer(st->failed));
+  json_object_set_new(o, "terminating", json_integer(st->terminating));
+  json_object_set_new(o, "unknown", json_integer(st->unknown));
+  json_object_set_new(o, "version", json_integer(st->version));
+  json_object_set_new(o, "retryCount", json_integer(st->retry_count));
+  if (st->has_running_duration) {
+    ctl_duration_format(st->running_duration, tbuf, sizeof(tbuf));
+    json_object_set_new(o, "runningDuration", json_string(tbuf));
+  }
+  if (st->ntasks) {
+    json_t *tsc = json_object();
+    for (size_t i = 0; i < st->ntasks; i++) {
+      json_t *ph = json_object();
+      for (int p = 0; p < CTL_POD_PHASE_COUNT; p++)
+        if (st->tasks[i].count[p])
+          json_object_set_new(ph, pod_phase_names[p], json_integer(st->tasks[i].count[p]));
+      json_t *t = json_object();
+      json_object_set_new(t, "phase", ph);
+      json_object_set_new(tsc, st->tasks[i].name, t);
+    }
+    json_object_set_new(o, "taskStatusCount", tsc);
+  }
+  if (st->controlled && json_object_size(st->controlled))
+    json_object_set(o, "controlledResources", st->controlled);
+  if (st->nconds) {
+    json_t *a = json_array();
+    for (size_t i = 0; i < st->nconds; i++) {
+      json_t *c = json_object();
+      json_object_set_new(c, "status", json_string(ctl_phase_name(st->conds[i].phase)));
+      ctl__time_format(st->conds[i].time, tbuf, sizeof(tbuf));
+      json_object_set_new(c, "lastTransitionTime", json_string(tbuf));
+      json_array_append_new(a, c);
+    }
+    json_object_set_new(o, "conditions", a);
+  }
+  return o;
+}
+
+/* ---- plan ---- */
+
+void ctl_plan_init(ctl_plan *p) {
+  memset(p, 0, sizeof(*p));
+}
+
+void ctl_plan_close(ctl_plan *p) {
+  ctl_status_close(&p->status);
+  json_decref(p->job_patch);
+  json_decref(p->podgroup);
+  json_decref(p->pvcs);
+  json_decref(p->objects_create);
+  json_decref(p->objects_update);
+  json_decref(p->objects_delete);
+  json_decref(p->pods_create);
+  free(p->pods_delete);
+  for (size_t i = 0; i < p->nevents; i++)
+    free(p->events[i].message);
+  free(p->events);
+  free(p->commands_delete);
+  free(p->cancels);
+  memset(p, 0, sizeof(*p));
+}
+
+int ctl__event(ctl_plan *p, ctl_event_type type, const char *reason, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (n < 0)
+    return KC_EINVAL;
+  char *msg = malloc((size_t)n + 1);
+  if (!msg)
+    return KC_ENOMEM;
+  va_start(ap, fmt);
+  vsnprintf(msg, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  ctl_k8s_event *e = realloc(p->events, (p->nevents + 1) * sizeof(*e));
+  if (!e) {
+    free(msg);
+    return KC_ENOMEM;
+  }
+  p->events = e;
+  e[p->nevents].type = type;
+  copy_str(e[p->nevents].reason, sizeof(e[p->nevents].reason), reason);
+  e[p->nevents].message = msg;
+  p->nevents++;
+  return 0;
+}
+
+int ctl__delete_pod(ctl_plan *p, const char *name, const char *reason) {
+  for (size_t i = 0; i < p->npods_delete; i++)
+    if (strcmp(p->pods_delete[i].name, name) == 0)
+      return 0;
+  ctl_pod_delete *d = realloc(p->pods_delete, (p->npods_delete + 1) * sizeof(*d));
+  if (!d)
+    return KC_ENOMEM;
+  p->pods_delete = d;
+  copy_str(d[p->npods_delete].name, sizeof(d->name), name);
+  copy_str(d[p->npods_delete].reason, sizeof(d->reason), reason);
+  p->npods_delete++;
+  return 0;
+}
+
+int ctl__cancel(ctl_plan *p, ctl_scope scope, const char *name, uint32_t events) {
+  ctl_cancel *c = realloc(p->cancels, (p->ncancels + 1) * sizeof(*c));
+  if (!c)
+    return KC_ENOMEM;
+  p->cancels = c;
+  c[p->ncancels].scope = scope;
+  copy_str(c[p->ncancels].name, sizeof(c->name), name);
+  c[p->ncancels].events = events;
+  p->ncancels++;
+  return 0;
+}
+
+int ctl__append(json_t **arr, json_t *obj) {
+  if (!obj)
+    return KC_ENOMEM;
+  if (!*arr && !(*arr = json_array())) {
+    json_decref(obj);
+    return KC_ENOMEM;
+  }
+  return json_array_append_new(*arr, obj) ? KC_ENOMEM : 0;
+}
+
+/* ---- spec helpers ---- */
+
+int32_t ctl__total_replicas(const Kiln__Job *job) {
+  int32_t n = 0;
+  for (size_t i = 0; job->spec && i < job->spec->n_tasks; i++)
+    n += job->spec->tasks[i]->replicas;
+  return n;
+}
+
+int32_t ctl__task_min_available(const Kiln__TaskSpec *t) {
+  if (t->has_min_available)
+    return t->min_available;
+  if (t->partition_policy && t->partition_policy->min_partitions > 0)
+    return t->partition_policy->min_partitions * t->partition_policy->partition_size;
+  return t->replicas;
+}
+
+int32_t ctl__total_task_min_available(const Kiln__Job *job) {
+  int32_t n = 0;
+  for (size_t i = 0; job->spec && i < job->spec->n_tasks; i++)
+    n += ctl__task_min_available(job->spec->tasks[i]);
+  return n;
+}
+
+/* The webhook defaults spec.minAvailable to the sum of the tasks' minAvailable; a Job
+ * created without the webhook gets the same default here. */
+int32_t ctl__job_min_available(const Kiln__Job *job) {
+  if (job->spec && job->spec->has_min_available)
+    return job->spec->min_available;
+  return ctl__total_task_min_available(job);
+}
+
+const char *ctl__job_name(const Kiln__Job *job) {
+  return job->metadata && job->metadata->name ? job->metadata->name : "";
+}
+
+const char *ctl__job_ns(const Kiln__Job *job) {
+  return job->metadata && job->metadata->namespace_ ? job->metadata->namespace_ : "default";
+}
+
+const char *ctl__job_uid(const Kiln__Job *job) {
+  return job->metadata && job->metadata->uid ? job->metadata->uid : "";
+}
+
+const char *ctl__queue(const Kiln__Job *job) {
+  return job->spec && job->spec->queue && *job->spec->queue ? job->spec->queue : "default";
+}
+
+json_t *ctl__owner_ref(const Kiln__Job *job) {
+  return json_pack("{s:s, s:s, s:s, s:s, s:b, s:b}", "apiVersion", CTL_JOB_API_VERSION, "kind",
+                   "Job", "name", ctl__job_name(job), "uid", ctl__job_uid(job), "controller", 1,
+                   "blockOwnerDeletion", 1);
+}
