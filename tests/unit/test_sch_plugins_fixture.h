@@ -19,13 +19,13 @@ typedef struct fx {
   sch_session *ssn;
 } fx;
 
-static void *fx_alloc(size_t n) {
+static inline void *fx_alloc(size_t n) {
   void *p = calloc(1, n);
   assert_non_null(p);
   return p;
 }
 
-static char *fx_str(const char *s) {
+static inline char *fx_str(const char *s) {
   char *d = strdup(s);
   assert_non_null(d);
   return d;
@@ -39,14 +39,14 @@ static char *fx_str(const char *s) {
     (arr)[(n)++] = (item);                                                                 \
   } while (0)
 
-static fx *fx_new(void) {
+static inline fx *fx_new(void) {
   fx *f = fx_alloc(sizeof(*f));
   f->msg = fx_alloc(sizeof(*f->msg));
   kiln__snapshot__init(f->msg);
   return f;
 }
 
-static Kiln__Resource *fx_res(int64_t milli_cpu, int64_t memory) {
+static inline Kiln__Resource *fx_res(int64_t milli_cpu, int64_t memory) {
   Kiln__Resource *r = fx_alloc(sizeof(*r));
   kiln__resource__init(r);
   r->milli_cpu = milli_cpu;
@@ -54,7 +54,7 @@ static Kiln__Resource *fx_res(int64_t milli_cpu, int64_t memory) {
   return r;
 }
 
-static void fx_res_scalar(Kiln__Resource *r, const char *name, int64_t milli) {
+static inline void fx_res_scalar(Kiln__Resource *r, const char *name, int64_t milli) {
   Kiln__ResourceQuantity *q = fx_alloc(sizeof(*q));
   kiln__resource_quantity__init(q);
   q->name = fx_str(name);
@@ -62,7 +62,7 @@ static void fx_res_scalar(Kiln__Resource *r, const char *name, int64_t milli) {
   FX_APPEND(r->scalar, r->n_scalar, q);
 }
 
-static Kiln__Node *fx_node(fx *f, const char *name, int64_t milli_cpu, int64_t memory,
+static inline Kiln__Node *fx_node(fx *f, const char *name, int64_t milli_cpu, int64_t memory,
                            int64_t pods) {
   Kiln__Node *n = fx_alloc(sizeof(*n));
   kiln__node__init(n);
@@ -76,7 +76,7 @@ static Kiln__Node *fx_node(fx *f, const char *name, int64_t milli_cpu, int64_t m
   return n;
 }
 
-static void fx_node_label(Kiln__Node *n, const char *k, const char *v) {
+static inline void fx_node_label(Kiln__Node *n, const char *k, const char *v) {
   Kiln__Node__LabelsEntry *e = fx_alloc(sizeof(*e));
   kiln__node__labels_entry__init(e);
   e->key = fx_str(k);
@@ -84,7 +84,7 @@ static void fx_node_label(Kiln__Node *n, const char *k, const char *v) {
   FX_APPEND(n->labels, n->n_labels, e);
 }
 
-static void fx_node_taint(Kiln__Node *n, const char *k, const char *v, Kiln__TaintEffect eff) {
+static inline void fx_node_taint(Kiln__Node *n, const char *k, const char *v, Kiln__TaintEffect eff) {
   Kiln__Taint *t = fx_alloc(sizeof(*t));
   kiln__taint__init(t);
   t->key = fx_str(k);
@@ -93,7 +93,7 @@ static void fx_node_taint(Kiln__Node *n, const char *k, const char *v, Kiln__Tai
   FX_APPEND(n->taints, n->n_taints, t);
 }
 
-static Kiln__ObjectMeta *fx_meta(const char *ns, const char *name) {
+static inline Kiln__ObjectMeta *fx_meta(const char *ns, const char *name) {
   Kiln__ObjectMeta *m = fx_alloc(sizeof(*m));
   kiln__object_meta__init(m);
   m->name = fx_str(name);
@@ -103,7 +103,7 @@ static Kiln__ObjectMeta *fx_meta(const char *ns, const char *name) {
   return m;
 }
 
-static Kiln__Queue *fx_queue(fx *f, const char *name, int32_t weight) {
+static inline Kiln__Queue *fx_queue(fx *f, const char *name, int32_t weight) {
   Kiln__Queue *q = fx_alloc(sizeof(*q));
   kiln__queue__init(q);
   q->metadata = fx_meta(NULL, name);
@@ -115,17 +115,17 @@ static Kiln__Queue *fx_queue(fx *f, const char *name, int32_t weight) {
   return q;
 }
 
-static void fx_queue_capability(Kiln__Queue *q, int64_t milli_cpu, int64_t memory) {
+static inline void fx_queue_capability(Kiln__Queue *q, int64_t milli_cpu, int64_t memory) {
   q->spec->capability = fx_res(milli_cpu, memory);
 }
 
-static void fx_queue_guarantee(Kiln__Queue *q, int64_t milli_cpu, int64_t memory) {
+static inline void fx_queue_guarantee(Kiln__Queue *q, int64_t milli_cpu, int64_t memory) {
   q->spec->guarantee = fx_alloc(sizeof(*q->spec->guarantee));
   kiln__guarantee__init(q->spec->guarantee);
   q->spec->guarantee->resource = fx_res(milli_cpu, memory);
 }
 
-static Kiln__PodGroup *fx_pg(fx *f, const char *name, const char *queue, int32_t min_member,
+static inline Kiln__PodGroup *fx_pg(fx *f, const char *name, const char *queue, int32_t min_member,
                              const char *phase) {
   Kiln__PodGroup *pg = fx_alloc(sizeof(*pg));
   kiln__pod_group__init(pg);
@@ -142,12 +142,12 @@ static Kiln__PodGroup *fx_pg(fx *f, const char *name, const char *queue, int32_t
   return pg;
 }
 
-static void fx_pg_min_resources(Kiln__PodGroup *pg, int64_t milli_cpu, int64_t memory) {
+static inline void fx_pg_min_resources(Kiln__PodGroup *pg, int64_t milli_cpu, int64_t memory) {
   pg->spec->min_resources = fx_res(milli_cpu, memory);
 }
 
 /* A pod of ours in PodGroup group (NULL: none); on node (NULL: pending) it is Running. */
-static Kiln__Pod *fx_pod(fx *f, const char *name, const char *group, int64_t milli_cpu,
+static inline Kiln__Pod *fx_pod(fx *f, const char *name, const char *group, int64_t milli_cpu,
                          int64_t memory, const char *node) {
   Kiln__Pod *p = fx_alloc(sizeof(*p));
   kiln__pod__init(p);
@@ -172,13 +172,13 @@ static Kiln__Pod *fx_pod(fx *f, const char *name, const char *group, int64_t mil
   return p;
 }
 
-static void fx_pod_scalar(Kiln__Pod *p, const char *name, int64_t milli) {
+static inline void fx_pod_scalar(Kiln__Pod *p, const char *name, int64_t milli) {
   fx_res_scalar(p->requests, name, milli);
   fx_res_scalar(p->container_requests, name, milli);
   p->best_effort = 0;
 }
 
-static void fx_pod_toleration(Kiln__Pod *p, const char *key, Kiln__TolerationOperator op,
+static inline void fx_pod_toleration(Kiln__Pod *p, const char *key, Kiln__TolerationOperator op,
                               const char *value, Kiln__TaintEffect eff) {
   Kiln__Toleration *t = fx_alloc(sizeof(*t));
   kiln__toleration__init(t);
@@ -189,7 +189,7 @@ static void fx_pod_toleration(Kiln__Pod *p, const char *key, Kiln__TolerationOpe
   FX_APPEND(p->tolerations, p->n_tolerations, t);
 }
 
-static void fx_pod_host_port(Kiln__Pod *p, int32_t port) {
+static inline void fx_pod_host_port(Kiln__Pod *p, int32_t port) {
   Kiln__HostPort *hp = fx_alloc(sizeof(*hp));
   kiln__host_port__init(hp);
   hp->port = port;
@@ -197,7 +197,7 @@ static void fx_pod_host_port(Kiln__Pod *p, int32_t port) {
 }
 
 /* Builds the snapshot and opens a session with yaml as the configuration. */
-static void fx_open(fx *f, const char *yaml) {
+static inline void fx_open(fx *f, const char *yaml) {
   char err[256] = "";
   assert_int_equal(sch_snapshot_new(f->msg, NULL, &f->snap), 0);
   int rc = sch_conf_parse(yaml, strlen(yaml), &f->conf, err, sizeof(err));
@@ -206,7 +206,7 @@ static void fx_open(fx *f, const char *yaml) {
   assert_int_equal(sch_session_open(f->snap, f->conf, NULL, &f->ssn), 0);
 }
 
-static void fx_free(fx *f) {
+static inline void fx_free(fx *f) {
   if (f->ssn) {
     sch_result *r = NULL;
     assert_int_equal(sch_session_close(f->ssn, &r), 0);
@@ -219,7 +219,7 @@ static void fx_free(fx *f) {
 }
 
 /* Task index of the pod called name. */
-static int32_t fx_task(const fx *f, const char *name) {
+static inline int32_t fx_task(const fx *f, const char *name) {
   for (int32_t i = 0; i < f->snap->ntasks; i++) {
     if (strcmp(f->snap->tasks[i].pod->name, name) == 0)
       return i;
@@ -228,13 +228,13 @@ static int32_t fx_task(const fx *f, const char *name) {
   return -1;
 }
 
-static const sch_node *fx_snode(const fx *f, const char *name) {
+static inline const sch_node *fx_snode(const fx *f, const char *name) {
   int32_t i = sch_snapshot_node(f->snap, name);
   assert_true(i >= 0);
   return &f->snap->nodes[i];
 }
 
-static const sch_job *fx_job(const fx *f, const char *name) {
+static inline const sch_job *fx_job(const fx *f, const char *name) {
   char key[256];
   snprintf(key, sizeof(key), "ns/%s", name);
   int32_t i = sch_snapshot_job(f->snap, key);
@@ -242,14 +242,14 @@ static const sch_job *fx_job(const fx *f, const char *name) {
   return &f->snap->jobs[i];
 }
 
-static const sch_queue *fx_squeue(const fx *f, const char *name) {
+static inline const sch_queue *fx_squeue(const fx *f, const char *name) {
   int32_t i = sch_snapshot_queue(f->snap, name);
   assert_true(i >= 0);
   return &f->snap->queues[i];
 }
 
 /* The predicate's verdict for pod on node, and its first reason ("" when it fits). */
-static int fx_predicate(fx *f, const char *pod, const char *node, const char **reason) {
+static inline int fx_predicate(fx *f, const char *pod, const char *node, const char **reason) {
   sch_fit why = {0};
   int rc = sch_session_predicate(f->ssn, &f->snap->tasks[fx_task(f, pod)], fx_snode(f, node),
                                  &why);

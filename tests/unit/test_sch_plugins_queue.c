@@ -210,6 +210,96 @@ static void test_overcommit(void **state) {
   fx_free(f);
 }
 
+/* The whole default configuration on a saturated cluster: the allocate action honours the
+ * 1:3 split proportion computes (2 and 6 of 8 one-cpu slots). */
+static void test_weights_split_binds(void **state) {
+  (void)state;
+  fx *f = fx_new();
+  fx_queue(f, "q1", 1);
+  fx_queue(f, "q2", 3);
+  fx_queue(f, "default", 1);
+  fx_pg(f, "j1", "q1", 1, "Inqueue");
+  fx_pg(f, "j2", "q2", 1, "Inqueue");
+  for (int i = 0; i < 4; i++) {
+    char name[16];
+    snprintf(name, sizeof(name), "n%d", i);
+    fx_node(f, name, 2000, 4 * GI, 110);
+  }
+  for (int i = 0; i < 10; i++) {
+    char name[16];
+    snprintf(name, sizeof(name), "a%d", i);
+    fx_pod(f, name, "j1", 1000, 2 * GI, NULL);
+    snprintf(name, sizeof(name), "b%d", i);
+    fx_pod(f, name, "j2", 1000, 2 * GI, NULL);
+  }
+  fx_open(f, "actions: \"enqueue, allocate, backfill\"\n"
+             "tiers:\n"
+             "- plugins:\n"
+             "  - name: priority\n"
+             "  - name: gang\n"
+             "  - name: conformance\n"
+             "- plugins:\n"
+             "  - name: overcommit\n"
+             "  - name: drf\n"
+             "  - name: predicates\n"
+             "  - name: proportion\n"
+             "  - name: nodeorder\n"
+             "  - name: binpack\n");
+  assert_int_equal(sch_session_run(f->ssn), 0);
+  sch_result *r = NULL;
+  assert_int_equal(sch_session_close(f->ssn, &r), 0);
+  f->ssn = NULL;
+  int per_queue[2] = {0, 0};
+  int32_t q1 = sch_snapshot_queue(f->snap, "q1");
+  for (size_t i = 0; i < r->nbinds; i++) {
+    const sch_task *t = &f->snap->tasks[r->binds[i].task];
+    per_queue[f->snap->jobs[t->job].queue == q1 ? 0 : 1]++;
+  }
+  assert_int_equal(per_queue[0], 2);
+  assert_int_equal(per_queue[1], 6);
+  sch_result_free(r);
+  fx_free(f);
+}
+
+/* The predicates' reasons reach the PodGroup condition through the gang plugin, counted per
+ * node as kube-scheduler words them. */
+static void test_fit_message(void **state) {
+  (void)state;
+  fx *f = fx_new();
+  fx_queue(f, "default", 1);
+  fx_pg(f, "pg", "default", 2, "Inqueue");
+  fx_node(f, "n0", 1000, 4 * GI, 110);
+  fx_node(f, "n1", 1000, 4 * GI, 110);
+  Kiln__Node *g = fx_node(f, "n2", 8000, 16 * GI, 110);
+  fx_node_taint(g, "gpu", "true", KILN__TAINT_EFFECT__TAINT_EFFECT_NO_SCHEDULE);
+  fx_pod(f, "p0", "pg", 2000, GI, NULL);
+  fx_pod(f, "p1", "pg", 2000, GI, NULL);
+  fx_open(f, "actions: \"enqueue, allocate\"\n"
+             "tiers:\n"
+             "- plugins:\n"
+             "  - name: gang\n"
+             "- plugins:\n"
+             "  - name: predicates\n"
+             "  - name: nodeorder\n");
+  assert_int_equal(sch_session_run(f->ssn), 0);
+  sch_result *r = NULL;
+  assert_int_equal(sch_session_close(f->ssn, &r), 0);
+  f->ssn = NULL;
+  assert_int_equal(r->nbinds, 0);
+  const char *msg = NULL;
+  for (size_t i = 0; i < r->npod_groups; i++) {
+    if (r->pod_groups[i].has_condition)
+      msg = r->pod_groups[i].condition.message;
+  }
+  assert_non_null(msg);
+  /* kube-scheduler sorts the counted reasons as strings; the order is the framework's. */
+  assert_non_null(strstr(msg, "0/3 nodes are available: "));
+  assert_non_null(strstr(msg, "2 Insufficient cpu"));
+  assert_non_null(strstr(msg, "1 node(s) had untolerated taint {gpu: true}"));
+  sch_result_free(r);
+  fx_free(f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_drf_order),
@@ -218,6 +308,8 @@ int main(void) {
       cmocka_unit_test(test_proportion_request_bound),
       cmocka_unit_test(test_proportion_enqueue),
       cmocka_unit_test(test_overcommit),
+      cmocka_unit_test(test_weights_split_binds),
+      cmocka_unit_test(test_fit_message),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
