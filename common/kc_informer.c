@@ -188,7 +188,8 @@ struct kc_informer {
   char *cont;       /* continue token of the next page */
   char *last_rv;
   kc_watch_parser parser;
-  unsigned failures; /* consecutive, for the backoff */
+  unsigned failures;    /* consecutive, for the backoff */
+  unsigned gone_streak; /* 410s since the last healthy watch */
   uint64_t watch_started_ns, watch_events, list_started_ns;
   char errmsg[512]; /* why the current watch ended */
   uint64_t rng;
@@ -527,7 +528,7 @@ static void watch_done(kc_http_req *req, const kc_http_result *res, void *data) 
     return;
   uint64_t lasted = uv_hrtime() - inf->watch_started_ns;
   if (inf->watch_events > 0 || lasted >= HEALTHY_WATCH_NS)
-    inf->failures = 0;
+    inf->failures = inf->gone_streak = 0;
   int err = res->err;
   if (err == 0 && res->status >= 200 && res->status < 300)
     err = kc_watch_parser_finish(&inf->parser, inf->errmsg, sizeof(inf->errmsg));
@@ -546,11 +547,17 @@ static void watch_done(kc_http_req *req, const kc_http_result *res, void *data) 
       err = KC_EGONE;
   }
   if (err == KC_EGONE || err == KC_EEXPIRED) {
+    /* The expected way out of a long gap: relist at once. Only 410s in a row, with no
+     * healthy watch between them, back off. */
     inf->stats.gone++;
     snprintf(why, sizeof(why), "resourceVersion %s is gone: %s", inf->last_rv, inf->errmsg);
-    inf->failures++;
     inf->after_backoff = KC_INF_RELIST;
-    set_state(inf, inf->failures > 1 ? KC_INF_BACKOFF : KC_INF_RELIST, why);
+    if (inf->gone_streak++ == 0) {
+      set_state(inf, KC_INF_RELIST, why);
+    } else {
+      inf->failures++;
+      set_state(inf, KC_INF_BACKOFF, why);
+    }
     return;
   }
   if (err == KC_EPARSE || err == KC_ETOOBIG) {
@@ -563,10 +570,12 @@ static void watch_done(kc_http_req *req, const kc_http_result *res, void *data) 
     set_state(inf, inf->failures > 1 ? KC_INF_BACKOFF : KC_INF_RELIST, why);
     return;
   }
-  snprintf(why, sizeof(why), "watch failed: %s%s%s", kc_strerror(err),
-           res->detail && *res->detail ? ": " : "", res->detail ? res->detail : "");
-  if (res->status)
+  if (inf->errmsg[0] && res->err == 0) /* the server's answer */
     snprintf(why, sizeof(why), "watch failed: %s", inf->errmsg);
+  else
+    snprintf(why, sizeof(why), "watch failed after %" PRIu64 " s: %s%s%s", lasted / 1000000000,
+             kc_strerror(err), res->detail && *res->detail ? ": " : "",
+             res->detail ? res->detail : "");
   fail_to(inf, KC_INF_WATCH, why);
 }
 
