@@ -1,0 +1,282 @@
+/* Job plugins: env, svc, ssh (objects, pod mutations, idempotence, delete), unknown names,
+ * and the real OpenSSL key generator. */
+#include "test_ctl_util.h"
+
+static const char pending[] = "{\"state\":{\"phase\":\"Pending\"},\"minAvailable\":3}";
+
+static json_t *find_obj(json_t *arr, const char *kind) {
+  size_t i;
+  json_t *o;
+  json_array_foreach(arr, i, o) {
+    if (strcmp(jstr(o, "kind"), kind) == 0)
+      return o;
+  }
+  return NULL;
+}
+
+static const char *env_value(json_t *ct, const char *name, const char **cm_key) {
+  size_t i;
+  json_t *e;
+  json_array_foreach(json_object_get(ct, "env"), i, e) {
+    if (strcmp(jstr(e, "name"), name) == 0) {
+      if (cm_key)
+        *cm_key = jstr(e, "valueFrom.configMapKeyRef.key");
+      const char *v = jstr(e, "value");
+      return v ? v : "";
+    }
+  }
+  return NULL;
+}
+
+static json_t *mount(json_t *ct, const char *name) {
+  size_t i;
+  json_t *m;
+  json_array_foreach(json_object_get(ct, "volumeMounts"), i, m) {
+    if (strcmp(jstr(m, "name"), name) == 0)
+      return m;
+  }
+  return NULL;
+}
+
+static json_t *volume(json_t *pod, const char *name) {
+  size_t i;
+  json_t *v;
+  json_array_foreach(json_object_get(json_object_get(pod, "spec"), "volumes"), i, v) {
+    if (strcmp(jstr(v, "name"), name) == 0)
+      return v;
+  }
+  return NULL;
+}
+
+static char *unb64(const char *s) {
+  static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  size_t n = strlen(s);
+  char *out = calloc(1, n + 1);
+  size_t o = 0;
+  unsigned acc = 0;
+  int bits = 0;
+  for (size_t i = 0; i < n && s[i] != '='; i++) {
+    const char *p = strchr(tbl, s[i]);
+    assert_non_null(p);
+    acc = (acc << 6) | (unsigned)(p - tbl);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out[o++] = (char)((acc >> bits) & 0xff);
+    }
+  }
+  return out;
+}
+
+static void test_add_objects(void **state) {
+  fx f;
+  fx_init(&f, "job-svc-ssh.json", pending);
+  ctl_request req = {.event = CTL_EV_OUT_OF_SYNC};
+  assert_int_equal(fx_sync(&f, &req), 0);
+  json_t *objs = f.plan.objects_create;
+  /* svc: ConfigMap, Service, NetworkPolicy; ssh: Secret */
+  assert_int_equal(json_array_size(objs), 4);
+  json_t *cm = find_obj(objs, "ConfigMap");
+  assert_string_equal(jstr(cm, "metadata.name"), "cluster-job-svc");
+  assert_string_equal(jstr(json_array_get(json_object_get(json_object_get(cm, "metadata"),
+                                                          "ownerReferences"),
+                                          0),
+                           "uid"),
+                      "uid-cluster");
+  json_t *data = json_object_get(cm, "data");
+  assert_string_equal(json_string_value(json_object_get(data, "node.host")),
+                      "cluster-job-node-0.cluster-job\ncluster-job-node-1.cluster-job\n"
+                      "cluster-job-node-2.cluster-job");
+  assert_string_equal(json_string_value(json_object_get(data, "VC_NODE_HOSTS")),
+                      "cluster-job-node-0.cluster-job,cluster-job-node-1.cluster-job,"
+                      "cluster-job-node-2.cluster-job");
+  assert_string_equal(json_string_value(json_object_get(data, "VC_NODE_NUM")), "3");
+  json_t *svc = find_obj(objs, "Service");
+  assert_string_equal(jstr(svc, "metadata.name"), "cluster-job");
+  assert_string_equal(jstr(svc, "spec.clusterIP"), "None");
+  /* --publish-not-ready-addresses=true in the fixture */
+  assert_true(json_is_true(json_object_get(json_object_get(svc, "spec"),
+                                           "publishNotReadyAddresses")));
+  json_t *sel = json_object_get(json_object_get(svc, "spec"), "selector");
+  assert_string_equal(json_string_value(json_object_get(sel, "volcano.sh/job-name")),
+                      "cluster-job");
+  assert_string_equal(json_string_value(json_object_get(sel, "volcano.sh/job-namespace")),
+                      "default");
+  json_t *np = find_obj(objs, "NetworkPolicy");
+  assert_non_null(np);
+  assert_string_equal(jstr(np, "apiVersion"), "networking.k8s.io/v1");
+  json_t *sec = find_obj(objs, "Secret");
+  assert_string_equal(jstr(sec, "metadata.name"), "cluster-job-ssh");
+  json_t *sd = json_object_get(sec, "data");
+  char *priv = unb64(json_string_value(json_object_get(sd, "id_rsa")));
+  assert_non_null(strstr(priv, "BEGIN RSA PRIVATE KEY"));
+  free(priv);
+  char *ak = unb64(json_string_value(json_object_get(sd, "authorized_keys")));
+  assert_string_equal(ak, "ssh-rsa AAAAfake\n");
+  free(ak);
+  char *cfg = unb64(json_string_value(json_object_get(sd, "config")));
+  assert_non_null(strstr(cfg, "StrictHostKeyChecking no\nUserKnownHostsFile /dev/null\n"));
+  assert_non_null(strstr(cfg, "Host cluster-job-node-2\n  HostName "
+                              "cluster-job-node-2.cluster-job\n  Port 22\n"));
+  free(cfg);
+  /* markers */
+  json_t *ctl = f.plan.status.controlled;
+  assert_string_equal(json_string_value(json_object_get(ctl, "plugin-svc")), "svc");
+  assert_string_equal(json_string_value(json_object_get(ctl, "plugin-ssh")), "ssh");
+  assert_string_equal(json_string_value(json_object_get(ctl, "plugin-env")), "env");
+  fx_close(&f);
+}
+
+/* A second add with the markers recorded creates nothing (idempotent). */
+static void test_idempotent(void **state) {
+  fx f;
+  fx_init(&f, "job-svc-ssh.json",
+          "{\"state\":{\"phase\":\"Pending\"},\"minAvailable\":3,\"controlledResources\":{"
+          "\"plugin-svc\":\"svc\",\"plugin-ssh\":\"ssh\",\"plugin-env\":\"env\"}}");
+  ctl_request req = {.event = CTL_EV_OUT_OF_SYNC};
+  assert_int_equal(fx_sync(&f, &req), 0);
+  assert_int_equal(json_array_size(f.plan.objects_create), 0);
+  assert_false(f.plan.status_changed);
+  assert_int_equal(f.rand_calls, 0);
+  fx_close(&f);
+}
+
+static void test_pod_mutations(void **state) {
+  fx f;
+  fx_init(&f, "job-svc-ssh.json",
+          "{\"state\":{\"phase\":\"Running\"},\"minAvailable\":3,\"controlledResources\":{"
+          "\"plugin-svc\":\"svc\",\"plugin-ssh\":\"ssh\",\"plugin-env\":\"env\"}}");
+  fx_pg(&f, "Inqueue", NULL);
+  ctl_request req = {.event = CTL_EV_OUT_OF_SYNC};
+  assert_int_equal(fx_sync(&f, &req), 0);
+  json_t *pod = fx_created_pod(&f, "cluster-job-node-1");
+  assert_non_null(pod);
+  assert_string_equal(jstr(pod, "spec.hostname"), "cluster-job-node-1");
+  assert_string_equal(jstr(pod, "spec.subdomain"), "cluster-job");
+  json_t *ct = json_array_get(json_object_get(json_object_get(pod, "spec"), "containers"), 0);
+  /* env */
+  assert_string_equal(env_value(ct, "VC_TASK_INDEX", NULL), "1");
+  assert_string_equal(env_value(ct, "VK_TASK_INDEX", NULL), "1");
+  /* svc */
+  const char *key = NULL;
+  assert_non_null(env_value(ct, "VC_NODE_HOSTS", &key));
+  assert_string_equal(key, "VC_NODE_HOSTS");
+  assert_non_null(env_value(ct, "VC_NODE_NUM", NULL));
+  json_t *m = mount(ct, "cluster-job-svc");
+  assert_string_equal(jstr(m, "mountPath"), "/etc/volcano");
+  assert_string_equal(jstr(volume(pod, "cluster-job-svc"), "configMap.name"), "cluster-job-svc");
+  /* ssh */
+  json_t *sm = mount(ct, "cluster-job-ssh");
+  assert_string_equal(jstr(sm, "mountPath"), "/root/.ssh");
+  assert_string_equal(jstr(sm, "subPath"), ".ssh");
+  json_t *sv = volume(pod, "cluster-job-ssh");
+  assert_string_equal(jstr(sv, "secret.secretName"), "cluster-job-ssh");
+  assert_int_equal(json_integer_value(json_object_get(json_object_get(sv, "secret"),
+                                                      "defaultMode")),
+                   0600);
+  /* svc rewrites its ConfigMap on update (replicas may change) */
+  assert_int_equal(json_array_size(f.plan.objects_update), 1);
+  assert_string_equal(jstr(json_array_get(f.plan.objects_update, 0), "metadata.name"),
+                      "cluster-job-svc");
+  fx_close(&f);
+}
+
+/* A full kill deletes the plugin objects and forgets the markers. */
+static void test_delete(void **state) {
+  fx f;
+  fx_init(&f, "job-svc-ssh.json",
+          "{\"state\":{\"phase\":\"Running\"},\"minAvailable\":3,\"controlledResources\":{"
+          "\"plugin-svc\":\"svc\",\"plugin-ssh\":\"ssh\",\"plugin-env\":\"env\"}}");
+  fx_pg(&f, "Running", NULL);
+  assert_int_equal(fx_sync_action(&f, CTL_ACT_RESTART_JOB), 0);
+  json_t *del = f.plan.objects_delete;
+  assert_int_equal(json_array_size(del), 4);
+  assert_non_null(find_obj(del, "ConfigMap"));
+  assert_non_null(find_obj(del, "Service"));
+  assert_non_null(find_obj(del, "NetworkPolicy"));
+  assert_string_equal(jstr(find_obj(del, "Secret"), "name"), "cluster-job-ssh");
+  assert_int_equal(json_object_size(f.plan.status.controlled), 0);
+  fx_close(&f);
+}
+
+static void test_unknown_plugin(void **state) {
+  json_t *j = fx_file("job-single.json");
+  json_object_set_new(json_object_get(j, "spec"), "plugins", fx_parse("{\"nope\":[],\"env\":[]}"));
+  fx f;
+  fx_init_json(&f, j, NULL);
+  ctl_request req = {.event = CTL_EV_OUT_OF_SYNC};
+  assert_int_equal(fx_sync(&f, &req), 0);
+  const ctl_k8s_event *e = fx_event(&f, "PluginError");
+  assert_non_null(e);
+  assert_int_equal(e->type, CTL_EVENT_WARNING);
+  assert_string_equal(e->message, "Execute plugin when job add failed, err: unable to get plugin "
+                                  "nope");
+  assert_int_equal(f.plan.status.phase, CTL_PHASE_PENDING);
+  assert_string_equal(f.plan.status.reason, "PluginError");
+  assert_null(f.plan.podgroup);
+  /* nothing half-done: env did not mark itself */
+  assert_null(json_object_get(f.plan.status.controlled, "plugin-env"));
+  fx_close(&f);
+}
+
+static void test_svc_args(void **state) {
+  json_t *j = fx_file("job-svc-ssh.json");
+  json_object_set_new(json_object_get(j, "spec"), "plugins",
+                      fx_parse("{\"svc\":[\"--disable-network-policy=true\","
+                               "\"--inject-hosts-env=false\"],\"ssh\":[\"--ssh-key-file-path\","
+                               "\"/home/u/.ssh\",\"--ssh-port=2222\"]}"));
+  fx f;
+  fx_init_json(&f, j, "{\"state\":{\"phase\":\"Running\"},\"minAvailable\":3}");
+  fx_pg(&f, "Inqueue", NULL);
+  ctl_request req = {.event = CTL_EV_OUT_OF_SYNC};
+  assert_int_equal(fx_sync(&f, &req), 0);
+  json_t *pod = fx_created_pod(&f, "cluster-job-node-0");
+  json_t *ct = json_array_get(json_object_get(json_object_get(pod, "spec"), "containers"), 0);
+  assert_null(env_value(ct, "VC_NODE_HOSTS", NULL));
+  assert_null(env_value(ct, "VC_TASK_INDEX", NULL));
+  assert_string_equal(jstr(mount(ct, "cluster-job-ssh"), "mountPath"), "/home/u/.ssh");
+  assert_int_equal(json_integer_value(json_object_get(
+                       json_object_get(volume(pod, "cluster-job-ssh"), "secret"), "defaultMode")),
+                   0644);
+  fx_close(&f);
+
+  /* on add: no NetworkPolicy, port 2222 in the ssh config */
+  j = fx_file("job-svc-ssh.json");
+  json_object_set_new(json_object_get(j, "spec"), "plugins",
+                      fx_parse("{\"svc\":[\"--disable-network-policy=true\"],"
+                               "\"ssh\":[\"--ssh-port=2222\"]}"));
+  fx_init_json(&f, j, NULL);
+  assert_int_equal(fx_sync(&f, &req), 0);
+  assert_null(find_obj(f.plan.objects_create, "NetworkPolicy"));
+  json_t *sec = find_obj(f.plan.objects_create, "Secret");
+  char *cfg = unb64(json_string_value(json_object_get(json_object_get(sec, "data"), "config")));
+  assert_non_null(strstr(cfg, "  Port 2222\n"));
+  free(cfg);
+  fx_close(&f);
+}
+
+/* The default effects make real keys and names. */
+static void test_default_ops(void **state) {
+  char *priv = NULL, *pub = NULL;
+  assert_int_equal(ctl_default_ops.ssh_keygen(NULL, &priv, &pub), 0);
+  assert_non_null(strstr(priv, "-----BEGIN RSA PRIVATE KEY-----"));
+  assert_int_equal(strncmp(pub, "ssh-rsa AAAAB3NzaC1yc2EAAAA", 27), 0);
+  free(priv);
+  free(pub);
+  char a[13], b[13];
+  ctl_default_ops.rand_str(NULL, a, 12);
+  ctl_default_ops.rand_str(NULL, b, 12);
+  assert_int_equal(strlen(a), 12);
+  assert_true(strspn(a, "0123456789abcdefghijklmnopqrstuvwxyz") == 12);
+  assert_string_not_equal(a, b);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_add_objects),  cmocka_unit_test(test_idempotent),
+      cmocka_unit_test(test_pod_mutations), cmocka_unit_test(test_delete),
+      cmocka_unit_test(test_unknown_plugin), cmocka_unit_test(test_svc_args),
+      cmocka_unit_test(test_default_ops),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,456 @@
+/* syncJob: pod construction, scale down, minAvailable defaults, dependsOn, status counts,
+ * the PodGroup (minResources), PVCs, queue checks and Commands. */
+#include "test_ctl_util.h"
+
+static const char running_status[] =
+    "{\"state\":{\"phase\":\"Running\",\"lastTransitionTime\":\"2026-11-29T10:01:00Z\"},"
+    "\"minAvailable\":5,\"version\":2,\"retryCount\":1}";
+
+/* Every pod of the gang is built from its task template with Volcano's keys. */
+static void test_pod_from_template(void **state) {
+  fx f;
+  fx_init(&f, "job-gang.json", running_status);
+  fx_pg(&f, "Inqueue", NULL);
+  ctl_request req = {.event = CTL_EV_OUT_OF_SYNC};
+  assert_int_equal(fx_sync(&f, &req), 0);
+  assert_int_equal(json_array_size(f.plan.pods_create), 6);
+  json_t *pod = fx_created_pod(&f, "gang-ps-0");
+  assert_non_null(pod);
+  assert_string_equal(jstr(pod, "apiVersion"), "v1");
+  assert_string_equal(jstr(pod, "kind"), "Pod");
+  assert_string_equal(jstr(pod, "metadata.namespace"), "default");
+  /* annotations */
+  assert_string_equal(fx_ann(pod, "volcano.sh/task-spec"), "ps");
+  assert_string_equal(fx_ann(pod, "volcano.sh/task-index"), "0");
+  assert_string_equal(fx_ann(pod, "scheduling.k8s.io/group-name"), "gang-uid-gang");
+  assert_string_equal(fx_ann(pod, "volcano.sh/job-name"), "gang");
+  assert_string_equal(fx_ann(pod, "volcano.sh/queue-name"), "default");
+  assert_string_equal(fx_ann(pod, "volcano.sh/job-version"), "2");
+  assert_string_equal(fx_ann(pod, "volcano.sh/template-uid"), "gang-ps");
+  assert_string_equal(fx_ann(pod, "volcano.sh/job-retry-count"), "1");
+  assert_string_equal(fx_ann(pod, "volcano.sh/preemptable"), "true");
+  assert_string_equal(fx_ann(pod, "owner"), "alice"); /* from the template */
+  assert_null(fx_ann(pod, "note"));                   /* job annotations are not copied */
+  /* labels */
+  assert_string_equal(fx_label(pod, "volcano.sh/job-name"), "gang");
+  assert_string_equal(fx_label(pod, "volcano.sh/job-namespace"), "default");
+  assert_string_equal(fx_label(pod, "volcano.sh/task-spec"), "ps");
+  assert_string_equal(fx_label(pod, "volcano.sh/task-index"), "0");
+  assert_string_equal(fx_label(pod, "volcano.sh/queue-name"), "default");
+  assert_string_equal(fx_label(pod, "volcano.sh/preemptable"), "true");
+  assert_string_equal(fx_label(pod, "role"), "ps");
+  assert_null(fx_label(pod, "team"));
+  /* owner reference */
+  json_t *refs = json_object_get(json_object_get(pod, "metadata"), "ownerReferences");
+  assert_int_equal(json_array_size(refs), 1);
+  json_t *ref = json_array_get(refs, 0);
+  assert_string_equal(jstr(ref, "apiVersion"), "batch.volcano.sh/v1alpha1");
+  assert_string_equal(jstr(ref, "kind"), "Job");
+  assert_string_equal(jstr(ref, "name"), "gang");
+  assert_string_equal(jstr(ref, "uid"), "uid-gang");
+  assert_true(json_is_true(json_object_get(ref, "controller")));
+  assert_true(json_is_true(json_object_get(ref, "blockOwnerDeletion")));
+  /* spec from the template, scheduler and priority class from the job */
+  assert_string_equal(jstr(pod, "spec.schedulerName"), "volcano");
+  assert_string_equal(jstr(pod, "spec.priorityClassName"), "batch-high");
+  assert_string_equal(jstr(pod, "spec.restartPolicy"), "OnFailure");
+  json_t *ct = json_array_get(json_object_get(json_object_get(pod, "spec"), "containers"), 0);
+  assert_string_equal(jstr(ct, "image"), "busybox:1.36");
+  /* the template's own priority class wins */
+  json_t *ev = fx_created_pod(&f, "gang-evaluator-0");
+  assert_string_equal(jstr(ev, "spec.priorityClassName"), "batch-low");
+  assert_string_equal(fx_ann(fx_created_pod(&f, "gang-worker-3"), "volcano.sh/task-index"), "3");
+  /* created pods count as pending */
+  assert_int_equal(f.plan.status.pending, 6);
+  fx_close(&f);
+}
+
+/* No pod before the scheduler admits the PodGroup; a Warning tells why. */
+static void test_no_pods_until_inqueue(void **state) {
+  fx f;
+  fx_init(&f, "job-gang.json", running_status);
+  fx_pg(&f, "Pending",
+        "\"conditions\":[{\"type\":\"Unschedulable\",\"status\":\"True\",\"message\":\"5/6 tasks "
+        "in gang unschedulable: 0/1 nodes are available\"}]");
+  ctl_request req = {.event = CTL_EV_OUT_OF_SYNC};
+  assert_int_equal(fx_sync(&f, &req), 0);
+  assert_int_equal(json_array_size(f.plan.pods_create), 0);
+  const ctl_k8s_event *e = fx_event(&f, "PodGroupPending");
+  assert_non_null(e);
+  assert_int_equal(e->type, CTL_EVENT_WARNING);
+  assert_string_equal(e->message, "PodGroup default:gang unschedulable, reason: 5/6 tasks in gang "
+                                  "unschedulable: 0/1 nodes are available");
+  fx_close(&f);
+}
+
+static void test_scale_down_and_out_of_sync(void **state) {
+  fx f;
+  fx_init(&f, "job-single.json",
+          "{\"state\":{\"phase\":\"Running\"},\"minAvailable\":1,\"version\":0}");
+  fx_pg(&f, "Running", NULL);
+  fx_pod(&f, "main", 0, CTL_POD_RUNNING);
+  fx_pod(&f, "main", 1, CTL_POD_RUNNING); /* replicas is 1: scaled down */
+  fx_pod(&f, "main", 2, CTL_POD_PENDING)->deletion_ts = FX_NOW - 5;
+  ctl_request req = {.event = CTL_EV_OUT_OF_SYNC};
+  assert_int_equal(fx_sync(&f, &req), 0);
+  assert_int_equal(f.plan.npods_delete, 1);
+  assert_string_equal(f.plan.pods_delete[0].name, "hello-main-1");
+  assert_int_equal(f.plan.status.running, 1);
+  assert_int_equal(f.plan.status.terminating, 2);
+  assert_int_equal(json_array_size(f.plan.pods_create), 0);
+  assert_int_equal(f.plan.status.phase, CTL_PHASE_RUNNING);
+  fx_close(&f);
+
+  fx_init(&f, "job-single.json", "{\"state\":{\"phase\":\"Running\"},\"minAvailable\":1}");
+  fx_pg(&f, "Running", NULL);
+  fx_pod(&f, "main", 0, CTL_POD_RUNNING)->out_of_sync = true;
+  assert_int_equal(fx_sync(&f, &req), 0);
+  assert_true(fx_deleted(&f, "hello-main-0"));
+  assert_int_equal(f.plan.status.terminating, 1);
+  fx_close(&f);
+}
+
+static void test_status_counts(void **state) {
+  fx f;
+  fx_init(&f, "job-gang.json", running_status);
+  fx_pg(&f, "Running", NULL);
+  fx_pod(&f, "ps", 0, CTL_POD_RUNNING);
+  fx_pod(&f, "worker", 0, CTL_POD_SUCCEEDED);
+  fx_pod(&f, "worker", 1, CTL_POD_FAILED);
+  fx_pod(&f, "worker", 2, CTL_POD_UNKNOWN);
+  fx_pod(&f, "worker", 3, CTL_POD_PENDING);
+  fx_pod(&f, "evaluator", 0, CTL_POD_RUNNING);
+  ctl_request req = {.event = CTL_EV_OUT_OF_SYNC};
+  assert_int_equal(fx_sync(&f, &req), 0);
+  const ctl_status *st = &f.plan.status;
+  assert_int_equal(st->running, 2);
+  assert_int_equal(st->succeeded, 1);
+  assert_int_equal(st->failed, 1);
+  assert_int_equal(st->unknown, 1);
+  assert_int_equal(st->pending, 1);
+  assert_int_equal(st->min_available, 5);
+  assert_int_equal(st->version, 2);
+  assert_int_equal(st->retry_count, 1);
+  json_t *j = ctl_status_to_json(st);
+  json_t *tsc = json_object_get(j, "taskStatusCount");
+  json_t *w = json_object_get(json_object_get(tsc, "worker"), "phase");
+  assert_int_equal(json_integer_value(json_object_get(w, "Succeeded")), 1);
+  assert_int_equal(json_integer_value(json_object_get(w, "Failed")), 1);
+  assert_int_equal(json_integer_value(json_object_get(w, "Unknown")), 1);
+  assert_int_equal(json_integer_value(json_object_get(w, "Pending")), 1);
+  assert_int_equal(
+      json_integer_value(json_object_get(
+          json_object_get(json_object_get(tsc, "ps"), "phase"), "Running")),
+      1);
+  assert_true(f.plan.status_changed);
+  json_decref(j);
+  fx_close(&f);
+}
+
+/* The same sync twice over the resulting state writes no status. */
+static void test_status_unchanged(void **state) {
+  fx f;
+  fx_init(&f, "job-single.json",
+          "{\"state\":{\"phase\":\"Running\"},\"minAvailable\":1,\"running\":1,"
+          "\"taskStatusCount\":{\"main\":{\"phase\":{\"Running\":1}}}}");
+  fx_pg(&f, "Running", NULL);
+  fx_pod(&f, "main", 0, CTL_POD_RUNNING);
+  ctl_request req = {.event = CTL_EV_OUT_OF_SYNC};
+  assert_int_equal(fx_sync(&f, &req), 0);
+  assert_false(f.plan.status_changed);
+  fx_close(&f);
+}
+
+/* Without spec.minAvailable the default is the sum of the tasks' minAvailable. */
+static void test_min_available_default(void **state) {
+  json_t *j = fx_file("job-gang.json");
+  json_object_del(json_object_get(j, "spec"), "minAvailable");
+  fx f;
+  fx_init_json(&f, j, NULL);
+  ctl_request req = {.event = CTL_EV_OUT_OF_SYNC};
+  assert_int_equal(fx_sync(&f, &req), 0);
+  /* ps 1 (replicas) + worker 4 + evaluator 0 */
+  assert_int_equal(f.plan.status.min_available, 5);
+  assert_int_equal(json_integer_value(json_object_get(json_object_get(f.plan.podgroup, "spec"),
+                                                      "minMember")),
+                   5);
+  fx_close(&f);
+}
+
+static void test_podgroup(void **state) {
+  fx f;
+  fx_init(&f, "job-gang.json", NULL);
+  f.prios[0] = (ctl_priority){"batch-low", 10};
+  f.v.npriorities = 1;
+  ctl_request req = {.event = CTL_EV_OUT_OF_SYNC};
+  assert_int_equal(fx_sync(&f, &req), 0);
+  json_t *pg = f.plan.podgroup;
+  assert_non_null(pg);
+  assert_false(f.plan.podgroup_update);
+  assert_string_equal(f.plan.podgroup_name, "gang-uid-gang");
+  assert_string_equal(jstr(pg, "apiVersion"), "scheduling.volcano.sh/v1beta1");
+  assert_string_equal(jstr(pg, "kind"), "PodGroup");
+  assert_string_equal(jstr(pg, "metadata.name"), "gang-uid-gang");
+  assert_string_equal(jstr(pg, "metadata.namespace"), "default");
+  assert_string_equal(fx_label(pg, "team"), "ml");
+  assert_string_equal(fx_ann(pg, "note"), "gang");
+  assert_string_equal(jstr(json_array_get(json_object_get(json_object_get(pg, "metadata"),
+                                                          "ownerReferences"),
+                                          0),
+                           "kind"),
+                      "Job");
+  json_t *spec = json_object_get(pg, "spec");
+  assert_int_equal(json_integer_value(json_object_get(spec, "minMember")), 5);
+  json_t *mtm = json_object_get(spec, "minTaskMember");
+  assert_int_equal(json_integer_value(json_object_get(mtm, "ps")), 1);
+  assert_int_equal(json_integer_value(json_object_get(mtm, "worker")), 4);
+  assert_int_equal(json_integer_value(json_object_get(mtm, "evaluator")), 0);
+  assert_string_equal(jstr(spec, "queue"), "default");
+  assert_string_equal(jstr(spec, "priorityClassName"), "batch-high");
+  /* minAvailable 5 == sum of task minAvailable: 1 ps (500m, 256Mi) + 4 workers (1, 512Mi);
+   * the evaluator (priority 10, but minAvailable 0) adds nothing. */
+  json_t *mr = json_object_get(spec, "minResources");
+  assert_string_equal(jstr(mr, "cpu"), "4500m");
+  assert_string_equal(jstr(mr, "memory"), "2304Mi");
+  fx_close(&f);
+}
+
+/* job.minAvailable below the tasks' sum: the first minAvailable pods by priority. */
+static void test_min_resources_by_priority(void **state) {
+  json_t *j = fx_file("job-gang.json");
+  json_object_set_new(json_object_get(j, "spec"), "minAvailable", json_integer(2));
+  fx f;
+  fx_init_json(&f, j, NULL);
+  f.prios[0] = (ctl_priority){"batch-low", 10};
+  f.v.npriorities = 1;
+  ctl_request req = {.event = CTL_EV_OUT_OF_SYNC};
+  assert_int_equal(fx_sync(&f, &req), 0);
+  json_t *mr = json_object_get(json_object_get(f.plan.podgroup, "spec"), "minResources");
+  /* evaluator first (250m, 128Mi), then ps (500m, 256Mi) */
+  assert_string_equal(jstr(mr, "cpu"), "750m");
+  assert_string_equal(jstr(mr, "memory"), "384Mi");
+  fx_close(&f);
+}
+
+/* An existing PodGroup is updated only when the synced fields differ. */
+static void test_podgroup_update(void **state) {
+  fx f;
+  fx_init(&f, "job-single.json", "{\"state\":{\"phase\":\"Running\"},\"minAvailable\":1}");
+  json_t *pgj = fx_parse("{\"metadata\":{\"name\":\"hello-uid-hello\"},\"spec\":{\"minMember\":1,"
+                         "\"minTaskMember\":{\"main\":1},\"queue\":\"default\",\"minResources\":"
+                         "{\"cpu\":\"100m\",\"memory\":\"64Mi\"}},\"status\":{\"phase\":"
+                         "\"Running\"}}");
+  assert_int_equal(kc_podgroup_decode(pgj, &f.pg, NULL, 0), 0);
+  json_decref(pgj);
+  f.v.podgroup = f.pg;
+  fx_pod(&f, "main", 0, CTL_POD_RUNNING);
+  ctl_request req = {.event = CTL_EV_OUT_OF_SYNC};
+  assert_int_equal(fx_sync(&f, &req), 0);
+  assert_null(f.plan.podgroup);
+  f.pg->spec->min_member = 3;
+  assert_int_equal(fx_sync(&f, &req), 0);
+  assert_non_null(f.plan.podgroup);
+  assert_true(f.plan.podgroup_update);
+  fx_close(&f);
+}
+
+/* A task with dependsOn waits until its dependency has minAvailable ready pods. */
+static void test_depends_on(void **state) {
+  fx f;
+  fx_init(&f, "job-depends.json", "{\"state\":{\"phase\":\"Pending\"},\"minAvailable\":2}");
+  fx_pg(&f, "Inqueue", NULL);
+  ctl_request req = {.event = CTL_EV_OUT_OF_SYNC};
+  assert_int_equal(fx_sync(&f, &req), 0);
+  assert_int_equal(json_array_size(f.plan.pods_create), 1);
+  assert_non_null(fx_created_pod(&f, "pipeline-prep-0"));
+  assert_true(f.plan.requeue_after > 0);
+  /* running but not ready: still waiting */
+  fx_pod(&f, "prep", 0, CTL_POD_RUNNING)->ready = false;
+  assert_int_equal(fx_sync(&f, &req), 0);
+  assert_int_equal(json_array_size(f.plan.pods_create), 0);
+  f.pods[0].ready = true;
+  assert_int_equal(fx_sync(&f, &req), 0);
+  assert_int_equal(json_array_size(f.plan.pods_create), 2);
+  assert_non_null(fx_created_pod(&f, "pipeline-train-1"));
+  fx_close(&f);
+}
+
+static void test_pvc(void **state) {
+  fx f;
+  fx_init(&f, "job-pvc.json", NULL);
+  ctl_request req = {.event = CTL_EV_OUT_OF_SYNC};
+  /* the named claim does not exist yet */
+  assert_int_equal(fx_sync(&f, &req), 0);
+  const ctl_k8s_event *e = fx_event(&f, "PVCError");
+  assert_non_null(e);
+  assert_int_equal(e->type, CTL_EVENT_WARNING);
+  assert_string_equal(e->message, "Failed to create PVC, err: pvc shared-datasets is not found, "
+                                  "the job will be in the Pending state until the PVC is created");
+  assert_int_equal(f.plan.status.phase, CTL_PHASE_PENDING);
+  assert_string_equal(f.plan.status.reason, "PVCError");
+  assert_null(f.plan.podgroup);
+  /* once it exists: one generated claim, its name written back, controlledResources */
+  f.pvcs[0] = "shared-datasets";
+  f.v.npvcs = 1;
+  assert_int_equal(fx_sync(&f, &req), 0);
+  assert_null(fx_event(&f, "PVCError"));
+  assert_int_equal(json_array_size(f.plan.pvcs), 1);
+  json_t *pvc = json_array_get(f.plan.pvcs, 0);
+  const char *name = jstr(pvc, "metadata.name");
+  assert_int_equal(strncmp(name, "with-pvc-pvc-", 13), 0);
+  assert_int_equal(strlen(name), 13 + 12);
+  assert_string_equal(jstr(pvc, "spec.resources.requests.storage"), "1Gi");
+  json_t *vols = json_object_get(json_object_get(f.plan.job_patch, "spec"), "volumes");
+  assert_string_equal(jstr(json_array_get(vols, 0), "volumeClaimName"), name);
+  assert_string_equal(jstr(json_array_get(vols, 1), "volumeClaimName"), "shared-datasets");
+  char key[300];
+  snprintf(key, sizeof(key), "volume-pvc-%s", name);
+  assert_string_equal(json_string_value(json_object_get(f.plan.status.controlled, key)), name);
+  assert_non_null(f.plan.podgroup);
+  fx_close(&f);
+}
+
+/* Pods mount every job volume. */
+static void test_pod_volumes(void **state) {
+  json_t *j = fx_file("job-pvc.json");
+  json_t *v0 = json_array_get(json_object_get(json_object_get(j, "spec"), "volumes"), 0);
+  json_object_set_new(v0, "volumeClaimName", json_string("with-pvc-pvc-abc"));
+  fx f;
+  fx_init_json(&f, j, "{\"state\":{\"phase\":\"Running\"},\"minAvailable\":2}");
+  fx_pg(&f, "Inqueue", NULL);
+  ctl_request req = {.event = CTL_EV_OUT_OF_SYNC};
+  assert_int_equal(fx_sync(&f, &req), 0);
+  json_t *pod = fx_created_pod(&f, "with-pvc-trainer-0");
+  assert_non_null(pod);
+  json_t *vols = json_object_get(json_object_get(pod, "spec"), "volumes");
+  assert_int_equal(json_array_size(vols), 2);
+  assert_string_equal(jstr(json_array_get(vols, 1), "persistentVolumeClaim.claimName"),
+                      "shared-datasets");
+  json_t *ct = json_array_get(json_object_get(json_object_get(pod, "spec"), "containers"), 0);
+  json_t *mounts = json_object_get(ct, "volumeMounts");
+  assert_int_equal(json_array_size(mounts), 2);
+  assert_string_equal(jstr(json_array_get(mounts, 0), "mountPath"), "/scratch");
+  assert_string_equal(jstr(json_array_get(mounts, 0), "name"), jstr(json_array_get(vols, 0), "name"));
+  fx_close(&f);
+}
+
+static void test_queue_checks(void **state) {
+  fx f;
+  fx_init(&f, "job-single.json", NULL);
+  f.v.queue_exists = false;
+  ctl_request req = {.event = CTL_EV_OUT_OF_SYNC};
+  assert_int_equal(fx_sync(&f, &req), 0);
+  const ctl_k8s_event *e = fx_event(&f, "QueueNotFound");
+  assert_non_null(e);
+  assert_int_equal(e->type, CTL_EVENT_WARNING);
+  assert_int_equal(f.plan.status.phase, CTL_PHASE_PENDING);
+  assert_string_equal(f.plan.status.reason, "QueueNotFound");
+  assert_null(f.plan.podgroup);
+  assert_true(f.plan.requeue_after > 0);
+  f.v.queue_exists = true;
+  f.v.queue_state = "Closed";
+  assert_int_equal(fx_sync(&f, &req), 0);
+  assert_non_null(fx_event(&f, "QueueNotOpen"));
+  assert_null(f.plan.podgroup);
+  f.v.queue_state = "Open";
+  assert_int_equal(fx_sync(&f, &req), 0);
+  assert_null(fx_event(&f, "QueueNotOpen"));
+  assert_non_null(f.plan.podgroup);
+  assert_string_equal(f.plan.status.reason, "");
+  fx_close(&f);
+}
+
+/* A Command is deleted first and its action runs once. */
+static void test_command(void **state) {
+  fx f;
+  fx_init(&f, "job-single.json", "{\"state\":{\"phase\":\"Running\"},\"minAvailable\":1}");
+  fx_pg(&f, "Running", NULL);
+  fx_pod(&f, "main", 0, CTL_POD_RUNNING);
+  json_t *cj = fx_parse("{\"metadata\":{\"name\":\"hello-abortjob-x1\"},\"action\":\"AbortJob\","
+                        "\"target\":{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":"
+                        "\"Job\",\"name\":\"hello\"}}");
+  assert_int_equal(kc_command_decode(cj, &f.cmds[0], NULL, 0), 0);
+  json_decref(cj);
+  f.v.commands = f.cmds;
+  f.v.ncommands = 1;
+  ctl_request req = {.event = CTL_EV_OUT_OF_SYNC};
+  assert_int_equal(fx_sync(&f, &req), 0);
+  assert_int_equal(f.plan.ncommands_delete, 1);
+  assert_string_equal(f.plan.commands_delete[0], "hello-abortjob-x1");
+  const ctl_k8s_event *e = fx_event(&f, "CommandIssued");
+  assert_non_null(e);
+  assert_string_equal(e->message, "Start to execute command AbortJob, and clean it up to make "
+                                  "sure executed not more than once.");
+  assert_int_equal(f.plan.action, CTL_ACT_ABORT_JOB);
+  assert_int_equal(f.plan.status.phase, CTL_PHASE_ABORTING);
+  assert_true(fx_deleted(&f, "hello-main-0"));
+  /* once the command is gone the same request only syncs */
+  f.v.ncommands = 0;
+  assert_int_equal(fx_sync(&f, &req), 0);
+  assert_int_equal(f.plan.ncommands_delete, 0);
+  assert_int_equal(f.plan.action, CTL_ACT_SYNC_JOB);
+  fx_close(&f);
+}
+
+/* ttlSecondsAfterFinished: requeue until due, then delete the job. */
+static void test_ttl(void **state) {
+  fx f;
+  fx_init(&f, "job-gang.json",
+          "{\"state\":{\"phase\":\"Completed\",\"lastTransitionTime\":\"2026-11-30T00:00:00Z\"}}");
+  ctl_request req = {.event = CTL_EV_OUT_OF_SYNC};
+  assert_int_equal(fx_sync(&f, &req), 0);
+  /* FX_NOW is 00:53:20, ttl 3600: 400 s to go (the kill restamps nothing: no phase change) */
+  assert_false(f.plan.delete_job);
+  assert_int_equal(f.plan.requeue_after, 3600 - 3200);
+  f.v.now += 400;
+  assert_int_equal(fx_sync(&f, &req), 0);
+  assert_true(f.plan.delete_job);
+  fx_close(&f);
+}
+
+static void test_pod_from_json(void **state) {
+  json_t *j = fx_parse(
+      "{\"metadata\":{\"name\":\"gang-worker-2\",\"uid\":\"p1\",\"creationTimestamp\":"
+      "\"2026-11-29T10:00:00Z\",\"deletionTimestamp\":\"2026-11-29T10:05:00Z\",\"annotations\":{"
+      "\"volcano.sh/task-spec\":\"worker\",\"volcano.sh/job-version\":\"3\","
+      "\"volcano.sh/controller-out-of-sync\":\"true\"}},\"status\":{\"phase\":\"Failed\","
+      "\"containerStatuses\":[{\"ready\":false,\"restartCount\":2,\"state\":{\"terminated\":{"
+      "\"exitCode\":3}}},{\"ready\":true,\"restartCount\":1}]}}");
+  ctl_pod p;
+  assert_int_equal(ctl_pod_from_json(j, &p), 0);
+  assert_string_equal(p.name, "gang-worker-2");
+  assert_string_equal(p.task, "worker");
+  assert_int_equal(p.index, 2);
+  assert_int_equal(p.phase, CTL_POD_FAILED);
+  assert_true(p.has_exit_code);
+  assert_int_equal(p.exit_code, 3);
+  assert_int_equal(p.version, 3);
+  assert_int_equal(p.restarts, 3);
+  assert_false(p.ready);
+  assert_true(p.out_of_sync);
+  assert_true(p.deletion_ts > p.creation_ts);
+  json_decref(j);
+  assert_int_equal(ctl_pod_from_json(NULL, &p), KC_EINVAL);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_pod_from_template),
+      cmocka_unit_test(test_no_pods_until_inqueue),
+      cmocka_unit_test(test_scale_down_and_out_of_sync),
+      cmocka_unit_test(test_status_counts),
+      cmocka_unit_test(test_status_unchanged),
+      cmocka_unit_test(test_min_available_default),
+      cmocka_unit_test(test_podgroup),
+      cmocka_unit_test(test_min_resources_by_priority),
+      cmocka_unit_test(test_podgroup_update),
+      cmocka_unit_test(test_depends_on),
+      cmocka_unit_test(test_pvc),
+      cmocka_unit_test(test_pod_volumes),
+      cmocka_unit_test(test_queue_checks),
+      cmocka_unit_test(test_command),
+      cmocka_unit_test(test_ttl),
+      cmocka_unit_test(test_pod_from_json),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
