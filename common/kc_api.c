@@ -131,7 +131,8 @@ int kc_api_path(kc_verb verb, const kc_ref *ref, const kc_query *q, bool watch, 
     q = &none;
   if (verb >= KC_VERB_LAST || !segment_ok(ref->version) || !segment_ok(ref->resource))
     return KC_EINVAL;
-  bool named = verb != KC_LIST && verb != KC_CREATE;
+  /* A CREATE names its object only when it posts to a subresource (pods/NAME/binding). */
+  bool named = verb != KC_LIST && (verb != KC_CREATE || ref->subresource != NULL);
   if (named != (ref->name != NULL) || (ref->name && !segment_ok(ref->name)))
     return KC_EINVAL;
   if ((ref->namespace && !segment_ok(ref->namespace)) ||

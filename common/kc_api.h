@@ -69,7 +69,7 @@ typedef struct {
   const char *version;     /* "v1" */
   const char *resource;    /* plural: "configmaps" */
   const char *namespace;   /* NULL: cluster-scoped, or all namespaces for a LIST */
-  const char *name;        /* NULL for LIST and CREATE */
+  const char *name;        /* NULL for LIST and CREATE (but CREATE of a subresource) */
   const char *subresource; /* "status", or NULL */
 } kc_ref;
 

@@ -1,21 +1,388 @@
-/* kiln-scheduler: the Volcano-compatible batch scheduler. */
+/* kiln-scheduler: the Volcano-compatible batch scheduler.
+ *
+ * main wires the process together: flags (Volcano's names and defaults), the API client,
+ * the event recorder, leader election (the write gate), the health and metrics servers,
+ * and the scheduling shell (sch_shell.h), all on one libuv loop; SIGTERM/SIGINT shut down
+ * cleanly, SIGUSR2 dumps the cache as a protobuf Snapshot. */
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <uv.h>
+
+#include "kc_api.h"
 #include "kc_cli.h"
+#include "kc_config.h"
+#include "kc_error.h"
+#include "kc_events.h"
+#include "kc_httpd.h"
+#include "kc_leader.h"
 #include "kc_log.h"
+#include "kc_metrics.h"
+#include "sch_shell.h"
 
 static const char summary[] =
     "kiln-scheduler runs the Volcano-compatible gang scheduler: it places PodGroups\n"
     "all-or-nothing onto nodes and binds their pods.";
 
+typedef struct {
+  kc_strv scheduler_names;
+  const char *scheduler_conf;
+  int64_t schedule_period_ns;
+  int64_t resync_period_ns;
+  const char *default_queue;
+  const char *listen_address;
+  const char *healthz_address;
+  bool enable_healthz;
+  bool enable_metrics;
+  bool enable_pprof;
+  bool priority_class;
+  bool csi_storage;
+  bool cache_dumper;
+  const char *cache_dump_dir;
+  const char *plugins_dir;
+  int percentage_nodes_to_find;
+  int minimum_percentage_nodes_to_find;
+  int minimum_feasible_nodes;
+  int node_worker_threads;
+  const char *dump_snapshot;
+  bool dump_and_exit;
+  int64_t bind_delay_ns;
+  kc_client_options client;
+  kc_leader_options leader;
+} sched_flags;
+
+/* The process: everything main owns, reachable from the loop's callbacks. */
+typedef struct {
+  uv_loop_t loop;
+  sched_flags *f;
+  kc_config cfg;
+  kc_client *client;
+  kc_event_recorder *events;
+  kc_metrics *metrics;
+  kc_httpd *metrics_srv, *healthz_srv;
+  kc_leader *leader;
+  sch_shell *shell;
+  uv_signal_t sig_int, sig_term, sig_usr2;
+  uv_timer_t dump_timer; /* --dump-snapshot-and-exit: waits for the sync */
+  char dump_path[PATH_MAX];
+  int exit_code;
+  bool stopping;
+} sched;
+
+static int may_write(void *ud) {
+  sched *s = ud;
+  if (s->stopping)
+    return KC_ENOTLEADER;
+  return s->leader ? kc_leader_fence(s->leader) : 0;
+}
+
+static void stop(sched *s, int code) {
+  if (s->stopping)
+    return;
+  s->stopping = true;
+  s->exit_code = code;
+  uv_signal_stop(&s->sig_int);
+  uv_signal_stop(&s->sig_term);
+  uv_signal_stop(&s->sig_usr2);
+  uv_close((uv_handle_t *)&s->sig_int, NULL);
+  uv_close((uv_handle_t *)&s->sig_term, NULL);
+  uv_close((uv_handle_t *)&s->sig_usr2, NULL);
+  if (!uv_is_closing((uv_handle_t *)&s->dump_timer))
+    uv_close((uv_handle_t *)&s->dump_timer, NULL);
+  sch_shell_free(s->shell);
+  s->shell = NULL;
+  kc_leader_free(s->leader);
+  s->leader = NULL;
+  kc_httpd_free(s->metrics_srv);
+  s->metrics_srv = NULL;
+  kc_httpd_free(s->healthz_srv);
+  s->healthz_srv = NULL;
+  kc_event_recorder_free(s->events);
+  s->events = NULL;
+  kc_client_free(s->client);
+  s->client = NULL;
+}
+
+static void on_signal(uv_signal_t *h, int signum) {
+  sched *s = h->data;
+  if (signum == SIGUSR2) {
+    sch_shell_dump(s->shell, s->dump_path);
+    return;
+  }
+  KC_INFO("received %s, shutting down", strsignal(signum));
+  stop(s, 0);
+}
+
+static void on_started_leading(void *ud) {
+  (void)ud;
+  KC_INFO("became the leader: scheduling");
+}
+
+static void deferred_stop(uv_timer_t *t) {
+  stop(t->data, 1);
+}
+
+static void on_stopped_leading(void *ud) {
+  sched *s = ud;
+  /* Volcano exits here, and so do we: a new leader may already be writing. Writes are
+   * already fenced; the elector is freed on the next turn of the loop, not from inside
+   * its own callback. */
+  KC_ERROR("leader election lost; exiting");
+  uv_timer_start(&s->dump_timer, deferred_stop, 0, 0);
+}
+
+static void on_new_leader(const char *identity, void *ud) {
+  sched *s = ud;
+  if (s->leader && strcmp(identity, kc_leader_identity(s->leader)) != 0)
+    KC_INFO("the leader is now %s", identity[0] ? identity : "<none>");
+}
+
+static void dump_tick(uv_timer_t *t) {
+  sched *s = t->data;
+  char reason[64];
+  if (sch_shell_ready(s->shell, reason, sizeof(reason)) != 0)
+    return;
+  int rc = sch_shell_dump(s->shell, s->dump_path);
+  stop(s, rc == 0 ? 0 : 1);
+}
+
+static int start_http(sched *s) {
+  sched_flags *f = s->f;
+  int rc;
+  bool same = f->enable_metrics && f->enable_healthz &&
+              strcmp(f->listen_address, f->healthz_address) == 0;
+  if (f->enable_metrics) {
+    kc_httpd_opts ho = {.address = f->listen_address, .metrics = s->metrics,
+                        .ready = sch_shell_ready, .ready_ud = s->shell};
+    rc = kc_httpd_new(&s->loop, &ho, &s->metrics_srv);
+    if (rc == 0)
+      rc = kc_httpd_start(s->metrics_srv);
+    if (rc) {
+      KC_ERROR("metrics server: %s", s->metrics_srv ? kc_httpd_errmsg(s->metrics_srv)
+                                                    : kc_strerror(rc));
+      return rc;
+    }
+    KC_INFO("serving /metrics on %s", f->listen_address);
+  }
+  if (f->enable_healthz && !same) {
+    kc_httpd_opts ho = {.address = f->healthz_address, .ready = sch_shell_ready,
+                        .ready_ud = s->shell};
+    rc = kc_httpd_new(&s->loop, &ho, &s->healthz_srv);
+    if (rc == 0)
+      rc = kc_httpd_start(s->healthz_srv);
+    if (rc) {
+      KC_ERROR("healthz server: %s", s->healthz_srv ? kc_httpd_errmsg(s->healthz_srv)
+                                                    : kc_strerror(rc));
+      return rc;
+    }
+    KC_INFO("serving /healthz and /readyz on %s", f->healthz_address);
+  }
+  return 0;
+}
+
+static int run(sched *s, kc_cli_common *common) {
+  sched_flags *f = s->f;
+  char err[512] = "";
+  int rc = kc_config_load(&s->cfg, common->kubeconfig, common->master, err, sizeof(err));
+  if (rc) {
+    KC_ERROR("cannot load the client configuration: %s", err);
+    return rc;
+  }
+  if (f->schedule_period_ns <= 0) {
+    KC_ERROR("--schedule-period must be positive");
+    return KC_EINVAL;
+  }
+  if (f->leader.leader_elect && kc_leader_validate(&f->leader, err, sizeof(err)) != 0) {
+    KC_ERROR("leader election: %s", err);
+    return KC_EINVAL;
+  }
+  if (f->enable_pprof)
+    KC_WARN("--enable-pprof is accepted for compatibility; there is no pprof in a C process");
+  if (f->plugins_dir && f->plugins_dir[0])
+    KC_WARN("--plugins-dir is ignored: plugins are built in");
+  if (f->dump_snapshot && f->dump_snapshot[0])
+    snprintf(s->dump_path, sizeof(s->dump_path), "%s", f->dump_snapshot);
+  else
+    snprintf(s->dump_path, sizeof(s->dump_path), "%s/volcano-scheduler-%d.snapshot.pb",
+             f->cache_dump_dir ? f->cache_dump_dir : "/tmp", (int)uv_os_getpid());
+
+  if ((rc = uv_loop_init(&s->loop)) != 0)
+    return KC_EIO;
+  /* The handles stop() closes exist from here on, so every failure below can use it. */
+  uv_signal_init(&s->loop, &s->sig_int);
+  uv_signal_init(&s->loop, &s->sig_term);
+  uv_signal_init(&s->loop, &s->sig_usr2);
+  uv_timer_init(&s->loop, &s->dump_timer);
+  s->sig_int.data = s->sig_term.data = s->sig_usr2.data = s->dump_timer.data = s;
+  rc = kc_client_new(&s->loop, &s->cfg, &f->client, &s->client);
+  if (rc == 0)
+    rc = kc_event_recorder_new(s->client, f->scheduler_names.v[0], NULL, &s->events);
+  if (rc == 0)
+    rc = kc_metrics_new(&s->metrics);
+  sch_shell_options so = {0};
+  so.scheduler_names = f->scheduler_names.v;
+  so.nscheduler_names = f->scheduler_names.n;
+  so.scheduler_conf = f->scheduler_conf;
+  so.schedule_period_ns = f->schedule_period_ns;
+  so.default_queue = f->default_queue;
+  so.percentage_nodes_to_find = f->percentage_nodes_to_find;
+  so.minimum_percentage_nodes_to_find = f->minimum_percentage_nodes_to_find;
+  so.minimum_feasible_nodes = f->minimum_feasible_nodes;
+  so.dump_path = s->dump_path;
+  so.bind_delay_ms = f->bind_delay_ns / 1000000;
+  so.may_write = may_write;
+  so.ud = s;
+  if (rc == 0)
+    rc = sch_shell_new(&s->loop, s->client, s->events, s->metrics, &so, &s->shell);
+  if (rc == 0) {
+    uv_signal_start(&s->sig_int, on_signal, SIGINT);
+    uv_signal_start(&s->sig_term, on_signal, SIGTERM);
+    uv_signal_start(&s->sig_usr2, on_signal, SIGUSR2);
+  }
+  if (rc == 0 && f->dump_and_exit) {
+    rc = sch_shell_start(s->shell);
+    if (rc == 0)
+      uv_timer_start(&s->dump_timer, dump_tick, 100, 100);
+  } else if (rc == 0) {
+    rc = start_http(s);
+    if (rc == 0 && f->leader.leader_elect) {
+      kc_leader_callbacks cb = {on_started_leading, on_stopped_leading, on_new_leader, s};
+      if (f->leader.lock_object_namespace && f->leader.lock_object_namespace[0])
+        f->leader.resource_namespace = f->leader.lock_object_namespace;
+      rc = kc_leader_new(s->client, &f->leader, NULL, &cb, &s->leader);
+      if (rc == 0)
+        rc = kc_leader_start(s->leader);
+      if (rc == 0)
+        KC_INFO("leader election on lease %s/%s as %s", f->leader.resource_namespace,
+                f->leader.resource_name, kc_leader_identity(s->leader));
+    }
+    if (rc == 0)
+      rc = sch_shell_start(s->shell);
+  }
+  if (rc) {
+    KC_ERROR("cannot start: %s", kc_strerror(rc));
+    stop(s, 1);
+  } else {
+    KC_INFO("scheduling every %gs as %s (%zu scheduler name(s))",
+            (double)f->schedule_period_ns / 1e9, f->scheduler_names.v[0], f->scheduler_names.n);
+  }
+  uv_run(&s->loop, UV_RUN_DEFAULT);
+  rc = s->exit_code ? KC_EIO : 0;
+  if (uv_loop_close(&s->loop) != 0)
+    KC_WARN("the loop still had handles at exit");
+  kc_metrics_free(s->metrics);
+  kc_config_close(&s->cfg);
+  return rc;
+}
+
 int main(int argc, char **argv) {
+  static const char *default_names[] = {"volcano"};
   kc_cli_common common = {.logtostderr = true};
-  const kc_flag flags[] = {KC_CLI_COMMON_FLAGS(&common)};
+  sched_flags f = {
+      .scheduler_names = {.v = default_names, .n = 1, .set = false},
+      .schedule_period_ns = 1000000000LL,
+      .default_queue = "default",
+      .listen_address = ":8080",
+      .healthz_address = ":11251",
+      .priority_class = true,
+      .csi_storage = true,
+      .cache_dumper = true,
+      .cache_dump_dir = "/tmp",
+      .minimum_percentage_nodes_to_find = 5,
+      .minimum_feasible_nodes = 100,
+      .node_worker_threads = 20,
+      .client = KC_CLIENT_OPTIONS_INIT(2000, 2000),
+      .leader = KC_LEADER_OPTIONS_INIT("volcano"),
+  };
+  /* clang-format off */
+  const kc_flag flags[] = {
+    KC_CLI_COMMON_FLAGS(&common),
+    KC_CLIENT_FLAGS(&f.client, "2000", "2000"),
+    KC_LEADER_FLAGS(&f.leader, "volcano"),
+    {"scheduler-name", KC_FLAG_STRINGS, &f.scheduler_names,
+     "vc-scheduler will handle pods whose .spec.SchedulerName is same as scheduler-name",
+     "[volcano]", NULL, true, NULL},
+    {"scheduler-conf", KC_FLAG_STRING, &f.scheduler_conf,
+     "The absolute path of scheduler configuration file", NULL, NULL, false, NULL},
+    {"schedule-period", KC_FLAG_DURATION, &f.schedule_period_ns,
+     "The period between each scheduling cycle", "1s", NULL, false, NULL},
+    {"resync-period", KC_FLAG_DURATION, &f.resync_period_ns,
+     "The default resync period for k8s native informer factory (accepted; watches do not "
+     "need it)", "0s", NULL, false, NULL},
+    {"default-queue", KC_FLAG_STRING, &f.default_queue,
+     "The default queue name of the job", "default", NULL, false, NULL},
+    {"listen-address", KC_FLAG_STRING, &f.listen_address,
+     "The address to listen on for HTTP requests (/metrics).", ":8080", NULL, false, NULL},
+    {"healthz-address", KC_FLAG_STRING, &f.healthz_address,
+     "The address to listen on for the health check server.", ":11251", NULL, false, NULL},
+    {"enable-healthz", KC_FLAG_BOOL, &f.enable_healthz, "Enable the health check",
+     "false", NULL, false, NULL},
+    {"enable-metrics", KC_FLAG_BOOL, &f.enable_metrics,
+     "Enable the metrics function", "false", NULL, false, NULL},
+    {"enable-pprof", KC_FLAG_BOOL, &f.enable_pprof,
+     "Enable the pprof endpoint (accepted; has no effect)", "false", NULL, false, NULL},
+    {"priority-class", KC_FLAG_BOOL, &f.priority_class,
+     "Enable PriorityClass to provide the capacity of preemption at pod group level",
+     "true", NULL, false, NULL},
+    {"csi-storage", KC_FLAG_BOOL, &f.csi_storage,
+     "Enable tracking of available storage capacity (accepted; has no effect)", "true", NULL,
+     false, NULL},
+    {"cache-dumper", KC_FLAG_BOOL, &f.cache_dumper,
+     "Enable the cache dumper (SIGUSR2 writes the cache as a protobuf Snapshot)", "true",
+     NULL, false, NULL},
+    {"cache-dump-dir", KC_FLAG_STRING, &f.cache_dump_dir,
+     "The target dir where the json file put at when dump cache info", "/tmp", NULL, false,
+     NULL},
+    {"plugins-dir", KC_FLAG_STRING, &f.plugins_dir,
+     "vc-scheduler will load custom plugins which are in this directory (ignored)", NULL,
+     NULL, false, NULL},
+    {"percentage-nodes-to-find", KC_FLAG_INT, &f.percentage_nodes_to_find,
+     "The percentage of nodes to find and score, if <=0 use an adaptive percentage", "0",
+     NULL, false, NULL},
+    {"minimum-percentage-nodes-to-find", KC_FLAG_INT, &f.minimum_percentage_nodes_to_find,
+     "The minimum percentage of nodes to find and score", "5", NULL, false, NULL},
+    {"minimum-feasible-nodes", KC_FLAG_INT, &f.minimum_feasible_nodes,
+     "The minimum feasible nodes to find and score", "100", NULL, false, NULL},
+    {"node-worker-threads", KC_FLAG_INT, &f.node_worker_threads,
+     "The number of threads syncing node operations (accepted; one loop thread)", "20", NULL,
+     false, NULL},
+    {"dump-snapshot", KC_FLAG_STRING, &f.dump_snapshot,
+     "Kiln: the file SIGUSR2 writes the cache to, as a protobuf kiln.Snapshot (default: "
+     "<cache-dump-dir>/volcano-scheduler-<pid>.snapshot.pb)", NULL, NULL, false, NULL},
+    {"dump-snapshot-and-exit", KC_FLAG_BOOL, &f.dump_and_exit,
+     "Kiln: write the snapshot once the cache has synced, then exit without scheduling",
+     "false", NULL, false, NULL},
+    {"bind-delay", KC_FLAG_DURATION, &f.bind_delay_ns,
+     "Kiln test aid: hold every bind this long between the decision and the API call", "0s",
+     NULL, false, NULL},
+  };
+  /* clang-format on */
   int rc = kc_cli_parse("kiln-scheduler", summary, flags, sizeof(flags) / sizeof(flags[0]),
                         &common, argc, argv);
   if (rc >= 0)
     return rc;
+  if (f.scheduler_names.n == 0) {
+    fprintf(stderr, "kiln-scheduler: --scheduler-name must not be empty\n");
+    kc_strv_free(&f.scheduler_names);
+    return 2;
+  }
+  if (!f.priority_class)
+    KC_WARN("--priority-class=false is not supported; PriorityClasses are always honoured");
+  /* Volcano: the lease is named after the scheduler unless told otherwise. */
+  if (f.leader.resource_name == NULL || f.leader.resource_name[0] == '\0' ||
+      strcmp(f.leader.resource_name, "volcano") == 0)
+    f.leader.resource_name = f.scheduler_names.v[0];
   KC_INFO("kiln-scheduler %s starting (kubeconfig=%s)", KILN_VERSION,
           common.kubeconfig ? common.kubeconfig : "<in-cluster>");
-  KC_V(4, "verbosity %d", kc_log_verbosity);
-  KC_INFO("the scheduler is not implemented yet; exiting");
-  return 0;
+  signal(SIGPIPE, SIG_IGN);
+  sched s;
+  memset(&s, 0, sizeof(s));
+  s.f = &f;
+  rc = run(&s, &common);
+  kc_strv_free(&f.scheduler_names);
+  KC_INFO("kiln-scheduler stopped");
+  return rc ? 1 : 0;
 }

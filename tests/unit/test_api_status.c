@@ -163,6 +163,8 @@ static void test_paths(void **state) {
               "fieldManager=kiln-controller");
   kc_ref create = {NULL, "v1", "pods", "ns", NULL, NULL};
   expect_path(KC_CREATE, &create, NULL, false, "/api/v1/namespaces/ns/pods");
+  kc_ref binding = {NULL, "v1", "pods", "ns", "p1", "binding"};
+  expect_path(KC_CREATE, &binding, NULL, false, "/api/v1/namespaces/ns/pods/p1/binding");
 }
 
 static void test_bad_refs(void **state) {

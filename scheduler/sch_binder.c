@@ -1,0 +1,259 @@
+/* The binder: see sch_binder.h. */
+#include "sch_binder.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kc_error.h"
+#include "kc_log.h"
+
+#define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
+
+typedef struct bind_req {
+  struct bind_req *next;
+  struct sch_binder *b;
+  char *ns, *name, *uid, *node;
+  uint64_t t0; /* uv_hrtime when handed over */
+} bind_req;
+
+struct sch_binder {
+  uv_loop_t *loop;
+  sch_binder_options opt;
+  uv_timer_t timer; /* the delay (test aid) */
+  bind_req *head, *tail; /* waiting out the delay */
+  size_t waiting, in_flight;
+  uint64_t sent, bound, failed, gone;
+  bool closing, timer_closed;
+};
+
+static void req_free(bind_req *r) {
+  if (r == NULL)
+    return;
+  free(r->ns);
+  free(r->name);
+  free(r->uid);
+  free(r->node);
+  free(r);
+}
+
+static void maybe_release(sch_binder *b) {
+  if (b->closing && b->timer_closed && b->in_flight == 0)
+    free(b);
+}
+
+static void pod_key(const bind_req *r, char *buf, size_t cap) {
+  snprintf(buf, cap, "%s/%s", r->ns, r->name);
+}
+
+/* A condition patch's callback: only logs. data is the pod key (owned). */
+static void condition_done(const kc_api_result *res, void *data) {
+  char *key = data;
+  if (res->err && res->err != KC_ENOTFOUND && res->err != KC_ECANCELED)
+    KC_WARN("cannot set PodScheduled=False on %s: %s: %s", key, kc_strerror(res->err),
+            res->message);
+  free(key);
+}
+
+/* Volcano taskUnschedulable(SchedulerError): PodScheduled=False on the pod's status. */
+static void mark_unschedulable(sch_binder *b, const bind_req *r, const char *why) {
+  char key[512];
+  pod_key(r, key, sizeof(key));
+  json_t *patch = json_pack("{s:{s:[{s:s,s:s,s:s,s:s}]}}", "status", "conditions", "type",
+                            "PodScheduled", "status", "False", "reason", "SchedulerError",
+                            "message", why);
+  char *k = strdup(key);
+  if (patch == NULL || k == NULL) {
+    json_decref(patch);
+    free(k);
+    return;
+  }
+  kc_ref ref = {NULL, "v1", "pods", r->ns, r->name, "status"};
+  if (kc_api_call(b->opt.client, KC_PATCH_STRATEGIC, &ref, NULL, patch, condition_done, k) != 0)
+    free(k);
+  json_decref(patch);
+}
+
+static void bind_done(const kc_api_result *res, void *data) {
+  bind_req *r = data;
+  sch_binder *b = r->b;
+  b->in_flight--;
+  if (b->closing) {
+    req_free(r);
+    maybe_release(b);
+    return;
+  }
+  char key[512];
+  pod_key(r, key, sizeof(key));
+  uint64_t lat = uv_hrtime() - r->t0;
+  if (res->err == 0) {
+    b->bound++;
+    KC_V(3, "bound %s to %s in %.1f ms", key, r->node, (double)lat / 1e6);
+    if (b->opt.events) {
+      kc_object_ref o = {.kind = "Pod", .namespace = r->ns, .name = r->name, .uid = r->uid,
+                         .api_version = "v1"};
+      kc_event_record(b->opt.events, &o, KC_EVENT_NORMAL, "Scheduled",
+                      "Successfully assigned %s/%s to %s", r->ns, r->name, r->node);
+    }
+  } else {
+    /* Roll back: the pod is Pending again for the next session. */
+    sch_cache_forget(b->opt.cache, key);
+    if (res->err == KC_ENOTFOUND) {
+      b->gone++;
+      KC_INFO("bind %s to %s: the pod is gone (%s); rolled back", key, r->node, res->message);
+    } else {
+      b->failed++;
+      KC_WARN("bind %s to %s failed: %s: %s; rolled back, retried next session", key, r->node,
+              kc_strerror(res->err), res->message);
+      char why[768];
+      snprintf(why, sizeof(why), "binding to %s failed: %s", r->node, res->message);
+      mark_unschedulable(b, r, why);
+      if (b->opt.events) {
+        kc_object_ref o = {.kind = "Pod", .namespace = r->ns, .name = r->name, .uid = r->uid,
+                           .api_version = "v1"};
+        kc_event_record(b->opt.events, &o, KC_EVENT_WARNING, "FailedScheduling", "%s", why);
+      }
+    }
+  }
+  if (b->opt.on_done)
+    b->opt.on_done(res->err, lat, b->opt.done_ud);
+  req_free(r);
+}
+
+static void send_one(sch_binder *b, bind_req *r) {
+  char key[512];
+  pod_key(r, key, sizeof(key));
+  if (b->opt.may_write && b->opt.may_write(b->opt.ud) != 0) {
+    KC_WARN("bind %s to %s dropped: not the leader", key, r->node);
+    sch_cache_forget(b->opt.cache, key);
+    req_free(r);
+    return;
+  }
+  json_t *body;
+  if (r->uid)
+    body = json_pack("{s:s,s:s,s:{s:s,s:s,s:s},s:{s:s,s:s,s:s}}", "apiVersion", "v1", "kind",
+                     "Binding", "metadata", "name", r->name, "namespace", r->ns, "uid", r->uid,
+                     "target", "apiVersion", "v1", "kind", "Node", "name", r->node);
+  else
+    body = json_pack("{s:s,s:s,s:{s:s,s:s},s:{s:s,s:s,s:s}}", "apiVersion", "v1", "kind",
+                     "Binding", "metadata", "name", r->name, "namespace", r->ns, "target",
+                     "apiVersion", "v1", "kind", "Node", "name", r->node);
+  kc_ref ref = {NULL, "v1", "pods", r->ns, r->name, "binding"};
+  int rc = body ? kc_api_call(b->opt.client, KC_CREATE, &ref, NULL, body, bind_done, r)
+                : KC_ENOMEM;
+  json_decref(body);
+  if (rc) {
+    KC_ERROR("bind %s to %s not sent: %s", key, r->node, kc_strerror(rc));
+    sch_cache_forget(b->opt.cache, key);
+    b->failed++;
+    req_free(r);
+    return;
+  }
+  b->sent++;
+  b->in_flight++;
+}
+
+static void arm(sch_binder *b);
+
+static void timer_cb(uv_timer_t *t) {
+  sch_binder *b = container_of(t, sch_binder, timer);
+  uint64_t now = uv_hrtime(), delay = (uint64_t)b->opt.delay_ms * 1000000;
+  while (b->head && b->head->t0 + delay <= now) {
+    bind_req *r = b->head;
+    b->head = r->next;
+    if (b->head == NULL)
+      b->tail = NULL;
+    b->waiting--;
+    r->next = NULL;
+    send_one(b, r);
+  }
+  arm(b);
+}
+
+static void arm(sch_binder *b) {
+  if (b->head == NULL || uv_is_active((uv_handle_t *)&b->timer))
+    return;
+  uint64_t now = uv_hrtime(), due = b->head->t0 + (uint64_t)b->opt.delay_ms * 1000000;
+  uint64_t ms = due > now ? (due - now + 999999) / 1000000 : 0;
+  uv_timer_start(&b->timer, timer_cb, ms, 0);
+}
+
+int sch_binder_new(uv_loop_t *loop, const sch_binder_options *o, sch_binder **out) {
+  *out = NULL;
+  if (o == NULL || o->client == NULL || o->cache == NULL)
+    return KC_EINVAL;
+  sch_binder *b = calloc(1, sizeof(*b));
+  if (b == NULL)
+    return KC_ENOMEM;
+  b->loop = loop;
+  b->opt = *o;
+  if (uv_timer_init(loop, &b->timer) != 0) {
+    free(b);
+    return KC_EIO;
+  }
+  *out = b;
+  return 0;
+}
+
+static void timer_closed(uv_handle_t *h) {
+  sch_binder *b = container_of((uv_timer_t *)h, sch_binder, timer);
+  b->timer_closed = true;
+  maybe_release(b);
+}
+
+void sch_binder_free(sch_binder *b) {
+  if (b == NULL)
+    return;
+  b->closing = true;
+  while (b->head) {
+    bind_req *r = b->head;
+    b->head = r->next;
+    char key[512];
+    pod_key(r, key, sizeof(key));
+    sch_cache_forget(b->opt.cache, key);
+    req_free(r);
+  }
+  b->tail = NULL;
+  b->waiting = 0;
+  uv_close((uv_handle_t *)&b->timer, timer_closed);
+}
+
+int sch_binder_bind(sch_binder *b, const char *ns, const char *name, const char *uid,
+                    const char *node) {
+  bind_req *r = calloc(1, sizeof(*r));
+  if (r == NULL)
+    return KC_ENOMEM;
+  r->b = b;
+  r->ns = strdup(ns);
+  r->name = strdup(name);
+  r->uid = uid && uid[0] ? strdup(uid) : NULL;
+  r->node = strdup(node);
+  r->t0 = uv_hrtime();
+  if (!r->ns || !r->name || !r->node || (uid && uid[0] && !r->uid)) {
+    req_free(r);
+    return KC_ENOMEM;
+  }
+  if (b->opt.delay_ms <= 0) {
+    send_one(b, r);
+    return 0;
+  }
+  if (b->tail)
+    b->tail->next = r;
+  else
+    b->head = r;
+  b->tail = r;
+  b->waiting++;
+  arm(b);
+  return 0;
+}
+
+void sch_binder_get_stats(const sch_binder *b, sch_binder_stats *st) {
+  st->sent = b->sent;
+  st->bound = b->bound;
+  st->failed = b->failed;
+  st->gone = b->gone;
+  st->in_flight = b->in_flight;
+  st->waiting = b->waiting;
+}

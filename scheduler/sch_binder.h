@@ -1,0 +1,56 @@
+/* The binder (Volcano AddBindTask / processBindTask / DefaultBinder.Bind): committed
+ * allocations become POST pods/<name>/binding calls, all in flight at once over the shared
+ * HTTP/2 connection (the client's QPS bucket paces them).
+ *
+ * The caller assumes the pod in the cache before handing it over. On success the pod gets
+ * a Normal "Scheduled" event ("Successfully assigned ns/pod to node") and the assumption
+ * stays until the watch confirms it; on failure the assumption is forgotten (the pod is
+ * Pending again in the next session), and unless the pod is gone it gets PodScheduled=False
+ * and a Warning FailedScheduling event saying why the bind failed. */
+#ifndef SCH_BINDER_H
+#define SCH_BINDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "kc_api.h"
+#include "kc_events.h"
+#include "sch_cache.h"
+
+typedef struct sch_binder sch_binder;
+
+typedef struct {
+  kc_client *client;        /* borrowed */
+  sch_cache *cache;         /* borrowed */
+  kc_event_recorder *events; /* borrowed; NULL: no events */
+  /* Gate for every write; NULL allows them. 0 when this process may write. */
+  int (*may_write)(void *ud);
+  void *ud;
+  /* Called after each bind attempt ends: ok, and the time from hand-over to the answer. */
+  void (*on_done)(int err, uint64_t latency_ns, void *done_ud);
+  void *done_ud;
+  /* Test aid: hold every bind this long before sending it (0: none). */
+  int64_t delay_ms;
+} sch_binder_options;
+
+/* *out is new. */
+int sch_binder_new(uv_loop_t *loop, const sch_binder_options *o, sch_binder **out);
+/* Cancels the binds not yet sent (their assumptions are forgotten), stops the delay
+ * timer; calls in flight end with their callbacks from the client. Run the loop
+ * afterwards. NULL is a no-op. */
+void sch_binder_free(sch_binder *b);
+
+/* Queues a bind of pod ns/name (uid may be NULL) to node. Strings are copied. 0 or
+ * KC_ENOMEM. */
+int sch_binder_bind(sch_binder *b, const char *ns, const char *name, const char *uid,
+                    const char *node);
+
+typedef struct {
+  uint64_t sent, bound, failed, gone;
+  size_t in_flight, waiting;
+} sch_binder_stats;
+void sch_binder_get_stats(const sch_binder *b, sch_binder_stats *st);
+
+#endif

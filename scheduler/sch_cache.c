@@ -1,0 +1,415 @@
+/* The scheduler cache: see sch_cache.h. */
+#include "sch_cache.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kc_codec.h"
+#include "kc_error.h"
+#include "kc_informer.h"
+#include "kc_log.h"
+#include "kc_store.h"
+#include "kc_strmap.h"
+
+enum { INF_POD, INF_NODE, INF_PODGROUP, INF_QUEUE, INF_PRIORITYCLASS, INF__COUNT };
+
+struct sch_cache {
+  kc_client *client;
+  sch_cache_options opt;
+  kc_informer *inf[INF__COUNT];
+  kc_strmap assumed; /* "ns/name" -> node name (owned) */
+  uint64_t generation;
+  uint64_t confirmed, forgotten;
+  bool queue_create_in_flight;
+  bool *alive; /* cleared on free so that an in-flight create's callback does nothing */
+};
+
+/* ---- decoders: the informers keep the protobuf views ---- */
+
+static void *decode_pod(json_t *obj, void *ud, char *err, size_t errlen) {
+  sch_cache *cache = ud;
+  Kiln__Pod *p = NULL;
+  if (kc_pod_decode(obj, &p, err, errlen) == 0)
+    return p;
+  if (cache->opt.on_bad_pod)
+    cache->opt.on_bad_pod(obj, err, cache->opt.ud);
+  return NULL;
+}
+static void *decode_node(json_t *obj, void *ud, char *err, size_t errlen) {
+  (void)ud;
+  Kiln__Node *n = NULL;
+  return kc_node_decode(obj, &n, err, errlen) == 0 ? n : NULL;
+}
+static void *decode_podgroup(json_t *obj, void *ud, char *err, size_t errlen) {
+  (void)ud;
+  Kiln__PodGroup *pg = NULL;
+  return kc_podgroup_decode(obj, &pg, err, errlen) == 0 ? pg : NULL;
+}
+static void *decode_queue(json_t *obj, void *ud, char *err, size_t errlen) {
+  (void)ud;
+  Kiln__Queue *q = NULL;
+  return kc_queue_decode(obj, &q, err, errlen) == 0 ? q : NULL;
+}
+static void *decode_pc(json_t *obj, void *ud, char *err, size_t errlen) {
+  (void)ud;
+  Kiln__PriorityClass *pc = NULL;
+  return kc_priorityclass_decode(obj, &pc, err, errlen) == 0 ? pc : NULL;
+}
+
+/* ---- pod handlers: confirm assumptions ---- */
+
+static void drop_assumed(sch_cache *cache, const char *key, bool confirmed) {
+  void *old = NULL;
+  if (kc_strmap_del(&cache->assumed, key, &old) == 0) {
+    free(old);
+    if (confirmed)
+      cache->confirmed++;
+  }
+}
+
+static void pod_add(const char *key, void *obj, void *ud) {
+  const Kiln__Pod *p = obj;
+  if (p->node_name && p->node_name[0])
+    drop_assumed(ud, key, true);
+}
+
+static void pod_update(const char *key, void *old_obj, void *new_obj, void *ud) {
+  (void)old_obj;
+  pod_add(key, new_obj, ud);
+}
+
+static void pod_delete(const char *key, void *obj, void *ud) {
+  (void)obj;
+  drop_assumed(ud, key, true);
+}
+
+/* ---- lifecycle ---- */
+
+int sch_cache_new(kc_client *c, const sch_cache_options *o, sch_cache **out) {
+  static const struct {
+    const char *group, *version, *resource;
+    void *(*decode)(json_t *, void *, char *, size_t);
+  } kinds[INF__COUNT] = {
+      [INF_POD] = {NULL, "v1", "pods", decode_pod},
+      [INF_NODE] = {NULL, "v1", "nodes", decode_node},
+      [INF_PODGROUP] = {"scheduling.volcano.sh", "v1beta1", "podgroups", decode_podgroup},
+      [INF_QUEUE] = {"scheduling.volcano.sh", "v1beta1", "queues", decode_queue},
+      [INF_PRIORITYCLASS] = {"scheduling.k8s.io", "v1", "priorityclasses", decode_pc},
+  };
+  *out = NULL;
+  sch_cache *cache = calloc(1, sizeof(*cache));
+  if (cache == NULL)
+    return KC_ENOMEM;
+  cache->client = c;
+  if (o)
+    cache->opt = *o;
+  if (cache->opt.default_queue == NULL)
+    cache->opt.default_queue = "default";
+  kc_strmap_init(&cache->assumed, KC_STRMAP_COPY_KEYS);
+  cache->alive = malloc(sizeof(bool));
+  if (cache->alive == NULL) {
+    free(cache);
+    return KC_ENOMEM;
+  }
+  *cache->alive = true;
+  for (int i = 0; i < INF__COUNT; i++) {
+    kc_informer_options io = {0};
+    io.group = kinds[i].group;
+    io.version = kinds[i].version;
+    io.resource = kinds[i].resource;
+    kc_informer_handlers h = {0};
+    h.decode = kinds[i].decode;
+    h.free_obj = kc_msg_free;
+    h.ud = cache;
+    if (i == INF_POD) {
+      h.on_add = pod_add;
+      h.on_update = pod_update;
+      h.on_delete = pod_delete;
+    }
+    int rc = kc_informer_new(c, &io, &h, &cache->inf[i]);
+    if (rc) {
+      sch_cache_free(cache);
+      return rc;
+    }
+  }
+  *out = cache;
+  return 0;
+}
+
+int sch_cache_start(sch_cache *cache) {
+  for (int i = 0; i < INF__COUNT; i++) {
+    int rc = kc_informer_start(cache->inf[i]);
+    if (rc)
+      return rc;
+  }
+  return 0;
+}
+
+static void free_str(void *p) {
+  free(p);
+}
+
+void sch_cache_free(sch_cache *cache) {
+  if (cache == NULL)
+    return;
+  for (int i = 0; i < INF__COUNT; i++)
+    kc_informer_free(cache->inf[i]);
+  kc_strmap_close(&cache->assumed, free_str);
+  if (cache->queue_create_in_flight)
+    *cache->alive = false; /* the callback frees it */
+  else
+    free(cache->alive);
+  free(cache);
+}
+
+bool sch_cache_synced(const sch_cache *cache) {
+  for (int i = 0; i < INF__COUNT; i++)
+    if (!kc_informer_has_synced(cache->inf[i]))
+      return false;
+  return true;
+}
+
+/* ---- the default queue ---- */
+
+/* The create's context: the cache may be freed while the call is in flight. */
+typedef struct {
+  bool *alive;
+  sch_cache *cache;
+} create_ctx;
+
+static void queue_created(const kc_api_result *res, void *data) {
+  create_ctx *cx = data;
+  if (!*cx->alive) {
+    free(cx->alive);
+    free(cx);
+    return;
+  }
+  cx->cache->queue_create_in_flight = false;
+  if (res->err == 0)
+    KC_INFO("created the default queue %s", cx->cache->opt.default_queue);
+  else if (res->err != KC_EALREADYEXISTS)
+    KC_ERROR("cannot create the default queue %s: %s: %s", cx->cache->opt.default_queue,
+             kc_strerror(res->err), res->message);
+  free(cx);
+}
+
+void sch_cache_tick(sch_cache *cache) {
+  if (cache->queue_create_in_flight || !kc_informer_has_synced(cache->inf[INF_QUEUE]))
+    return;
+  if (kc_store_get(kc_informer_store(cache->inf[INF_QUEUE]), cache->opt.default_queue))
+    return;
+  if (cache->opt.may_write && cache->opt.may_write(cache->opt.ud) != 0)
+    return;
+  /* Volcano's default queue: weight 1, reclaimable. */
+  json_t *body = json_pack("{s:s,s:s,s:{s:s},s:{s:i,s:b}}", "apiVersion",
+                           "scheduling.volcano.sh/v1beta1", "kind", "Queue", "metadata", "name",
+                           cache->opt.default_queue, "spec", "weight", 1, "reclaimable", 1);
+  create_ctx *cx = malloc(sizeof(*cx));
+  if (body == NULL || cx == NULL) {
+    json_decref(body);
+    free(cx);
+    return;
+  }
+  cx->alive = cache->alive;
+  cx->cache = cache;
+  kc_ref ref = {"scheduling.volcano.sh", "v1beta1", "queues", NULL, NULL, NULL};
+  KC_INFO("the default queue %s is missing; creating it", cache->opt.default_queue);
+  int rc = kc_api_call(cache->client, KC_CREATE, &ref, NULL, body, queue_created, cx);
+  json_decref(body);
+  if (rc) {
+    KC_ERROR("cannot create the default queue: %s", kc_strerror(rc));
+    free(cx);
+    return;
+  }
+  cache->queue_create_in_flight = true;
+}
+
+/* ---- assume / forget ---- */
+
+int sch_cache_assume(sch_cache *cache, const char *key, const char *node) {
+  char *n = strdup(node);
+  if (n == NULL)
+    return KC_ENOMEM;
+  void *old = NULL;
+  int rc = kc_strmap_put(&cache->assumed, key, n, &old);
+  if (rc < 0) {
+    free(n);
+    return rc;
+  }
+  free(old);
+  return 0;
+}
+
+void sch_cache_forget(sch_cache *cache, const char *key) {
+  void *old = NULL;
+  if (kc_strmap_del(&cache->assumed, key, &old) == 0) {
+    free(old);
+    cache->forgotten++;
+  }
+}
+
+const char *sch_cache_assumed_node(const sch_cache *cache, const char *key) {
+  return kc_strmap_get(&cache->assumed, key);
+}
+
+size_t sch_cache_nassumed(const sch_cache *cache) {
+  return kc_strmap_len(&cache->assumed);
+}
+
+/* ---- lookups ---- */
+
+const Kiln__Pod *sch_cache_pod(const sch_cache *cache, const char *key) {
+  return kc_store_get(kc_informer_store(cache->inf[INF_POD]), key);
+}
+const Kiln__PodGroup *sch_cache_podgroup(const sch_cache *cache, const char *key) {
+  return kc_store_get(kc_informer_store(cache->inf[INF_PODGROUP]), key);
+}
+const Kiln__Queue *sch_cache_queue(const sch_cache *cache, const char *name) {
+  return kc_store_get(kc_informer_store(cache->inf[INF_QUEUE]), name);
+}
+
+void sch_cache_get_stats(const sch_cache *cache, sch_cache_stats *st) {
+  memset(st, 0, sizeof(*st));
+  st->pods = kc_store_len(kc_informer_store(cache->inf[INF_POD]));
+  st->nodes = kc_store_len(kc_informer_store(cache->inf[INF_NODE]));
+  st->pod_groups = kc_store_len(kc_informer_store(cache->inf[INF_PODGROUP]));
+  st->queues = kc_store_len(kc_informer_store(cache->inf[INF_QUEUE]));
+  st->priority_classes = kc_store_len(kc_informer_store(cache->inf[INF_PRIORITYCLASS]));
+  st->assumed = kc_strmap_len(&cache->assumed);
+  st->confirmed = cache->confirmed;
+  st->forgotten = cache->forgotten;
+  for (int i = 0; i < INF__COUNT; i++) {
+    kc_informer_stats is;
+    kc_informer_get_stats(cache->inf[i], &is);
+    st->decode_errors += is.decode_errors;
+  }
+}
+
+/* ---- snapshots ---- */
+
+/* Copies the store's object pointers into a new array; *n receives the count. */
+static int store_array(kc_store *s, void ***out, size_t *n) {
+  size_t len = kc_store_len(s), i = 0;
+  *out = NULL;
+  *n = 0;
+  if (len == 0)
+    return 0;
+  void **v = malloc(len * sizeof(*v));
+  if (v == NULL)
+    return KC_ENOMEM;
+  kc_store_iter it;
+  const char *key;
+  void *obj;
+  kc_store_iter_init(s, &it);
+  while (i < len && kc_store_iter_next(&it, &key, &obj))
+    v[i++] = obj;
+  *out = v;
+  *n = i;
+  return 0;
+}
+
+int sch_cache_snapshot(sch_cache *cache, sch_cache_snap *out) {
+  memset(out, 0, sizeof(*out));
+  Kiln__Snapshot init = KILN__SNAPSHOT__INIT;
+  out->msg = init;
+  Kiln__Snapshot *m = &out->msg;
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  m->generation = ++cache->generation;
+  m->time_unix_nano = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+  int rc = store_array(kc_informer_store(cache->inf[INF_NODE]), (void ***)&m->nodes, &m->n_nodes);
+  if (rc == 0)
+    rc = store_array(kc_informer_store(cache->inf[INF_POD]), (void ***)&m->pods, &m->n_pods);
+  if (rc == 0)
+    rc = store_array(kc_informer_store(cache->inf[INF_PODGROUP]), (void ***)&m->pod_groups,
+                     &m->n_pod_groups);
+  if (rc == 0)
+    rc = store_array(kc_informer_store(cache->inf[INF_QUEUE]), (void ***)&m->queues,
+                     &m->n_queues);
+  if (rc == 0)
+    rc = store_array(kc_informer_store(cache->inf[INF_PRIORITYCLASS]),
+                     (void ***)&m->priority_classes, &m->n_priority_classes);
+  if (rc)
+    goto fail;
+  /* Assumed pods appear bound to their node: a shallow copy with node_name set. */
+  size_t na = kc_strmap_len(&cache->assumed);
+  if (na > 0) {
+    out->assumed = calloc(na, sizeof(*out->assumed));
+    if (out->assumed == NULL) {
+      rc = KC_ENOMEM;
+      goto fail;
+    }
+    for (size_t i = 0; i < m->n_pods; i++) {
+      const Kiln__Pod *p = m->pods[i];
+      if (p->node_name && p->node_name[0])
+        continue;
+      char key[512];
+      if (kc_store_key(key, sizeof(key), p->namespace_, p->name) != 0)
+        continue;
+      const char *node = kc_strmap_get(&cache->assumed, key);
+      if (node == NULL || out->nassumed >= na)
+        continue;
+      Kiln__Pod *c = &out->assumed[out->nassumed++];
+      *c = *p;
+      c->node_name = (char *)node;
+      m->pods[i] = c;
+    }
+  }
+  return 0;
+fail:
+  sch_cache_snap_close(out);
+  return rc;
+}
+
+void sch_cache_snap_close(sch_cache_snap *s) {
+  free(s->msg.nodes);
+  free(s->msg.pods);
+  free(s->msg.pod_groups);
+  free(s->msg.queues);
+  free(s->msg.priority_classes);
+  free(s->assumed);
+  memset(s, 0, sizeof(*s));
+}
+
+int sch_cache_dump(sch_cache *cache, const char *path) {
+  sch_cache_snap s;
+  int rc = sch_cache_snapshot(cache, &s);
+  if (rc)
+    return rc;
+  size_t len = kiln__snapshot__get_packed_size(&s.msg);
+  uint8_t *buf = malloc(len ? len : 1);
+  if (buf == NULL) {
+    sch_cache_snap_close(&s);
+    return KC_ENOMEM;
+  }
+  kiln__snapshot__pack(&s.msg, buf);
+  char tmp[4096];
+  rc = KC_EIO;
+  if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp)) {
+    KC_ERROR("dump snapshot: path too long: %s", path);
+    goto out;
+  }
+  FILE *f = fopen(tmp, "wb");
+  if (f == NULL) {
+    KC_ERROR("dump snapshot: cannot open %s: %s", tmp, strerror(errno));
+    goto out;
+  }
+  bool ok = fwrite(buf, 1, len, f) == len;
+  ok = fclose(f) == 0 && ok;
+  if (!ok || rename(tmp, path) != 0) {
+    KC_ERROR("dump snapshot: cannot write %s: %s", path, strerror(errno));
+    unlink(tmp);
+    goto out;
+  }
+  KC_INFO("dumped the cache to %s (%zu nodes, %zu pods, %zu podgroups, %zu queues, %zu bytes)",
+          path, s.msg.n_nodes, s.msg.n_pods, s.msg.n_pod_groups, s.msg.n_queues, len);
+  rc = 0;
+out:
+  free(buf);
+  sch_cache_snap_close(&s);
+  return rc;
+}

@@ -1,0 +1,86 @@
+/* The scheduler cache (Volcano SchedulerCache): informers for pods, nodes, PodGroups,
+ * Queues and PriorityClasses that keep the compact protobuf views of pod.proto and
+ * volcano.proto, plus the tasks this scheduler has decided but the API server has not yet
+ * confirmed (assumed binds).
+ *
+ * Assume, confirm, forget (Volcano's Binding status): when a session decides to bind a pod,
+ * the shell assumes it on its node, so that the next session sees the pod as placed and
+ * does not place it twice; the watch confirms it (the pod comes back with spec.nodeName,
+ * or is deleted) and the assumption is dropped; a failed bind forgets it, and the pod is
+ * Pending again in the next session.
+ *
+ * Every pod is watched, not only ours: pods of other schedulers still use their nodes.
+ * Everything runs on the loop thread. */
+#ifndef SCH_CACHE_H
+#define SCH_CACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kc_api.h"
+#include "snapshot.pb-c.h"
+
+typedef struct sch_cache sch_cache;
+
+typedef struct {
+  const char *default_queue; /* borrowed; NULL: "default" */
+  /* Gate for the cache's own writes (the default queue); NULL allows them. Returns 0 when
+   * this process may write. */
+  int (*may_write)(void *ud);
+  void *ud;
+  /* Told about a pod the cache cannot decode (an unparsable request, ...): it is left out
+   * of scheduling; obj is its JSON (borrowed), err the decoder's message. May be NULL. */
+  void (*on_bad_pod)(const json_t *obj, const char *err, void *ud);
+} sch_cache_options;
+
+/* *out is new; c and o's strings are borrowed and must outlive the cache. */
+int sch_cache_new(kc_client *c, const sch_cache_options *o, sch_cache **out);
+/* Starts the five informers. */
+int sch_cache_start(sch_cache *cache);
+/* Stops the informers and frees the cache; run the loop afterwards. NULL is a no-op. */
+void sch_cache_free(sch_cache *cache);
+
+/* Every informer has finished its first LIST. */
+bool sch_cache_synced(const sch_cache *cache);
+/* Called from the period: creates the default queue when it is missing (once it is known
+ * to be missing after the Queue informer synced, and writes are allowed). */
+void sch_cache_tick(sch_cache *cache);
+
+/* A snapshot message of the cache. */
+typedef struct sch_cache_snap {
+  Kiln__Snapshot msg; /* its arrays are owned; the objects are borrowed from the cache */
+  Kiln__Pod *assumed; /* shallow copies of assumed pods with node_name set */
+  size_t nassumed;
+} sch_cache_snap;
+
+/* Fills *out (its arrays new) from the cache as it is now. The borrowed objects stay valid
+ * until the loop next runs an informer callback: use it and free it in the same turn of
+ * the loop. 0 or KC_ENOMEM. */
+int sch_cache_snapshot(sch_cache *cache, sch_cache_snap *out);
+void sch_cache_snap_close(sch_cache_snap *s);
+
+/* Writes a snapshot of the cache to path as a packed Kiln__Snapshot (atomically: a
+ * temporary file renamed over path). 0, KC_ENOMEM or KC_EIO (logged). */
+int sch_cache_dump(sch_cache *cache, const char *path);
+
+/* Marks the pod "ns/name" as bound to node until the watch confirms it. 0 or KC_ENOMEM. */
+int sch_cache_assume(sch_cache *cache, const char *key, const char *node);
+/* Drops an assumption (bind failed). No-op when absent. */
+void sch_cache_forget(sch_cache *cache, const char *key);
+/* The node a pod is assumed on (borrowed), or NULL. */
+const char *sch_cache_assumed_node(const sch_cache *cache, const char *key);
+size_t sch_cache_nassumed(const sch_cache *cache);
+
+/* Lookups (borrowed until the next informer callback), NULL when absent. */
+const Kiln__Pod *sch_cache_pod(const sch_cache *cache, const char *key);
+const Kiln__PodGroup *sch_cache_podgroup(const sch_cache *cache, const char *key);
+const Kiln__Queue *sch_cache_queue(const sch_cache *cache, const char *name);
+
+typedef struct {
+  size_t pods, nodes, pod_groups, queues, priority_classes, assumed;
+  uint64_t confirmed, forgotten, decode_errors;
+} sch_cache_stats;
+void sch_cache_get_stats(const sch_cache *cache, sch_cache_stats *st);
+
+#endif

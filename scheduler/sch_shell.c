@@ -1,0 +1,902 @@
+/* The scheduler's I/O shell: see sch_shell.h. */
+#include "sch_shell.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "kc_codec.h"
+#include "kc_error.h"
+#include "kc_log.h"
+#include "kc_store.h"
+#include "kc_strmap.h"
+#include "sch_binder.h"
+#include "sch_cache.h"
+#include "sch_conf.h"
+#include "sch_framework.h"
+
+#define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
+
+/* The config file is capped: a Volcano configuration is a few hundred bytes. */
+#define MAX_CONF_BYTES (1u << 20)
+
+/* What we last wrote to an object's status, and the resourceVersion the cache had then:
+ * until the watch brings a newer version, the same write is not sent again. */
+typedef struct {
+  char *json;
+  char *rv;
+} written;
+
+struct sch_shell {
+  uv_loop_t *loop;
+  kc_client *client;
+  kc_event_recorder *events;
+  kc_metrics *metrics;
+  sch_shell_options opt;
+  sch_cache *cache;
+  sch_binder *binder;
+  sch_conf *conf;
+  /* The configuration file as last seen. */
+  bool conf_seen;
+  struct timespec conf_mtime;
+  off_t conf_size;
+  ino_t conf_ino;
+  uv_timer_t timer;
+  bool closing, timer_closed;
+  size_t writes_in_flight;
+  kc_strmap pg_written; /* "ns/name" -> written */
+  kc_strmap q_written;  /* name -> written */
+  kc_strmap why_last;   /* pod "ns/name" -> last explanation (owned) */
+  kc_strmap ev_last;    /* "kind\x1fkey\x1freason" -> last message (owned) */
+  kc_strmap unsched_jobs; /* job keys with an unschedule_task_count series */
+  uint64_t sessions;
+  bool logged_not_synced;
+  /* Metrics (NULL without a registry). */
+  kc_series *m_e2e, *m_open, *m_attempt_ok, *m_attempt_unsched, *m_attempt_err;
+  kc_series *m_unsched_jobs, *m_bind_latency;
+  kc_metric *m_action, *m_unsched_tasks, *m_q_cpu, *m_q_mem;
+};
+
+static void free_written(void *p) {
+  written *w = p;
+  if (w) {
+    free(w->json);
+    free(w->rv);
+    free(w);
+  }
+}
+
+static void free_str(void *p) {
+  free(p);
+}
+
+static int may_write(const sch_shell *sh) {
+  return sh->opt.may_write ? sh->opt.may_write(sh->opt.ud) : 0;
+}
+
+static double ms_since(uint64_t t0) {
+  return (double)(uv_hrtime() - t0) / 1e6;
+}
+
+/* ---- configuration ---- */
+
+static void log_conf(const char *what, const sch_conf *conf) {
+  char acts[256] = "";
+  size_t off = 0;
+  for (size_t i = 0; i < conf->nactions && off < sizeof(acts); i++)
+    off += (size_t)snprintf(acts + off, sizeof(acts) - off, "%s%s", i ? ", " : "",
+                            conf->actions[i]->name);
+  size_t np = 0;
+  for (size_t t = 0; t < conf->ntiers; t++)
+    np += conf->tiers[t].nplugins;
+  KC_INFO("%s: actions \"%s\", %zu tiers, %zu plugins", what, acts, conf->ntiers, np);
+}
+
+/* Reads and parses the file; on success replaces sh->conf. */
+static int load_conf_file(sch_shell *sh, const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) {
+    KC_ERROR("scheduler configuration %s cannot be read (%s); keeping the %s configuration",
+             path, strerror(errno), sh->conf ? "previous" : "default");
+    return KC_EIO;
+  }
+  char *buf = malloc(MAX_CONF_BYTES + 1);
+  size_t len = buf ? fread(buf, 1, MAX_CONF_BYTES + 1, f) : 0;
+  fclose(f);
+  if (buf == NULL)
+    return KC_ENOMEM;
+  if (len > MAX_CONF_BYTES) {
+    KC_ERROR("scheduler configuration %s is larger than %u bytes; keeping the %s configuration",
+             path, MAX_CONF_BYTES, sh->conf ? "previous" : "default");
+    free(buf);
+    return KC_ETOOBIG;
+  }
+  buf[len] = '\0';
+  char err[512] = "";
+  sch_conf *conf = NULL;
+  int rc = sch_conf_parse(buf, len, &conf, err, sizeof(err));
+  free(buf);
+  if (rc) {
+    KC_ERROR("scheduler configuration %s is invalid (%s: %s); keeping the %s configuration",
+             path, kc_strerror(rc), err, sh->conf ? "previous" : "default");
+    return rc;
+  }
+  sch_conf_free(sh->conf);
+  sh->conf = conf;
+  char what[600];
+  snprintf(what, sizeof(what), "loaded scheduler configuration %s", path);
+  log_conf(what, conf);
+  return 0;
+}
+
+/* Re-reads the file when it changed since the last look. */
+static void check_conf(sch_shell *sh) {
+  const char *path = sh->opt.scheduler_conf;
+  if (path == NULL || path[0] == '\0')
+    return;
+  struct stat st;
+  if (stat(path, &st) != 0) {
+    if (sh->conf_seen)
+      KC_WARN("scheduler configuration %s: %s; keeping the current configuration", path,
+              strerror(errno));
+    sh->conf_seen = false;
+    return;
+  }
+  if (sh->conf_seen && st.st_mtim.tv_sec == sh->conf_mtime.tv_sec &&
+      st.st_mtim.tv_nsec == sh->conf_mtime.tv_nsec && st.st_size == sh->conf_size &&
+      st.st_ino == sh->conf_ino)
+    return;
+  bool first = !sh->conf_seen && sh->sessions == 0;
+  sh->conf_seen = true;
+  sh->conf_mtime = st.st_mtim;
+  sh->conf_size = st.st_size;
+  sh->conf_ino = st.st_ino;
+  if (!first)
+    KC_INFO("scheduler configuration %s changed; reloading", path);
+  load_conf_file(sh, path);
+}
+
+/* ---- metrics ---- */
+
+static void setup_metrics(sch_shell *sh) {
+  kc_metrics *r = sh->metrics;
+  if (r == NULL)
+    return;
+  double lat[10];
+  kc_metrics_exponential_buckets(5, 2, 10, lat);
+  kc_metric *m;
+  static const char *const result_l[] = {"result", NULL};
+  static const char *const action_l[] = {"action", NULL};
+  static const char *const job_l[] = {"job_id", NULL};
+  static const char *const queue_l[] = {"queue_name", NULL};
+  static const char *const stage_l[] = {"stage", NULL};
+  if (kc_metrics_histogram(r, "volcano_e2e_scheduling_latency_milliseconds",
+                           "E2e scheduling latency in milliseconds (scheduling algorithm + binding)",
+                           NULL, lat, 10, &m) == 0)
+    kc_metric_series(m, NULL, &sh->m_e2e);
+  if (kc_metrics_histogram(r, "volcano_open_session_duration_milliseconds",
+                           "The time spent on opening session", NULL, lat, 10, &m) == 0)
+    kc_metric_series(m, NULL, &sh->m_open);
+  kc_metrics_histogram(r, "volcano_action_scheduling_latency_milliseconds",
+                       "Action scheduling latencies in milliseconds", action_l, lat, 10,
+                       &sh->m_action);
+  if (kc_metrics_counter(r, "volcano_schedule_attempts_total",
+                         "Number of attempts to schedule pods, by the result. 'unschedulable' "
+                         "means a pod could not be scheduled, while 'error' means an internal "
+                         "scheduler problem.",
+                         result_l, &m) == 0) {
+    kc_metric_series(m, (const char *const[]){"scheduled"}, &sh->m_attempt_ok);
+    kc_metric_series(m, (const char *const[]){"unschedulable"}, &sh->m_attempt_unsched);
+    kc_metric_series(m, (const char *const[]){"error"}, &sh->m_attempt_err);
+  }
+  kc_metrics_gauge(r, "volcano_unschedule_task_count", "Number of tasks could not be scheduled",
+                   job_l, &sh->m_unsched_tasks);
+  if (kc_metrics_gauge(r, "volcano_unschedule_job_count", "Number of jobs could not be scheduled",
+                       NULL, &m) == 0)
+    kc_metric_series(m, NULL, &sh->m_unsched_jobs);
+  kc_metrics_gauge(r, "volcano_queue_allocated_milli_cpu", "Allocated CPU count for one queue",
+                   queue_l, &sh->m_q_cpu);
+  kc_metrics_gauge(r, "volcano_queue_allocated_memory_bytes",
+                   "Allocated memory for one queue", queue_l, &sh->m_q_mem);
+  if (kc_metrics_histogram(r, "volcano_task_scheduling_latency_milliseconds",
+                           "Task scheduling latency in milliseconds", stage_l, lat, 10, &m) == 0)
+    kc_metric_series(m, (const char *const[]){"Bound"}, &sh->m_bind_latency);
+}
+
+static void bind_done(int err, uint64_t latency_ns, void *ud) {
+  sch_shell *sh = ud;
+  if (err == 0 && sh->m_bind_latency)
+    kc_histogram_observe(sh->m_bind_latency, (double)latency_ns / 1e6);
+}
+
+/* ---- status writes ---- */
+
+typedef struct {
+  sch_shell *sh;
+  kc_strmap *map; /* where the write is remembered */
+  char *key;
+  char *what;
+} write_ctx;
+
+static void write_done(const kc_api_result *res, void *data) {
+  write_ctx *w = data;
+  sch_shell *sh = w->sh;
+  sh->writes_in_flight--;
+  if (!sh->closing && res->err) {
+    if (res->err != KC_ENOTFOUND)
+      KC_WARN("cannot update %s: %s: %s", w->what, kc_strerror(res->err), res->message);
+    void *old = NULL;
+    if (kc_strmap_del(w->map, w->key, &old) == 0) /* write it again next period */
+      free_written(old);
+  } else if (res->err == 0) {
+    KC_V(4, "updated %s", w->what);
+  }
+  free(w->key);
+  free(w->what);
+  free(w);
+  if (sh->closing && sh->timer_closed && sh->writes_in_flight == 0)
+    free(sh);
+}
+
+/* Sends a merge patch of body to ref unless the same body was already sent for the cached
+ * resourceVersion rv. */
+static void patch_status(sch_shell *sh, kc_strmap *map, const char *key, const char *rv,
+                         const kc_ref *ref, json_t *body, const char *what) {
+  char *js = json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS);
+  if (js == NULL)
+    return;
+  written *prev = kc_strmap_get(map, key);
+  if (prev && strcmp(prev->json, js) == 0 && strcmp(prev->rv, rv ? rv : "") == 0) {
+    free(js);
+    return;
+  }
+  written *nw = calloc(1, sizeof(*nw));
+  write_ctx *w = calloc(1, sizeof(*w));
+  if (nw == NULL || w == NULL || (nw->rv = strdup(rv ? rv : "")) == NULL ||
+      (w->key = strdup(key)) == NULL || (w->what = strdup(what)) == NULL) {
+    free(js);
+    free_written(nw);
+    if (w) {
+      free(w->key);
+      free(w);
+    }
+    return;
+  }
+  nw->json = js;
+  w->sh = sh;
+  w->map = map;
+  void *old = NULL;
+  if (kc_strmap_put(map, key, nw, &old) < 0) {
+    free_written(nw);
+    free(w->key);
+    free(w->what);
+    free(w);
+    return;
+  }
+  free_written(old);
+  int rc = kc_api_call(sh->client, KC_PATCH_MERGE, ref, NULL, body, write_done, w);
+  if (rc) {
+    KC_WARN("cannot update %s: %s", what, kc_strerror(rc));
+    if (kc_strmap_del(map, key, &old) == 0)
+      free_written(old);
+    free(w->key);
+    free(w->what);
+    free(w);
+    return;
+  }
+  sh->writes_in_flight++;
+}
+
+static void rfc3339(int64_t t, char buf[32]) {
+  time_t tt = (time_t)t;
+  struct tm tm;
+  gmtime_r(&tt, &tm);
+  strftime(buf, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static bool str_eq(const char *a, const char *b) {
+  return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+/* The PodGroup's status as the session wants it; written when it differs from the cached
+ * one (conditions compared by type, status, reason and message: times do not count). */
+static void write_pod_group(sch_shell *sh, const sch_snapshot *snap, const sch_pg_status *ps) {
+  const sch_job *j = &snap->jobs[ps->job];
+  const Kiln__PodGroup *pg = j->pod_group;
+  if (pg == NULL || pg->metadata == NULL)
+    return;
+  const Kiln__PodGroupStatus *cur = pg->status;
+  const char *phase = sch_pg_phase_str(ps->phase);
+  /* Conditions: the cached ones, with the session's replacing the one of its type. When
+   * the gang is scheduled, an earlier Unschedulable condition turns False (Volcano leaves
+   * it True, which reads as if the gang were still stuck). */
+  size_t ncur = cur ? cur->n_conditions : 0;
+  Kiln__PodGroupCondition *conds = calloc(ncur + 1, sizeof(*conds));
+  Kiln__PodGroupCondition **cptr = calloc(ncur + 1, sizeof(*cptr));
+  if (conds == NULL || cptr == NULL) {
+    free(conds);
+    free(cptr);
+    return;
+  }
+  size_t n = 0;
+  bool changed = !cur || !str_eq(cur->phase, phase) || cur->running != ps->running ||
+                 cur->succeeded != ps->succeeded || cur->failed != ps->failed;
+  bool placed = false;
+  char ts[32];
+  rfc3339(ps->condition.last_transition_time ? ps->condition.last_transition_time
+                                             : (int64_t)time(NULL),
+          ts);
+  for (size_t i = 0; i < ncur; i++) {
+    const Kiln__PodGroupCondition *c = cur->conditions[i];
+    Kiln__PodGroupCondition *o = &conds[n];
+    *o = *c;
+    if (ps->has_condition && str_eq(c->type, ps->condition.type)) {
+      placed = true;
+      if (!str_eq(c->status, ps->condition.status) || !str_eq(c->reason, ps->condition.reason) ||
+          !str_eq(c->message, ps->condition.message)) {
+        changed = true;
+        o->status = (char *)ps->condition.status;
+        o->reason = (char *)ps->condition.reason;
+        o->message = (char *)ps->condition.message;
+        o->transition_id = (char *)ps->condition.transition_id;
+        o->last_transition_time = ts;
+      }
+    } else if (ps->has_condition && strcmp(ps->condition.type, "Scheduled") == 0 &&
+               str_eq(c->type, "Unschedulable") && str_eq(c->status, "True")) {
+      changed = true;
+      o->status = "False";
+      o->last_transition_time = ts;
+    }
+    cptr[n] = o;
+    n++;
+  }
+  if (ps->has_condition && !placed) {
+    Kiln__PodGroupCondition init = KILN__POD_GROUP_CONDITION__INIT;
+    Kiln__PodGroupCondition *o = &conds[n];
+    *o = init;
+    o->type = (char *)ps->condition.type;
+    o->status = (char *)ps->condition.status;
+    o->reason = (char *)ps->condition.reason;
+    o->message = (char *)ps->condition.message;
+    o->transition_id = (char *)ps->condition.transition_id;
+    o->last_transition_time = ts;
+    cptr[n++] = o;
+    changed = true;
+  }
+  if (changed) {
+    Kiln__PodGroupStatus st = KILN__POD_GROUP_STATUS__INIT;
+    st.phase = (char *)phase;
+    st.n_conditions = n;
+    st.conditions = cptr;
+    st.has_running = st.has_succeeded = st.has_failed = 1;
+    st.running = ps->running;
+    st.succeeded = ps->succeeded;
+    st.failed = ps->failed;
+    json_t *body = NULL;
+    char err[256];
+    if (kc_podgroup_status_encode(&st, &body, err, sizeof(err)) == 0) {
+      kc_ref ref = {"scheduling.volcano.sh", "v1beta1", "podgroups", j->namespace, j->name,
+                    NULL};
+      char what[600];
+      snprintf(what, sizeof(what), "PodGroup %s status (phase %s)", j->key, phase);
+      patch_status(sh, &sh->pg_written, j->key, pg->metadata->resource_version, &ref, body,
+                   what);
+      json_decref(body);
+    } else {
+      KC_ERROR("cannot encode the status of PodGroup %s: %s", j->key, err);
+    }
+  }
+  free(conds);
+  free(cptr);
+}
+
+static bool resource_matches(const sch_snapshot *snap, const sch_resource *want,
+                             const Kiln__Resource *have) {
+  if (have == NULL)
+    return sch_resource_is_zero(want);
+  if (have->milli_cpu != want->milli_cpu || have->memory != want->memory)
+    return false;
+  int nonzero = 0;
+  for (int i = 0; i < snap->nscalars; i++) {
+    if (want->scalar[i] == 0)
+      continue;
+    nonzero++;
+    bool found = false;
+    for (size_t k = 0; k < have->n_scalar; k++)
+      if (str_eq(have->scalar[k]->name, snap->scalar_names[i]) &&
+          have->scalar[k]->milli_value == want->scalar[i])
+        found = true;
+    if (!found)
+      return false;
+  }
+  size_t have_nonzero = 0;
+  for (size_t k = 0; k < have->n_scalar; k++)
+    if (have->scalar[k]->milli_value != 0)
+      have_nonzero++;
+  return have_nonzero == (size_t)nonzero;
+}
+
+static void write_queue(sch_shell *sh, const sch_snapshot *snap, const sch_queue_status *qs) {
+  const sch_queue *q = &snap->queues[qs->queue];
+  if (sh->m_q_cpu) {
+    kc_series *s;
+    if (kc_metric_series(sh->m_q_cpu, (const char *const[]){q->name}, &s) == 0)
+      kc_gauge_set(s, (double)qs->allocated.milli_cpu);
+    if (kc_metric_series(sh->m_q_mem, (const char *const[]){q->name}, &s) == 0)
+      kc_gauge_set(s, (double)qs->allocated.memory);
+  }
+  if (q->queue == NULL || q->queue->metadata == NULL)
+    return; /* made up by the snapshot: the cache creates it */
+  const Kiln__Resource *have = q->queue->status ? q->queue->status->allocated : NULL;
+  if (resource_matches(snap, &qs->allocated, have))
+    return;
+  Kiln__Resource res = KILN__RESOURCE__INIT;
+  Kiln__ResourceQuantity sq[SCH_MAX_SCALARS];
+  Kiln__ResourceQuantity *sp[SCH_MAX_SCALARS];
+  res.milli_cpu = qs->allocated.milli_cpu;
+  res.memory = qs->allocated.memory;
+  for (int i = 0; i < snap->nscalars; i++) {
+    if (qs->allocated.scalar[i] == 0)
+      continue;
+    Kiln__ResourceQuantity init = KILN__RESOURCE_QUANTITY__INIT;
+    sq[res.n_scalar] = init;
+    sq[res.n_scalar].name = (char *)snap->scalar_names[i];
+    sq[res.n_scalar].milli_value = qs->allocated.scalar[i];
+    sp[res.n_scalar] = &sq[res.n_scalar];
+    res.n_scalar++;
+  }
+  res.scalar = sp;
+  Kiln__QueueStatus st = KILN__QUEUE_STATUS__INIT;
+  st.allocated = &res;
+  json_t *body = NULL;
+  char err[256];
+  if (kc_queue_status_encode(&st, &body, err, sizeof(err)) != 0) {
+    KC_ERROR("cannot encode the status of Queue %s: %s", q->name, err);
+    return;
+  }
+  /* An empty allocation must still clear the old one: allocated {} would be a no-op in a
+   * merge patch, so say null for the dimensions that went to zero. */
+  json_t *alloc = json_object_get(json_object_get(body, "status"), "allocated");
+  if (alloc == NULL) {
+    alloc = json_object();
+    json_object_set_new(json_object_get(body, "status"), "allocated", alloc);
+  }
+  if (have && alloc) {
+    if (have->milli_cpu && !qs->allocated.milli_cpu)
+      json_object_set_new(alloc, "cpu", json_null());
+    if (have->memory && !qs->allocated.memory)
+      json_object_set_new(alloc, "memory", json_null());
+    for (size_t k = 0; k < have->n_scalar; k++)
+      if (have->scalar[k]->name && !json_object_get(alloc, have->scalar[k]->name))
+        json_object_set_new(alloc, have->scalar[k]->name, json_null());
+  }
+  kc_ref ref = {"scheduling.volcano.sh", "v1beta1", "queues", NULL, q->name, "status"};
+  char what[300];
+  snprintf(what, sizeof(what), "Queue %s status", q->name);
+  patch_status(sh, &sh->q_written, q->name, q->queue->metadata->resource_version, &ref, body,
+               what);
+  json_decref(body);
+}
+
+/* ---- events and explanations ---- */
+
+/* Records the event unless the same message was recorded for it in the previous session;
+ * next (this session's map) remembers it. */
+static void event_once(sch_shell *sh, kc_strmap *next, const kc_object_ref *o, const char *type,
+                       const char *reason, const char *message) {
+  char key[700];
+  snprintf(key, sizeof(key), "%s\x1f%s/%s\x1f%s", o->kind, o->namespace ? o->namespace : "",
+           o->name, reason);
+  const char *prev = kc_strmap_get(&sh->ev_last, key);
+  if (kc_strmap_has(next, key))
+    return; /* already this session */
+  char *m = strdup(message);
+  if (m == NULL)
+    return;
+  if (kc_strmap_put(next, key, m, NULL) < 0) {
+    free(m);
+    return;
+  }
+  if (prev && strcmp(prev, message) == 0)
+    return;
+  if (sh->events)
+    kc_event_record(sh->events, o, type, reason, "%s", message);
+}
+
+static void pod_condition_done(const kc_api_result *res, void *data) {
+  char *key = data;
+  if (res->err && res->err != KC_ENOTFOUND && res->err != KC_ECANCELED)
+    KC_WARN("cannot set PodScheduled=False on %s: %s: %s", key, kc_strerror(res->err),
+            res->message);
+  free(key);
+}
+
+/* PodScheduled=False, reason Unschedulable, with the session's explanation; only when the
+ * explanation changed since the previous session. */
+static void explain_pod(sch_shell *sh, kc_strmap *next, const Kiln__Pod *p, const char *msg) {
+  char key[512];
+  if (kc_store_key(key, sizeof(key), p->namespace_, p->name) != 0)
+    return;
+  const char *prev = kc_strmap_get(&sh->why_last, key);
+  char *m = strdup(msg);
+  if (m == NULL || kc_strmap_put(next, key, m, NULL) < 0) {
+    free(m);
+    return;
+  }
+  if (prev && strcmp(prev, msg) == 0)
+    return;
+  json_t *patch = json_pack("{s:{s:[{s:s,s:s,s:s,s:s}]}}", "status", "conditions", "type",
+                            "PodScheduled", "status", "False", "reason", "Unschedulable",
+                            "message", msg);
+  char *k = strdup(key);
+  kc_ref ref = {NULL, "v1", "pods", p->namespace_, p->name, "status"};
+  if (patch == NULL || k == NULL ||
+      kc_api_call(sh->client, KC_PATCH_STRATEGIC, &ref, NULL, patch, pod_condition_done, k) != 0)
+    free(k);
+  json_decref(patch);
+}
+
+static void swap_map(kc_strmap *cur, kc_strmap *next) {
+  kc_strmap_close(cur, free_str);
+  *cur = *next;
+}
+
+/* PodGroups that name a queue the cluster does not have are left out of the snapshot; say
+ * so on the PodGroup, where its owner looks. */
+static void report_missing_queues(sch_shell *sh, const Kiln__Snapshot *msg,
+                                  const sch_snapshot *snap, kc_strmap *next_ev) {
+  for (size_t i = 0; i < msg->n_pod_groups; i++) {
+    const Kiln__PodGroup *pg = msg->pod_groups[i];
+    if (pg->metadata == NULL)
+      continue;
+    const char *q = pg->spec && pg->spec->queue && pg->spec->queue[0] ? pg->spec->queue
+                                                                     : sh->opt.default_queue;
+    if (q == NULL)
+      q = "default";
+    if (sch_snapshot_queue(snap, q) >= 0)
+      continue;
+    char m[400];
+    snprintf(m, sizeof(m), "queue %s does not exist; the PodGroup is not scheduled until it is "
+                           "created", q);
+    kc_object_ref o = {.kind = "PodGroup", .namespace = pg->metadata->namespace_,
+                       .name = pg->metadata->name, .uid = pg->metadata->uid,
+                       .api_version = "scheduling.volcano.sh/v1beta1"};
+    event_once(sh, next_ev, &o, KC_EVENT_WARNING, "Unschedulable", m);
+  }
+}
+
+static void evict_done(const kc_api_result *res, void *data) {
+  char *key = data;
+  if (res->err && res->err != KC_ENOTFOUND && res->err != KC_ECANCELED)
+    KC_WARN("cannot evict %s: %s: %s", key, kc_strerror(res->err), res->message);
+  free(key);
+}
+
+/* ---- one cycle ---- */
+
+static void apply_result(sch_shell *sh, const Kiln__Snapshot *msg, sch_snapshot *snap,
+                         const sch_result *res) {
+  char key[512];
+  /* Binds first: they are what users wait for. */
+  for (size_t i = 0; i < res->nbinds; i++) {
+    const sch_task *t = &snap->tasks[res->binds[i].task];
+    const Kiln__Pod *p = t->pod;
+    const char *node = snap->nodes[res->binds[i].node].name;
+    if (kc_store_key(key, sizeof(key), p->namespace_, p->name) != 0)
+      continue;
+    if (sch_cache_assume(sh->cache, key, node) != 0 ||
+        sch_binder_bind(sh->binder, p->namespace_, p->name, p->uid, node) != 0) {
+      sch_cache_forget(sh->cache, key);
+      KC_ERROR("cannot queue the bind of %s to %s: out of memory", key, node);
+    }
+  }
+  for (size_t i = 0; i < res->nevicts; i++) {
+    const Kiln__Pod *p = snap->tasks[res->evicts[i].task].pod;
+    char *k = strdup(p->name);
+    kc_ref ref = {NULL, "v1", "pods", p->namespace_, p->name, NULL};
+    kc_query q = {0};
+    q.precondition_uid = p->uid;
+    KC_INFO("evicting %s/%s: %s", p->namespace_, p->name, res->evicts[i].reason);
+    if (k == NULL || kc_api_call(sh->client, KC_DELETE, &ref, &q, NULL, evict_done, k) != 0)
+      free(k);
+    if (sh->events) {
+      kc_object_ref o = {.kind = "Pod", .namespace = p->namespace_, .name = p->name,
+                         .uid = p->uid, .api_version = "v1"};
+      kc_event_record(sh->events, &o, KC_EVENT_WARNING, "Evict",
+                      "Pod is evicted, because of %s", res->evicts[i].reason);
+    }
+  }
+  for (size_t i = 0; i < res->npod_groups; i++)
+    write_pod_group(sh, snap, &res->pod_groups[i]);
+  for (size_t i = 0; i < res->nqueues; i++)
+    write_queue(sh, snap, &res->queues[i]);
+
+  kc_strmap next_ev, next_why;
+  kc_strmap_init(&next_ev, KC_STRMAP_COPY_KEYS);
+  kc_strmap_init(&next_why, KC_STRMAP_COPY_KEYS);
+  for (size_t i = 0; i < res->nevents; i++) {
+    const sch_event *e = &res->events[i];
+    kc_object_ref o = {0};
+    if (e->kind == SCH_EVENT_POD) {
+      const Kiln__Pod *p = snap->tasks[e->object].pod;
+      o.kind = "Pod";
+      o.namespace = p->namespace_;
+      o.name = p->name;
+      o.uid = p->uid;
+      o.api_version = "v1";
+    } else {
+      const sch_job *j = &snap->jobs[e->object];
+      if (j->pod_group == NULL || j->pod_group->metadata == NULL)
+        continue;
+      o.kind = "PodGroup";
+      o.namespace = j->namespace;
+      o.name = j->name;
+      o.uid = j->pod_group->metadata->uid;
+      o.api_version = "scheduling.volcano.sh/v1beta1";
+    }
+    event_once(sh, &next_ev, &o, e->type, e->reason, e->message);
+  }
+  report_missing_queues(sh, msg, snap, &next_ev);
+  swap_map(&sh->ev_last, &next_ev);
+
+  /* Explanations, and the unschedulable metrics. */
+  kc_strmap jobs_now;
+  kc_strmap_init(&jobs_now, KC_STRMAP_COPY_KEYS);
+  for (size_t i = 0; i < res->nwhy; i++) {
+    const sch_task *t = &snap->tasks[res->why[i].task];
+    explain_pod(sh, &next_why, t->pod, res->why[i].message);
+    if (t->job >= 0) {
+      const char *jk = snap->jobs[t->job].key;
+      intptr_t c = (intptr_t)kc_strmap_get(&jobs_now, jk);
+      kc_strmap_put(&jobs_now, jk, (void *)(c + 1), NULL);
+    }
+  }
+  swap_map(&sh->why_last, &next_why);
+  if (sh->m_attempt_ok) {
+    kc_counter_add(sh->m_attempt_ok, (double)res->nbinds);
+    kc_counter_add(sh->m_attempt_unsched, (double)res->nwhy);
+    kc_gauge_set(sh->m_unsched_jobs, (double)kc_strmap_len(&jobs_now));
+    size_t pos = 0;
+    kc_strmap_slot *s;
+    while ((s = kc_strmap_next(&jobs_now, &pos))) {
+      kc_series *se;
+      if (kc_metric_series(sh->m_unsched_tasks, (const char *const[]){s->key}, &se) == 0)
+        kc_gauge_set(se, (double)(intptr_t)s->val);
+    }
+    pos = 0;
+    while ((s = kc_strmap_next(&sh->unsched_jobs, &pos)))
+      if (!kc_strmap_has(&jobs_now, s->key))
+        kc_metric_remove(sh->m_unsched_tasks, (const char *const[]){s->key});
+  }
+  kc_strmap_close(&sh->unsched_jobs, NULL);
+  sh->unsched_jobs = jobs_now;
+}
+
+int sch_shell_run_once(sch_shell *sh) {
+  if (!sch_cache_synced(sh->cache)) {
+    if (!sh->logged_not_synced)
+      KC_INFO("waiting for the cache to sync before scheduling");
+    sh->logged_not_synced = true;
+    return 0;
+  }
+  check_conf(sh);
+  sch_cache_tick(sh->cache);
+  if (may_write(sh) != 0)
+    return 0; /* not the leader: only the leader schedules */
+  uint64_t t0 = uv_hrtime();
+  sch_cache_snap cs;
+  int rc = sch_cache_snapshot(sh->cache, &cs);
+  if (rc)
+    goto err;
+  sch_snapshot_options so = {sh->opt.scheduler_names, sh->opt.nscheduler_names,
+                             sh->opt.default_queue};
+  sch_snapshot *snap = NULL;
+  rc = sch_snapshot_new(&cs.msg, &so, &snap);
+  if (rc) {
+    sch_cache_snap_close(&cs);
+    goto err;
+  }
+  sch_session_options sopt = SCH_SESSION_OPTIONS_DEFAULT;
+  sopt.percentage_nodes_to_find = sh->opt.percentage_nodes_to_find;
+  sopt.minimum_percentage_nodes_to_find = sh->opt.minimum_percentage_nodes_to_find;
+  sopt.minimum_feasible_nodes = sh->opt.minimum_feasible_nodes;
+  sch_session *ssn = NULL;
+  rc = sch_session_open(snap, sh->conf, &sopt, &ssn);
+  if (sh->m_open)
+    kc_histogram_observe(sh->m_open, ms_since(t0));
+  if (rc == 0) {
+    /* The configured actions in order, each timed (sch_session_run without the clock). */
+    for (size_t i = 0; i < sh->conf->nactions; i++) {
+      const sch_action *a = sh->conf->actions[i];
+      uint64_t ta = uv_hrtime();
+      int arc = a->execute(ssn);
+      if (sh->m_action) {
+        kc_series *s;
+        if (kc_metric_series(sh->m_action, (const char *const[]){a->name}, &s) == 0)
+          kc_histogram_observe(s, ms_since(ta));
+      }
+      if (arc < 0) {
+        KC_ERROR("action %s failed: %s; the session ends here", a->name, kc_strerror(arc));
+        break;
+      }
+    }
+    sch_result *res = NULL;
+    rc = sch_session_close(ssn, &res);
+    if (rc == 0) {
+      apply_result(sh, &cs.msg, snap, res);
+      KC_V(3, "session %llu: %zu binds, %zu unschedulable tasks, %zu events in %.2f ms",
+           (unsigned long long)sh->sessions, res->nbinds, res->nwhy, res->nevents, ms_since(t0));
+      sch_result_free(res);
+    }
+  }
+  sch_snapshot_free(snap);
+  sch_cache_snap_close(&cs);
+  sh->sessions++;
+  if (sh->m_e2e)
+    kc_histogram_observe(sh->m_e2e, ms_since(t0));
+  if (rc == 0)
+    return 0;
+err:
+  KC_ERROR("scheduling cycle failed: %s", kc_strerror(rc));
+  if (sh->m_attempt_err)
+    kc_counter_inc(sh->m_attempt_err);
+  return rc;
+}
+
+static void timer_cb(uv_timer_t *t) {
+  sch_shell *sh = container_of(t, sch_shell, timer);
+  sch_shell_run_once(sh);
+}
+
+/* ---- lifecycle ---- */
+
+static void bad_pod(const json_t *obj, const char *err, void *ud) {
+  sch_shell *sh = ud;
+  json_t *md = json_object_get(obj, "metadata");
+  const char *ns = json_string_value(json_object_get(md, "namespace"));
+  const char *name = json_string_value(json_object_get(md, "name"));
+  const char *uid = json_string_value(json_object_get(md, "uid"));
+  const char *sn = json_string_value(json_object_get(json_object_get(obj, "spec"),
+                                                     "schedulerName"));
+  bool ours = false;
+  size_t n = sh->opt.nscheduler_names;
+  for (size_t i = 0; i < n; i++)
+    if (str_eq(sn, sh->opt.scheduler_names[i]))
+      ours = true;
+  if (n == 0)
+    ours = str_eq(sn, "volcano");
+  if (!ours || name == NULL || sh->events == NULL || may_write(sh) != 0)
+    return;
+  kc_object_ref o = {.kind = "Pod", .namespace = ns, .name = name, .uid = uid,
+                     .api_version = "v1"};
+  kc_event_record(sh->events, &o, KC_EVENT_WARNING, "FailedScheduling",
+                  "the scheduler cannot read this pod, it is not scheduled: %s", err);
+}
+
+int sch_shell_new(uv_loop_t *loop, kc_client *c, kc_event_recorder *events, kc_metrics *metrics,
+                  const sch_shell_options *o, sch_shell **out) {
+  *out = NULL;
+  sch_shell *sh = calloc(1, sizeof(*sh));
+  if (sh == NULL)
+    return KC_ENOMEM;
+  sh->loop = loop;
+  sh->client = c;
+  sh->events = events;
+  sh->metrics = metrics;
+  sh->opt = *o;
+  if (sh->opt.schedule_period_ns <= 0)
+    sh->opt.schedule_period_ns = 1000000000LL;
+  if (sh->opt.default_queue == NULL)
+    sh->opt.default_queue = "default";
+  kc_strmap_init(&sh->pg_written, KC_STRMAP_COPY_KEYS);
+  kc_strmap_init(&sh->q_written, KC_STRMAP_COPY_KEYS);
+  kc_strmap_init(&sh->why_last, KC_STRMAP_COPY_KEYS);
+  kc_strmap_init(&sh->ev_last, KC_STRMAP_COPY_KEYS);
+  kc_strmap_init(&sh->unsched_jobs, KC_STRMAP_COPY_KEYS);
+  int rc = 0;
+  if (sh->opt.scheduler_conf && sh->opt.scheduler_conf[0])
+    check_conf(sh);
+  if (sh->conf == NULL) {
+    rc = sch_conf_default(&sh->conf);
+    if (rc)
+      goto fail;
+    log_conf("using the default scheduler configuration", sh->conf);
+  }
+  sch_cache_options co = {sh->opt.default_queue, o->may_write, o->ud, bad_pod};
+  co.ud = sh;
+  co.may_write = NULL;
+  rc = sch_cache_new(c, &co, &sh->cache);
+  if (rc)
+    goto fail;
+  sch_binder_options bo = {0};
+  bo.client = c;
+  bo.cache = sh->cache;
+  bo.events = events;
+  bo.may_write = o->may_write;
+  bo.ud = o->ud;
+  bo.delay_ms = o->bind_delay_ms;
+  bo.on_done = bind_done;
+  bo.done_ud = sh;
+  rc = sch_binder_new(loop, &bo, &sh->binder);
+  if (rc)
+    goto fail;
+  if (uv_timer_init(loop, &sh->timer) != 0) {
+    rc = KC_EIO;
+    goto fail;
+  }
+  setup_metrics(sh);
+  *out = sh;
+  return 0;
+fail:
+  sch_binder_free(sh->binder);
+  sch_cache_free(sh->cache);
+  sch_conf_free(sh->conf);
+  kc_strmap_close(&sh->pg_written, free_written);
+  kc_strmap_close(&sh->q_written, free_written);
+  kc_strmap_close(&sh->why_last, free_str);
+  kc_strmap_close(&sh->ev_last, free_str);
+  kc_strmap_close(&sh->unsched_jobs, NULL);
+  free(sh);
+  return rc;
+}
+
+int sch_shell_start(sch_shell *sh) {
+  int rc = sch_cache_start(sh->cache);
+  if (rc)
+    return rc;
+  uint64_t ms = (uint64_t)(sh->opt.schedule_period_ns / 1000000);
+  if (ms == 0)
+    ms = 1;
+  uv_timer_start(&sh->timer, timer_cb, ms, ms);
+  return 0;
+}
+
+static void timer_closed(uv_handle_t *h) {
+  sch_shell *sh = container_of((uv_timer_t *)h, sch_shell, timer);
+  sh->timer_closed = true;
+  if (sh->writes_in_flight == 0)
+    free(sh);
+}
+
+void sch_shell_free(sch_shell *sh) {
+  if (sh == NULL)
+    return;
+  sh->closing = true;
+  sch_binder_free(sh->binder);
+  sh->binder = NULL;
+  sch_cache_free(sh->cache);
+  sh->cache = NULL;
+  sch_conf_free(sh->conf);
+  sh->conf = NULL;
+  kc_strmap_close(&sh->pg_written, free_written);
+  kc_strmap_close(&sh->q_written, free_written);
+  kc_strmap_close(&sh->why_last, free_str);
+  kc_strmap_close(&sh->ev_last, free_str);
+  kc_strmap_close(&sh->unsched_jobs, NULL);
+  uv_close((uv_handle_t *)&sh->timer, timer_closed);
+}
+
+int sch_shell_dump(sch_shell *sh, const char *path) {
+  if (path == NULL)
+    path = sh->opt.dump_path;
+  if (path == NULL)
+    return KC_EINVAL;
+  return sch_cache_dump(sh->cache, path);
+}
+
+int sch_shell_ready(void *ud, char *reason, size_t cap) {
+  sch_shell *sh = ud;
+  if (sch_cache_synced(sh->cache))
+    return 0;
+  snprintf(reason, cap, "caches not synced");
+  return 1;
+}
+
+size_t sch_shell_binds_pending(const sch_shell *sh) {
+  sch_binder_stats st;
+  sch_binder_get_stats(sh->binder, &st);
+  return st.in_flight + st.waiting;
+}
