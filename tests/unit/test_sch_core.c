@@ -1,0 +1,557 @@
+/* The scheduler core on hand-built snapshots: resource arithmetic, configuration, snapshot
+ * accounting, statements, enqueue, allocate (gang fits / does not fit / pipelines),
+ * backfill and priority ordering. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kc_error.h"
+#include "sch_conf.h"
+#include "sch_framework.h"
+#include "test_sch_plugins_fixture.h"
+
+static const char core_conf[] = "actions: \"enqueue, allocate, backfill\"\n"
+                                "tiers:\n"
+                                "- plugins:\n"
+                                "  - name: priority\n"
+                                "  - name: gang\n"
+                                "  - name: conformance\n"
+                                "- plugins:\n"
+                                "  - name: predicates\n"
+                                "  - name: nodeorder\n";
+
+/* Runs the actions and closes the session; the result is the caller's. */
+static sch_result *run(fx *f) {
+  sch_result *r = NULL;
+  assert_int_equal(sch_session_run(f->ssn), 0);
+  assert_int_equal(sch_session_close(f->ssn, &r), 0);
+  f->ssn = NULL;
+  assert_non_null(r);
+  return r;
+}
+
+static const sch_pg_status *pg_status(const fx *f, const sch_result *r, const char *name) {
+  const sch_job *j = fx_job(f, name);
+  for (size_t i = 0; i < r->npod_groups; i++)
+    if (r->pod_groups[i].job == (int32_t)(j - f->snap->jobs))
+      return &r->pod_groups[i];
+  fail_msg("no status for %s", name);
+  return NULL;
+}
+
+static const char *bound_node(const fx *f, const sch_result *r, const char *pod) {
+  int32_t t = fx_task(f, pod);
+  for (size_t i = 0; i < r->nbinds; i++)
+    if (r->binds[i].task == t)
+      return f->snap->nodes[r->binds[i].node].name;
+  return NULL;
+}
+
+/* ---- resources ---- */
+
+static void test_resource_arith(void **state) {
+  (void)state;
+  sch_resource a = {.milli_cpu = 1000, .memory = 100}, b = {.milli_cpu = 995, .memory = 100};
+  /* within the 10 millicore epsilon */
+  assert_true(sch_resource_less_equal(&a, &b));
+  b.milli_cpu = 990;
+  assert_false(sch_resource_less_equal(&a, &b));
+  assert_int_equal(sch_resource_insufficient(&a, &b), SCH_DIM_CPU);
+  a.scalar[1] = 2000;
+  assert_int_equal(sch_resource_insufficient(&a, &b), SCH_DIM_CPU | SCH_DIM_SCALAR(1));
+  /* a dimension the request does not ask for never blocks */
+  sch_resource req = {.milli_cpu = 500}, idle = {.milli_cpu = 600, .memory = -5};
+  assert_int_equal(sch_resource_insufficient(&req, &idle), 0);
+  sch_resource sum = a;
+  sch_resource_add(&sum, &b);
+  sch_resource_sub(&sum, &b);
+  assert_true(sch_resource_equal(&sum, &a));
+  sch_resource d = {.milli_cpu = 1000, .memory = 10};
+  sch_resource r1 = {.milli_cpu = 400};
+  sch_resource_fit_delta(&d, &r1);
+  assert_int_equal(d.milli_cpu, 1000 - 410);
+  assert_int_equal(d.memory, 10); /* not requested: untouched */
+  sch_resource e = {.milli_cpu = 9};
+  assert_true(sch_resource_is_empty(&e));
+  e.memory = 1;
+  assert_false(sch_resource_is_empty(&e));
+}
+
+/* ---- configuration ---- */
+
+static void test_conf_default(void **state) {
+  (void)state;
+  sch_conf *c = NULL;
+  assert_int_equal(sch_conf_default(&c), 0);
+  assert_int_equal(c->nactions, 3);
+  assert_string_equal(c->actions[0]->name, "enqueue");
+  assert_string_equal(c->actions[1]->name, "allocate");
+  assert_string_equal(c->actions[2]->name, "backfill");
+  assert_int_equal(c->ntiers, 2);
+  assert_int_equal(c->tiers[0].nplugins, 3);
+  assert_string_equal(c->tiers[0].plugins[0].plugin->name, "priority");
+  assert_string_equal(c->tiers[0].plugins[1].plugin->name, "gang");
+  assert_string_equal(c->tiers[0].plugins[2].plugin->name, "conformance");
+  assert_int_equal(c->tiers[1].nplugins, 5);
+  assert_string_equal(c->tiers[1].plugins[4].plugin->name, "nodeorder");
+  assert_true(c->tiers[0].plugins[1].enabled & (1u << SCH_EXT_PREEMPTABLE));
+  sch_conf_free(c);
+}
+
+static void test_conf_custom(void **state) {
+  (void)state;
+  static const char y[] = "actions: \"allocate,backfill \"\n"
+                          "tiers:\n"
+                          "- plugins:\n"
+                          "  - name: gang\n"
+                          "    enablePreemptable: false\n"
+                          "    enableJobOrder: no\n"
+                          "- plugins:\n"
+                          "  - name: binpack\n"
+                          "    arguments:\n"
+                          "      binpack.weight: 10\n"
+                          "      binpack.resources: nvidia.com/gpu\n"
+                          "      binpack.resources.nvidia.com/gpu: 2\n"
+                          "      nested:\n"
+                          "        a: x\n"
+                          "configurations:\n"
+                          "- name: allocate\n"
+                          "  arguments:\n"
+                          "    mode: fast\n";
+  sch_conf *c = NULL;
+  char err[256];
+  assert_int_equal(sch_conf_parse(y, strlen(y), &c, err, sizeof(err)), 0);
+  assert_int_equal(c->nactions, 2);
+  assert_string_equal(c->actions[1]->name, "backfill");
+  const sch_plugin_conf *g = &c->tiers[0].plugins[0];
+  assert_false(g->enabled & (1u << SCH_EXT_PREEMPTABLE));
+  assert_false(g->enabled & (1u << SCH_EXT_JOB_ORDER));
+  assert_true(g->enabled & (1u << SCH_EXT_JOB_READY));
+  const sch_args *a = &c->tiers[1].plugins[0].args;
+  assert_int_equal(sch_args_int(a, "binpack.weight", 1), 10);
+  assert_string_equal(sch_args_get(a, "binpack.resources"), "nvidia.com/gpu");
+  assert_int_equal(sch_args_int(a, "binpack.resources.nvidia.com/gpu", 1), 2);
+  assert_string_equal(sch_args_get(a, "nested.a"), "x");
+  assert_null(sch_args_get(a, "absent"));
+  assert_true(sch_args_bool(a, "absent", true));
+  assert_int_equal(c->nconfigurations, 1);
+  assert_string_equal(c->configurations[0].name, "allocate");
+  assert_string_equal(sch_args_get(&c->configurations[0].args, "mode"), "fast");
+  sch_conf_free(c);
+}
+
+static void test_conf_invalid(void **state) {
+  (void)state;
+  struct {
+    const char *yaml;
+    int rc;
+    const char *needle;
+  } cases[] = {
+      {"actions: \"enqueue, allocat\"\n", KC_ENOENT, "allocat"},
+      {"actions: allocate\ntiers:\n- plugins:\n  - name: gangg\n", KC_ENOENT, "gangg"},
+      {"actions: allocate\ntiers: [\n", KC_EPARSE, "malformed"},
+      {"actions: allocate\ntiers:\n- plugins:\n  - name: gang\n    enableJobReady: maybe\n",
+       KC_EINVAL, "enableJobReady"},
+      {"tiers: []\n", KC_EPARSE, "actions"},
+      {"- a\n- b\n", KC_EPARSE, "mapping"},
+      {"actions: allocate\nconfigurations:\n- name: shuffle\n", KC_ENOENT, "shuffle"},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    sch_conf *c = (sch_conf *)1;
+    char err[256] = "";
+    int rc = sch_conf_parse(cases[i].yaml, strlen(cases[i].yaml), &c, err, sizeof(err));
+    if (rc != cases[i].rc || !strstr(err, cases[i].needle))
+      fail_msg("case %zu: rc %d err '%s'", i, rc, err);
+    assert_null(c);
+  }
+}
+
+/* ---- snapshot ---- */
+
+static void test_snapshot_accounting(void **state) {
+  (void)state;
+  fx *f = fx_new();
+  fx_node(f, "n1", 4000, 8 * GI, 110);
+  fx_queue(f, "default", 1);
+  fx_pg(f, "pg", "default", 1, "Running");
+  fx_pg(f, "lost", "nosuchqueue", 1, "Pending");
+  fx_pod(f, "a", "pg", 1000, GI, "n1");
+  Kiln__Pod *other = fx_pod(f, "other", NULL, 500, GI, "n1");
+  free(other->scheduler_name);
+  other->scheduler_name = fx_str("default-scheduler");
+  Kiln__Pod *rel = fx_pod(f, "rel", "pg", 1000, GI, "n1");
+  rel->deletion_time = 5;
+  fx_pod(f, "plain", NULL, 100, 0, NULL);
+  fx_pod(f, "orphan", "lost", 100, 0, NULL);
+  fx_open(f, core_conf);
+  const sch_node *n = fx_snode(f, "n1");
+  /* every live pod counts on its node, whoever scheduled it */
+  assert_int_equal(n->used.milli_cpu, 2500);
+  assert_int_equal(n->idle.milli_cpu, 1500);
+  assert_int_equal(n->releasing.milli_cpu, 1000);
+  assert_int_equal(n->ntasks, 3);
+  assert_int_equal(f->snap->tasks[fx_task(f, "other")].job, -1);
+  assert_int_equal(f->snap->tasks[fx_task(f, "rel")].status, SCH_TASK_RELEASING);
+  /* the PodGroup naming a missing queue is left out, its pod has no job */
+  assert_int_equal(f->snap->tasks[fx_task(f, "orphan")].job, -1);
+  /* a pod without a PodGroup gets a shadow job with minMember 1 */
+  const sch_job *sj = fx_job(f, "plain");
+  assert_true(sj->shadow);
+  assert_int_equal(sj->min_available, 1);
+  const sch_job *j = fx_job(f, "pg");
+  assert_int_equal(j->count[SCH_TASK_RUNNING], 1);
+  assert_int_equal(j->count[SCH_TASK_RELEASING], 1);
+  assert_int_equal(j->allocated.milli_cpu, 1000);
+  fx_free(f);
+}
+
+/* ---- statements ---- */
+
+static void test_statement_discard_and_commit(void **state) {
+  (void)state;
+  fx *f = fx_new();
+  fx_node(f, "n1", 4000, 8 * GI, 110);
+  fx_node(f, "n2", 4000, 8 * GI, 110);
+  fx_pg(f, "pg", "default", 3, "Inqueue");
+  fx_pod(f, "p0", "pg", 1000, GI, NULL);
+  fx_pod(f, "p1", "pg", 1000, GI, NULL);
+  fx_pod(f, "p2", "pg", 1000, GI, NULL);
+  fx_pod(f, "victim", "pg", 500, GI, "n2");
+  fx_open(f, core_conf);
+  sch_snapshot *s = f->snap;
+  size_t nsz = (size_t)s->nnodes * sizeof(sch_node), jsz = (size_t)s->njobs * sizeof(sch_job);
+  sch_node *nodes0 = malloc(nsz);
+  sch_job *jobs0 = malloc(jsz);
+  sch_task *tasks0 = malloc((size_t)s->ntasks * sizeof(sch_task));
+  memcpy(nodes0, s->nodes, nsz);
+  memcpy(jobs0, s->jobs, jsz);
+  memcpy(tasks0, s->tasks, (size_t)s->ntasks * sizeof(sch_task));
+  int32_t n1 = sch_snapshot_node(s, "n1"), n2 = sch_snapshot_node(s, "n2");
+
+  sch_statement *st = sch_statement_new(f->ssn);
+  assert_non_null(st);
+  assert_int_equal(sch_statement_allocate(st, fx_task(f, "p0"), n1), 0);
+  assert_int_equal(sch_statement_pipeline(st, fx_task(f, "p1"), n2), 0);
+  assert_int_equal(sch_statement_evict(st, fx_task(f, "victim"), "preempted"), 0);
+  assert_int_equal(sch_statement_allocate(st, fx_task(f, "p2"), n2), 0);
+  /* a task cannot be placed twice */
+  assert_int_equal(sch_statement_allocate(st, fx_task(f, "p0"), n2), KC_EINVAL);
+  assert_int_equal(s->nodes[n1].idle.milli_cpu, 3000);
+  assert_int_equal(s->nodes[n2].pipelined.milli_cpu, 1000);
+  assert_int_equal(s->nodes[n2].releasing.milli_cpu, 500);
+  assert_int_equal(fx_job(f, "pg")->count[SCH_TASK_ALLOCATED], 2);
+  sch_statement_discard(st);
+  /* exactly as before: nodes, jobs and tasks byte for byte */
+  assert_memory_equal(s->nodes, nodes0, nsz);
+  assert_memory_equal(s->jobs, jobs0, jsz);
+  assert_memory_equal(s->tasks, tasks0, (size_t)s->ntasks * sizeof(sch_task));
+
+  assert_int_equal(sch_statement_allocate(st, fx_task(f, "p0"), n1), 0);
+  assert_int_equal(sch_statement_evict(st, fx_task(f, "victim"), "preempted"), 0);
+  assert_int_equal(sch_statement_commit(st), 0);
+  assert_int_equal(sch_statement_len(st), 0);
+  assert_int_equal(s->tasks[fx_task(f, "p0")].status, SCH_TASK_BINDING);
+  sch_statement_free(st);
+  sch_result *r = NULL;
+  assert_int_equal(sch_session_close(f->ssn, &r), 0);
+  f->ssn = NULL;
+  assert_int_equal(r->nbinds, 1);
+  assert_string_equal(bound_node(f, r, "p0"), "n1");
+  assert_int_equal(r->nevicts, 1);
+  assert_int_equal(r->evicts[0].task, fx_task(f, "victim"));
+  assert_string_equal(r->evicts[0].reason, "preempted");
+  sch_result_free(r);
+  free(nodes0);
+  free(jobs0);
+  free(tasks0);
+  fx_free(f);
+}
+
+/* ---- enqueue ---- */
+
+/* A gate that admits a job only when its minResources cpu fits the cluster. */
+static int gate_vote(sch_session *ssn, void *ctx, const sch_job *j) {
+  int *calls = ctx;
+  (*calls)++;
+  return j->min_resources.milli_cpu <= sch_session_snapshot(ssn)->total_allocatable.milli_cpu
+             ? SCH_ABSTAIN
+             : SCH_REJECT;
+}
+static int gate_open(sch_session *ssn, const sch_plugin_conf *conf, void **state) {
+  static int calls;
+  return sch_add_job_enqueueable_fn(ssn, gate_vote, &calls);
+}
+static const sch_plugin gate_plugin = {"gate", gate_open, NULL};
+
+static void test_enqueue_gating(void **state) {
+  (void)state;
+  fx *f = fx_new();
+  fx_node(f, "n1", 4000, 8 * GI, 110);
+  fx_queue(f, "default", 1);
+  Kiln__Queue *closed = fx_queue(f, "closed", 1);
+  closed->status = fx_alloc(sizeof(*closed->status));
+  kiln__queue_status__init(closed->status);
+  closed->status->state = fx_str("Closed");
+  fx_pg_min_resources(fx_pg(f, "small", "default", 1, "Pending"), 2000, GI);
+  fx_pg_min_resources(fx_pg(f, "huge", "default", 1, "Pending"), 64000, GI);
+  fx_pg(f, "nomin", "default", 1, "Pending");
+  fx_pg(f, "inclosed", "closed", 1, "Pending");
+  assert_int_equal(sch_snapshot_new(f->msg, NULL, &f->snap), 0);
+  sch_plugin_conf pc = {.plugin = &gate_plugin, .enabled = ~0u};
+  sch_tier tier = {&pc, 1};
+  const sch_action *acts[] = {sch_action_find("enqueue")};
+  sch_conf conf = {.actions = acts, .nactions = 1, .tiers = &tier, .ntiers = 1};
+  sch_session_options o = SCH_SESSION_OPTIONS_DEFAULT;
+  o.now = 1000;
+  assert_int_equal(sch_session_open(f->snap, &conf, &o, &f->ssn), 0);
+  sch_result *r = run(f);
+  assert_int_equal(pg_status(f, r, "small")->phase, SCH_PG_INQUEUE);
+  assert_int_equal(pg_status(f, r, "huge")->phase, SCH_PG_PENDING);
+  assert_int_equal(pg_status(f, r, "nomin")->phase, SCH_PG_INQUEUE); /* no minResources */
+  assert_int_equal(pg_status(f, r, "inclosed")->phase, SCH_PG_PENDING);
+  assert_int_equal(r->nbinds, 0);
+  /* queue counts by phase */
+  int32_t qd = sch_snapshot_queue(f->snap, "default");
+  assert_int_equal(r->queues[qd].inqueue, 2);
+  assert_int_equal(r->queues[qd].pending, 1);
+  sch_result_free(r);
+  fx_free(f);
+}
+
+/* ---- allocate ---- */
+
+static void test_allocate_gang_fits(void **state) {
+  (void)state;
+  fx *f = fx_new();
+  fx_node(f, "n1", 4000, 8 * GI, 110);
+  fx_node(f, "n2", 4000, 8 * GI, 110);
+  fx_pg(f, "pg", "default", 3, "Pending");
+  fx_pod(f, "p0", "pg", 2000, GI, NULL);
+  fx_pod(f, "p1", "pg", 2000, GI, NULL);
+  fx_pod(f, "p2", "pg", 2000, GI, NULL);
+  fx_open(f, core_conf);
+  sch_result *r = run(f);
+  assert_int_equal(r->nbinds, 3);
+  assert_non_null(bound_node(f, r, "p0"));
+  const sch_pg_status *ps = pg_status(f, r, "pg");
+  assert_int_equal(ps->phase, SCH_PG_RUNNING);
+  assert_true(ps->has_condition);
+  assert_string_equal(ps->condition.type, "Scheduled");
+  /* the node accounting of the session matches the binds */
+  int64_t used = fx_snode(f, "n1")->used.milli_cpu + fx_snode(f, "n2")->used.milli_cpu;
+  assert_int_equal(used, 6000);
+  int32_t qd = sch_snapshot_queue(f->snap, "default");
+  assert_int_equal(r->queues[qd].allocated.milli_cpu, 6000);
+  assert_int_equal(r->nwhy, 0);
+  sch_result_free(r);
+  fx_free(f);
+}
+
+static void test_allocate_gang_does_not_fit(void **state) {
+  (void)state;
+  fx *f = fx_new();
+  fx_node(f, "n1", 2000, 8 * GI, 110);
+  fx_node(f, "n2", 2000, 8 * GI, 110);
+  Kiln__Node *g = fx_node(f, "gpu1", 8000, 8 * GI, 110);
+  fx_node_taint(g, "gpu", "true", KILN__TAINT_EFFECT__TAINT_EFFECT_NO_SCHEDULE);
+  fx_pg(f, "pg", "default", 3, "Inqueue");
+  for (int i = 0; i < 4; i++) {
+    char name[8];
+    snprintf(name, sizeof(name), "p%d", i);
+    fx_pod(f, name, "pg", 2000, GI, NULL);
+  }
+  fx_open(f, core_conf);
+  sch_resource idle1 = fx_snode(f, "n1")->idle;
+  sch_result *r = run(f);
+  assert_int_equal(r->nbinds, 0);
+  /* the discarded gang left the accounting as it was */
+  assert_true(sch_resource_equal(&fx_snode(f, "n1")->idle, &idle1));
+  assert_int_equal(fx_job(f, "pg")->count[SCH_TASK_PENDING], 4);
+  const sch_pg_status *ps = pg_status(f, r, "pg");
+  assert_int_equal(ps->phase, SCH_PG_INQUEUE);
+  assert_string_equal(ps->condition.type, "Unschedulable");
+  assert_string_equal(ps->condition.reason, "NotEnoughResources");
+  assert_string_equal(ps->condition.message,
+                      "3/4 tasks in gang unschedulable: 0/3 nodes are available: 1 node(s) had "
+                      "untolerated taint {gpu: true}, 2 Insufficient cpu.");
+  /* an Unschedulable event on the PodGroup, FailedScheduling on each pending pod */
+  int pg_events = 0, pod_events = 0;
+  for (size_t i = 0; i < r->nevents; i++) {
+    if (r->events[i].kind == SCH_EVENT_PODGROUP) {
+      pg_events++;
+      assert_string_equal(r->events[i].reason, "Unschedulable");
+      assert_string_equal(r->events[i].message, ps->condition.message);
+    } else {
+      pod_events++;
+      assert_string_equal(r->events[i].reason, "FailedScheduling");
+    }
+  }
+  assert_int_equal(pg_events, 1);
+  assert_int_equal(pod_events, 4);
+  assert_int_equal(r->nwhy, 4);
+  sch_result_free(r);
+  fx_free(f);
+}
+
+static void test_allocate_pipelines_onto_releasing(void **state) {
+  (void)state;
+  fx *f = fx_new();
+  fx_node(f, "n1", 4000, 8 * GI, 110);
+  fx_pg(f, "old", "default", 1, "Running");
+  Kiln__Pod *going = fx_pod(f, "going", "old", 4000, GI, "n1");
+  going->deletion_time = 10;
+  fx_pg(f, "new", "default", 1, "Inqueue");
+  fx_pod(f, "waiting", "new", 3000, GI, NULL);
+  fx_open(f, core_conf);
+  sch_result *r = run(f);
+  assert_int_equal(r->nbinds, 0);
+  const sch_task *t = &f->snap->tasks[fx_task(f, "waiting")];
+  assert_int_equal(t->status, SCH_TASK_PIPELINED);
+  assert_string_equal(f->snap->nodes[t->node].name, "n1");
+  assert_int_equal(fx_snode(f, "n1")->pipelined.milli_cpu, 3000);
+  sch_result_free(r);
+  fx_free(f);
+}
+
+static void test_backfill_best_effort(void **state) {
+  (void)state;
+  fx *f = fx_new();
+  fx_node(f, "n1", 1000, GI, 110);
+  fx_pg(f, "full", "default", 1, "Running");
+  fx_pod(f, "hog", "full", 1000, GI, "n1");
+  fx_pg(f, "be", "default", 1, "Inqueue");
+  fx_pod(f, "besteffort", "be", 0, 0, NULL);
+  fx_open(f, core_conf);
+  sch_result *r = run(f);
+  assert_int_equal(r->nbinds, 1);
+  assert_string_equal(bound_node(f, r, "besteffort"), "n1");
+  sch_result_free(r);
+
+  /* without backfill, allocate leaves it alone */
+  fx *g = fx_new();
+  fx_node(g, "n1", 1000, GI, 110);
+  fx_pg(g, "be", "default", 1, "Inqueue");
+  fx_pod(g, "besteffort", "be", 0, 0, NULL);
+  fx_open(g, "actions: \"allocate\"\ntiers:\n- plugins:\n  - name: gang\n");
+  r = run(g);
+  assert_int_equal(r->nbinds, 0);
+  sch_result_free(r);
+  fx_free(g);
+  fx_free(f);
+}
+
+static void test_priority_order(void **state) {
+  (void)state;
+  fx *f = fx_new();
+  fx_node(f, "n1", 2000, 8 * GI, 110);
+  Kiln__PriorityClass *pc = fx_alloc(sizeof(*pc));
+  kiln__priority_class__init(pc);
+  pc->metadata = fx_meta(NULL, "high");
+  pc->has_value = 1;
+  pc->value = 1000;
+  FX_APPEND(f->msg->priority_classes, f->msg->n_priority_classes, pc);
+  Kiln__PodGroup *low = fx_pg(f, "a-low", "default", 1, "Inqueue");
+  free(low->metadata->creation_timestamp);
+  low->metadata->creation_timestamp = fx_str("2026-01-01T00:00:00Z"); /* older */
+  Kiln__PodGroup *high = fx_pg(f, "b-high", "default", 1, "Inqueue");
+  high->spec->priority_class_name = fx_str("high");
+  fx_pod(f, "lowpod", "a-low", 2000, GI, NULL);
+  fx_pod(f, "highpod", "b-high", 2000, GI, NULL);
+  /* inside one job, the higher pod priority goes first */
+  fx_pg(f, "c-mixed", "default", 1, "Inqueue");
+  Kiln__Pod *m1 = fx_pod(f, "m-first", "c-mixed", 100, 0, NULL);
+  Kiln__Pod *m2 = fx_pod(f, "m-urgent", "c-mixed", 100, 0, NULL);
+  m1->priority = 1;
+  m2->priority = 50;
+  fx_open(f, core_conf);
+  sch_result *r = run(f);
+  assert_non_null(bound_node(f, r, "highpod"));
+  assert_null(bound_node(f, r, "lowpod"));
+  assert_null(bound_node(f, r, "m-first"));
+  assert_null(bound_node(f, r, "m-urgent"));
+  sch_result_free(r);
+  fx_free(f);
+
+  f = fx_new();
+  fx_node(f, "n1", 150, 8 * GI, 110);
+  fx_pg(f, "c-mixed", "default", 1, "Inqueue");
+  m1 = fx_pod(f, "m-first", "c-mixed", 100, 0, NULL);
+  m2 = fx_pod(f, "m-urgent", "c-mixed", 100, 0, NULL);
+  m1->priority = 1;
+  m2->priority = 50;
+  fx_open(f, core_conf);
+  r = run(f);
+  assert_int_equal(r->nbinds, 1);
+  assert_non_null(bound_node(f, r, "m-urgent"));
+  sch_result_free(r);
+  fx_free(f);
+}
+
+/* Job valid: a gang with fewer pods than minMember is not tried and says why. */
+static void test_gang_not_enough_tasks(void **state) {
+  (void)state;
+  fx *f = fx_new();
+  fx_node(f, "n1", 8000, 8 * GI, 110);
+  fx_pg(f, "pg", "default", 3, "Inqueue");
+  fx_pod(f, "p0", "pg", 100, 0, NULL);
+  fx_pod(f, "p1", "pg", 100, 0, NULL);
+  fx_open(f, core_conf);
+  sch_result *r = run(f);
+  assert_int_equal(r->nbinds, 0);
+  const sch_pg_status *ps = pg_status(f, r, "pg");
+  assert_string_equal(ps->condition.reason, "NotEnoughTasks");
+  assert_string_equal(ps->condition.message,
+                      "Not enough valid tasks for gang-scheduling, valid: 2, min: 3");
+  sch_result_free(r);
+  fx_free(f);
+}
+
+/* Tier rules: victims are the intersection inside a tier; conformance protects
+ * kube-system and critical pods, gang keeps minAvailable. */
+static void test_victims(void **state) {
+  (void)state;
+  fx *f = fx_new();
+  fx_node(f, "n1", 8000, 8 * GI, 110);
+  fx_pg(f, "g", "default", 2, "Running");
+  fx_pod(f, "g0", "g", 100, 0, "n1");
+  fx_pod(f, "g1", "g", 100, 0, "n1");
+  fx_pod(f, "g2", "g", 100, 0, "n1");
+  Kiln__Pod *sys = fx_pod(f, "sys", NULL, 100, 0, "n1");
+  free(sys->namespace_);
+  sys->namespace_ = fx_str("kube-system");
+  fx_pg(f, "hi", "default", 1, "Inqueue");
+  Kiln__Pod *pre = fx_pod(f, "pre", "hi", 100, 0, NULL);
+  pre->priority = 100;
+  fx_open(f, "actions: allocate\ntiers:\n- plugins:\n  - name: gang\n  - name: conformance\n");
+  int32_t cands[] = {fx_task(f, "g0"), fx_task(f, "g1"), fx_task(f, "g2"), fx_task(f, "sys")};
+  int32_t out[4];
+  int n = sch_session_preemptable(f->ssn, &f->snap->tasks[fx_task(f, "pre")], cands, 4, out);
+  /* gang: only one of g's three may go (minAvailable 2); conformance: not sys */
+  assert_int_equal(n, 1);
+  assert_int_equal(out[0], fx_task(f, "g0"));
+  fx_free(f);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_resource_arith),
+      cmocka_unit_test(test_conf_default),
+      cmocka_unit_test(test_conf_custom),
+      cmocka_unit_test(test_conf_invalid),
+      cmocka_unit_test(test_snapshot_accounting),
+      cmocka_unit_test(test_statement_discard_and_commit),
+      cmocka_unit_test(test_enqueue_gating),
+      cmocka_unit_test(test_allocate_gang_fits),
+      cmocka_unit_test(test_allocate_gang_does_not_fit),
+      cmocka_unit_test(test_allocate_pipelines_onto_releasing),
+      cmocka_unit_test(test_backfill_best_effort),
+      cmocka_unit_test(test_priority_order),
+      cmocka_unit_test(test_gang_not_enough_tasks),
+      cmocka_unit_test(test_victims),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
