@@ -13,13 +13,13 @@
 #include "kc_strmap.h"
 
 /* client-go tools/record/events_cache.go */
-#define CACHE_SIZE         4096
-#define SPAM_BURST         25.0
-#define SPAM_QPS           (1.0 / 300.0)
-#define AGG_MAX_EVENTS     10
-#define AGG_INTERVAL_NS    (600ULL * 1000000000ULL)
-#define QUEUE_MAX          1000
-#define COMBINED_PREFIX    "(combined from similar events): "
+#define CACHE_SIZE      4096
+#define SPAM_BURST      25.0
+#define SPAM_QPS        (1.0 / 300.0)
+#define AGG_MAX_EVENTS  10
+#define AGG_INTERVAL_NS (600ULL * 1000000000ULL)
+#define QUEUE_MAX       1000
+#define COMBINED_PREFIX "(combined from similar events): "
 
 /* Every cache value starts with this header so one LRU eviction serves all three maps. */
 typedef struct {
@@ -142,7 +142,7 @@ int kc_event_cache_observe(kc_event_cache *c, const kc_object_ref *obj, const ch
   snprintf(msg, sizeof(msg), "%s", message);
   char key[2048 + KC_EVENT_MAX_MESSAGE];
   size_t len = 0;
-  const char *parts[] = {c->component, c->host,   obj->kind,       obj->namespace,
+  const char *parts[] = {c->component, c->host,  obj->kind,       obj->namespace,
                          obj->name,    obj->uid, obj->api_version};
   for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
     if (add_part(key, sizeof(key), &len, parts[i]))
@@ -387,9 +387,8 @@ static json_t *build_event(const kc_event_recorder *r, const kc_object_ref *o, c
   json_t *ev = json_pack("{s:s, s:s, s:{s:s, s:s}, s:o, s:s, s:s, s:o*, s:s, s:s, s:i, s:s, s:s}",
                          "apiVersion", "v1", "kind", "Event", "metadata", "name", d->name,
                          "namespace", ns, "involvedObject", inv, "reason", reason, "message",
-                         d->message, "source", src, "firstTimestamp", first, "lastTimestamp",
-                         last, "count", d->count, "type", type, "reportingComponent",
-                         r->component);
+                         d->message, "source", src, "firstTimestamp", first, "lastTimestamp", last,
+                         "count", d->count, "type", type, "reportingComponent", r->component);
   if (ev && r->host)
     json_object_set_new(ev, "reportingInstance", json_string(r->host));
   return ev;
@@ -405,9 +404,9 @@ int kc_event_vrecord(kc_event_recorder *r, const kc_object_ref *obj, const char 
   clock_gettime(CLOCK_MONOTONIC, &mono);
   clock_gettime(CLOCK_REALTIME, &wall);
   kc_event_decision d;
-  int rc = kc_event_cache_observe(
-      r->cache, obj, type, reason, msg, (uint64_t)mono.tv_sec * 1000000000ULL + (uint64_t)mono.tv_nsec,
-      (int64_t)wall.tv_sec * 1000000000LL + wall.tv_nsec, &d);
+  int rc = kc_event_cache_observe(r->cache, obj, type, reason, msg,
+                                  (uint64_t)mono.tv_sec * 1000000000ULL + (uint64_t)mono.tv_nsec,
+                                  (int64_t)wall.tv_sec * 1000000000LL + wall.tv_nsec, &d);
   if (rc)
     return rc;
   r->stats.recorded++;
@@ -431,8 +430,8 @@ int kc_event_vrecord(kc_event_recorder *r, const kc_object_ref *obj, const char 
   if (it->event && d.patch) {
     char last[32];
     rfc3339(d.last_s, last);
-    it->patch = json_pack("{s:i, s:s, s:s}", "count", d.count, "lastTimestamp", last, "message",
-                          d.message);
+    it->patch =
+        json_pack("{s:i, s:s, s:s}", "count", d.count, "lastTimestamp", last, "message", d.message);
   }
   if (it->event == NULL || (d.patch && it->patch == NULL)) {
     item_free(it);

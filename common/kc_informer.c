@@ -58,9 +58,8 @@ static const struct {
   const char *name;
   kc_watch_type type;
 } watch_types[] = {
-    {"ADDED", KC_WATCH_ADDED},       {"MODIFIED", KC_WATCH_MODIFIED},
-    {"DELETED", KC_WATCH_DELETED},   {"BOOKMARK", KC_WATCH_BOOKMARK},
-    {"ERROR", KC_WATCH_ERROR},
+    {"ADDED", KC_WATCH_ADDED},       {"MODIFIED", KC_WATCH_MODIFIED}, {"DELETED", KC_WATCH_DELETED},
+    {"BOOKMARK", KC_WATCH_BOOKMARK}, {"ERROR", KC_WATCH_ERROR},
 };
 
 /* One complete frame of n bytes that started at stream offset off. */
@@ -110,9 +109,8 @@ int kc_watch_parser_feed(kc_watch_parser *p, const char *data, size_t len, kc_wa
     const char *nl = memchr(data + pos, '\n', len - pos);
     size_t seg = nl ? (size_t)(nl - (data + pos)) : len - pos;
     if (p->len + seg > p->max_frame) {
-      snprintf(err, errlen,
-               "watch frame at offset %" PRIu64 " is longer than the %zu-byte limit", p->offset,
-               p->max_frame);
+      snprintf(err, errlen, "watch frame at offset %" PRIu64 " is longer than the %zu-byte limit",
+               p->offset, p->max_frame);
       return KC_ETOOBIG;
     }
     if (nl == NULL) { /* carry the partial frame over to the next chunk */
@@ -123,7 +121,7 @@ int kc_watch_parser_feed(kc_watch_parser *p, const char *data, size_t len, kc_wa
     }
     int rc;
     size_t whole = p->len + seg; /* the frame's length without its newline */
-    if (p->len > 0) { /* the frame began in an earlier chunk */
+    if (p->len > 0) {            /* the frame began in an earlier chunk */
       rc = append(p, data + pos, seg);
       if (rc)
         return rc;
@@ -184,8 +182,8 @@ struct kc_informer {
   int open_handles;
   kc_http_req *watch_req;
   bool list_in_flight, freeing, synced, started;
-  json_t *pending;  /* items of the LIST pages so far */
-  char *cont;       /* continue token of the next page */
+  json_t *pending; /* items of the LIST pages so far */
+  char *cont;      /* continue token of the next page */
   char *last_rv;
   kc_watch_parser parser;
   unsigned failures;    /* consecutive, for the backoff */
@@ -241,12 +239,9 @@ static const struct {
   const char *name;
   void (*enter)(kc_informer *inf);
 } states[KC_INF_STATE_LAST] = {
-    [KC_INF_IDLE] = {"idle", NULL},
-    [KC_INF_LIST] = {"list", enter_list},
-    [KC_INF_WATCH] = {"watch", enter_watch},
-    [KC_INF_BACKOFF] = {"backoff", enter_backoff},
-    [KC_INF_RELIST] = {"relist", enter_list},
-    [KC_INF_STOPPED] = {"stopped", NULL},
+    [KC_INF_IDLE] = {"idle", NULL},           [KC_INF_LIST] = {"list", enter_list},
+    [KC_INF_WATCH] = {"watch", enter_watch},  [KC_INF_BACKOFF] = {"backoff", enter_backoff},
+    [KC_INF_RELIST] = {"relist", enter_list}, [KC_INF_STOPPED] = {"stopped", NULL},
 };
 
 const char *kc_informer_state_name(kc_informer_state s) {
@@ -257,8 +252,7 @@ static void set_state(kc_informer *inf, kc_informer_state s, const char *why) {
   if (inf->state == KC_INF_WATCH && s == KC_INF_WATCH)
     KC_V(2, "informer %s: watch -> watch (%s)", desc(inf), why);
   else
-    KC_INFO("informer %s: %s -> %s (%s)", desc(inf), states[inf->state].name, states[s].name,
-            why);
+    KC_INFO("informer %s: %s -> %s (%s)", desc(inf), states[inf->state].name, states[s].name, why);
   inf->state = s;
   if (states[s].enter)
     states[s].enter(inf);
@@ -425,8 +419,7 @@ static void list_cb(const kc_api_result *res, void *data) {
     return;
   }
   if (res->err) {
-    KC_ERROR("informer %s: LIST failed: %s: %s", desc(inf), kc_strerror(res->err),
-             res->message);
+    KC_ERROR("informer %s: LIST failed: %s: %s", desc(inf), kc_strerror(res->err), res->message);
     fail_to(inf, KC_INF_RELIST, "list failed");
     return;
   }

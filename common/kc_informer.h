@@ -95,9 +95,9 @@ typedef struct {
   const char *namespace; /* NULL: all namespaces */
   const char *label_selector;
   const char *field_selector;
-  long page_size;     /* 0: 500 */
-  size_t max_frame;   /* 0: KC_WATCH_DEFAULT_MAX_FRAME */
-  int64_t resync_ms;  /* 0: no resync; else on_update(obj, obj) for every object this often */
+  long page_size;    /* 0: 500 */
+  size_t max_frame;  /* 0: KC_WATCH_DEFAULT_MAX_FRAME */
+  int64_t resync_ms; /* 0: no resync; else on_update(obj, obj) for every object this often */
   int64_t min_watch_timeout_s; /* 0: 300 (the timeout is drawn from [min, 2*min]) */
 } kc_informer_options;
 

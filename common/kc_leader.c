@@ -76,8 +76,8 @@ kc_lease_action kc_leader_decide(kc_leader_core *c, const kc_lease_record *cur, 
   }
   bool mine = strcmp(cur->holder, c->identity) == 0;
   if (!mine && cur->holder[0] != '\0') {
-    uint64_t dur = cur->lease_duration_s > 0 ? (uint64_t)cur->lease_duration_s * 1000000000ULL
-                                             : c->lease_ns;
+    uint64_t dur =
+        cur->lease_duration_s > 0 ? (uint64_t)cur->lease_duration_s * 1000000000ULL : c->lease_ns;
     if (c->observed_ns + dur > now_ns)
       return KC_LEASE_WAIT; /* held, and seen renewed within its duration */
   }
@@ -129,10 +129,10 @@ int kc_leader_make_identity(char *buf, size_t cap) {
     return KC_EIO;
   u[6] = (unsigned char)((u[6] & 0x0f) | 0x40); /* version 4 */
   u[8] = (unsigned char)((u[8] & 0x3f) | 0x80); /* RFC 4122 variant */
-  int w = snprintf(buf, cap,
-                   "%s_%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", host,
-                   u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12],
-                   u[13], u[14], u[15]);
+  int w =
+      snprintf(buf, cap, "%s_%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+               host, u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11],
+               u[12], u[13], u[14], u[15]);
   return w < 0 || (size_t)w >= cap ? KC_ETOOBIG : 0;
 }
 
@@ -162,10 +162,10 @@ static void read_record(const json_t *lease, kc_lease_record *r) {
 
 /* Sets lease's spec to r (empty holder and times are written as such). */
 static int write_record(json_t *lease, const kc_lease_record *r) {
-  json_t *spec = json_pack("{s:s, s:I, s:s, s:s, s:I}", "holderIdentity", r->holder,
-                           "leaseDurationSeconds", (json_int_t)r->lease_duration_s, "acquireTime",
-                           r->acquire_time, "renewTime", r->renew_time, "leaseTransitions",
-                           (json_int_t)r->transitions);
+  json_t *spec =
+      json_pack("{s:s, s:I, s:s, s:s, s:I}", "holderIdentity", r->holder, "leaseDurationSeconds",
+                (json_int_t)r->lease_duration_s, "acquireTime", r->acquire_time, "renewTime",
+                r->renew_time, "leaseTransitions", (json_int_t)r->transitions);
   if (spec == NULL || json_object_set_new(lease, "spec", spec))
     return KC_ENOMEM;
   return 0;
@@ -247,8 +247,8 @@ static void write_cb(const kc_api_result *res, void *data) {
     return;
   }
   if (res->err) {
-    KC_V(1, "leader election: writing %s/%s failed: %s: %s", l->ns, l->name,
-         kc_strerror(res->err), res->message);
+    KC_V(1, "leader election: writing %s/%s failed: %s: %s", l->ns, l->name, kc_strerror(res->err),
+         res->message);
     schedule(l);
     return;
   }
@@ -277,8 +277,8 @@ static void get_cb(const kc_api_result *res, void *data) {
     return;
   }
   if (res->err && res->err != KC_ENOTFOUND) {
-    KC_V(1, "leader election: reading %s/%s failed: %s: %s", l->ns, l->name,
-         kc_strerror(res->err), res->message);
+    KC_V(1, "leader election: reading %s/%s failed: %s: %s", l->ns, l->name, kc_strerror(res->err),
+         res->message);
     schedule(l);
     return;
   }
@@ -299,12 +299,13 @@ static void get_cb(const kc_api_result *res, void *data) {
     schedule(l);
     return;
   }
-  json_t *lease = act == KC_LEASE_CREATE
-                      ? json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "coordination.k8s.io/v1",
-                                  "kind", "Lease", "metadata", "name", l->name, "namespace", l->ns)
-                      : json_deep_copy(res->obj);
-  kc_ref ref = {"coordination.k8s.io", "v1", "leases", l->ns,
-                act == KC_LEASE_CREATE ? NULL : l->name, NULL};
+  json_t *lease =
+      act == KC_LEASE_CREATE
+          ? json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "coordination.k8s.io/v1", "kind",
+                      "Lease", "metadata", "name", l->name, "namespace", l->ns)
+          : json_deep_copy(res->obj);
+  kc_ref ref = {
+      "coordination.k8s.io", "v1", "leases", l->ns, act == KC_LEASE_CREATE ? NULL : l->name, NULL};
   int rc = lease ? write_record(lease, &want) : KC_ENOMEM;
   if (rc == 0) {
     l->writing = want;
@@ -347,9 +348,8 @@ int kc_leader_new(kc_client *c, const kc_leader_options *o, const char *identity
     KC_ERROR("leader election: %s", err);
     return KC_EINVAL;
   }
-  const char *ns = o->lock_object_namespace && *o->lock_object_namespace
-                       ? o->lock_object_namespace
-                       : o->resource_namespace;
+  const char *ns = o->lock_object_namespace && *o->lock_object_namespace ? o->lock_object_namespace
+                                                                         : o->resource_namespace;
   if (ns == NULL || *ns == '\0')
     return KC_EINVAL;
   kc_leader *l = calloc(1, sizeof(*l));

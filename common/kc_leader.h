@@ -44,15 +44,12 @@ typedef struct {
 /* Volcano's defaults (vc-scheduler: name = scheduler name; vc-controller-manager:
  * "vc-controller-manager"), namespace volcano-system. */
 #define KC_LEADER_OPTIONS_INIT(name_)                                                              \
-  {.leader_elect = true,                                                                           \
-   .lease_duration_ns = 15 * KC_LEADER_NS_PER_S,                                                   \
-   .renew_deadline_ns = 10 * KC_LEADER_NS_PER_S,                                                   \
-   .retry_period_ns = 2 * KC_LEADER_NS_PER_S,                                                      \
-   .resource_lock = "leases",                                                                      \
-   .resource_name = (name_),                                                                       \
-   .resource_namespace = "volcano-system",                                                         \
-   .lock_object_namespace = NULL,                                                                  \
-   .release_on_cancel = false}
+  {                                                                                                \
+    .leader_elect = true, .lease_duration_ns = 15 * KC_LEADER_NS_PER_S,                            \
+    .renew_deadline_ns = 10 * KC_LEADER_NS_PER_S, .retry_period_ns = 2 * KC_LEADER_NS_PER_S,       \
+    .resource_lock = "leases", .resource_name = (name_), .resource_namespace = "volcano-system",   \
+    .lock_object_namespace = NULL, .release_on_cancel = false                                      \
+  }
 
 /* Flag rows (expand inside a kc_flag array), with Volcano's names and help defaults. */
 /* clang-format off */
@@ -107,7 +104,7 @@ typedef struct {
   uint64_t lease_ns, deadline_ns, retry_ns;
   kc_lease_record observed; /* the last record read or written */
   bool have_observed;
-  uint64_t observed_ns;   /* monotonic time observed changed */
+  uint64_t observed_ns; /* monotonic time observed changed */
   bool leading;
   uint64_t renew_sent_ns; /* monotonic send time of the last successful write */
 } kc_leader_core;

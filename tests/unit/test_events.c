@@ -18,8 +18,8 @@
 static const int64_t WALL0 = 1796000000LL * 1000000000LL; /* some Unix time in ns */
 
 static kc_object_ref pod(const char *name) {
-  kc_object_ref o = {.kind = "Pod", .namespace = "ns1", .name = name, .uid = "u-1",
-                     .api_version = "v1"};
+  kc_object_ref o = {
+      .kind = "Pod", .namespace = "ns1", .name = name, .uid = "u-1", .api_version = "v1"};
   return o;
 }
 

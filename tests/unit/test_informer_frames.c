@@ -57,8 +57,8 @@ static void test_every_split_point(void **state) {
     seen s = {0};
     char err[256];
     assert_int_equal(kc_watch_parser_feed(&p, STREAM, cut, record, &s, err, sizeof(err)), 0);
-    assert_int_equal(kc_watch_parser_feed(&p, STREAM + cut, len - cut, record, &s, err, sizeof(err)),
-                     0);
+    assert_int_equal(
+        kc_watch_parser_feed(&p, STREAM + cut, len - cut, record, &s, err, sizeof(err)), 0);
     assert_int_equal(kc_watch_parser_finish(&p, err, sizeof(err)), 0);
     check_stream(&s);
     kc_watch_parser_close(&p);
@@ -150,9 +150,9 @@ static void test_unknown_type_and_bad_shape(void **state) {
     kc_watch_parser_init(&p, 0);
     seen s = {0};
     char err[256] = "";
-    assert_int_equal(
-        kc_watch_parser_feed(&p, cases[i].frame, strlen(cases[i].frame), record, &s, err, sizeof(err)),
-        KC_EPARSE);
+    assert_int_equal(kc_watch_parser_feed(&p, cases[i].frame, strlen(cases[i].frame), record, &s,
+                                          err, sizeof(err)),
+                     KC_EPARSE);
     assert_non_null(strstr(err, cases[i].msg));
     assert_int_equal(s.n, 0);
     kc_watch_parser_close(&p);
@@ -190,11 +190,10 @@ static void test_error_410(void **state) {
       KC_EGONE);
   assert_string_equal(msg, "too old resource version: 5 (9)");
   assert_int_equal(error_code_of("{\"object\":{\"code\":410}}", msg, sizeof(msg)), KC_EGONE);
-  assert_int_equal(error_code_of("{\"object\":{\"reason\":\"Gone\"}}", msg, sizeof(msg)),
-                   KC_EGONE);
-  assert_int_equal(error_code_of("{\"object\":{\"code\":500,\"reason\":\"InternalError\"}}", msg,
-                                 sizeof(msg)),
-                   KC_EINTERNAL);
+  assert_int_equal(error_code_of("{\"object\":{\"reason\":\"Gone\"}}", msg, sizeof(msg)), KC_EGONE);
+  assert_int_equal(
+      error_code_of("{\"object\":{\"code\":500,\"reason\":\"InternalError\"}}", msg, sizeof(msg)),
+      KC_EINTERNAL);
   assert_int_equal(error_code_of("{\"object\":{\"code\":403}}", msg, sizeof(msg)), KC_EFORBIDDEN);
   /* An ERROR frame reaches the callback as such. */
   kc_watch_parser p;

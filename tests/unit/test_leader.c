@@ -14,7 +14,7 @@
 #include "kc_flags.h"
 #include "kc_leader.h"
 
-#define S 1000000000ULL
+#define S  1000000000ULL
 #define MS 1000000ULL
 
 static void init(kc_leader_core *c, const char *id) {
@@ -195,9 +195,9 @@ static void test_flags(void **state) {
                   "--lock-object-namespace=legacy"};
   char err[128];
   int nargs = 0;
-  assert_int_equal(kc_flags_parse(flags, sizeof(flags) / sizeof(flags[0]), 9, argv, &nargs, err,
-                                  sizeof(err)),
-                   0);
+  assert_int_equal(
+      kc_flags_parse(flags, sizeof(flags) / sizeof(flags[0]), 9, argv, &nargs, err, sizeof(err)),
+      0);
   assert_false(o.leader_elect);
   assert_int_equal(o.lease_duration_ns, 30 * KC_LEADER_NS_PER_S);
   assert_int_equal(o.renew_deadline_ns, 20 * KC_LEADER_NS_PER_S);
