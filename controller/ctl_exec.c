@@ -1,0 +1,740 @@
+/* The executor: carries out one plan of ctl_job_sync() in the order ctl_job.h documents,
+ * each stage's writes concurrently, and reports back with ctl__exec_done(). Also the
+ * expectations (what was asked and not yet seen), the delayed-action timers and the Job
+ * events. Every write passes the leader fence first. */
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ctl_int.h"
+#include "ctl_shell_int.h"
+#include "kc_codec.h"
+#include "kc_error.h"
+#include "kc_events.h"
+#include "kc_log.h"
+
+#define KEY_MAX                         (2 * CTL_NAME_MAX)
+#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
+
+typedef enum {
+  ST_COMMANDS = 0,
+  ST_JOB_PATCH,
+  ST_CREATE_DEPS, /* PVCs, plugin objects, PodGroup */
+  ST_POD_DELETE,
+  ST_POD_CREATE,
+  ST_STATUS,
+  ST_CLEANUP, /* PodGroup and plugin objects delete, TTL delete */
+  ST_FINISH,
+} stage;
+
+typedef struct {
+  ctl_shell *s;
+  char key[KEY_MAX];
+  char ns[CTL_NAME_MAX], name[CTL_NAME_MAX], uid[CTL_UID_MAX], rv[64];
+  Kiln__Job *job; /* a copy for events after the store moved on */
+  ctl_plan plan;
+  stage st;
+  int outstanding;
+  int err;
+  bool conflict, commands_ok;
+  json_t *create_errors, *delete_errors; /* arrays of messages */
+} exec;
+
+typedef enum { C_PLAIN, C_POD_PATCH, C_POD_DELETE, C_POD_CREATE, C_STATUS, C_JOB_PATCH } call_kind;
+
+typedef struct {
+  exec *x;
+  call_kind kind;
+  char name[CTL_NAME_MAX];
+  char uid[CTL_UID_MAX];
+  bool harmless_exists;   /* AlreadyExists is success */
+  bool harmless_notfound; /* NotFound is success */
+  uint64_t sent_ns;
+} call;
+
+static void advance(exec *x);
+
+static uint64_t now_ns(void) {
+  return uv_hrtime();
+}
+
+static void note_error(exec *x, int err, bool conflict) {
+  if (!x->err)
+    x->err = err;
+  if (conflict)
+    x->conflict = true;
+}
+
+static void call_done(call *c) {
+  exec *x = c->x;
+  free(c);
+  if (--x->outstanding == 0)
+    advance(x);
+}
+
+/* ---- the call layer ---- */
+
+static void on_result(const kc_api_result *res, void *data);
+
+static int issue(exec *x, call *c, kc_verb verb, const kc_ref *ref, const kc_query *q,
+                 json_t *body) {
+  int rc = ctl__fence(x->s);
+  if (rc == 0)
+    rc = kc_api_call(x->s->client, verb, ref, q, body, on_result, c);
+  return rc;
+}
+
+/* Starts a call owned by the stage; a call that cannot start counts as failed now. */
+static void start(exec *x, call_kind kind, const char *name, kc_verb verb, const kc_ref *ref,
+                  const kc_query *q, json_t *body, bool ok_exists, bool ok_notfound) {
+  call *c = calloc(1, sizeof(*c));
+  if (!c) {
+    note_error(x, KC_ENOMEM, false);
+    return;
+  }
+  c->x = x;
+  c->kind = kind;
+  c->harmless_exists = ok_exists;
+  c->harmless_notfound = ok_notfound;
+  c->sent_ns = now_ns();
+  snprintf(c->name, sizeof(c->name), "%s", name ? name : "");
+  x->outstanding++;
+  int rc = issue(x, c, verb, ref, q, body);
+  if (rc) {
+    KC_WARN("job %s: cannot write %s %s: %s", x->key, ref->resource, c->name, kc_strerror(rc));
+    note_error(x, rc, false);
+    x->outstanding--;
+    free(c);
+  }
+}
+
+static void append_msg(json_t **arr, const char *a, const char *b) {
+  char buf[512];
+  snprintf(buf, sizeof(buf), "pod %s: %s", a, b);
+  if (!*arr)
+    *arr = json_array();
+  if (*arr)
+    json_array_append_new(*arr, json_string(buf));
+}
+
+static void on_result(const kc_api_result *res, void *data) {
+  call *c = data;
+  exec *x = c->x;
+  ctl_shell *s = x->s;
+  int err = res->err;
+  if (err == KC_EALREADYEXISTS && c->harmless_exists)
+    err = 0;
+  if (err == KC_ENOTFOUND && c->harmless_notfound)
+    err = 0;
+  switch (c->kind) {
+  case C_POD_PATCH:
+    if (err == KC_ENOTFOUND) { /* gone already: nothing to delete */
+      ctl__expect_del(s, x->key, c->name);
+      err = 0;
+      break;
+    }
+    if (err == 0 && !s->stopping) {
+      /* Volcano: marked out of sync, now delete it (with the uid as a precondition, so a
+       * pod of the same name made meanwhile is kept). */
+      kc_ref ref = {.version = "v1", .resource = "pods", .namespace = x->ns, .name = c->name};
+      kc_query q = {.precondition_uid = c->uid[0] ? c->uid : NULL};
+      c->kind = C_POD_DELETE;
+      c->harmless_notfound = true;
+      int rc = issue(x, c, KC_DELETE, &ref, &q, NULL);
+      if (rc == 0)
+        return;
+      err = rc;
+    }
+    break;
+  case C_POD_DELETE:
+    /* A Conflict here is a failed uid precondition: that pod is already gone. */
+    if (err == KC_ECONFLICT)
+      err = 0;
+    if (err == 0)
+      s->stats.pods_deleted++;
+    break;
+  case C_POD_CREATE:
+    if (res->err == KC_EALREADYEXISTS) {
+      s->stats.pods_create_exists++;
+      ctl__expect_del(s, x->key, c->name);
+    } else if (err == 0) {
+      s->stats.pods_created++;
+      if (s->m_latency && x->job->metadata && x->job->metadata->creation_timestamp) {
+        int64_t t;
+        struct timespec ts;
+        if (kc_time_parse(x->job->metadata->creation_timestamp, &t) == 0 &&
+            clock_gettime(CLOCK_REALTIME, &ts) == 0) {
+          kc_series *se;
+          double ms = ((double)ts.tv_sec - (double)t) * 1000.0 + ts.tv_nsec / 1e6;
+          if (kc_metric_series(s->m_latency, NULL, &se) == 0)
+            kc_histogram_observe(se, ms < 0 ? 0 : ms);
+        }
+      }
+    }
+    break;
+  case C_STATUS:
+    if (err == 0)
+      s->stats.status_writes++;
+    break;
+  case C_JOB_PATCH:
+    if (err == 0 && res->obj) {
+      const char *rv = json_string_value(
+          json_object_get(json_object_get(res->obj, "metadata"), "resourceVersion"));
+      if (rv)
+        snprintf(x->rv, sizeof(x->rv), "%s", rv);
+    }
+    break;
+  default:
+    break;
+  }
+  if (err) {
+    if (err != KC_ECANCELED)
+      KC_WARN("job %s: write of %s failed: %s (%s)", x->key, c->name, kc_strerror(err),
+              res->message);
+    if (c->kind == C_POD_CREATE) {
+      ctl__expect_del(s, x->key, c->name);
+      append_msg(&x->create_errors, c->name, res->message);
+    } else if (c->kind == C_POD_DELETE || c->kind == C_POD_PATCH) {
+      ctl__expect_del(s, x->key, c->name);
+      append_msg(&x->delete_errors, c->name, res->message);
+    }
+    note_error(x, err, err == KC_ECONFLICT);
+  }
+  call_done(c);
+}
+
+/* ---- stages ---- */
+
+/* The API path of an object the plugins create (apiVersion, kind). */
+static bool object_ref(const json_t *o, kc_ref *ref, char *group, size_t glen, char *ver,
+                       size_t vlen) {
+  const char *av = json_string_value(json_object_get(o, "apiVersion"));
+  const char *kind = json_string_value(json_object_get(o, "kind"));
+  if (!av || !kind)
+    return false;
+  const char *slash = strchr(av, '/');
+  if (slash) {
+    snprintf(group, glen, "%.*s", (int)(slash - av), av);
+    snprintf(ver, vlen, "%s", slash + 1);
+  } else {
+    group[0] = 0;
+    snprintf(ver, vlen, "%s", av);
+  }
+  static const struct {
+    const char *kind, *res;
+  } kinds[] = {{"Service", "services"},
+               {"ConfigMap", "configmaps"},
+               {"Secret", "secrets"},
+               {"NetworkPolicy", "networkpolicies"},
+               {"PersistentVolumeClaim", "persistentvolumeclaims"}};
+  for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+    if (strcmp(kind, kinds[i].kind) == 0) {
+      ref->group = group;
+      ref->version = ver;
+      ref->resource = kinds[i].res;
+      return true;
+    }
+  return false;
+}
+
+static const char *obj_name(const json_t *o) {
+  const char *n = json_string_value(json_object_get(json_object_get(o, "metadata"), "name"));
+  if (!n)
+    n = json_string_value(json_object_get(o, "name"));
+  return n ? n : "";
+}
+
+static void stage_commands(exec *x) {
+  for (size_t i = 0; i < x->plan.ncommands_delete; i++) {
+    kc_ref ref = {.group = "bus.volcano.sh",
+                  .version = "v1alpha1",
+                  .resource = "commands",
+                  .namespace = x->ns,
+                  .name = x->plan.commands_delete[i]};
+    start(x, C_PLAIN, ref.name, KC_DELETE, &ref, NULL, NULL, false, false);
+  }
+}
+
+static void stage_job_patch(exec *x) {
+  if (!x->plan.job_patch)
+    return;
+  kc_ref ref = {.group = "batch.volcano.sh",
+                .version = "v1alpha1",
+                .resource = "jobs",
+                .namespace = x->ns,
+                .name = x->name};
+  start(x, C_JOB_PATCH, x->name, KC_PATCH_MERGE, &ref, NULL, x->plan.job_patch, false, false);
+}
+
+static void stage_create_deps(exec *x) {
+  size_t i;
+  json_t *o;
+  json_array_foreach(x->plan.pvcs, i, o) {
+    kc_ref ref = {.version = "v1", .resource = "persistentvolumeclaims", .namespace = x->ns};
+    start(x, C_PLAIN, obj_name(o), KC_CREATE, &ref, NULL, o, true, false);
+  }
+  char g[128], v[32];
+  json_array_foreach(x->plan.objects_create, i, o) {
+    kc_ref ref = {.namespace = x->ns};
+    if (!object_ref(o, &ref, g, sizeof(g), v, sizeof(v))) {
+      KC_WARN("job %s: cannot create an object of unknown kind", x->key);
+      continue;
+    }
+    start(x, C_PLAIN, obj_name(o), KC_CREATE, &ref, NULL, o, true, false);
+  }
+  json_array_foreach(x->plan.objects_update, i, o) {
+    kc_ref ref = {.namespace = x->ns, .name = obj_name(o)};
+    if (!object_ref(o, &ref, g, sizeof(g), v, sizeof(v)))
+      continue;
+    start(x, C_PLAIN, ref.name, KC_PATCH_MERGE, &ref, NULL, o, false, false);
+  }
+  if (x->plan.podgroup) {
+    kc_ref ref = {.group = "scheduling.volcano.sh",
+                  .version = "v1beta1",
+                  .resource = "podgroups",
+                  .namespace = x->ns};
+    const char *name = obj_name(x->plan.podgroup);
+    if (x->plan.podgroup_update) {
+      /* Only what the controller owns: the scheduler writes the status. */
+      json_t *patch = json_object();
+      json_t *meta = json_object();
+      json_t *src = json_object_get(x->plan.podgroup, "metadata");
+      if (json_object_get(src, "labels"))
+        json_object_set(meta, "labels", json_object_get(src, "labels"));
+      if (json_object_get(src, "annotations"))
+        json_object_set(meta, "annotations", json_object_get(src, "annotations"));
+      json_object_set_new(patch, "metadata", meta);
+      json_object_set(patch, "spec", json_object_get(x->plan.podgroup, "spec"));
+      ref.name = name;
+      start(x, C_PLAIN, name, KC_PATCH_MERGE, &ref, NULL, patch, false, false);
+      json_decref(patch);
+    } else {
+      start(x, C_PLAIN, name, KC_CREATE, &ref, NULL, x->plan.podgroup, true, false);
+    }
+  }
+}
+
+static const ctl_spod *store_pod(exec *x, const char *name) {
+  char pk[KEY_MAX];
+  if (!x->s->inf[CTL_INF_PODS] || kc_store_key(pk, sizeof(pk), x->ns, name) != 0)
+    return NULL;
+  return kc_store_get(kc_informer_store(x->s->inf[CTL_INF_PODS]), pk);
+}
+
+static void stage_pod_delete(exec *x) {
+  json_t *patch =
+      json_pack("{s:{s:{s:s}}}", "metadata", "annotations", CTL_KEY_OUT_OF_SYNC, "true");
+  for (size_t i = 0; i < x->plan.npods_delete; i++) {
+    const char *name = x->plan.pods_delete[i].name;
+    const ctl_spod *sp = store_pod(x, name);
+    ctl_pod p = {0};
+    snprintf(p.name, sizeof(p.name), "%s", name);
+    if (sp)
+      snprintf(p.uid, sizeof(p.uid), "%s", sp->pod.uid);
+    ctl__expect_add(x->s, x->key, &p, false);
+    call *c = calloc(1, sizeof(*c));
+    if (!c || !patch) {
+      free(c);
+      note_error(x, KC_ENOMEM, false);
+      break;
+    }
+    c->x = x;
+    c->kind = C_POD_PATCH;
+    snprintf(c->name, sizeof(c->name), "%s", name);
+    snprintf(c->uid, sizeof(c->uid), "%s", p.uid);
+    kc_ref ref = {.version = "v1", .resource = "pods", .namespace = x->ns, .name = name};
+    x->outstanding++;
+    int rc = issue(x, c, KC_PATCH_MERGE, &ref, NULL, patch);
+    if (rc) {
+      x->outstanding--;
+      free(c);
+      ctl__expect_del(x->s, x->key, name);
+      note_error(x, rc, false);
+    }
+  }
+  json_decref(patch);
+}
+
+static void stage_pod_create(exec *x) {
+  size_t i;
+  json_t *o;
+  json_array_foreach(x->plan.pods_create, i, o) {
+    ctl_pod p;
+    if (ctl_pod_from_json(o, &p) != 0)
+      continue;
+    p.phase = CTL_POD_PENDING;
+    ctl__expect_add(x->s, x->key, &p, true);
+    kc_ref ref = {.version = "v1", .resource = "pods", .namespace = x->ns};
+    start(x, C_POD_CREATE, p.name, KC_CREATE, &ref, NULL, o, true, false);
+  }
+}
+
+static void stage_status(exec *x) {
+  if (!x->plan.status_changed)
+    return;
+  /* A PUT of the status subresource replaces the whole status; the resourceVersion makes a
+   * status computed from a stale cache fail with Conflict instead of going back in time. */
+  json_t *body = json_pack("{s:s,s:s,s:{s:s,s:s,s:s},s:o}", "apiVersion", CTL_JOB_API_VERSION,
+                           "kind", "Job", "metadata", "name", x->name, "namespace", x->ns,
+                           "resourceVersion", x->rv, "status", ctl_status_to_json(&x->plan.status));
+  if (!body) {
+    note_error(x, KC_ENOMEM, false);
+    return;
+  }
+  kc_ref ref = {.group = "batch.volcano.sh",
+                .version = "v1alpha1",
+                .resource = "jobs",
+                .namespace = x->ns,
+                .name = x->name,
+                .subresource = "status"};
+  start(x, C_STATUS, x->name, KC_UPDATE, &ref, NULL, body, false, false);
+  json_decref(body);
+}
+
+static void stage_cleanup(exec *x) {
+  if (x->plan.podgroup_delete && x->plan.podgroup_name[0]) {
+    kc_ref ref = {.group = "scheduling.volcano.sh",
+                  .version = "v1beta1",
+                  .resource = "podgroups",
+                  .namespace = x->ns,
+                  .name = x->plan.podgroup_name};
+    start(x, C_PLAIN, ref.name, KC_DELETE, &ref, NULL, NULL, false, true);
+  }
+  size_t i;
+  json_t *o;
+  char g[128], v[32];
+  json_array_foreach(x->plan.objects_delete, i, o) {
+    kc_ref ref = {.namespace = x->ns, .name = obj_name(o)};
+    if (!object_ref(o, &ref, g, sizeof(g), v, sizeof(v)))
+      continue;
+    start(x, C_PLAIN, ref.name, KC_DELETE, &ref, NULL, NULL, false, true);
+  }
+  if (x->plan.delete_job) {
+    kc_ref ref = {.group = "batch.volcano.sh",
+                  .version = "v1alpha1",
+                  .resource = "jobs",
+                  .namespace = x->ns,
+                  .name = x->name};
+    kc_query q = {.precondition_uid = x->uid, .propagation_policy = "Foreground"};
+    start(x, C_PLAIN, x->name, KC_DELETE, &ref, &q, NULL, false, true);
+  }
+}
+
+static void record_list(exec *x, const char *reason, const char *what, json_t *msgs) {
+  char *list = json_dumps(msgs, JSON_COMPACT);
+  char buf[1024];
+  snprintf(buf, sizeof(buf), "Error %s pods: %s", what, list ? list : "[]");
+  free(list);
+  ctl__record_event(x->s, x->job, CTL_EVENT_WARNING, reason, buf);
+}
+
+static void phase_metrics(exec *x) {
+  ctl_shell *s = x->s;
+  ctl_phase to = x->plan.status.phase;
+  if (!x->plan.status_changed || to == x->plan.old_phase)
+    return;
+  kc_metric *m = to == CTL_PHASE_COMPLETED ? s->m_completed
+                 : to == CTL_PHASE_FAILED  ? s->m_failed
+                                           : NULL;
+  const char *vals[] = {x->name, ctl__queue(x->job)};
+  kc_series *se;
+  if (m && kc_metric_series(m, vals, &se) == 0)
+    kc_counter_inc(se);
+}
+
+static void exec_free(exec *x) {
+  ctl_plan_close(&x->plan);
+  kc_msg_free(x->job);
+  json_decref(x->create_errors);
+  json_decref(x->delete_errors);
+  free(x);
+}
+
+static void finish(exec *x) {
+  ctl_shell *s = x->s;
+  ctl_plan *p = &x->plan;
+  if (!s->stopping) {
+    if (x->create_errors)
+      record_list(x, "FailedCreate", "creating", x->create_errors);
+    if (x->delete_errors)
+      record_list(x, "FailedDelete", "deleting", x->delete_errors);
+    /* The plan's own events once its Commands are gone (a Command's action ran). */
+    if (x->commands_ok)
+      for (size_t i = 0; i < p->nevents; i++)
+        ctl__record_event(s, x->job, p->events[i].type, p->events[i].reason,
+                          p->events[i].message ? p->events[i].message : "");
+    if (!x->err) {
+      for (size_t i = 0; i < p->ncancels; i++)
+        ctl__delay_cancel(s, x->key, &p->cancels[i]);
+      if (p->has_delayed) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ctl__delay_arm(s, x->key, &p->delayed, ts.tv_sec);
+      }
+      phase_metrics(x);
+      if (p->requeue_after > 0)
+        kc_workqueue_add_after(s->queue, x->key, (uint64_t)p->requeue_after * 1000000000ull);
+    }
+  }
+  s->inflight--;
+  char key[KEY_MAX];
+  snprintf(key, sizeof(key), "%s", x->key);
+  int err = x->err;
+  bool conflict = x->conflict;
+  exec_free(x);
+  ctl__exec_done(s, key, err, conflict);
+}
+
+/* Runs stages until one has writes in flight; their last result calls advance again. */
+static void advance(exec *x) {
+  for (;;) {
+    if (x->st == ST_COMMANDS && !x->err)
+      x->commands_ok = true;
+    if (x->err && x->st < ST_FINISH)
+      x->st = ST_FINISH; /* a failed write: the next sync recomputes from the stores */
+    else if (x->st < ST_FINISH)
+      x->st++;
+    if (x->st == ST_FINISH || x->s->stopping) {
+      finish(x);
+      return;
+    }
+    switch (x->st) {
+    case ST_JOB_PATCH:
+      stage_job_patch(x);
+      break;
+    case ST_CREATE_DEPS:
+      stage_create_deps(x);
+      break;
+    case ST_POD_DELETE:
+      stage_pod_delete(x);
+      break;
+    case ST_POD_CREATE:
+      stage_pod_create(x);
+      break;
+    case ST_STATUS:
+      stage_status(x);
+      break;
+    case ST_CLEANUP:
+      stage_cleanup(x);
+      break;
+    default:
+      break;
+    }
+    if (x->outstanding > 0)
+      return;
+  }
+}
+
+/* A private copy of the Job (for events after the store has moved on). New, or NULL. */
+static Kiln__Job *copy_job(const Kiln__Job *job) {
+  size_t len = kiln__job__get_packed_size(job);
+  uint8_t *buf = malloc(len ? len : 1);
+  if (!buf)
+    return NULL;
+  kiln__job__pack(job, buf);
+  Kiln__Job *j = kiln__job__unpack(NULL, len, buf);
+  free(buf);
+  return j;
+}
+
+int ctl__exec_start(ctl_shell *s, const char *key, const Kiln__Job *job, const char *job_rv,
+                    ctl_plan *plan) {
+  exec *x = calloc(1, sizeof(*x));
+  if (!x) {
+    ctl_plan_close(plan);
+    return KC_ENOMEM;
+  }
+  x->s = s;
+  snprintf(x->key, sizeof(x->key), "%s", key);
+  const Kiln__ObjectMeta *m = job->metadata;
+  snprintf(x->ns, sizeof(x->ns), "%s", m && m->namespace_ ? m->namespace_ : "");
+  snprintf(x->name, sizeof(x->name), "%s", m && m->name ? m->name : "");
+  snprintf(x->uid, sizeof(x->uid), "%s", m && m->uid ? m->uid : "");
+  snprintf(x->rv, sizeof(x->rv), "%s", job_rv ? job_rv : "");
+  x->job = copy_job(job);
+  x->plan = *plan; /* steals the plan's memory */
+  ctl_plan_init(plan);
+  if (!x->job) {
+    exec_free(x);
+    return KC_ENOMEM;
+  }
+  s->inflight++;
+  x->st = ST_COMMANDS;
+  stage_commands(x);
+  if (x->outstanding == 0)
+    advance(x);
+  return 0;
+}
+
+/* ---- expectations ---- */
+
+kc_strmap *ctl__expect_map(ctl_shell *s, const char *key) {
+  return kc_strmap_get(&s->expect, key);
+}
+
+int ctl__expect_add(ctl_shell *s, const char *key, const ctl_pod *pod, bool create) {
+  kc_strmap *m = kc_strmap_get(&s->expect, key);
+  if (!m) {
+    if (!(m = calloc(1, sizeof(*m))))
+      return KC_ENOMEM;
+    kc_strmap_init(m, KC_STRMAP_COPY_KEYS);
+    if (kc_strmap_put(&s->expect, key, m, NULL) < 0) {
+      free(m);
+      return KC_ENOMEM;
+    }
+  }
+  ctl_expect *e = calloc(1, sizeof(*e));
+  if (!e)
+    return KC_ENOMEM;
+  e->create = create;
+  e->pod = *pod;
+  e->at_ns = uv_hrtime();
+  void *old = NULL;
+  int rc = kc_strmap_put(m, pod->name, e, &old);
+  free(old);
+  if (rc < 0) {
+    free(e);
+    return rc;
+  }
+  return 0;
+}
+
+static void expect_remove(ctl_shell *s, const char *key, kc_strmap *m, const char *pod) {
+  void *old = NULL;
+  if (kc_strmap_del(m, pod, &old) == 0)
+    free(old);
+  if (kc_strmap_len(m) == 0 && kc_strmap_del(&s->expect, key, &old) == 0) {
+    kc_strmap_close(m, free);
+    free(m);
+  }
+}
+
+void ctl__expect_del(ctl_shell *s, const char *key, const char *pod) {
+  kc_strmap *m = kc_strmap_get(&s->expect, key);
+  if (m)
+    expect_remove(s, key, m, pod);
+}
+
+void ctl__expect_observe(ctl_shell *s, const char *key, const ctl_spod *p, bool deleted) {
+  kc_strmap *m = kc_strmap_get(&s->expect, key);
+  if (!m)
+    return;
+  ctl_expect *e = kc_strmap_get(m, p->pod.name);
+  if (!e)
+    return;
+  /* A create is confirmed by the pod appearing; a delete by that pod (that uid) leaving,
+   * or by a pod of the same name with another uid. */
+  if (e->create ? !deleted
+                : (deleted ? (!e->pod.uid[0] || strcmp(e->pod.uid, p->pod.uid) == 0)
+                           : (e->pod.uid[0] && strcmp(e->pod.uid, p->pod.uid) != 0)))
+    expect_remove(s, key, m, p->pod.name);
+}
+
+void ctl__expect_drop_key(ctl_shell *s, const char *key) {
+  void *old = NULL;
+  if (kc_strmap_del(&s->expect, key, &old) == 0) {
+    kc_strmap_close(old, free);
+    free(old);
+  }
+}
+
+/* ---- delayed actions ---- */
+
+static void delay_closed(uv_handle_t *h) {
+  free(container_of((uv_timer_t *)h, ctl_delay, timer));
+}
+
+static void delay_unlink(ctl_delay *d) {
+  ctl_shell *s = d->shell;
+  if (d->prev)
+    d->prev->next = d->next;
+  else
+    s->delays = d->next;
+  if (d->next)
+    d->next->prev = d->prev;
+  uv_timer_stop(&d->timer);
+  uv_close((uv_handle_t *)&d->timer, delay_closed);
+}
+
+static void delay_fire(uv_timer_t *t) {
+  ctl_delay *d = container_of(t, ctl_delay, timer);
+  ctl_shell *s = d->shell;
+  KC_INFO("job %s: delayed action %s (%s) is due", d->key, ctl_action_name(d->d.action),
+          ctl_event_name(d->d.event));
+  ctl_request r = {.event = d->d.event,
+                   .action = d->d.action,
+                   .task = d->d.task[0] ? d->d.task : NULL,
+                   .pod = d->d.pod[0] ? d->d.pod : NULL,
+                   .delayed = true};
+  int rc = ctl__request(s, d->key, &r);
+  if (rc)
+    KC_WARN("job %s: cannot queue the delayed action: %s", d->key, kc_strerror(rc));
+  delay_unlink(d);
+}
+
+int ctl__delay_arm(ctl_shell *s, const char *key, const ctl_delayed *dl, int64_t now) {
+  /* One timer per (job, event, task, pod): arming again keeps the first, as Volcano's
+   * delayActionMap does. */
+  for (ctl_delay *d = s->delays; d; d = d->next)
+    if (strcmp(d->key, key) == 0 && d->d.event == dl->event && d->d.action == dl->action &&
+        strcmp(d->d.task, dl->task) == 0 && strcmp(d->d.pod, dl->pod) == 0)
+      return 0;
+  ctl_delay *d = calloc(1, sizeof(*d));
+  if (!d)
+    return KC_ENOMEM;
+  d->shell = s;
+  d->d = *dl;
+  snprintf(d->key, sizeof(d->key), "%s", key);
+  uv_timer_init(s->loop, &d->timer);
+  int64_t secs = dl->at - now;
+  uv_timer_start(&d->timer, delay_fire, secs > 0 ? (uint64_t)secs * 1000 : 0, 0);
+  d->next = s->delays;
+  if (s->delays)
+    s->delays->prev = d;
+  s->delays = d;
+  return 0;
+}
+
+void ctl__delay_cancel(ctl_shell *s, const char *key, const ctl_cancel *c) {
+  for (ctl_delay *d = s->delays, *n; d; d = n) {
+    n = d->next;
+    if (strcmp(d->key, key) != 0)
+      continue;
+    if (c->events && !(c->events & (1u << d->d.event)))
+      continue;
+    if ((c->scope == CTL_SCOPE_TASK && strcmp(d->d.task, c->name) != 0) ||
+        (c->scope == CTL_SCOPE_POD && strcmp(d->d.pod, c->name) != 0))
+      continue;
+    KC_V(2, "job %s: delayed action %s cancelled", key, ctl_action_name(d->d.action));
+    delay_unlink(d);
+  }
+}
+
+void ctl__delay_drop_key(ctl_shell *s, const char *key) {
+  ctl_cancel all = {.scope = CTL_SCOPE_JOB};
+  ctl__delay_cancel(s, key, &all);
+}
+
+/* ---- events ---- */
+
+/* An Event on the Job through the shared recorder (client-go's correlation; source
+ * vc-controller-manager, so `kubectl describe vcjob` shows it). Best effort. */
+void ctl__record_event(ctl_shell *s, const Kiln__Job *job, ctl_event_type type, const char *reason,
+                       const char *message) {
+  const Kiln__ObjectMeta *m = job->metadata;
+  kc_object_ref ref = {.kind = "Job",
+                       .api_version = CTL_JOB_API_VERSION,
+                       .namespace = m && m->namespace_ ? m->namespace_ : "",
+                       .name = m && m->name ? m->name : "",
+                       .uid = m ? m->uid : NULL,
+                       .resource_version = m ? m->resource_version : NULL};
+  const char *t = type == CTL_EVENT_WARNING ? KC_EVENT_WARNING : KC_EVENT_NORMAL;
+  KC_V(2, "event on job %s/%s: %s %s: %s", ref.namespace, ref.name, t, reason, message);
+  if (!s->opt.events || ctl__fence(s) != 0)
+    return;
+  int rc = kc_event_record(s->opt.events, &ref, t, reason, "%s", message);
+  if (rc)
+    KC_V(2, "event %s on job %s/%s not recorded: %s", reason, ref.namespace, ref.name,
+         kc_strerror(rc));
+}

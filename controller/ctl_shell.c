@@ -1,0 +1,1063 @@
+/* The shell's input side: informers and their handlers (Volcano job_controller_handler.go),
+ * the per-Job request lists, and the work queue that hands one Job key at a time to
+ * ctl_job_sync(). See ctl_shell.h. */
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ctl_int.h"
+#include "ctl_shell_int.h"
+#include "kc_codec.h"
+#include "kc_error.h"
+#include "kc_leader.h"
+#include "kc_log.h"
+
+#define KEY_MAX                         (2 * CTL_NAME_MAX)
+#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
+#define MAX_REQS                        4096 /* per Job; beyond it only actions are kept, syncs are implied */
+
+static void copy_str(char *dst, size_t cap, const char *src) {
+  snprintf(dst, cap, "%s", src ? src : "");
+}
+
+static const char *meta_name(const Kiln__ObjectMeta *m) {
+  return m && m->name ? m->name : "";
+}
+static const char *meta_ns(const Kiln__ObjectMeta *m) {
+  return m && m->namespace_ ? m->namespace_ : "";
+}
+
+int ctl__fence(const ctl_shell *s) {
+  return s->opt.leader ? kc_leader_fence(s->opt.leader) : 0;
+}
+
+/* ---- decoders (the informers' transform hooks) ---- */
+
+static void *decode_job(json_t *obj, void *ud, char *err, size_t errlen) {
+  Kiln__Job *j = NULL;
+  return kc_job_decode(obj, &j, err, errlen) == 0 ? j : NULL;
+}
+static void *decode_pg(json_t *obj, void *ud, char *err, size_t errlen) {
+  Kiln__PodGroup *pg = NULL;
+  return kc_podgroup_decode(obj, &pg, err, errlen) == 0 ? pg : NULL;
+}
+static void *decode_cmd(json_t *obj, void *ud, char *err, size_t errlen) {
+  Kiln__Command *c = NULL;
+  return kc_command_decode(obj, &c, err, errlen) == 0 ? c : NULL;
+}
+static void *decode_queue(json_t *obj, void *ud, char *err, size_t errlen) {
+  Kiln__Queue *q = NULL;
+  return kc_queue_decode(obj, &q, err, errlen) == 0 ? q : NULL;
+}
+static void *decode_pc(json_t *obj, void *ud, char *err, size_t errlen) {
+  Kiln__PriorityClass *pc = NULL;
+  return kc_priorityclass_decode(obj, &pc, err, errlen) == 0 ? pc : NULL;
+}
+static void *decode_pvc(json_t *obj, void *ud, char *err, size_t errlen) {
+  json_t *meta = json_object_get(obj, "metadata");
+  ctl_spvc *p = calloc(1, sizeof(*p));
+  if (!p) {
+    snprintf(err, errlen, "out of memory");
+    return NULL;
+  }
+  copy_str(p->ns, sizeof(p->ns), json_string_value(json_object_get(meta, "namespace")));
+  copy_str(p->name, sizeof(p->name), json_string_value(json_object_get(meta, "name")));
+  return p;
+}
+
+static void *decode_pod(json_t *obj, void *ud, char *err, size_t errlen) {
+  ctl_spod *p = calloc(1, sizeof(*p));
+  if (!p) {
+    snprintf(err, errlen, "out of memory");
+    return NULL;
+  }
+  if (ctl_pod_from_json(obj, &p->pod) != 0) {
+    snprintf(err, errlen, "not a pod");
+    free(p);
+    return NULL;
+  }
+  json_t *meta = json_object_get(obj, "metadata");
+  json_t *ann = json_object_get(meta, "annotations");
+  copy_str(p->ns, sizeof(p->ns), json_string_value(json_object_get(meta, "namespace")));
+  const char *job = json_string_value(json_object_get(ann, CTL_KEY_JOB_NAME));
+  if (!job)
+    job = json_string_value(json_object_get(json_object_get(meta, "labels"), CTL_KEY_JOB_NAME));
+  copy_str(p->job, sizeof(p->job), job);
+  size_t i;
+  json_t *ref;
+  json_array_foreach(json_object_get(meta, "ownerReferences"), i, ref) {
+    const char *kind = json_string_value(json_object_get(ref, "kind"));
+    const char *av = json_string_value(json_object_get(ref, "apiVersion"));
+    if (json_is_true(json_object_get(ref, "controller")) && kind && strcmp(kind, "Job") == 0 &&
+        av && strcmp(av, CTL_JOB_API_VERSION) == 0) {
+      p->job_owned = true;
+      copy_str(p->owner_uid, sizeof(p->owner_uid), json_string_value(json_object_get(ref, "uid")));
+    }
+  }
+  return p;
+}
+
+/* ---- indexes ---- */
+
+static int index_pod_job(const void *obj, kc_index_out *out, void *ud) {
+  const ctl_spod *p = obj;
+  if (!p->job[0])
+    return 0;
+  char key[KEY_MAX];
+  if (kc_store_key(key, sizeof(key), p->ns, p->job) != 0)
+    return 0;
+  return kc_index_out_add(out, key);
+}
+
+static int index_cmd_job(const void *obj, kc_index_out *out, void *ud) {
+  const Kiln__Command *c = obj;
+  if (!c->target || !c->target->name || !c->target->kind || strcmp(c->target->kind, "Job") != 0)
+    return 0;
+  char key[KEY_MAX];
+  if (kc_store_key(key, sizeof(key), meta_ns(c->metadata), c->target->name) != 0)
+    return 0;
+  return kc_index_out_add(out, key);
+}
+
+static int index_pvc_ns(const void *obj, kc_index_out *out, void *ud) {
+  return kc_index_out_add(out, ((const ctl_spvc *)obj)->ns);
+}
+
+static int index_job_queue(const void *obj, kc_index_out *out, void *ud) {
+  return kc_index_out_add(out, ctl__queue(obj));
+}
+
+static kc_store *store(const ctl_shell *s, int which) {
+  return kc_informer_store(s->inf[which]);
+}
+
+/* ---- requests ---- */
+
+static void reqlist_free(void *v) {
+  ctl_reqlist *l = v;
+  if (!l)
+    return;
+  for (ctl_req *r = l->head, *n; r; r = n) {
+    n = r->next;
+    free(r);
+  }
+  free(l);
+}
+
+/* Requests whose only effect is a sync: one pending is as good as many, because every
+ * sync reads the stores as they are when it runs. */
+static bool is_sync_only(const ctl_request *r, const Kiln__Job *job) {
+  if (r->action != CTL_ACT_NONE || r->delayed)
+    return false;
+  if (r->event == CTL_EV_OUT_OF_SYNC || r->event == CTL_EV_POD_RUNNING ||
+      r->event == CTL_EV_COMMAND_ISSUED)
+    return true;
+  if (r->event != CTL_EV_POD_PENDING || !job || !job->spec)
+    return false;
+  /* PodPending matters only to a policy with a timeout that names it. */
+  const Kiln__JobSpec *sp = job->spec;
+  for (size_t i = 0; i < sp->n_policies; i++)
+    if (sp->policies[i]->timeout)
+      return false;
+  for (size_t t = 0; t < sp->n_tasks; t++)
+    for (size_t i = 0; i < sp->tasks[t]->n_policies; i++)
+      if (sp->tasks[t]->policies[i]->timeout)
+        return false;
+  return true;
+}
+
+static bool req_equal(const ctl_req *a, const ctl_request *b) {
+  return a->event == b->event && a->action == b->action && a->delayed == b->delayed &&
+         a->has_exit_code == b->has_exit_code &&
+         (!a->has_exit_code || a->exit_code == b->exit_code) &&
+         strcmp(a->task, b->task ? b->task : "") == 0 && strcmp(a->pod, b->pod ? b->pod : "") == 0;
+}
+
+int ctl__request(ctl_shell *s, const char *key, const ctl_request *req) {
+  if (s->stopping)
+    return 0;
+  ctl_reqlist *l = kc_strmap_get(&s->reqs, key);
+  if (!l) {
+    if (!(l = calloc(1, sizeof(*l))))
+      return KC_ENOMEM;
+    int rc = kc_strmap_put(&s->reqs, key, l, NULL);
+    if (rc < 0) {
+      free(l);
+      return rc;
+    }
+  }
+  const Kiln__Job *job = kc_store_get(store(s, CTL_INF_JOBS), key);
+  bool sync_only = is_sync_only(req, job);
+  /* Entries not yet started: a new sync is implied by any of them; an equal request is
+   * already there. */
+  ctl_req *first = l->busy && l->head ? l->head->next : l->head;
+  if (first && sync_only)
+    goto enqueue;
+  for (ctl_req *r = first; r; r = r->next)
+    if (req_equal(r, req))
+      goto enqueue;
+  if (l->n >= MAX_REQS && sync_only)
+    goto enqueue;
+  ctl_req *r = calloc(1, sizeof(*r));
+  if (!r)
+    return KC_ENOMEM;
+  r->event = sync_only ? CTL_EV_OUT_OF_SYNC : req->event;
+  r->action = req->action;
+  r->has_exit_code = req->has_exit_code;
+  r->exit_code = req->exit_code;
+  r->has_job_version = req->has_job_version;
+  r->job_version = req->job_version;
+  r->delayed = req->delayed;
+  copy_str(r->task, sizeof(r->task), req->task);
+  copy_str(r->pod, sizeof(r->pod), req->pod);
+  copy_str(r->job_uid, sizeof(r->job_uid), req->job_uid);
+  if (l->tail)
+    l->tail->next = r;
+  else
+    l->head = r;
+  l->tail = r;
+  l->n++;
+enqueue:
+  if (!s->all_synced)
+    return 0; /* queued when the caches have synced */
+  return kc_workqueue_add(s->queue, key);
+}
+
+static void drop_key(ctl_shell *s, const char *key) {
+  void *old = NULL;
+  if (kc_strmap_del(&s->reqs, key, &old) == 0) {
+    ctl_reqlist *l = old;
+    if (l->busy && l->head) {
+      /* The head is executing; keep it owned by a list that is freed when it finishes. */
+      kc_strmap_put(&s->reqs, key, l, NULL);
+      ctl_req *n = l->head->next;
+      l->head->next = NULL;
+      l->tail = l->head;
+      l->n = 1;
+      for (ctl_req *r = n, *nx; r; r = nx) {
+        nx = r->next;
+        free(r);
+      }
+    } else {
+      reqlist_free(l);
+    }
+  }
+  ctl__expect_drop_key(s, key);
+  ctl__delay_drop_key(s, key);
+}
+
+/* ---- handlers ---- */
+
+static void simple_request(ctl_shell *s, const char *key, ctl_event ev) {
+  ctl_request r = {.event = ev};
+  int rc = ctl__request(s, key, &r);
+  if (rc)
+    KC_WARN("job %s: cannot queue request %s: %s", key, ctl_event_name(ev), kc_strerror(rc));
+}
+
+static void on_job_add(const char *key, void *obj, void *ud) {
+  simple_request(ud, key, CTL_EV_OUT_OF_SYNC);
+}
+
+static bool spec_equal(const Kiln__Job *a, const Kiln__Job *b) {
+  if (!a->spec || !b->spec)
+    return a->spec == b->spec;
+  size_t la = protobuf_c_message_get_packed_size(&a->spec->base);
+  size_t lb = protobuf_c_message_get_packed_size(&b->spec->base);
+  if (la != lb)
+    return false;
+  uint8_t *ba = malloc(la ? la : 1), *bb = malloc(lb ? lb : 1);
+  bool eq = false;
+  if (ba && bb) {
+    protobuf_c_message_pack(&a->spec->base, ba);
+    protobuf_c_message_pack(&b->spec->base, bb);
+    eq = memcmp(ba, bb, la) == 0;
+  }
+  free(ba);
+  free(bb);
+  return eq;
+}
+
+static const char *job_phase(const Kiln__Job *j) {
+  return j->status && j->status->state && j->status->state->phase ? j->status->state->phase : "";
+}
+
+static void on_job_update(const char *key, void *old_obj, void *new_obj, void *ud) {
+  const Kiln__Job *o = old_obj, *n = new_obj;
+  /* Volcano: only a spec change or a phase change (made by someone else) needs a sync. */
+  bool deleting = n->metadata && n->metadata->deletion_timestamp &&
+                  !(o->metadata && o->metadata->deletion_timestamp);
+  if (!deleting && spec_equal(o, n) && strcmp(job_phase(o), job_phase(n)) == 0)
+    return;
+  simple_request(ud, key, CTL_EV_OUT_OF_SYNC);
+}
+
+static void on_job_delete(const char *key, void *obj, void *ud) {
+  ctl_shell *s = ud;
+  const Kiln__Job *j = obj;
+  drop_key(s, key);
+  const char *vals[] = {meta_name(j->metadata), ctl__queue(j)};
+  if (s->m_completed)
+    kc_metric_remove(s->m_completed, vals);
+  if (s->m_failed)
+    kc_metric_remove(s->m_failed, vals);
+}
+
+static void pod_job_key(const ctl_spod *p, char *key) {
+  kc_store_key(key, KEY_MAX, p->ns, p->job);
+}
+
+static bool pod_relevant(const ctl_spod *p) {
+  /* Volcano's handlers look only at pods a Job controls, with the three annotations. */
+  return p->job_owned && p->job[0] && p->pod.task[0] && p->pod.version >= 0;
+}
+
+static void pod_request(ctl_shell *s, const ctl_spod *p, ctl_event ev, bool has_exit,
+                        int exit_code) {
+  char key[KEY_MAX];
+  pod_job_key(p, key);
+  ctl_request r = {.event = ev,
+                   .task = p->pod.task,
+                   .pod = p->pod.name,
+                   .job_uid = p->owner_uid,
+                   .has_job_version = true,
+                   .job_version = p->pod.version,
+                   .has_exit_code = has_exit,
+                   .exit_code = exit_code};
+  int rc = ctl__request(s, key, &r);
+  if (rc)
+    KC_WARN("job %s: cannot queue %s for pod %s: %s", key, ctl_event_name(ev), p->pod.name,
+            kc_strerror(rc));
+}
+
+static void on_pod_add(const char *key, void *obj, void *ud) {
+  ctl_shell *s = ud;
+  const ctl_spod *p = obj;
+  char jk[KEY_MAX];
+  pod_job_key(p, jk);
+  ctl__expect_observe(s, jk, p, false);
+  if (!pod_relevant(p))
+    return;
+  pod_request(s, p, p->pod.out_of_sync ? CTL_EV_OUT_OF_SYNC : CTL_EV_POD_PENDING, false, 0);
+}
+
+static const Kiln__TaskSpec *find_task(const Kiln__Job *j, const char *task) {
+  for (size_t i = 0; j && j->spec && i < j->spec->n_tasks; i++)
+    if (j->spec->tasks[i]->name && strcmp(j->spec->tasks[i]->name, task) == 0)
+      return j->spec->tasks[i];
+  return NULL;
+}
+
+/* Volcano's isControlledBy + task counting over the pod cache. */
+static void task_pods(ctl_shell *s, const char *jk, const char *task, int *succeeded,
+                      int *restarts) {
+  kc_store_iter it;
+  *succeeded = *restarts = 0;
+  if (kc_store_index_iter(store(s, CTL_INF_PODS), "job", jk, &it) != 0)
+    return;
+  const char *k;
+  void *o;
+  while (kc_store_iter_next(&it, &k, &o)) {
+    const ctl_spod *p = o;
+    if (strcmp(p->pod.task, task) != 0)
+      continue;
+    if (p->pod.phase == CTL_POD_SUCCEEDED)
+      (*succeeded)++;
+    *restarts += p->pod.restarts;
+  }
+}
+
+static void on_pod_update(const char *key, void *old_obj, void *new_obj, void *ud) {
+  ctl_shell *s = ud;
+  const ctl_spod *o = old_obj, *n = new_obj;
+  char jk[KEY_MAX];
+  pod_job_key(n, jk);
+  ctl__expect_observe(s, jk, n, false);
+  if (!pod_relevant(n))
+    return;
+  if (n->pod.out_of_sync) {
+    pod_request(s, n, CTL_EV_OUT_OF_SYNC, false, 0);
+    return;
+  }
+  const Kiln__Job *job = kc_store_get(store(s, CTL_INF_JOBS), jk);
+  ctl_pod_phase op = o->pod.phase, np = n->pod.phase;
+  if (np == CTL_POD_FAILED && op != CTL_POD_FAILED) {
+    pod_request(s, n, CTL_EV_POD_FAILED, n->pod.has_exit_code, n->pod.exit_code);
+    return;
+  }
+  if (np == CTL_POD_SUCCEEDED && op != CTL_POD_SUCCEEDED) {
+    const Kiln__TaskSpec *t = find_task(job, n->pod.task);
+    int succ, restarts;
+    task_pods(s, jk, n->pod.task, &succ, &restarts);
+    if (t && succ >= t->replicas) {
+      pod_request(s, n, CTL_EV_TASK_COMPLETED, false, 0);
+      return;
+    }
+  }
+  if ((np == CTL_POD_RUNNING || np == CTL_POD_PENDING) && n->pod.restarts > o->pod.restarts) {
+    const Kiln__TaskSpec *t = find_task(job, n->pod.task);
+    int succ, restarts;
+    task_pods(s, jk, n->pod.task, &succ, &restarts);
+    int max = t && t->has_max_retry ? t->max_retry : 3;
+    if (max == 0)
+      max = 3;
+    if (max > 0 && restarts >= max) {
+      pod_request(s, n, CTL_EV_TASK_FAILED, false, 0);
+      return;
+    }
+  }
+  if (np == CTL_POD_RUNNING && op != CTL_POD_RUNNING)
+    pod_request(s, n, CTL_EV_POD_RUNNING, false, 0);
+  else if (np == CTL_POD_PENDING && op != CTL_POD_PENDING)
+    pod_request(s, n, CTL_EV_POD_PENDING, false, 0);
+  else
+    pod_request(s, n, CTL_EV_OUT_OF_SYNC, false, 0);
+}
+
+static void on_pod_delete(const char *key, void *obj, void *ud) {
+  ctl_shell *s = ud;
+  const ctl_spod *p = obj;
+  char jk[KEY_MAX];
+  pod_job_key(p, jk);
+  ctl__expect_observe(s, jk, p, true);
+  if (!pod_relevant(p))
+    return;
+  pod_request(s, p, p->pod.out_of_sync ? CTL_EV_OUT_OF_SYNC : CTL_EV_POD_EVICTED, false, 0);
+}
+
+/* The Job a PodGroup belongs to: its controller owner. */
+static bool pg_job_key(const Kiln__PodGroup *pg, char *key) {
+  const Kiln__ObjectMeta *m = pg->metadata;
+  for (size_t i = 0; m && i < m->n_owner_references; i++) {
+    const Kiln__OwnerReference *r = m->owner_references[i];
+    if (r->kind && strcmp(r->kind, "Job") == 0 && r->name && r->api_version &&
+        strcmp(r->api_version, CTL_JOB_API_VERSION) == 0) {
+      return kc_store_key(key, KEY_MAX, meta_ns(m), r->name) == 0;
+    }
+  }
+  return false;
+}
+
+static const char *pg_phase(const Kiln__PodGroup *pg) {
+  return pg->status && pg->status->phase ? pg->status->phase : "";
+}
+
+static void on_pg_add(const char *key, void *obj, void *ud) {
+  char jk[KEY_MAX];
+  if (pg_job_key(obj, jk))
+    simple_request(ud, jk, CTL_EV_OUT_OF_SYNC);
+}
+
+static void on_pg_update(const char *key, void *old_obj, void *new_obj, void *ud) {
+  const Kiln__PodGroup *o = old_obj, *n = new_obj;
+  char jk[KEY_MAX];
+  if (strcmp(pg_phase(o), pg_phase(n)) == 0 || !pg_job_key(n, jk))
+    return;
+  simple_request(ud, jk, strcmp(pg_phase(n), "Unknown") == 0 ? CTL_EV_UNKNOWN : CTL_EV_OUT_OF_SYNC);
+}
+
+static void on_pg_delete(const char *key, void *obj, void *ud) {
+  char jk[KEY_MAX];
+  if (pg_job_key(obj, jk))
+    simple_request(ud, jk, CTL_EV_OUT_OF_SYNC);
+}
+
+static void on_cmd_add(const char *key, void *obj, void *ud) {
+  const Kiln__Command *c = obj;
+  if (!c->target || !c->target->kind || strcmp(c->target->kind, "Job") != 0 || !c->target->name)
+    return;
+  char jk[KEY_MAX];
+  if (kc_store_key(jk, sizeof(jk), meta_ns(c->metadata), c->target->name) == 0)
+    simple_request(ud, jk, CTL_EV_COMMAND_ISSUED);
+}
+
+/* A queue that appears or changes state can unblock the Jobs that name it. */
+static void queue_changed(ctl_shell *s, const char *name) {
+  kc_store_iter it;
+  if (kc_store_index_iter(store(s, CTL_INF_JOBS), "queue", name, &it) != 0)
+    return;
+  const char *k;
+  void *o;
+  /* Collect first: a request may not change the store, but keep iteration simple. */
+  while (kc_store_iter_next(&it, &k, &o))
+    simple_request(s, k, CTL_EV_OUT_OF_SYNC);
+}
+
+static void on_queue_add(const char *key, void *obj, void *ud) {
+  queue_changed(ud, meta_name(((Kiln__Queue *)obj)->metadata));
+}
+static void on_queue_update(const char *key, void *old_obj, void *new_obj, void *ud) {
+  const Kiln__Queue *o = old_obj, *n = new_obj;
+  const char *os = o->status && o->status->state ? o->status->state : "";
+  const char *ns = n->status && n->status->state ? n->status->state : "";
+  if (strcmp(os, ns) != 0)
+    queue_changed(ud, meta_name(n->metadata));
+}
+static void on_queue_delete(const char *key, void *obj, void *ud) {
+  queue_changed(ud, meta_name(((Kiln__Queue *)obj)->metadata));
+}
+
+/* A PVC a Pending Job waits for. */
+static void on_pvc_add(const char *key, void *obj, void *ud) {
+  ctl_shell *s = ud;
+  const ctl_spvc *p = obj;
+  kc_store_iter it;
+  kc_store_iter_init(store(s, CTL_INF_JOBS), &it);
+  const char *k;
+  void *o;
+  while (kc_store_iter_next(&it, &k, &o)) {
+    const Kiln__Job *j = o;
+    const char *ph = job_phase(j);
+    if (strcmp(meta_ns(j->metadata), p->ns) == 0 && (!*ph || strcmp(ph, "Pending") == 0))
+      simple_request(s, k, CTL_EV_OUT_OF_SYNC);
+  }
+}
+
+/* ---- the sync of one key ---- */
+
+static int64_t wall_now(void) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_REALTIME, &ts) != 0)
+    return 0;
+  return ts.tv_sec;
+}
+
+static int cmp_cmd(const void *a, const void *b) {
+  const Kiln__Command *x = *(Kiln__Command *const *)a, *y = *(Kiln__Command *const *)b;
+  const char *tx =
+      x->metadata && x->metadata->creation_timestamp ? x->metadata->creation_timestamp : "";
+  const char *ty =
+      y->metadata && y->metadata->creation_timestamp ? y->metadata->creation_timestamp : "";
+  int c = strcmp(tx, ty);
+  return c ? c : strcmp(meta_name(x->metadata), meta_name(y->metadata));
+}
+
+typedef struct {
+  ctl_pod *pods;
+  size_t npods, cap;
+  const char **pvcs;
+  size_t npvcs;
+  ctl_priority *prio;
+  size_t nprio;
+  Kiln__Command **cmds;
+  size_t ncmds;
+} view_bufs;
+
+static void view_bufs_free(view_bufs *b) {
+  free(b->pods);
+  free(b->pvcs);
+  free(b->prio);
+  free(b->cmds);
+}
+
+static int push_pod(view_bufs *b, const ctl_pod *p) {
+  if (b->npods == b->cap) {
+    size_t nc = b->cap ? 2 * b->cap : 16;
+    ctl_pod *np = realloc(b->pods, nc * sizeof(*np));
+    if (!np)
+      return KC_ENOMEM;
+    b->pods = np;
+    b->cap = nc;
+  }
+  b->pods[b->npods++] = *p;
+  return 0;
+}
+
+/* The view of one Job: the stores, plus the expectations the watch has not confirmed. */
+static int build_view(ctl_shell *s, const char *key, const Kiln__Job *job, ctl_job_view *v,
+                      view_bufs *b) {
+  memset(v, 0, sizeof(*v));
+  v->job = job;
+  v->now = wall_now();
+  v->ops = &ctl_default_ops;
+  kc_strmap *exp = ctl__expect_map(s, key);
+  uint64_t now_ns = uv_hrtime();
+  kc_store_iter it;
+  const char *k;
+  void *o;
+  if (kc_store_index_iter(store(s, CTL_INF_PODS), "job", key, &it) == 0) {
+    while (kc_store_iter_next(&it, &k, &o)) {
+      const ctl_spod *sp = o;
+      /* A pod of an older Job with the same name is not ours. */
+      if (sp->job_owned && job->metadata && job->metadata->uid &&
+          strcmp(sp->owner_uid, job->metadata->uid) != 0)
+        continue;
+      ctl_pod p = sp->pod;
+      ctl_expect *e = exp ? kc_strmap_get(exp, p.name) : NULL;
+      if (e && !e->create && strcmp(e->pod.uid, p.uid) == 0 && !p.deletion_ts &&
+          now_ns - e->at_ns < CTL_EXPECT_TTL_NS)
+        p.deletion_ts = v->now; /* asked to delete: terminating */
+      if (push_pod(b, &p))
+        return KC_ENOMEM;
+    }
+  }
+  if (exp) {
+    size_t pos = 0;
+    kc_strmap_slot *sl;
+    while ((sl = kc_strmap_next(exp, &pos))) {
+      ctl_expect *e = sl->val;
+      char pk[KEY_MAX];
+      kc_store_key(pk, sizeof(pk), meta_ns(job->metadata), e->pod.name);
+      if (e->create && now_ns - e->at_ns < CTL_EXPECT_TTL_NS &&
+          !kc_store_get(store(s, CTL_INF_PODS), pk) && push_pod(b, &e->pod))
+        return KC_ENOMEM;
+    }
+  }
+  v->pods = b->pods;
+  v->npods = b->npods;
+
+  kc_store *pgs = store(s, CTL_INF_PODGROUPS);
+  char pk[KEY_MAX], name[KEY_MAX];
+  snprintf(name, sizeof(name), "%s-%s", meta_name(job->metadata),
+           job->metadata && job->metadata->uid ? job->metadata->uid : "");
+  kc_store_key(pk, sizeof(pk), meta_ns(job->metadata), name);
+  v->podgroup = kc_store_get(pgs, pk);
+  if (!v->podgroup) /* before Volcano 1.5 the PodGroup was named after the Job */
+    v->podgroup = kc_store_get(pgs, key);
+
+  size_t n = kc_store_index_count(store(s, CTL_INF_PVCS), "ns", meta_ns(job->metadata));
+  if (n) {
+    if (!(b->pvcs = calloc(n, sizeof(*b->pvcs))))
+      return KC_ENOMEM;
+    kc_store_index_iter(store(s, CTL_INF_PVCS), "ns", meta_ns(job->metadata), &it);
+    while (kc_store_iter_next(&it, &k, &o) && b->npvcs < n)
+      b->pvcs[b->npvcs++] = ((ctl_spvc *)o)->name;
+  }
+  v->pvcs = b->pvcs;
+  v->npvcs = b->npvcs;
+
+  const Kiln__Queue *q = kc_store_get(store(s, CTL_INF_QUEUES), ctl__queue(job));
+  v->queue_exists = q != NULL;
+  v->queue_state = q && q->status ? q->status->state : NULL;
+
+  kc_store *pcs = store(s, CTL_INF_PRIORITY);
+  n = kc_store_len(pcs);
+  if (n) {
+    if (!(b->prio = calloc(n, sizeof(*b->prio))))
+      return KC_ENOMEM;
+    kc_store_iter_init(pcs, &it);
+    while (kc_store_iter_next(&it, &k, &o) && b->nprio < n) {
+      const Kiln__PriorityClass *pc = o;
+      b->prio[b->nprio].name = meta_name(pc->metadata);
+      b->prio[b->nprio++].value = pc->value;
+    }
+  }
+  v->priorities = b->prio;
+  v->npriorities = b->nprio;
+
+  n = kc_store_index_count(store(s, CTL_INF_COMMANDS), "job", key);
+  if (n) {
+    if (!(b->cmds = calloc(n, sizeof(*b->cmds))))
+      return KC_ENOMEM;
+    kc_store_index_iter(store(s, CTL_INF_COMMANDS), "job", key, &it);
+    while (kc_store_iter_next(&it, &k, &o) && b->ncmds < n)
+      b->cmds[b->ncmds++] = o;
+    qsort(b->cmds, b->ncmds, sizeof(*b->cmds), cmp_cmd);
+  }
+  v->commands = b->cmds;
+  v->ncommands = b->ncmds;
+  return 0;
+}
+
+static void finish_key(ctl_shell *s, const char *key) {
+  ctl_reqlist *l = kc_strmap_get(&s->reqs, key);
+  bool more = l && l->n > 0;
+  if (l && l->n == 0) {
+    void *old;
+    kc_strmap_del(&s->reqs, key, &old);
+    reqlist_free(old);
+  }
+  kc_workqueue_done(s->queue, key);
+  if (more && !s->stopping)
+    kc_workqueue_add(s->queue, key);
+}
+
+/* The request at the head of the list as the core's type (borrowing its strings). */
+static ctl_request to_request(const ctl_req *r) {
+  ctl_request q = {.event = r->event,
+                   .action = r->action,
+                   .has_exit_code = r->has_exit_code,
+                   .exit_code = r->exit_code,
+                   .task = r->task[0] ? r->task : NULL,
+                   .pod = r->pod[0] ? r->pod : NULL,
+                   .job_uid = r->job_uid[0] ? r->job_uid : NULL,
+                   .has_job_version = r->has_job_version,
+                   .job_version = r->job_version,
+                   .delayed = r->delayed};
+  return q;
+}
+
+static void process_key(kc_workqueue *q, const char *key, void *ud) {
+  ctl_shell *s = ud;
+  if (s->stopping) {
+    kc_workqueue_done(q, key);
+    return;
+  }
+  const Kiln__Job *job = kc_store_get(store(s, CTL_INF_JOBS), key);
+  if (!job) {
+    drop_key(s, key);
+    kc_workqueue_forget(q, key);
+    kc_workqueue_done(q, key);
+    return;
+  }
+  ctl_reqlist *l = kc_strmap_get(&s->reqs, key);
+  if (!l) {
+    if (!(l = calloc(1, sizeof(*l))) || kc_strmap_put(&s->reqs, key, l, NULL) < 0) {
+      free(l);
+      kc_workqueue_done(q, key);
+      kc_workqueue_add_rate_limited(q, key);
+      return;
+    }
+  }
+  if (!l->head) { /* a bare key (resync, requeue_after): a sync */
+    ctl_req *r = calloc(1, sizeof(*r));
+    if (!r) {
+      kc_workqueue_done(q, key);
+      kc_workqueue_add_rate_limited(q, key);
+      return;
+    }
+    r->event = CTL_EV_OUT_OF_SYNC;
+    l->head = l->tail = r;
+    l->n = 1;
+  }
+  ctl_req *head = l->head;
+  /* Volcano: after --max-requeue-num failures the Job is terminated. */
+  if (s->opt.max_requeue >= 0 && head->failures > s->opt.max_requeue &&
+      head->action != CTL_ACT_TERMINATE_JOB) {
+    char msg[160];
+    snprintf(msg, sizeof(msg), "Job failed on action %s for retry limit reached",
+             ctl_action_name(head->action == CTL_ACT_NONE ? CTL_ACT_SYNC_JOB : head->action));
+    ctl__record_event(s, job, CTL_EVENT_NORMAL, "ExecuteAction", msg);
+    KC_WARN("job %s: %s", key, msg);
+    head->action = CTL_ACT_TERMINATE_JOB;
+    head->failures = 0;
+  }
+  ctl_request req = to_request(head);
+  ctl_job_view v;
+  view_bufs b = {0};
+  ctl_plan plan;
+  ctl_plan_init(&plan);
+  s->stats.syncs++;
+  int rc = build_view(s, key, job, &v, &b);
+  if (rc == 0)
+    rc = ctl_job_sync(&v, &req, &plan);
+  view_bufs_free(&b);
+  if (rc) {
+    KC_ERROR("job %s: sync (%s) failed: %s", key, ctl_event_name(req.event), kc_strerror(rc));
+    ctl_plan_close(&plan);
+    head->failures++;
+    s->stats.sync_errors++;
+    kc_workqueue_done(q, key);
+    kc_workqueue_add_rate_limited(q, key);
+    return;
+  }
+  KC_V(3, "job %s: %s/%s: %s -> %s, %zu pods to create, %zu to delete", key,
+       ctl_event_name(req.event), ctl_action_name(plan.action), ctl_phase_name(plan.old_phase),
+       ctl_phase_name(plan.status.phase), json_array_size(plan.pods_create), plan.npods_delete);
+  l->busy = true;
+  rc = ctl__exec_start(s, key, job, kc_store_rv(store(s, CTL_INF_JOBS), key), &plan);
+  if (rc) {
+    l->busy = false;
+    head->failures++;
+    kc_workqueue_done(q, key);
+    kc_workqueue_add_rate_limited(q, key);
+  }
+}
+
+void ctl__exec_done(ctl_shell *s, const char *key, int err, bool conflict) {
+  if (s->freed)
+    return;
+  ctl_reqlist *l = kc_strmap_get(&s->reqs, key);
+  if (l) {
+    l->busy = false;
+    if (err == 0 && l->head) {
+      ctl_req *h = l->head;
+      l->head = h->next;
+      if (!l->head)
+        l->tail = NULL;
+      l->n--;
+      free(h);
+    } else if (l->head && !conflict) {
+      l->head->failures++;
+    }
+  }
+  if (s->stopping) {
+    kc_workqueue_done(s->queue, key);
+    return;
+  }
+  if (err == 0) {
+    kc_workqueue_forget(s->queue, key);
+    finish_key(s, key);
+  } else if (conflict) {
+    /* A stale cache, not a failure: try again once the watch has caught up. */
+    s->stats.conflicts++;
+    kc_workqueue_done(s->queue, key);
+    kc_workqueue_add_after(s->queue, key, 50 * 1000000ull);
+  } else {
+    kc_workqueue_done(s->queue, key);
+    kc_workqueue_add_rate_limited(s->queue, key);
+  }
+}
+
+/* ---- metrics ---- */
+
+static void collect(kc_metrics *r, void *ud) {
+  ctl_shell *s = ud;
+  static const char *const phases[5] = {"Inqueue", "Pending", "Running", "Unknown", "Completed"};
+  if (!s->m_pg[0] || !s->inf[CTL_INF_PODGROUPS])
+    return;
+  /* Recomputed on scrape: a gauge per queue and PodGroup phase. */
+  kc_store_iter it;
+  const char *k;
+  void *o;
+  kc_store_iter_init(store(s, CTL_INF_QUEUES), &it);
+  while (kc_store_iter_next(&it, &k, &o)) {
+    const char *vals[] = {k};
+    for (int i = 0; i < 5; i++) {
+      kc_series *se;
+      if (kc_metric_series(s->m_pg[i], vals, &se) == 0)
+        kc_gauge_set(se, 0);
+    }
+  }
+  kc_store_iter_init(store(s, CTL_INF_PODGROUPS), &it);
+  while (kc_store_iter_next(&it, &k, &o)) {
+    const Kiln__PodGroup *pg = o;
+    const char *ph = pg_phase(pg);
+    const char *vals[] = {pg->spec && pg->spec->queue ? pg->spec->queue : "default"};
+    for (int i = 0; i < 5; i++) {
+      kc_series *se;
+      if (strcmp(ph, phases[i]) == 0 && kc_metric_series(s->m_pg[i], vals, &se) == 0)
+        kc_gauge_add(se, 1);
+    }
+  }
+}
+
+static int register_metrics(ctl_shell *s) {
+  kc_metrics *m = s->opt.metrics;
+  if (!m)
+    return 0;
+  static const char *const job_labels[] = {"job_name", "queue_name", NULL};
+  static const char *const queue_labels[] = {"queue_name", NULL};
+  double buckets[16];
+  int rc = kc_metrics_exponential_buckets(5, 2, 16, buckets);
+  if (rc == 0)
+    rc = kc_metrics_histogram(m, "volcano_controller_job_to_pod_creation_latency_milliseconds",
+                              "Job to pod creation latency in milliseconds", NULL, buckets, 16,
+                              &s->m_latency);
+  if (rc == 0)
+    rc = kc_metrics_counter(m, "volcano_job_completed_phase_count",
+                            "Number of jobs that reached the Completed phase", job_labels,
+                            &s->m_completed);
+  if (rc == 0)
+    rc = kc_metrics_counter(m, "volcano_job_failed_phase_count",
+                            "Number of jobs that reached the Failed phase", job_labels,
+                            &s->m_failed);
+  static const char *const names[5] = {"inqueue", "pending", "running", "unknown", "completed"};
+  for (int i = 0; rc == 0 && i < 5; i++) {
+    char name[96], help[128];
+    snprintf(name, sizeof(name), "volcano_queue_pod_group_%s_count", names[i]);
+    snprintf(help, sizeof(help), "The number of %s PodGroups in this queue", names[i]);
+    rc = kc_metrics_gauge(m, name, help, queue_labels, &s->m_pg[i]);
+  }
+  if (rc == 0)
+    rc = kc_metrics_add_collector(m, collect, s);
+  if (rc == 0)
+    rc = kc_workqueue_use_metrics(s->queue, m);
+  return rc;
+}
+
+/* ---- lifetime ---- */
+
+typedef struct {
+  const char *group, *version, *resource;
+  const char *selector;
+  void *(*decode)(json_t *, void *, char *, size_t);
+  void (*free_obj)(void *);
+  void (*add)(const char *, void *, void *);
+  void (*update)(const char *, void *, void *, void *);
+  void (*del)(const char *, void *, void *);
+} inf_def;
+
+static const inf_def defs[CTL_INF_COUNT] = {
+    [CTL_INF_JOBS] = {"batch.volcano.sh", "v1alpha1", "jobs", NULL, decode_job, kc_msg_free,
+                      on_job_add, on_job_update, on_job_delete},
+    /* Only pods a Job made carry this label; the rest of the cluster is not cached. */
+    [CTL_INF_PODS] = {"", "v1", "pods", CTL_KEY_JOB_NAME, decode_pod, free, on_pod_add,
+                      on_pod_update, on_pod_delete},
+    [CTL_INF_PODGROUPS] = {"scheduling.volcano.sh", "v1beta1", "podgroups", NULL, decode_pg,
+                           kc_msg_free, on_pg_add, on_pg_update, on_pg_delete},
+    [CTL_INF_COMMANDS] = {"bus.volcano.sh", "v1alpha1", "commands", NULL, decode_cmd, kc_msg_free,
+                          on_cmd_add, NULL, NULL},
+    [CTL_INF_QUEUES] = {"scheduling.volcano.sh", "v1beta1", "queues", NULL, decode_queue,
+                        kc_msg_free, on_queue_add, on_queue_update, on_queue_delete},
+    [CTL_INF_PVCS] = {"", "v1", "persistentvolumeclaims", NULL, decode_pvc, free, on_pvc_add, NULL,
+                      NULL},
+    [CTL_INF_PRIORITY] = {"scheduling.k8s.io", "v1", "priorityclasses", NULL, decode_pc,
+                          kc_msg_free, NULL, NULL, NULL},
+};
+
+static const char *const inf_names[CTL_INF_COUNT] = {
+    "jobs", "pods", "podgroups", "commands", "queues", "persistentvolumeclaims", "priorityclasses"};
+
+/* Called by each informer after its first LIST; the shell starts handing out keys when
+ * every cache has synced, so no sync ever sees a partial view. */
+static void on_synced(void *ud) {
+  ctl_shell *s = ud;
+  for (int i = 0; i < CTL_INF_COUNT; i++)
+    if (!s->synced[i] && s->inf[i] && kc_informer_has_synced(s->inf[i])) {
+      s->synced[i] = true;
+      KC_INFO("cache of %s synced (%zu objects)", inf_names[i], kc_store_len(store(s, i)));
+    }
+  for (int i = 0; i < CTL_INF_COUNT; i++)
+    if (!s->synced[i])
+      return;
+  if (s->all_synced)
+    return;
+  s->all_synced = true;
+  /* Every Job starts with a sync (the add handlers queued a request for each). */
+  size_t pos = 0;
+  kc_strmap_slot *sl;
+  while ((sl = kc_strmap_next(&s->reqs, &pos)))
+    kc_workqueue_add(s->queue, sl->key);
+  KC_INFO("all caches synced; %zu jobs to sync", kc_strmap_len(&s->reqs));
+}
+
+int ctl_shell_new(uv_loop_t *loop, kc_client *c, const ctl_shell_options *opt, ctl_shell **out) {
+  ctl_shell *s = calloc(1, sizeof(*s));
+  if (!s)
+    return KC_ENOMEM;
+  s->loop = loop;
+  s->client = c;
+  s->opt = *opt;
+  if (s->opt.workers <= 0)
+    s->opt.workers = 3;
+  kc_strmap_init(&s->reqs, KC_STRMAP_COPY_KEYS);
+  kc_strmap_init(&s->expect, KC_STRMAP_COPY_KEYS);
+  /* Volcano's job queue: per-key backoff 5 ms to 180 s. */
+  kc_workqueue_opts qo = {.name = "job",
+                          .backoff_base_ns = 5 * 1000000ull,
+                          .backoff_max_ns = 180ull * 1000000000ull,
+                          .qps = -1,
+                          .process = process_key,
+                          .process_ud = s,
+                          .workers = s->opt.workers};
+  int rc = kc_workqueue_new(loop, &qo, &s->queue);
+  if (rc)
+    goto fail;
+  for (int i = 0; i < CTL_INF_COUNT; i++) {
+    const inf_def *d = &defs[i];
+    kc_informer_options io = {.group = d->group,
+                              .version = d->version,
+                              .resource = d->resource,
+                              .label_selector = d->selector};
+    kc_informer_handlers h = {.decode = d->decode,
+                              .free_obj = d->free_obj,
+                              .on_add = d->add,
+                              .on_update = d->update,
+                              .on_delete = d->del,
+                              .on_synced = on_synced,
+                              .ud = s};
+    if ((rc = kc_informer_new(c, &io, &h, &s->inf[i])))
+      goto fail;
+  }
+  if ((rc = kc_store_add_index(store(s, CTL_INF_PODS), "job", index_pod_job, NULL)) ||
+      (rc = kc_store_add_index(store(s, CTL_INF_COMMANDS), "job", index_cmd_job, NULL)) ||
+      (rc = kc_store_add_index(store(s, CTL_INF_PVCS), "ns", index_pvc_ns, NULL)) ||
+      (rc = kc_store_add_index(store(s, CTL_INF_JOBS), "queue", index_job_queue, NULL)))
+    goto fail;
+  if ((rc = register_metrics(s)))
+    goto fail;
+  *out = s;
+  return 0;
+fail:
+  ctl_shell_free(s);
+  return rc;
+}
+
+int ctl_shell_start(ctl_shell *s) {
+  if (s->started)
+    return KC_EINVAL;
+  s->started = true;
+  for (int i = 0; i < CTL_INF_COUNT; i++) {
+    int rc = kc_informer_start(s->inf[i]);
+    if (rc)
+      return rc;
+  }
+  return 0;
+}
+
+bool ctl_shell_synced(const ctl_shell *s) {
+  return s->all_synced;
+}
+
+void ctl_shell_get_stats(const ctl_shell *s, ctl_shell_stats *st) {
+  *st = s->stats;
+  st->inflight = s->inflight;
+}
+
+static void stop_timer_cb(uv_timer_t *t) {
+  ctl_shell *s = container_of(t, ctl_shell, stop_timer);
+  if (s->inflight > 0 && uv_now(s->loop) < (uint64_t)(uintptr_t)t->data)
+    return;
+  if (s->inflight > 0)
+    KC_WARN("shutdown deadline passed with %d plans still writing", s->inflight);
+  uv_timer_stop(t);
+  void (*done)(void *) = s->stop_done;
+  s->stop_done = NULL;
+  if (done)
+    done(s->stop_ud);
+}
+
+void ctl_shell_stop(ctl_shell *s, uint64_t deadline_ms, void (*done)(void *ud), void *ud) {
+  if (s->stopping)
+    return;
+  s->stopping = true;
+  for (int i = 0; i < CTL_INF_COUNT; i++) {
+    kc_informer_free(s->inf[i]);
+    s->inf[i] = NULL;
+  }
+  kc_workqueue_shutdown(s->queue);
+  s->stop_done = done;
+  s->stop_ud = ud;
+  uv_timer_init(s->loop, &s->stop_timer);
+  s->stop_timer_init = true;
+  s->stop_timer.data = (void *)(uintptr_t)(uv_now(s->loop) + deadline_ms);
+  uv_timer_start(&s->stop_timer, stop_timer_cb, 0, 20);
+}
+
+static void free_expect_map(void *v) {
+  kc_strmap *m = v;
+  kc_strmap_close(m, free);
+  free(m);
+}
+
+static void shell_closed(uv_handle_t *h) {
+  free(container_of((uv_timer_t *)h, ctl_shell, stop_timer));
+}
+
+void ctl_shell_free(ctl_shell *s) {
+  if (!s)
+    return;
+  s->freed = true;
+  s->stopping = true;
+  if (s->opt.metrics && s->m_pg[0])
+    kc_metrics_remove_collector(s->opt.metrics, collect, s);
+  for (int i = 0; i < CTL_INF_COUNT; i++)
+    kc_informer_free(s->inf[i]);
+  size_t pos = 0;
+  kc_strmap_slot *sl;
+  while ((sl = kc_strmap_next(&s->reqs, &pos)))
+    ctl__delay_drop_key(s, sl->key);
+  while (s->delays)
+    ctl__delay_drop_key(s, s->delays->key);
+  kc_strmap_close(&s->reqs, reqlist_free);
+  kc_strmap_close(&s->expect, free_expect_map);
+  kc_workqueue_free(s->queue);
+  if (s->stop_timer_init) {
+    uv_timer_stop(&s->stop_timer);
+    uv_close((uv_handle_t *)&s->stop_timer, shell_closed);
+  } else {
+    free(s);
+  }
+}

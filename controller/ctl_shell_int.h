@@ -1,0 +1,126 @@
+/* Internals shared by the shell (ctl_shell.c) and the executor (ctl_exec.c). */
+#ifndef CTL_SHELL_INT_H
+#define CTL_SHELL_INT_H
+
+#include "ctl_job.h"
+#include "ctl_shell.h"
+#include "kc_informer.h"
+#include "kc_metrics.h"
+#include "kc_strmap.h"
+#include "kc_workqueue.h"
+
+enum {
+  CTL_INF_JOBS = 0,
+  CTL_INF_PODS,
+  CTL_INF_PODGROUPS,
+  CTL_INF_COMMANDS,
+  CTL_INF_QUEUES,
+  CTL_INF_PVCS,
+  CTL_INF_PRIORITY,
+  CTL_INF_COUNT
+};
+
+/* A pod as the pod store keeps it: the core's view plus what the handlers route by. */
+typedef struct {
+  ctl_pod pod;
+  char ns[CTL_NAME_MAX];
+  char job[CTL_NAME_MAX];      /* annotation volcano.sh/job-name */
+  char owner_uid[CTL_UID_MAX]; /* controller ownerRef uid when it is a Job */
+  bool job_owned;
+} ctl_spod;
+
+/* A PVC: only its namespace and name matter. */
+typedef struct {
+  char ns[CTL_NAME_MAX];
+  char name[CTL_NAME_MAX];
+} ctl_spvc;
+
+/* One queued request (Volcano apis.Request), strings owned. */
+typedef struct ctl_req {
+  struct ctl_req *next;
+  ctl_event event;
+  ctl_action action;
+  bool has_exit_code, has_job_version, delayed;
+  int exit_code, job_version;
+  int failures;
+  char task[CTL_NAME_MAX];
+  char pod[CTL_NAME_MAX];
+  char job_uid[CTL_UID_MAX];
+} ctl_req;
+
+typedef struct {
+  ctl_req *head, *tail;
+  size_t n;
+  bool busy; /* head is being executed */
+} ctl_reqlist;
+
+/* What this controller asked for and the watch has not shown yet (client-go's expectations,
+ * by name): a created pod is shown in the view as Pending until the store has it, a deleted
+ * pod as terminating until the store loses it. */
+typedef struct {
+  bool create;
+  ctl_pod pod;    /* create: the pod as sent; delete: name and uid */
+  uint64_t at_ns; /* when asked; expectations expire after CTL_EXPECT_TTL_NS */
+} ctl_expect;
+
+#define CTL_EXPECT_TTL_NS (300ull * 1000000000ull)
+
+typedef struct ctl_delay {
+  uv_timer_t timer;
+  struct ctl_shell *shell;
+  struct ctl_delay *prev, *next;
+  char key[2 * CTL_NAME_MAX];
+  ctl_delayed d;
+} ctl_delay;
+
+struct ctl_shell {
+  uv_loop_t *loop;
+  kc_client *client;
+  ctl_shell_options opt;
+  kc_informer *inf[CTL_INF_COUNT];
+  bool synced[CTL_INF_COUNT];
+  bool all_synced, started, stopping, freed;
+  kc_workqueue *queue;
+  kc_strmap reqs;   /* job key -> ctl_reqlist* */
+  kc_strmap expect; /* job key -> kc_strmap* (pod name -> ctl_expect*) */
+  ctl_delay *delays;
+  int inflight; /* plans being executed */
+  ctl_shell_stats stats;
+  /* shutdown */
+  uv_timer_t stop_timer;
+  bool stop_timer_init;
+  void (*stop_done)(void *ud);
+  void *stop_ud;
+  /* metrics */
+  kc_metric *m_latency, *m_completed, *m_failed, *m_pg[5];
+};
+
+/* The executor: carries out plan (stolen) for key; when every write has finished it calls
+ * ctl__exec_done(s, key, err, conflict). */
+int ctl__exec_start(ctl_shell *s, const char *key, const Kiln__Job *job, const char *job_rv,
+                    ctl_plan *plan);
+void ctl__exec_done(ctl_shell *s, const char *key, int err, bool conflict);
+
+/* Expectations (ctl_exec.c). */
+int ctl__expect_add(ctl_shell *s, const char *key, const ctl_pod *pod, bool create);
+void ctl__expect_del(ctl_shell *s, const char *key, const char *pod);
+void ctl__expect_observe(ctl_shell *s, const char *key, const ctl_spod *p, bool deleted);
+void ctl__expect_drop_key(ctl_shell *s, const char *key);
+kc_strmap *ctl__expect_map(ctl_shell *s, const char *key);
+
+/* Delayed actions (ctl_exec.c). */
+int ctl__delay_arm(ctl_shell *s, const char *key, const ctl_delayed *d, int64_t now);
+void ctl__delay_cancel(ctl_shell *s, const char *key, const ctl_cancel *c);
+void ctl__delay_drop_key(ctl_shell *s, const char *key);
+
+/* Requests (ctl_shell.c). req's strings are copied. */
+int ctl__request(ctl_shell *s, const char *key, const ctl_request *req);
+
+/* Events on the Job, best effort (ctl_exec.c). */
+void ctl__record_event(ctl_shell *s, const Kiln__Job *job, ctl_event_type type, const char *reason,
+                       const char *message);
+
+/* The write fence: 0 or KC_ENOTLEADER. */
+int ctl__fence(const ctl_shell *s);
+
+#endif

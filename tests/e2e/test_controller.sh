@@ -1,0 +1,385 @@
+#!/usr/bin/env bash
+# kiln-controller against the real control plane: Jobs become PodGroups and pods, pods run
+# on kwok nodes and end as their annotations say, and the phase machine, policies, Commands,
+# events and garbage collection behave as Volcano's job controller does.
+#
+# Until kiln-scheduler runs here, the suite plays the scheduler itself: a loop moves Pending
+# PodGroups of the test's namespace to Inqueue and binds their pods to kwok nodes.
+source "$(dirname "$0")/lib.sh"
+SUITE=controller
+
+CTL_BIN=$KILN_BUILD/controller/kiln-controller
+CTL_LOG=$KILN_CLUSTER_DIR/logs/kiln-controller.log
+CTL_PID=$KILN_CLUSTER_DIR/pids/kiln-controller.pid
+HEALTH_PORT=${KILN_CTL_HEALTH_PORT:-18251}
+METRICS_PORT=${KILN_CTL_METRICS_PORT:-18081}
+
+setup_crds() {
+  kubectl apply --server-side -f "$KILN_ROOT/manifests/crd/" >/dev/null || return 1
+  kubectl wait --for=condition=Established --timeout=60s crd --all >/dev/null || return 1
+  kubectl apply --server-side -f "$KILN_ROOT/manifests/queue-default.yaml" >/dev/null || return 1
+  kubectl get namespace volcano-system >/dev/null 2>&1 ||
+    kubectl create namespace volcano-system >/dev/null
+}
+
+# start_controller: run kiln-controller in the background with the cluster's kubeconfig; the
+# pid file lets tests/cluster/down stop it.
+start_controller() {
+  mkdir -p "$KILN_CLUSTER_DIR/logs" "$KILN_CLUSTER_DIR/pids"
+  "$CTL_BIN" --kubeconfig "$KUBECONFIG" -v=2 \
+    --kube-api-qps=${KILN_CTL_QPS:-200} --kube-api-burst=${KILN_CTL_BURST:-400} \
+    --leader-elect-lease-duration=4s --leader-elect-renew-deadline=3s \
+    --leader-elect-retry-period=1s \
+    --enable-healthz --healthz-address "127.0.0.1:$HEALTH_PORT" \
+    --enable-metrics --listen-address "127.0.0.1:$METRICS_PORT" \
+    >>"$CTL_LOG" 2>&1 </dev/null &
+  echo $! >"$CTL_PID"
+}
+
+controller_ready() {
+  curl -fsS "http://127.0.0.1:$HEALTH_PORT/readyz" >/dev/null 2>&1
+}
+
+# fake_scheduler NS: Pending PodGroups -> Inqueue, unbound pods -> bound to a kwok node.
+fake_scheduler() {
+  local ns=$1 i=0 pg pod
+  while :; do
+    for pg in $(kubectl get podgroups -n "$ns" -o \
+      'jsonpath={range .items[*]}{.metadata.name}{" "}{.status.phase}{"\n"}{end}' \
+      2>/dev/null | awk '$2=="" || $2=="Pending" {print $1}'); do
+      kubectl patch podgroup -n "$ns" "$pg" --type=merge \
+        -p '{"status":{"phase":"Inqueue"}}' >/dev/null 2>&1
+    done
+    for pod in $(kubectl get pods -n "$ns" -o \
+      'jsonpath={range .items[*]}{.metadata.name}{" "}{.spec.nodeName}{.metadata.deletionTimestamp}{"\n"}{end}' \
+      2>/dev/null | awk 'NF==1 {print $1}'); do
+      bind "$ns" "$pod" "kwok-node-$((i % 3))" && i=$((i + 1))
+    done
+    sleep 0.3
+  done
+}
+
+bind() { # ns pod node
+  printf '{"apiVersion":"v1","kind":"Binding","metadata":{"name":"%s"},"target":{"apiVersion":"v1","kind":"Node","name":"%s"}}' \
+    "$2" "$3" | kubectl create --raw "/api/v1/namespaces/$1/pods/$2/binding" -f - >/dev/null 2>&1
+}
+
+# with_scheduler NS: start the fake scheduler for this test; it stops when the test ends.
+with_scheduler() {
+  fake_scheduler "$1" &
+  SCHED_PID=$!
+  trap 'kill $SCHED_PID 2>/dev/null' EXIT
+}
+
+# job NAME [TASKS_YAML] [SPEC_EXTRA]: a Job manifest with the given tasks.
+job_yaml() {
+  cat <<JOB
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata:
+  name: $1
+spec:
+  schedulerName: volcano
+  queue: ${QUEUE:-default}
+${3:-}
+  tasks:
+$2
+JOB
+}
+
+# task NAME REPLICAS [ANNOTATIONS] [EXTRA]: one task of a Job (indented for job_yaml).
+task() {
+  cat <<TASK
+  - name: $1
+    replicas: $2
+${4:-}
+    template:
+      metadata:
+        annotations: {${3:-}}
+      spec:
+        restartPolicy: Never
+        containers:
+        - {name: main, image: busybox}
+TASK
+}
+
+phase() { # ns job
+  jsonpath "vcjob/$2" '{.status.state.phase}' "$1"
+}
+
+wait_phase() { # secs ns job phase
+  wait_jsonpath "$1" "vcjob/$3" '{.status.state.phase}' "$4" "$2"
+}
+
+pod_count() { # ns [selector]
+  kubectl get pods -n "$1" ${2:+-l "$2"} --no-headers 2>/dev/null | wc -l
+}
+
+events_of() { # ns job
+  kubectl get events -n "$1" --field-selector "involvedObject.name=$2" \
+    -o 'jsonpath={range .items[*]}{.type} {.reason} {.message}{"\n"}{end}'
+}
+
+# ---- tests ----
+
+test_a_flags_and_health() {
+  local out
+  out=$("$CTL_BIN" --help)
+  for f in kube-api-qps kube-api-burst scheduler-name worker-threads max-requeue-num \
+    leader-elect leader-elect-lease-duration listen-address healthz-address enable-healthz \
+    enable-metrics controllers; do
+    expect_match "--$f " "$out" "--help lists --$f"
+  done
+  expect_match 'kube-api-qps float .*default 50' "$out" "qps default"
+  expect_match 'kube-api-burst int .*default 100' "$out" "burst default"
+  out=$(timeout 10 "$CTL_BIN" --no-such-flag 2>&1) && fail "an unknown flag was accepted"
+  expect_match 'unknown flag: --no-such-flag' "$out" "unknown flag error"
+  out=$(timeout 10 "$CTL_BIN" --max-requeue-num=-5 2>&1) && fail "--max-requeue-num=-5 was accepted"
+  expect_match 'max-requeue-num' "$out" "bad value error"
+  out=$(timeout 10 "$CTL_BIN" --leader-elect-lease-duration=1s --leader-elect-renew-deadline=2s 2>&1) &&
+    fail "renew deadline over the lease duration was accepted"
+  wait_for 60 "controller ready" controller_ready
+  expect_eq ok "$(curl -fsS "http://127.0.0.1:$HEALTH_PORT/healthz")" "/healthz"
+  out=$(curl -fsS "http://127.0.0.1:$METRICS_PORT/metrics")
+  expect_match 'volcano_controller_job_to_pod_creation_latency_milliseconds' "$out" metrics
+  expect_match 'workqueue_depth\{name="job"\}' "$out" "work queue depth"
+  expect_match 'workqueue_queue_duration_seconds' "$out" "work queue latency"
+  expect_match '^.+_[0-9a-f-]{36}$' "$(kubectl get lease -n volcano-system vc-controller-manager \
+    -o jsonpath='{.spec.holderIdentity}')" "the lease is held"
+}
+
+test_one_task_job_completes() {
+  local ns
+  ns=$(new_namespace ctl1)
+  with_scheduler "$ns"
+  job_yaml one "$(task main 1 '"kwok.kiln.dev/run-for": "2s"')" "  minAvailable: 1" |
+    kubectl apply -n "$ns" -f - >/dev/null
+  wait_for 30 "PodGroup" kubectl get podgroup -n "$ns" -o name
+  local uid
+  uid=$(jsonpath vcjob/one '{.metadata.uid}' "$ns")
+  expect_eq "one-$uid" "$(kubectl get podgroup -n "$ns" -o 'jsonpath={.items[0].metadata.name}')" \
+    "PodGroup name"
+  wait_phase 60 "$ns" one Completed
+  expect_eq "one-main-0" "$(kubectl get pods -n "$ns" -o 'jsonpath={.items[0].metadata.name}')" \
+    "pod name"
+  expect_eq 1 "$(jsonpath vcjob/one '{.status.succeeded}' "$ns")" "succeeded"
+  expect_eq volcano "$(jsonpath pod/one-main-0 '{.spec.schedulerName}' "$ns")" "schedulerName"
+  expect_eq "one-$uid" \
+    "$(jsonpath pod/one-main-0 '{.metadata.annotations.scheduling\.k8s\.io/group-name}' "$ns")" \
+    "group-name annotation"
+  expect_eq Job "$(jsonpath pod/one-main-0 '{.metadata.ownerReferences[0].kind}' "$ns")" "owner"
+}
+
+test_gang_of_three() {
+  local ns
+  ns=$(new_namespace ctl2)
+  job_yaml gang "$(task work 3)" "  minAvailable: 3" | kubectl apply -n "$ns" -f - >/dev/null
+  # No scheduler yet: the PodGroup waits Pending with the gang size, and no pod is made.
+  wait_for 30 "PodGroup" kubectl get podgroup -n "$ns" -o name
+  local pg
+  pg=$(kubectl get podgroup -n "$ns" -o 'jsonpath={.items[0].metadata.name}')
+  expect_eq 3 "$(jsonpath "podgroup/$pg" '{.spec.minMember}' "$ns")" "minMember"
+  expect_eq default "$(jsonpath "podgroup/$pg" '{.spec.queue}' "$ns")" "queue"
+  wait_phase 30 "$ns" gang Pending
+  sleep 1
+  expect_eq 0 "$(pod_count "$ns")" "pods before Inqueue"
+  with_scheduler "$ns"
+  wait_jsonpath 60 vcjob/gang '{.status.running}' 3 "$ns"
+  wait_phase 30 "$ns" gang Running
+  expect_eq 3 "$(pod_count "$ns")" "pods"
+  expect_eq 3 "$(jsonpath vcjob/gang '{.status.minAvailable}' "$ns")" "status.minAvailable"
+}
+
+test_exit_code_restarts_job_until_max_retry() {
+  local ns
+  ns=$(new_namespace ctl3)
+  with_scheduler "$ns"
+  job_yaml rj "$(task main 2 '"kwok.kiln.dev/run-for": "1s", "kwok.kiln.dev/exit-code": "3"')" \
+    "  minAvailable: 2
+  maxRetry: 2
+  policies:
+  - {exitCode: 3, action: RestartJob}" | kubectl apply -n "$ns" -f - >/dev/null
+  wait_phase 120 "$ns" rj Failed
+  expect_eq 2 "$(jsonpath vcjob/rj '{.status.retryCount}' "$ns")" "retryCount"
+  local v
+  v=$(jsonpath vcjob/rj '{.status.version}' "$ns")
+  [ "$v" -ge 2 ] || fail "version did not bump on each restart: $v"
+  expect_match 'Restarting' "$(jsonpath vcjob/rj '{.status.conditions[*].status}' "$ns")" \
+    "conditions"
+  expect_match 'Normal ExecuteAction Start to execute action RestartJob' "$(events_of "$ns" rj)" \
+    "ExecuteAction event"
+}
+
+test_pod_evicted_restarts_task() {
+  local ns
+  ns=$(new_namespace ctl4)
+  with_scheduler "$ns"
+  job_yaml ev "$(task a 1)
+$(task b 1 '' '    policies:
+    - {event: PodEvicted, action: RestartTask}')" "  minAvailable: 2" |
+    kubectl apply -n "$ns" -f - >/dev/null
+  wait_phase 60 "$ns" ev Running
+  local old_a old_b
+  old_a=$(jsonpath pod/ev-a-0 '{.metadata.uid}' "$ns")
+  old_b=$(jsonpath pod/ev-b-0 '{.metadata.uid}' "$ns")
+  kubectl delete pod -n "$ns" ev-b-0 --wait=false >/dev/null
+  wait_for 60 "ev-b-0 recreated" bash -c \
+    "u=\$(kubectl get pod -n $ns ev-b-0 -o jsonpath='{.metadata.uid}') && [ -n \"\$u\" ] && [ \"\$u\" != $old_b ]"
+  wait_phase 60 "$ns" ev Running
+  expect_eq "$old_a" "$(jsonpath pod/ev-a-0 '{.metadata.uid}' "$ns")" "task a untouched"
+  expect_eq 1 "$(jsonpath vcjob/ev '{.status.retryCount}' "$ns")" "retryCount"
+  expect_match 'Start to execute action RestartTask' "$(events_of "$ns" ev)" "event"
+}
+
+test_task_completed_completes_job() {
+  local ns
+  ns=$(new_namespace ctl5)
+  with_scheduler "$ns"
+  job_yaml tc "$(task master 1 '"kwok.kiln.dev/run-for": "3s"' '    policies:
+    - {event: TaskCompleted, action: CompleteJob}')
+$(task worker 2)" "  minAvailable: 3" | kubectl apply -n "$ns" -f - >/dev/null
+  wait_phase 60 "$ns" tc Completed
+  wait_for 60 "workers gone" bash -c "[ \$(kubectl get pods -n $ns -l volcano.sh/task-spec=worker --no-headers 2>/dev/null | wc -l) = 0 ]"
+  expect_eq Succeeded "$(jsonpath pod/tc-master-0 '{.status.phase}' "$ns")" "master kept"
+  expect_match 'Completing' "$(jsonpath vcjob/tc '{.status.conditions[*].status}' "$ns")" \
+    "went through Completing"
+}
+
+command_yaml() { # name action job
+  cat <<CMD
+apiVersion: bus.volcano.sh/v1alpha1
+kind: Command
+metadata: {name: $1}
+action: $2
+target: {apiVersion: batch.volcano.sh/v1alpha1, kind: Job, name: $3, uid: "$4"}
+CMD
+}
+
+test_suspend_and_resume_by_command() {
+  local ns uid
+  ns=$(new_namespace ctl6)
+  with_scheduler "$ns"
+  job_yaml sr "$(task main 2)" "  minAvailable: 2" | kubectl apply -n "$ns" -f - >/dev/null
+  wait_phase 60 "$ns" sr Running
+  uid=$(jsonpath vcjob/sr '{.metadata.uid}' "$ns")
+  command_yaml suspend AbortJob sr "$uid" | kubectl apply -n "$ns" -f - >/dev/null
+  wait_phase 60 "$ns" sr Aborted
+  wait_for 30 "pods gone" bash -c "[ \$(kubectl get pods -n $ns --no-headers 2>/dev/null | wc -l) = 0 ]"
+  kubectl get command -n "$ns" suspend >/dev/null 2>&1 && fail "the Command was not deleted"
+  command_yaml resume ResumeJob sr "$uid" | kubectl apply -n "$ns" -f - >/dev/null
+  wait_phase 60 "$ns" sr Running
+  local conds
+  conds=$(jsonpath vcjob/sr '{.status.conditions[*].status}' "$ns")
+  # One condition per phase, ordered by its last transition.
+  expect_match 'Aborting.*Aborted.*Restarting.*Running' "$conds" "phases"
+  expect_match 'Normal CommandIssued Start to execute command AbortJob' "$(events_of "$ns" sr)" \
+    "CommandIssued event"
+}
+
+test_min_success() {
+  local ns
+  ns=$(new_namespace ctl7)
+  with_scheduler "$ns"
+  job_yaml ms "$(task ok 2 '"kwok.kiln.dev/run-for": "1s"')
+$(task long 2)" "  minAvailable: 2
+  minSuccess: 2" | kubectl apply -n "$ns" -f - >/dev/null
+  wait_phase 60 "$ns" ms Completed
+  expect_eq 2 "$(jsonpath vcjob/ms '{.status.succeeded}' "$ns")" "succeeded"
+}
+
+test_scale_down() {
+  local ns
+  ns=$(new_namespace ctl8)
+  with_scheduler "$ns"
+  job_yaml sd "$(task main 4)" "  minAvailable: 2" | kubectl apply -n "$ns" -f - >/dev/null
+  wait_jsonpath 60 vcjob/sd '{.status.running}' 4 "$ns"
+  kubectl patch vcjob -n "$ns" sd --type=json \
+    -p '[{"op":"replace","path":"/spec/tasks/0/replicas","value":2}]' >/dev/null
+  wait_for 60 "scaled to 2" bash -c "[ \$(kubectl get pods -n $ns --no-headers 2>/dev/null | wc -l) = 2 ]"
+  kubectl get pod -n "$ns" sd-main-0 sd-main-1 >/dev/null || fail "the low indexes were not kept"
+  wait_jsonpath 30 vcjob/sd '{.status.running}' 2 "$ns"
+}
+
+test_delete_job_collects_children() {
+  local ns
+  ns=$(new_namespace ctl9)
+  with_scheduler "$ns"
+  job_yaml del "$(task main 2)" "  minAvailable: 2
+  volumes:
+  - mountPath: /data
+    volumeClaim:
+      accessModes: [ReadWriteOnce]
+      resources: {requests: {storage: 1Gi}}" | kubectl apply -n "$ns" -f - >/dev/null
+  wait_phase 60 "$ns" del Running
+  expect_eq 1 "$(kubectl get pvc -n "$ns" --no-headers | wc -l)" "PVC created"
+  expect_eq 1 "$(kubectl get podgroup -n "$ns" --no-headers | wc -l)" "PodGroup"
+  kubectl delete vcjob -n "$ns" del --wait=false >/dev/null
+  wait_for 90 "children collected" bash -c \
+    "[ \$(kubectl get pods,podgroups,pvc -n $ns --no-headers 2>/dev/null | grep -vc Terminating) = 0 ]"
+}
+
+test_describe_shows_events() {
+  local ns
+  ns=$(new_namespace ctl10)
+  with_scheduler "$ns"
+  job_yaml de "$(task main 1 '"kwok.kiln.dev/run-for": "1s", "kwok.kiln.dev/exit-code": "2"')" \
+    "  minAvailable: 1
+  policies:
+  - {event: PodFailed, action: AbortJob}" | kubectl apply -n "$ns" -f - >/dev/null
+  wait_phase 60 "$ns" de Aborted
+  local out
+  out=$(kubectl describe vcjob -n "$ns" de)
+  expect_match 'Normal +ExecuteAction .*vc-controller-manager +Start to execute action AbortJob' "$out" \
+    "describe events"
+  expect_match 'vc-controller-manager' "$out" "event source"
+}
+
+test_missing_queue_stays_pending_others_flow() {
+  local ns
+  ns=$(new_namespace ctl11)
+  with_scheduler "$ns"
+  QUEUE=nosuchqueue job_yaml lost "$(task main 1)" "  minAvailable: 1" |
+    kubectl apply -n "$ns" -f - >/dev/null 2>&1 || true
+  kubectl get vcjob -n "$ns" lost >/dev/null 2>&1 || fail "the API server refused the Job"
+  job_yaml fine "$(task main 1 '"kwok.kiln.dev/run-for": "1s"')" "  minAvailable: 1" |
+    kubectl apply -n "$ns" -f - >/dev/null
+  wait_phase 60 "$ns" fine Completed
+  wait_for 30 "Warning event" bash -c "kubectl get events -n $ns --field-selector involvedObject.name=lost -o jsonpath='{.items[*].type}' | grep -q Warning"
+  expect_eq Pending "$(phase "$ns" lost)" "phase of the Job with a missing queue"
+  expect_match 'nosuchqueue' "$(events_of "$ns" lost)" "the event names the queue"
+  expect_eq 0 "$(pod_count "$ns" volcano.sh/job-name=lost)" "no pods for it"
+}
+
+test_z_restart_mid_job_creates_no_pod_twice() {
+  local ns n=200
+  ns=$(new_namespace ctl12)
+  job_yaml big "$(task main $n)" "  minAvailable: 1" | kubectl apply -n "$ns" -f - >/dev/null
+  wait_for 30 "PodGroup" kubectl get podgroup -n "$ns" -o name
+  local pg
+  pg=$(kubectl get podgroup -n "$ns" -o 'jsonpath={.items[0].metadata.name}')
+  kubectl patch podgroup -n "$ns" "$pg" --type=merge -p '{"status":{"phase":"Inqueue"}}' >/dev/null
+  wait_for 60 "some pods" bash -c "[ \$(kubectl get pods -n $ns --no-headers 2>/dev/null | wc -l) -ge 20 ]"
+  kill -9 "$(cat "$CTL_PID")"
+  local before
+  before=$(kubectl get pods -n "$ns" -o 'jsonpath={range .items[*]}{.metadata.name}={.metadata.uid}{"\n"}{end}' | sort)
+  local nb
+  nb=$(echo "$before" | grep -c =)
+  [ "$nb" -lt "$n" ] || fail "all $n pods were made before the kill; nothing tested"
+  start_controller
+  wait_for 120 "$n pods" bash -c "[ \$(kubectl get pods -n $ns --no-headers 2>/dev/null | wc -l) -ge $n ]"
+  sleep 3
+  expect_eq "$n" "$(pod_count "$ns")" "pod count"
+  local after missing
+  after=$(kubectl get pods -n "$ns" -o 'jsonpath={range .items[*]}{.metadata.name}={.metadata.uid}{"\n"}{end}' | sort)
+  missing=$(comm -23 <(echo "$before") <(echo "$after"))
+  [ -z "$missing" ] || fail "pods made before the restart were replaced: $missing"
+  echo "    $nb of $n pods existed at the kill" >&2
+  wait_for 30 "controller ready again" controller_ready
+}
+
+setup_crds || {
+  echo "FAIL controller/setup: cannot install the CRDs"
+  exit 1
+}
+start_controller
+e2e_main "$@"
