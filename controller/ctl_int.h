@@ -7,19 +7,19 @@
 #include "ctl_job.h"
 
 /* Annotation and label keys (Volcano batch/v1alpha1 labels.go, scheduling constants). */
-#define CTL_KEY_TASK_SPEC "volcano.sh/task-spec"
-#define CTL_KEY_TASK_INDEX "volcano.sh/task-index"
-#define CTL_KEY_JOB_NAME "volcano.sh/job-name"
+#define CTL_KEY_TASK_SPEC     "volcano.sh/task-spec"
+#define CTL_KEY_TASK_INDEX    "volcano.sh/task-index"
+#define CTL_KEY_JOB_NAME      "volcano.sh/job-name"
 #define CTL_KEY_JOB_NAMESPACE "volcano.sh/job-namespace"
-#define CTL_KEY_QUEUE_NAME "volcano.sh/queue-name"
-#define CTL_KEY_JOB_VERSION "volcano.sh/job-version"
-#define CTL_KEY_TEMPLATE_UID "volcano.sh/template-uid"
-#define CTL_KEY_RETRY_COUNT "volcano.sh/job-retry-count"
-#define CTL_KEY_GROUP_NAME "scheduling.k8s.io/group-name"
-#define CTL_KEY_OUT_OF_SYNC "volcano.sh/controller-out-of-sync"
-#define CTL_KEY_NUMA_POLICY "volcano.sh/numa-topology-policy"
-#define CTL_KEY_FORWARDING "volcano.sh/job-forwarding"
-#define CTL_JOB_API_VERSION "batch.volcano.sh/v1alpha1"
+#define CTL_KEY_QUEUE_NAME    "volcano.sh/queue-name"
+#define CTL_KEY_JOB_VERSION   "volcano.sh/job-version"
+#define CTL_KEY_TEMPLATE_UID  "volcano.sh/template-uid"
+#define CTL_KEY_RETRY_COUNT   "volcano.sh/job-retry-count"
+#define CTL_KEY_GROUP_NAME    "scheduling.k8s.io/group-name"
+#define CTL_KEY_OUT_OF_SYNC   "volcano.sh/controller-out-of-sync"
+#define CTL_KEY_NUMA_POLICY   "volcano.sh/numa-topology-policy"
+#define CTL_KEY_FORWARDING    "volcano.sh/job-forwarding"
+#define CTL_JOB_API_VERSION   "batch.volcano.sh/v1alpha1"
 
 typedef struct {
   const ctl_job_view *v;
@@ -79,15 +79,15 @@ const char *ctl__job_name(const Kiln__Job *job);
 const char *ctl__job_ns(const Kiln__Job *job);
 const char *ctl__job_uid(const Kiln__Job *job);
 /* Value of key in a protobuf-c string map (labels, annotations), or NULL. */
-#define CTL_MAP_GET(entries, n, k)                                                          \
-  ({                                                                                        \
-    const char *v_ = NULL;                                                                  \
-    for (size_t i_ = 0; i_ < (n); i_++)                                                     \
-      if ((entries)[i_]->key && strcmp((entries)[i_]->key, (k)) == 0) {                     \
-        v_ = (entries)[i_]->value;                                                          \
-        break;                                                                              \
-      }                                                                                     \
-    v_;                                                                                     \
+#define CTL_MAP_GET(entries, n, k)                                                                 \
+  ({                                                                                               \
+    const char *v_ = NULL;                                                                         \
+    for (size_t i_ = 0; i_ < (n); i_++)                                                            \
+      if ((entries)[i_]->key && strcmp((entries)[i_]->key, (k)) == 0) {                            \
+        v_ = (entries)[i_]->value;                                                                 \
+        break;                                                                                     \
+      }                                                                                            \
+    v_;                                                                                            \
   })
 void ctl__time_format(int64_t t, char *buf, size_t len);
 json_t *ctl__owner_ref(const Kiln__Job *job); /* new */

@@ -86,7 +86,7 @@ ctl_event ctl_event_parse(const char *s); /* CTL_EV_NONE when unknown */
 const char *ctl_pod_phase_name(ctl_pod_phase p);
 
 #define CTL_NAME_MAX 254
-#define CTL_UID_MAX 64
+#define CTL_UID_MAX  64
 
 /* The part of a pod the controller decides on. */
 typedef struct {
@@ -96,13 +96,13 @@ typedef struct {
   int index;               /* volcano.sh/task-index, or parsed from the name; -1 unknown */
   ctl_pod_phase phase;
   bool has_exit_code;
-  int exit_code;        /* containerStatuses[0].state.terminated.exitCode */
-  int64_t deletion_ts;  /* Unix seconds; 0 when not being deleted */
-  int64_t creation_ts;  /* Unix seconds */
-  int version;          /* volcano.sh/job-version; -1 when absent */
-  int restarts;         /* sum of container restartCount */
-  bool ready;           /* every container ready */
-  bool out_of_sync;     /* annotation volcano.sh/controller-out-of-sync */
+  int exit_code;       /* containerStatuses[0].state.terminated.exitCode */
+  int64_t deletion_ts; /* Unix seconds; 0 when not being deleted */
+  int64_t creation_ts; /* Unix seconds */
+  int version;         /* volcano.sh/job-version; -1 when absent */
+  int restarts;        /* sum of container restartCount */
+  bool ready;          /* every container ready */
+  bool out_of_sync;    /* annotation volcano.sh/controller-out-of-sync */
 } ctl_pod;
 
 /* Fills *out from a core/v1 Pod (borrowed). Returns 0 or KC_EINVAL. */
@@ -229,17 +229,17 @@ typedef struct {
   ctl_action action; /* what was executed */
   ctl_phase old_phase;
   bool status_changed;
-  ctl_status status;      /* the new status (always filled) */
-  json_t *job_patch;      /* merge patch of the Job (spec.volumes, annotations), or NULL */
-  json_t *podgroup;       /* PodGroup to create, or to update when podgroup_update */
+  ctl_status status; /* the new status (always filled) */
+  json_t *job_patch; /* merge patch of the Job (spec.volumes, annotations), or NULL */
+  json_t *podgroup;  /* PodGroup to create, or to update when podgroup_update */
   bool podgroup_update;
   bool podgroup_delete;
   char podgroup_name[CTL_NAME_MAX];
-  json_t *pvcs;            /* array of PersistentVolumeClaims to create */
-  json_t *objects_create;  /* array: Service, ConfigMap, Secret, NetworkPolicy */
-  json_t *objects_update;  /* array: objects to replace (ConfigMap rewrite) */
-  json_t *objects_delete;  /* array of {apiVersion, kind, name} */
-  json_t *pods_create;     /* array of complete Pods */
+  json_t *pvcs;           /* array of PersistentVolumeClaims to create */
+  json_t *objects_create; /* array: Service, ConfigMap, Secret, NetworkPolicy */
+  json_t *objects_update; /* array: objects to replace (ConfigMap rewrite) */
+  json_t *objects_delete; /* array of {apiVersion, kind, name} */
+  json_t *pods_create;    /* array of complete Pods */
   ctl_pod_delete *pods_delete;
   size_t npods_delete;
   ctl_k8s_event *events;

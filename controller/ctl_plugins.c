@@ -200,20 +200,20 @@ static int svc_job_add(ctl_ctx *c, const Kiln__StringList *args) {
   int rc = ctl__append(&c->plan->objects_create, svc_configmap(job));
   if (rc)
     return rc;
-  json_t *svc = json_pack(
-      "{s:s, s:s, s:o, s:{s:s, s:o, s:b, s:[{s:s, s:i, s:s, s:i}]}}", "apiVersion", "v1", "kind",
-      "Service", "metadata", meta_for(job, ctl__job_name(job)), "spec", "clusterIP", "None",
-      "selector", job_selector(job), "publishNotReadyAddresses",
-      arg_bool(args, "--publish-not-ready-addresses", false), "ports", "name",
-      "placeholder-volcano", "port", 1, "protocol", "TCP", "targetPort", 1);
+  json_t *svc =
+      json_pack("{s:s, s:s, s:o, s:{s:s, s:o, s:b, s:[{s:s, s:i, s:s, s:i}]}}", "apiVersion", "v1",
+                "kind", "Service", "metadata", meta_for(job, ctl__job_name(job)), "spec",
+                "clusterIP", "None", "selector", job_selector(job), "publishNotReadyAddresses",
+                arg_bool(args, "--publish-not-ready-addresses", false), "ports", "name",
+                "placeholder-volcano", "port", 1, "protocol", "TCP", "targetPort", 1);
   if ((rc = ctl__append(&c->plan->objects_create, svc)))
     return rc;
   if (!arg_bool(args, "--disable-network-policy", false)) {
-    json_t *np = json_pack("{s:s, s:s, s:o, s:{s:{s:o}, s:[{s:[{s:{s:o}}]}], s:[s]}}",
-                           "apiVersion", "networking.k8s.io/v1", "kind", "NetworkPolicy",
-                           "metadata", meta_for(job, ctl__job_name(job)), "spec", "podSelector",
-                           "matchLabels", job_selector(job), "ingress", "from", "podSelector",
-                           "matchLabels", job_selector(job), "policyTypes", "Ingress");
+    json_t *np = json_pack("{s:s, s:s, s:o, s:{s:{s:o}, s:[{s:[{s:{s:o}}]}], s:[s]}}", "apiVersion",
+                           "networking.k8s.io/v1", "kind", "NetworkPolicy", "metadata",
+                           meta_for(job, ctl__job_name(job)), "spec", "podSelector", "matchLabels",
+                           job_selector(job), "ingress", "from", "podSelector", "matchLabels",
+                           job_selector(job), "policyTypes", "Ingress");
     if ((rc = ctl__append(&c->plan->objects_create, np)))
       return rc;
   }
@@ -259,8 +259,8 @@ static void svc_container(json_t *ct, void *arg) {
         char key[CTL_NAME_MAX + 16];
         env_key(tname, fmts[f], key, sizeof(key));
         json_array_append_new(env, json_pack("{s:s, s:{s:{s:s, s:s, s:b}}}", "name", key,
-                                             "valueFrom", "configMapKeyRef", "name", a->cm,
-                                             "key", key, "optional", 1));
+                                             "valueFrom", "configMapKeyRef", "name", a->cm, "key",
+                                             key, "optional", 1));
       }
     }
   }
@@ -321,8 +321,8 @@ static char *ssh_config(const Kiln__Job *job, const char *port) {
         snprintf(h, sizeof(h), "%s", host);
       else
         snprintf(h, sizeof(h), "%s-%s-%d", ctl__job_name(job), t->name ? t->name : "", (int)i);
-      len += (size_t)snprintf(out + len, cap - len, "Host %s\n  HostName %s.%s\n  Port %s\n", h,
-                              h, sub[0] ? sub : ctl__job_name(job), port);
+      len += (size_t)snprintf(out + len, cap - len, "Host %s\n  HostName %s.%s\n  Port %s\n", h, h,
+                              sub[0] ? sub : ctl__job_name(job), port);
       if (host[0] || len >= cap)
         break;
     }
@@ -382,9 +382,9 @@ typedef struct {
 
 static void ssh_container(json_t *ct, void *arg) {
   const ssh_arg *a = arg;
-  json_array_append_new(child(ct, "volumeMounts", true),
-                        json_pack("{s:s, s:s, s:s}", "name", a->secret, "mountPath", a->path,
-                                  "subPath", ".ssh"));
+  json_array_append_new(
+      child(ct, "volumeMounts", true),
+      json_pack("{s:s, s:s, s:s}", "name", a->secret, "mountPath", a->path, "subPath", ".ssh"));
 }
 
 static int ssh_pod_create(ctl_ctx *c, const Kiln__StringList *args, json_t *pod,
@@ -404,8 +404,8 @@ static int ssh_pod_create(ctl_ctx *c, const Kiln__StringList *args, json_t *pod,
     json_array_append_new(items, json_pack("{s:s, s:s}", "key", keys[i], "path", p));
   }
   json_array_append_new(child(child(pod, "spec", false), "volumes", true),
-                        json_pack("{s:s, s:{s:s, s:o, s:i}}", "name", name, "secret",
-                                  "secretName", name, "items", items, "defaultMode", mode));
+                        json_pack("{s:s, s:{s:s, s:o, s:i}}", "name", name, "secret", "secretName",
+                                  name, "items", items, "defaultMode", mode));
   ssh_arg a = {name, path};
   each_container(pod, ssh_container, &a);
   return 0;
@@ -469,8 +469,8 @@ int ctl__plugins_pod_create(ctl_ctx *c, json_t *pod, const Kiln__TaskSpec *task,
   const Kiln__JobSpec *spec = c->v->job->spec;
   for (size_t i = 0; i < spec->n_plugins; i++) {
     const ctl_plugin *p = ctl__plugin_find(spec->plugins[i]->key);
-    int rc = p && p->on_pod_create ? p->on_pod_create(c, spec->plugins[i]->value, pod, task, index)
-                                   : 0;
+    int rc =
+        p && p->on_pod_create ? p->on_pod_create(c, spec->plugins[i]->value, pod, task, index) : 0;
     if (rc)
       return rc;
   }

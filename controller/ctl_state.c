@@ -155,36 +155,40 @@ typedef struct {
   ctl_update_fn fn;
 } cell;
 
-#define KILL_NONE(f) {OP_KILL_JOB, CTL_RETAIN_NONE, f}
-#define KILL_SOFT(f) {OP_KILL_JOB, CTL_RETAIN_SOFT, f}
-#define TARGET(f) {OP_KILL_TARGET, CTL_RETAIN_NONE, f}
-#define SYNC(f) {OP_SYNC, CTL_RETAIN_NONE, f}
+#define KILL_NONE(f)                                                                               \
+  { OP_KILL_JOB, CTL_RETAIN_NONE, f }
+#define KILL_SOFT(f)                                                                               \
+  { OP_KILL_JOB, CTL_RETAIN_SOFT, f }
+#define TARGET(f)                                                                                  \
+  { OP_KILL_TARGET, CTL_RETAIN_NONE, f }
+#define SYNC(f)                                                                                    \
+  { OP_SYNC, CTL_RETAIN_NONE, f }
 
 /* Pending and Running share their kill cells and differ in the sync fn. */
-#define LIVE_ROW(syncfn)                                                                      \
-  {                                                                                         \
-    [CTL_ACT_NONE] = SYNC(syncfn), [CTL_ACT_SYNC_JOB] = SYNC(syncfn),                       \
-    [CTL_ACT_ENQUEUE_JOB] = SYNC(syncfn), [CTL_ACT_ABORT_JOB] = KILL_SOFT(fn_aborting),     \
-    [CTL_ACT_RESTART_JOB] = KILL_NONE(fn_restart), [CTL_ACT_RESTART_TASK] = TARGET(fn_restart), \
-    [CTL_ACT_RESTART_POD] = TARGET(fn_restart),                                             \
-    [CTL_ACT_TERMINATE_JOB] = KILL_SOFT(fn_terminating),                                    \
-    [CTL_ACT_COMPLETE_JOB] = KILL_SOFT(fn_completing), [CTL_ACT_RESUME_JOB] = SYNC(syncfn), \
+#define LIVE_ROW(syncfn)                                                                           \
+  {                                                                                                \
+    [CTL_ACT_NONE] = SYNC(syncfn), [CTL_ACT_SYNC_JOB] = SYNC(syncfn),                              \
+    [CTL_ACT_ENQUEUE_JOB] = SYNC(syncfn), [CTL_ACT_ABORT_JOB] = KILL_SOFT(fn_aborting),            \
+    [CTL_ACT_RESTART_JOB] = KILL_NONE(fn_restart), [CTL_ACT_RESTART_TASK] = TARGET(fn_restart),    \
+    [CTL_ACT_RESTART_POD] = TARGET(fn_restart),                                                    \
+    [CTL_ACT_TERMINATE_JOB] = KILL_SOFT(fn_terminating),                                           \
+    [CTL_ACT_COMPLETE_JOB] = KILL_SOFT(fn_completing), [CTL_ACT_RESUME_JOB] = SYNC(syncfn),        \
   }
 
-#define ALL(x)                                                                               \
-  {                                                                                         \
-    [CTL_ACT_NONE] = x, [CTL_ACT_SYNC_JOB] = x, [CTL_ACT_ENQUEUE_JOB] = x,                  \
-    [CTL_ACT_ABORT_JOB] = x, [CTL_ACT_RESTART_JOB] = x, [CTL_ACT_RESTART_TASK] = x,         \
-    [CTL_ACT_RESTART_POD] = x, [CTL_ACT_TERMINATE_JOB] = x, [CTL_ACT_COMPLETE_JOB] = x,     \
-    [CTL_ACT_RESUME_JOB] = x,                                                               \
+#define ALL(x)                                                                                     \
+  {                                                                                                \
+    [CTL_ACT_NONE] = x, [CTL_ACT_SYNC_JOB] = x, [CTL_ACT_ENQUEUE_JOB] = x,                         \
+    [CTL_ACT_ABORT_JOB] = x, [CTL_ACT_RESTART_JOB] = x, [CTL_ACT_RESTART_TASK] = x,                \
+    [CTL_ACT_RESTART_POD] = x, [CTL_ACT_TERMINATE_JOB] = x, [CTL_ACT_COMPLETE_JOB] = x,            \
+    [CTL_ACT_RESUME_JOB] = x,                                                                      \
   }
 
-#define ALL_BUT_RESUME(x, resume)                                                            \
-  {                                                                                         \
-    [CTL_ACT_NONE] = x, [CTL_ACT_SYNC_JOB] = x, [CTL_ACT_ENQUEUE_JOB] = x,                  \
-    [CTL_ACT_ABORT_JOB] = x, [CTL_ACT_RESTART_JOB] = x, [CTL_ACT_RESTART_TASK] = x,         \
-    [CTL_ACT_RESTART_POD] = x, [CTL_ACT_TERMINATE_JOB] = x, [CTL_ACT_COMPLETE_JOB] = x,     \
-    [CTL_ACT_RESUME_JOB] = resume,                                                          \
+#define ALL_BUT_RESUME(x, resume)                                                                  \
+  {                                                                                                \
+    [CTL_ACT_NONE] = x, [CTL_ACT_SYNC_JOB] = x, [CTL_ACT_ENQUEUE_JOB] = x,                         \
+    [CTL_ACT_ABORT_JOB] = x, [CTL_ACT_RESTART_JOB] = x, [CTL_ACT_RESTART_TASK] = x,                \
+    [CTL_ACT_RESTART_POD] = x, [CTL_ACT_TERMINATE_JOB] = x, [CTL_ACT_COMPLETE_JOB] = x,            \
+    [CTL_ACT_RESUME_JOB] = resume,                                                                 \
   }
 
 static const cell table[CTL_PHASE_COUNT][CTL_ACT_COUNT] = {

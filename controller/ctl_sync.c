@@ -80,9 +80,9 @@ static int job_io(ctl_ctx *c, claim_names *claims, bool initiate) {
       json_t *pspec = NULL;
       if (vs->volume_claim_json)
         pspec = json_loads(vs->volume_claim_json, 0, NULL);
-      json_t *pvc = json_pack("{s:s, s:s, s:o, s:o}", "apiVersion", "v1", "kind",
-                              "PersistentVolumeClaim", "metadata", obj_meta(job, name), "spec",
-                              pspec ? pspec : json_object());
+      json_t *pvc =
+          json_pack("{s:s, s:s, s:o, s:o}", "apiVersion", "v1", "kind", "PersistentVolumeClaim",
+                    "metadata", obj_meta(job, name), "spec", pspec ? pspec : json_object());
       if ((rc = ctl__append(&c->plan->pvcs, pvc)))
         goto out;
       generated = true;
@@ -253,12 +253,10 @@ static json_t *build_podgroup(ctl_ctx *c) {
   const Kiln__JobSpec *spec = job->spec;
   json_t *meta = obj_meta(job, c->plan->podgroup_name);
   if (job->metadata) {
-    json_object_set_new(meta, "labels",
-                        string_map(job->metadata->labels, job->metadata->n_labels));
-    json_object_set_new(
-        meta, "annotations",
-        string_map((Kiln__ObjectMeta__LabelsEntry **)job->metadata->annotations,
-                   job->metadata->n_annotations));
+    json_object_set_new(meta, "labels", string_map(job->metadata->labels, job->metadata->n_labels));
+    json_object_set_new(meta, "annotations",
+                        string_map((Kiln__ObjectMeta__LabelsEntry **)job->metadata->annotations,
+                                   job->metadata->n_annotations));
   }
   json_t *mtm = json_object();
   for (size_t i = 0; i < spec->n_tasks; i++)
@@ -393,9 +391,8 @@ static json_t *create_job_pod(ctl_ctx *c, const Kiln__TaskSpec *t, int index,
   json_t *meta = obj_meta(job, name);
   json_object_set_new(meta, "labels", labels);
   json_object_set_new(meta, "annotations", ann);
-  json_t *pod =
-      json_pack("{s:s, s:s, s:o, s:o}", "apiVersion", "v1", "kind", "Pod", "metadata", meta,
-                "spec", spec);
+  json_t *pod = json_pack("{s:s, s:s, s:o, s:o}", "apiVersion", "v1", "kind", "Pod", "metadata",
+                          meta, "spec", spec);
   if (!pod)
     return NULL;
   const Kiln__JobSpec *js = job->spec;
@@ -420,17 +417,16 @@ static json_t *create_job_pod(ctl_ctx *c, const Kiln__TaskSpec *t, int index,
       char rnd[16];
       c->v->ops->rand_str(c->v->ops->ctx, rnd, 12);
       snprintf(buf, sizeof(buf), "%s-%s", jname, rnd);
-      json_array_append_new(vols, json_pack("{s:s, s:{s:s}}", "name", buf,
-                                            "persistentVolumeClaim", "claimName",
-                                            claims->names[i]));
+      json_array_append_new(vols, json_pack("{s:s, s:{s:s}}", "name", buf, "persistentVolumeClaim",
+                                            "claimName", claims->names[i]));
       vname = buf;
     }
     json_t *ct;
     json_array_foreach(json_object_get(spec, "containers"), k, ct) {
-      json_array_append_new(obj_child(ct, "volumeMounts", true),
-                            json_pack("{s:s, s:s}", "name", vname, "mountPath",
-                                      js->volumes[i]->mount_path ? js->volumes[i]->mount_path
-                                                                 : ""));
+      json_array_append_new(
+          obj_child(ct, "volumeMounts", true),
+          json_pack("{s:s, s:s}", "name", vname, "mountPath",
+                    js->volumes[i]->mount_path ? js->volumes[i]->mount_path : ""));
     }
   }
 
@@ -634,8 +630,7 @@ int ctl__sync_job(ctl_ctx *c, ctl_update_fn fn) {
                qs);
     else
       snprintf(st->message, sizeof(st->message),
-               "queue %s is not found; the job stays Pending until it is created",
-               ctl__queue(job));
+               "queue %s is not found; the job stays Pending until it is created", ctl__queue(job));
     snprintf(st->reason, sizeof(st->reason), "%s", reason);
     ctl__event(c->plan, CTL_EVENT_WARNING, reason, "%s", st->message);
     c->plan->requeue_after = 30;

@@ -17,13 +17,14 @@ static const char *const phase_names[CTL_PHASE_COUNT] = {
 };
 
 static const char *const action_names[CTL_ACT_COUNT] = {
-    "",           "SyncJob",     "EnqueueJob",   "AbortJob",    "RestartJob",
-    "RestartTask", "RestartPod", "TerminateJob", "CompleteJob", "ResumeJob",
+    "",           "SyncJob",      "EnqueueJob",  "AbortJob",  "RestartJob", "RestartTask",
+    "RestartPod", "TerminateJob", "CompleteJob", "ResumeJob",
 };
 
 static const char *const event_names[CTL_EV_COUNT] = {
-    "",        "*",           "PodFailed",     "PodEvicted", "PodPending",  "PodRunning",
-    "Unknown", "TaskCompleted", "TaskFailed", "JobUpdated", "OutOfSync", "CommandIssued",
+    "",           "*",          "PodFailed", "PodEvicted",
+    "PodPending", "PodRunning", "Unknown",   "TaskCompleted",
+    "TaskFailed", "JobUpdated", "OutOfSync", "CommandIssued",
 };
 
 static const char *const pod_phase_names[CTL_POD_PHASE_COUNT] = {
@@ -315,7 +316,8 @@ int ctl_status_from_pb(ctl_status *st, const Kiln__JobStatus *pb) {
   }
   for (size_t i = 0; i < pb->n_controlled_resources; i++) {
     Kiln__JobStatus__ControlledResourcesEntry *e = pb->controlled_resources[i];
-    if (e->key && json_object_set_new(st->controlled, e->key, json_string(e->value ? e->value : "")))
+    if (e->key &&
+        json_object_set_new(st->controlled, e->key, json_string(e->value ? e->value : "")))
       goto nomem;
   }
   return 0;

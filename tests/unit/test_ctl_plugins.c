@@ -78,11 +78,10 @@ static void test_add_objects(void **state) {
   assert_int_equal(json_array_size(objs), 4);
   json_t *cm = find_obj(objs, "ConfigMap");
   assert_string_equal(jstr(cm, "metadata.name"), "cluster-job-svc");
-  assert_string_equal(jstr(json_array_get(json_object_get(json_object_get(cm, "metadata"),
-                                                          "ownerReferences"),
-                                          0),
-                           "uid"),
-                      "uid-cluster");
+  assert_string_equal(
+      jstr(json_array_get(json_object_get(json_object_get(cm, "metadata"), "ownerReferences"), 0),
+           "uid"),
+      "uid-cluster");
   json_t *data = json_object_get(cm, "data");
   assert_string_equal(json_string_value(json_object_get(data, "node.host")),
                       "cluster-job-node-0.cluster-job\ncluster-job-node-1.cluster-job\n"
@@ -95,8 +94,8 @@ static void test_add_objects(void **state) {
   assert_string_equal(jstr(svc, "metadata.name"), "cluster-job");
   assert_string_equal(jstr(svc, "spec.clusterIP"), "None");
   /* --publish-not-ready-addresses=true in the fixture */
-  assert_true(json_is_true(json_object_get(json_object_get(svc, "spec"),
-                                           "publishNotReadyAddresses")));
+  assert_true(
+      json_is_true(json_object_get(json_object_get(svc, "spec"), "publishNotReadyAddresses")));
   json_t *sel = json_object_get(json_object_get(svc, "spec"), "selector");
   assert_string_equal(json_string_value(json_object_get(sel, "volcano.sh/job-name")),
                       "cluster-job");
@@ -171,9 +170,8 @@ static void test_pod_mutations(void **state) {
   assert_string_equal(jstr(sm, "subPath"), ".ssh");
   json_t *sv = volume(pod, "cluster-job-ssh");
   assert_string_equal(jstr(sv, "secret.secretName"), "cluster-job-ssh");
-  assert_int_equal(json_integer_value(json_object_get(json_object_get(sv, "secret"),
-                                                      "defaultMode")),
-                   0600);
+  assert_int_equal(
+      json_integer_value(json_object_get(json_object_get(sv, "secret"), "defaultMode")), 0600);
   /* svc rewrites its ConfigMap on update (replicas may change) */
   assert_int_equal(json_array_size(f.plan.objects_update), 1);
   assert_string_equal(jstr(json_array_get(f.plan.objects_update, 0), "metadata.name"),
@@ -273,8 +271,8 @@ static void test_default_ops(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_add_objects),  cmocka_unit_test(test_idempotent),
-      cmocka_unit_test(test_pod_mutations), cmocka_unit_test(test_delete),
+      cmocka_unit_test(test_add_objects),    cmocka_unit_test(test_idempotent),
+      cmocka_unit_test(test_pod_mutations),  cmocka_unit_test(test_delete),
       cmocka_unit_test(test_unknown_plugin), cmocka_unit_test(test_svc_args),
       cmocka_unit_test(test_default_ops),
   };

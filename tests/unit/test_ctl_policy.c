@@ -38,8 +38,7 @@ static const pcase cases[] = {
     {"task events list Unknown", CTL_EV_UNKNOWN, "worker", "", false, 0, 2, CTL_ACT_RESTART_JOB},
     {"task before job (exit code 3 on a worker)", CTL_EV_POD_FAILED, "worker", "gang-worker-1",
      true, 3, 2, CTL_ACT_RESTART_JOB},
-    {"task TaskCompleted", CTL_EV_TASK_COMPLETED, "worker", "", false, 0, 2,
-     CTL_ACT_COMPLETE_JOB},
+    {"task TaskCompleted", CTL_EV_TASK_COMPLETED, "worker", "", false, 0, 2, CTL_ACT_COMPLETE_JOB},
     {"evaluator RestartTask", CTL_EV_POD_FAILED, "evaluator", "gang-evaluator-0", true, 1, 2,
      CTL_ACT_RESTART_TASK},
     {"job policy reached through a task without match", CTL_EV_POD_EVICTED, "evaluator",
@@ -99,8 +98,11 @@ static void test_any_and_explicit(void **state) {
 static void test_delayed_pod_pending(void **state) {
   fx f;
   setup(&f);
-  ctl_request req = {.event = CTL_EV_POD_PENDING, .task = "evaluator", .pod = "gang-evaluator-0",
-                     .has_job_version = true, .job_version = 2};
+  ctl_request req = {.event = CTL_EV_POD_PENDING,
+                     .task = "evaluator",
+                     .pod = "gang-evaluator-0",
+                     .has_job_version = true,
+                     .job_version = 2};
   assert_int_equal(fx_sync(&f, &req), 0);
   assert_true(f.plan.has_delayed);
   assert_int_equal(f.plan.delayed.at, FX_NOW + 600);
@@ -153,7 +155,8 @@ static void test_cancellation(void **state) {
   assert_int_equal(f.plan.cancels[0].scope, CTL_SCOPE_POD);
   assert_string_equal(f.plan.cancels[0].name, "gang-evaluator-0");
   assert_int_equal(f.plan.cancels[0].events, 1u << CTL_EV_POD_PENDING);
-  assert_int_equal(f.plan.cancels[1].events, (1u << CTL_EV_POD_FAILED) | (1u << CTL_EV_POD_EVICTED));
+  assert_int_equal(f.plan.cancels[1].events,
+                   (1u << CTL_EV_POD_FAILED) | (1u << CTL_EV_POD_EVICTED));
   fx_close(&f);
 
   /* still pending (resync): nothing cancelled */
@@ -172,8 +175,11 @@ static void test_cancellation(void **state) {
   for (size_t i = 0; i < f.plan.ncancels; i++)
     job_scope |= f.plan.cancels[i].scope == CTL_SCOPE_JOB;
   assert_true(job_scope);
-  ctl_request tf = {.event = CTL_EV_POD_FAILED, .task = "evaluator", .pod = "gang-evaluator-0",
-                    .has_exit_code = true, .exit_code = 1};
+  ctl_request tf = {.event = CTL_EV_POD_FAILED,
+                    .task = "evaluator",
+                    .pod = "gang-evaluator-0",
+                    .has_exit_code = true,
+                    .exit_code = 1};
   assert_int_equal(fx_sync(&f, &tf), 0);
   assert_int_equal(f.plan.action, CTL_ACT_RESTART_TASK);
   bool task_scope = false;
@@ -191,14 +197,19 @@ static void test_restart_until_max_retry(void **state) {
   json_object_set_new(spec, "maxRetry", json_integer(2));
   json_object_set_new(spec, "policies", fx_parse("[{\"exitCode\":3,\"action\":\"RestartJob\"}]"));
   fx f;
-  fx_init_json(&f, j, "{\"state\":{\"phase\":\"Running\"},\"minAvailable\":1,\"retryCount\":1,"
-                      "\"version\":4}");
+  fx_init_json(&f, j,
+               "{\"state\":{\"phase\":\"Running\"},\"minAvailable\":1,\"retryCount\":1,"
+               "\"version\":4}");
   fx_pg(&f, "Running", NULL);
   ctl_pod *p = fx_pod(&f, "main", 0, CTL_POD_FAILED);
   p->has_exit_code = true;
   p->exit_code = 3;
-  ctl_request req = {.event = CTL_EV_POD_FAILED, .task = "main", .pod = "hello-main-0",
-                     .has_exit_code = true, .exit_code = 3, .has_job_version = true,
+  ctl_request req = {.event = CTL_EV_POD_FAILED,
+                     .task = "main",
+                     .pod = "hello-main-0",
+                     .has_exit_code = true,
+                     .exit_code = 3,
+                     .has_job_version = true,
                      .job_version = 4};
   assert_int_equal(fx_sync(&f, &req), 0);
   assert_int_equal(f.plan.action, CTL_ACT_RESTART_JOB);
@@ -241,9 +252,12 @@ static void test_durations(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_matching),           cmocka_unit_test(test_any_and_explicit),
-      cmocka_unit_test(test_delayed_pod_pending), cmocka_unit_test(test_cancellation),
-      cmocka_unit_test(test_restart_until_max_retry), cmocka_unit_test(test_durations),
+      cmocka_unit_test(test_matching),
+      cmocka_unit_test(test_any_and_explicit),
+      cmocka_unit_test(test_delayed_pod_pending),
+      cmocka_unit_test(test_cancellation),
+      cmocka_unit_test(test_restart_until_max_retry),
+      cmocka_unit_test(test_durations),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -29,21 +29,21 @@ typedef struct {
 } row;
 
 #define NOPOD CTL_POD_PHASE_COUNT
-#define R CTL_POD_RUNNING
-#define S CTL_POD_SUCCEEDED
-#define F CTL_POD_FAILED
-#define P CTL_POD_PENDING
+#define R     CTL_POD_RUNNING
+#define S     CTL_POD_SUCCEEDED
+#define F     CTL_POD_FAILED
+#define P     CTL_POD_PENDING
 
 static const row rows[] = {
     /* Pending */
-    {"Pending RestartJob", "Pending", CTL_ACT_RESTART_JOB, R, S, false, 0, "",
-     CTL_PHASE_RESTARTING, true, true, 2, 1, true, 0},
+    {"Pending RestartJob", "Pending", CTL_ACT_RESTART_JOB, R, S, false, 0, "", CTL_PHASE_RESTARTING,
+     true, true, 2, 1, true, 0},
     {"Pending RestartTask", "Pending", CTL_ACT_RESTART_TASK, R, S, false, 0, "",
      CTL_PHASE_RESTARTING, true, true, 1, 1, false, 0},
-    {"Pending RestartPod", "Pending", CTL_ACT_RESTART_POD, R, S, false, 0, "",
-     CTL_PHASE_RESTARTING, true, false, 1, 1, false, 0},
-    {"Pending AbortJob", "Pending", CTL_ACT_ABORT_JOB, R, S, false, 0, "", CTL_PHASE_ABORTING,
-     true, false, 2, 0, true, 0},
+    {"Pending RestartPod", "Pending", CTL_ACT_RESTART_POD, R, S, false, 0, "", CTL_PHASE_RESTARTING,
+     true, false, 1, 1, false, 0},
+    {"Pending AbortJob", "Pending", CTL_ACT_ABORT_JOB, R, S, false, 0, "", CTL_PHASE_ABORTING, true,
+     false, 2, 0, true, 0},
     {"Pending CompleteJob", "Pending", CTL_ACT_COMPLETE_JOB, R, S, false, 0, "",
      CTL_PHASE_COMPLETING, true, false, 2, 0, true, 0},
     {"Pending TerminateJob", "Pending", CTL_ACT_TERMINATE_JOB, R, F, false, 0, "",
@@ -57,16 +57,16 @@ static const row rows[] = {
     {"Pending ResumeJob syncs", "Pending", CTL_ACT_RESUME_JOB, R, NOPOD, false, 0, "",
      CTL_PHASE_PENDING, false, false, 1, 0, false, 1},
     /* Running */
-    {"Running RestartJob", "Running", CTL_ACT_RESTART_JOB, R, R, false, 0, "",
-     CTL_PHASE_RESTARTING, true, true, 2, 1, true, 0},
-    {"Running RestartJob last retry keeps finished", "Running", CTL_ACT_RESTART_JOB, R, F, false,
-     2, "", CTL_PHASE_RESTARTING, true, false, 2, 3, true, 0},
+    {"Running RestartJob", "Running", CTL_ACT_RESTART_JOB, R, R, false, 0, "", CTL_PHASE_RESTARTING,
+     true, true, 2, 1, true, 0},
+    {"Running RestartJob last retry keeps finished", "Running", CTL_ACT_RESTART_JOB, R, F, false, 2,
+     "", CTL_PHASE_RESTARTING, true, false, 2, 3, true, 0},
     {"Running RestartTask", "Running", CTL_ACT_RESTART_TASK, R, R, false, 0, "",
      CTL_PHASE_RESTARTING, true, true, 1, 1, false, 0},
-    {"Running RestartPod", "Running", CTL_ACT_RESTART_POD, R, R, false, 0, "",
-     CTL_PHASE_RESTARTING, true, false, 1, 1, false, 0},
-    {"Running AbortJob", "Running", CTL_ACT_ABORT_JOB, R, S, false, 0, "", CTL_PHASE_ABORTING,
-     true, false, 2, 0, true, 0},
+    {"Running RestartPod", "Running", CTL_ACT_RESTART_POD, R, R, false, 0, "", CTL_PHASE_RESTARTING,
+     true, false, 1, 1, false, 0},
+    {"Running AbortJob", "Running", CTL_ACT_ABORT_JOB, R, S, false, 0, "", CTL_PHASE_ABORTING, true,
+     false, 2, 0, true, 0},
     {"Running TerminateJob", "Running", CTL_ACT_TERMINATE_JOB, R, R, false, 0, "",
      CTL_PHASE_TERMINATING, true, true, 2, 0, true, 0},
     {"Running CompleteJob", "Running", CTL_ACT_COMPLETE_JOB, R, S, false, 0, "",
@@ -88,8 +88,8 @@ static const row rows[] = {
      CTL_PHASE_PENDING, false, false, 1, 1, false, 2},
     {"Restarting SyncJob still terminating", "Restarting", CTL_ACT_SYNC_JOB, R, R, true, 1, "",
      CTL_PHASE_RESTARTING, false, false, 1, 1, false, 0},
-    {"Restarting SyncJob retries exhausted", "Restarting", CTL_ACT_SYNC_JOB, NOPOD, NOPOD, false,
-     3, "", CTL_PHASE_FAILED, false, false, 1, 3, false, 2},
+    {"Restarting SyncJob retries exhausted", "Restarting", CTL_ACT_SYNC_JOB, NOPOD, NOPOD, false, 3,
+     "", CTL_PHASE_FAILED, false, false, 1, 3, false, 2},
     {"Restarting RestartPod", "Restarting", CTL_ACT_RESTART_POD, R, R, false, 1, "",
      CTL_PHASE_RESTARTING, true, false, 1, 1, false, 0},
     {"Restarting RestartJob", "Restarting", CTL_ACT_RESTART_JOB, R, R, false, 1, "",
@@ -97,8 +97,8 @@ static const row rows[] = {
     {"Restarting AbortJob kills all", "Restarting", CTL_ACT_ABORT_JOB, NOPOD, NOPOD, false, 1, "",
      CTL_PHASE_PENDING, false, false, 2, 1, true, 0},
     /* Aborting */
-    {"Aborting ResumeJob", "Aborting", CTL_ACT_RESUME_JOB, R, S, false, 0, "",
-     CTL_PHASE_RESTARTING, true, false, 2, 1, true, 0},
+    {"Aborting ResumeJob", "Aborting", CTL_ACT_RESUME_JOB, R, S, false, 0, "", CTL_PHASE_RESTARTING,
+     true, false, 2, 1, true, 0},
     {"Aborting SyncJob pods left", "Aborting", CTL_ACT_SYNC_JOB, R, S, false, 0, "",
      CTL_PHASE_ABORTING, true, false, 2, 0, true, 0},
     {"Aborting SyncJob done", "Aborting", CTL_ACT_SYNC_JOB, S, F, false, 0, "", CTL_PHASE_ABORTED,
@@ -203,8 +203,8 @@ static void test_all_cells(void **state) {
       const ctl_status *st = &f.plan.status;
       if (ph == CTL_PHASE_COMPLETED || ph == CTL_PHASE_TERMINATED || ph == CTL_PHASE_FAILED)
         assert_int_equal(st->phase, ph);
-      int32_t sum = st->pending + st->running + st->succeeded + st->failed + st->unknown +
-                    st->terminating;
+      int32_t sum =
+          st->pending + st->running + st->succeeded + st->failed + st->unknown + st->terminating;
       assert_int_equal(sum, 2);
       assert_int_equal(st->terminating, (int32_t)f.plan.npods_delete);
       assert_int_equal(f.plan.old_phase, ph);
@@ -237,10 +237,9 @@ static void test_init_status(void **state) {
   assert_true(f.plan.status_changed);
   json_t *st = ctl_status_to_json(&f.plan.status);
   assert_string_equal(jstr(st, "state.phase"), "Pending");
-  assert_string_equal(
-      json_string_value(json_object_get(json_array_get(json_object_get(st, "conditions"), 0),
-                                        "status")),
-      "Pending");
+  assert_string_equal(json_string_value(json_object_get(
+                          json_array_get(json_object_get(st, "conditions"), 0), "status")),
+                      "Pending");
   json_decref(st);
   /* No PodGroup yet: it is created, no pod is. */
   assert_non_null(f.plan.podgroup);
@@ -252,8 +251,9 @@ static void test_init_status(void **state) {
 /* Repeated phases keep one condition each, the newest last. */
 static void test_condition_dedup(void **state) {
   fx f;
-  fx_init_json(&f, fx_parse("{\"metadata\":{\"name\":\"c\",\"uid\":\"u\"},\"spec\":{\"tasks\":"
-                            "[{\"name\":\"t\",\"replicas\":1}]}}"),
+  fx_init_json(&f,
+               fx_parse("{\"metadata\":{\"name\":\"c\",\"uid\":\"u\"},\"spec\":{\"tasks\":"
+                        "[{\"name\":\"t\",\"replicas\":1}]}}"),
                "{\"state\":{\"phase\":\"Running\"},\"conditions\":[{\"status\":\"Pending\","
                "\"lastTransitionTime\":\"2026-11-18T00:00:00Z\"},{\"status\":\"Running\","
                "\"lastTransitionTime\":\"2026-11-18T00:01:00Z\"},{\"status\":\"Restarting\","
@@ -286,9 +286,12 @@ static void test_running_duration(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_rows),          cmocka_unit_test(test_all_cells),
-      cmocka_unit_test(test_names_roundtrip), cmocka_unit_test(test_init_status),
-      cmocka_unit_test(test_condition_dedup), cmocka_unit_test(test_running_duration),
+      cmocka_unit_test(test_rows),
+      cmocka_unit_test(test_all_cells),
+      cmocka_unit_test(test_names_roundtrip),
+      cmocka_unit_test(test_init_status),
+      cmocka_unit_test(test_condition_dedup),
+      cmocka_unit_test(test_running_duration),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -138,10 +138,9 @@ static void test_status_counts(void **state) {
   assert_int_equal(json_integer_value(json_object_get(w, "Failed")), 1);
   assert_int_equal(json_integer_value(json_object_get(w, "Unknown")), 1);
   assert_int_equal(json_integer_value(json_object_get(w, "Pending")), 1);
-  assert_int_equal(
-      json_integer_value(json_object_get(
-          json_object_get(json_object_get(tsc, "ps"), "phase"), "Running")),
-      1);
+  assert_int_equal(json_integer_value(json_object_get(
+                       json_object_get(json_object_get(tsc, "ps"), "phase"), "Running")),
+                   1);
   assert_true(f.plan.status_changed);
   json_decref(j);
   fx_close(&f);
@@ -171,9 +170,9 @@ static void test_min_available_default(void **state) {
   assert_int_equal(fx_sync(&f, &req), 0);
   /* ps 1 (replicas) + worker 4 + evaluator 0 */
   assert_int_equal(f.plan.status.min_available, 5);
-  assert_int_equal(json_integer_value(json_object_get(json_object_get(f.plan.podgroup, "spec"),
-                                                      "minMember")),
-                   5);
+  assert_int_equal(
+      json_integer_value(json_object_get(json_object_get(f.plan.podgroup, "spec"), "minMember")),
+      5);
   fx_close(&f);
 }
 
@@ -194,11 +193,10 @@ static void test_podgroup(void **state) {
   assert_string_equal(jstr(pg, "metadata.namespace"), "default");
   assert_string_equal(fx_label(pg, "team"), "ml");
   assert_string_equal(fx_ann(pg, "note"), "gang");
-  assert_string_equal(jstr(json_array_get(json_object_get(json_object_get(pg, "metadata"),
-                                                          "ownerReferences"),
-                                          0),
-                           "kind"),
-                      "Job");
+  assert_string_equal(
+      jstr(json_array_get(json_object_get(json_object_get(pg, "metadata"), "ownerReferences"), 0),
+           "kind"),
+      "Job");
   json_t *spec = json_object_get(pg, "spec");
   assert_int_equal(json_integer_value(json_object_get(spec, "minMember")), 5);
   json_t *mtm = json_object_get(spec, "minTaskMember");
@@ -330,7 +328,8 @@ static void test_pod_volumes(void **state) {
   json_t *mounts = json_object_get(ct, "volumeMounts");
   assert_int_equal(json_array_size(mounts), 2);
   assert_string_equal(jstr(json_array_get(mounts, 0), "mountPath"), "/scratch");
-  assert_string_equal(jstr(json_array_get(mounts, 0), "name"), jstr(json_array_get(vols, 0), "name"));
+  assert_string_equal(jstr(json_array_get(mounts, 0), "name"),
+                      jstr(json_array_get(vols, 0), "name"));
   fx_close(&f);
 }
 

@@ -17,7 +17,7 @@
 #include "kc_error.h"
 
 #define FX_MAX_PODS 32
-#define FX_NOW 1796000000 /* 2026-11-30T00:53:20Z, after the fixtures were created */
+#define FX_NOW      1796000000 /* 2026-11-30T00:53:20Z, after the fixtures were created */
 
 typedef struct {
   Kiln__Job *job;
