@@ -23,7 +23,7 @@
 #define SCH_REASON_TOO_MANY_PODS "Too many pods"
 /* "Insufficient <resource>" and "node(s) had untolerated taint {k: v}" are built by
  * sch_reason_insufficient() and sch_reason_taint(). */
-#define SCH_REASON_MAX 320
+#define SCH_REASON_MAX           320
 
 /* The taint key the node lifecycle controller pairs with spec.unschedulable. */
 #define SCH_TAINT_UNSCHEDULABLE "node.kubernetes.io/unschedulable"

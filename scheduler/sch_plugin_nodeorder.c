@@ -33,8 +33,8 @@ typedef struct nodeorder_state {
 } nodeorder_state;
 
 typedef struct node_requests {
-  int64_t nz_cpu, nz_mem;         /* non-zero requests of the tasks on the node */
-  int64_t cpu, mem, gpu;          /* real requests */
+  int64_t nz_cpu, nz_mem; /* non-zero requests of the tasks on the node */
+  int64_t cpu, mem, gpu;  /* real requests */
 } node_requests;
 
 static int64_t nonzero(int64_t v, int64_t def) {
@@ -91,8 +91,8 @@ static double node_order(sch_session *ssn, void *ctx, const sch_task *t, const s
   return score;
 }
 
-static void batch_node_order(sch_session *ssn, void *ctx, const sch_task *t,
-                             const int32_t *nodes, size_t n, double *scores) {
+static void batch_node_order(sch_session *ssn, void *ctx, const sch_task *t, const int32_t *nodes,
+                             size_t n, double *scores) {
   nodeorder_state *st = ctx;
   if (st->taint == 0 || t->pod == NULL || n == 0)
     return;

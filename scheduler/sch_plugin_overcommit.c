@@ -1,8 +1,8 @@
 /* overcommit (Volcano pkg/scheduler/plugins/overcommit): the enqueue gate on the whole
  * cluster.
  *
- * idle = allocatable of every node * overcommit-factor - used; inqueue = minResources of the
- * Inqueue jobs plus, for Running jobs with at least minMember running pods, the part of
+ * idle = allocatable of the Ready nodes * overcommit-factor - their used; inqueue = minResources of
+ * the Inqueue jobs plus, for Running jobs with at least minMember running pods, the part of
  * minResources they have not allocated yet. A job with minResources is enqueueable when
  * inqueue + its minResources <= idle; a job without minResources always is. Each enqueued
  * job's minResources join inqueue, so one session admits only as much as fits.
@@ -71,6 +71,9 @@ static int overcommit_open(sch_session *ssn, const sch_plugin_conf *conf, void *
   }
   sch_resource used = {0};
   for (int32_t i = 0; i < snap->nnodes; i++) {
+    /* Volcano's session holds only Ready nodes; cordoned ones still count. */
+    if (!snap->nodes[i].ready)
+      continue;
     sch_resource_add(&st->idle, &snap->nodes[i].allocatable);
     sch_resource_add(&used, &snap->nodes[i].used);
   }
@@ -85,8 +88,8 @@ static int overcommit_open(sch_session *ssn, const sch_plugin_conf *conf, void *
       sch_resource_add(&st->inqueue, &job->min_resources);
       continue;
     }
-    int32_t running = job->pod_group && job->pod_group->status ? job->pod_group->status->running
-                                                               : 0;
+    int32_t running =
+        job->pod_group && job->pod_group->status ? job->pod_group->status->running : 0;
     if (job->phase == SCH_PG_RUNNING && running >= job->min_available)
       add_unallocated_min(&st->inqueue, job);
   }

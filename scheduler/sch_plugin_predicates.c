@@ -117,8 +117,7 @@ static int predicates_open(sch_session *ssn, const sch_plugin_conf *conf, void *
   st->node_affinity = sch_session_reason(ssn, SCH_REASON_NODE_AFFINITY);
   st->node_ports = sch_session_reason(ssn, SCH_REASON_NODE_PORTS);
   *state = st;
-  if (st->too_many_pods < 0 || st->unschedulable < 0 || st->node_affinity < 0 ||
-      st->node_ports < 0)
+  if (st->too_many_pods < 0 || st->unschedulable < 0 || st->node_affinity < 0 || st->node_ports < 0)
     return KC_ENOMEM;
   return sch_add_predicate_fn(ssn, predicate, st);
 }

@@ -46,7 +46,8 @@ static double share_of(int64_t l, int64_t r) {
 static void update_share(queue_attr *a) {
   /* Volcano iterates deserved's resource names, i.e. its non-zero dimensions. */
   double res = 0, s;
-  if (a->deserved.milli_cpu != 0 && (s = share_of(a->allocated.milli_cpu, a->deserved.milli_cpu)) > res)
+  if (a->deserved.milli_cpu != 0 &&
+      (s = share_of(a->allocated.milli_cpu, a->deserved.milli_cpu)) > res)
     res = s;
   if (a->deserved.memory != 0 && (s = share_of(a->allocated.memory, a->deserved.memory)) > res)
     res = s;

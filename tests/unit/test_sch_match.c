@@ -259,9 +259,9 @@ static void test_toleration_table(void **state) {
       {"gpu", EQ, "", NS, "gpu", "", NS, true},
       {"gpu", EXISTS, "", NS, "gpu", "anything", NS, true},
       {"gpu", EXISTS, "", NS, "other", "x", NS, false},
-      {"", EXISTS, "", ALL, "any", "x", NE, true},     /* empty key + Exists: everything */
-      {"", EXISTS, "", NS, "any", "x", NE, false},     /* ... of that effect only */
-      {"", EQ, "x", ALL, "any", "x", NS, true},        /* empty key, Equal compares values */
+      {"", EXISTS, "", ALL, "any", "x", NE, true}, /* empty key + Exists: everything */
+      {"", EXISTS, "", NS, "any", "x", NE, false}, /* ... of that effect only */
+      {"", EQ, "x", ALL, "any", "x", NS, true},    /* empty key, Equal compares values */
       {"gpu", EQ, "true", ALL, "gpu", "true", PNS, true},
       {"gpu", EQ, "true", NE, "gpu", "true", NS, false},
       {"gpu", EQ, "true", NS, "gpu", "true", NE, false},

@@ -31,12 +31,12 @@ static inline char *fx_str(const char *s) {
   return d;
 }
 
-#define FX_APPEND(arr, n, item)                                                            \
-  do {                                                                                     \
-    void *np_ = realloc((arr), ((n) + 1) * sizeof(*(arr)));                                \
-    assert_non_null(np_);                                                                  \
-    (arr) = np_;                                                                           \
-    (arr)[(n)++] = (item);                                                                 \
+#define FX_APPEND(arr, n, item)                                                                    \
+  do {                                                                                             \
+    void *np_ = realloc((arr), ((n) + 1) * sizeof(*(arr)));                                        \
+    assert_non_null(np_);                                                                          \
+    (arr) = np_;                                                                                   \
+    (arr)[(n)++] = (item);                                                                         \
   } while (0)
 
 static inline fx *fx_new(void) {
@@ -63,7 +63,7 @@ static inline void fx_res_scalar(Kiln__Resource *r, const char *name, int64_t mi
 }
 
 static inline Kiln__Node *fx_node(fx *f, const char *name, int64_t milli_cpu, int64_t memory,
-                           int64_t pods) {
+                                  int64_t pods) {
   Kiln__Node *n = fx_alloc(sizeof(*n));
   kiln__node__init(n);
   n->name = fx_str(name);
@@ -84,7 +84,8 @@ static inline void fx_node_label(Kiln__Node *n, const char *k, const char *v) {
   FX_APPEND(n->labels, n->n_labels, e);
 }
 
-static inline void fx_node_taint(Kiln__Node *n, const char *k, const char *v, Kiln__TaintEffect eff) {
+static inline void fx_node_taint(Kiln__Node *n, const char *k, const char *v,
+                                 Kiln__TaintEffect eff) {
   Kiln__Taint *t = fx_alloc(sizeof(*t));
   kiln__taint__init(t);
   t->key = fx_str(k);
@@ -126,7 +127,7 @@ static inline void fx_queue_guarantee(Kiln__Queue *q, int64_t milli_cpu, int64_t
 }
 
 static inline Kiln__PodGroup *fx_pg(fx *f, const char *name, const char *queue, int32_t min_member,
-                             const char *phase) {
+                                    const char *phase) {
   Kiln__PodGroup *pg = fx_alloc(sizeof(*pg));
   kiln__pod_group__init(pg);
   pg->metadata = fx_meta("ns", name);
@@ -148,7 +149,7 @@ static inline void fx_pg_min_resources(Kiln__PodGroup *pg, int64_t milli_cpu, in
 
 /* A pod of ours in PodGroup group (NULL: none); on node (NULL: pending) it is Running. */
 static inline Kiln__Pod *fx_pod(fx *f, const char *name, const char *group, int64_t milli_cpu,
-                         int64_t memory, const char *node) {
+                                int64_t memory, const char *node) {
   Kiln__Pod *p = fx_alloc(sizeof(*p));
   kiln__pod__init(p);
   p->namespace_ = fx_str("ns");
@@ -179,7 +180,7 @@ static inline void fx_pod_scalar(Kiln__Pod *p, const char *name, int64_t milli) 
 }
 
 static inline void fx_pod_toleration(Kiln__Pod *p, const char *key, Kiln__TolerationOperator op,
-                              const char *value, Kiln__TaintEffect eff) {
+                                     const char *value, Kiln__TaintEffect eff) {
   Kiln__Toleration *t = fx_alloc(sizeof(*t));
   kiln__toleration__init(t);
   t->key = fx_str(key);
@@ -251,8 +252,7 @@ static inline const sch_queue *fx_squeue(const fx *f, const char *name) {
 /* The predicate's verdict for pod on node, and its first reason ("" when it fits). */
 static inline int fx_predicate(fx *f, const char *pod, const char *node, const char **reason) {
   sch_fit why = {0};
-  int rc = sch_session_predicate(f->ssn, &f->snap->tasks[fx_task(f, pod)], fx_snode(f, node),
-                                 &why);
+  int rc = sch_session_predicate(f->ssn, &f->snap->tasks[fx_task(f, pod)], fx_snode(f, node), &why);
   *reason = why.n > 0 ? sch_session_reason_str(f->ssn, why.reasons[0]) : "";
   return rc;
 }

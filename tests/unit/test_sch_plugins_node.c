@@ -137,8 +137,7 @@ static void test_predicates_arguments(void **state) {
 }
 
 /* Scores of every registered node-order function for pod over the named nodes. */
-static void scores_of(fx *f, const char *pod, const char *const *nodes, size_t n,
-                      double *scores) {
+static void scores_of(fx *f, const char *pod, const char *const *nodes, size_t n, double *scores) {
   int32_t idx[8];
   assert_true(n <= 8);
   for (size_t i = 0; i < n; i++)

@@ -176,6 +176,7 @@ static void test_overcommit(void **state) {
   fx_queue(f, "default", 1);
   fx_node(f, "n1", 5000, 10 * GI, 110);
   fx_node(f, "n2", 5000, 10 * GI, 110);
+  fx_node(f, "down", 100000, 100 * GI, 110)->ready = 0; /* not in the session's cluster */
   Kiln__PodGroup *in = fx_pg(f, "in", "default", 1, "Inqueue");
   fx_pg_min_resources(in, 6000, GI);
   Kiln__PodGroup *a = fx_pg(f, "a", "default", 1, "Pending");
