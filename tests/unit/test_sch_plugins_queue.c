@@ -301,6 +301,62 @@ static void test_fit_message(void **state) {
   fx_free(f);
 }
 
+/* drf Preemptable: a victim stays one while its job's share after losing it is still above the
+ * preemptor job's share after gaining the request. */
+static void test_drf_preemptable(void **state) {
+  (void)state;
+  fx *f = fx_new();
+  fx_queue(f, "default", 1);
+  fx_pg(f, "big", "default", 1, "Running");
+  fx_pg(f, "small", "default", 1, "Running");
+  fx_node(f, "n1", 10000, 100 * GI, 110);
+  fx_node(f, "n2", 10000, 100 * GI, 110);
+  fx_pod(f, "b1", "big", 4000, GI, "n1");
+  fx_pod(f, "b2", "big", 4000, GI, "n1");
+  fx_pod(f, "s", "small", 2000, GI, NULL);
+  fx_open(f, "actions: \"allocate\"\n"
+             "tiers:\n"
+             "- plugins:\n"
+             "  - name: drf\n");
+  /* small with s: 2/20 = .1. big without b1: 4/20 = .2 (victim); without b2 too: 0. */
+  int32_t cands[2] = {fx_task(f, "b1"), fx_task(f, "b2")}, victims[2];
+  int n = sch_session_preemptable(f->ssn, &f->snap->tasks[fx_task(f, "s")], cands, 2, victims);
+  assert_int_equal(n, 1);
+  assert_int_equal(victims[0], cands[0]);
+  fx_free(f);
+}
+
+/* proportion Reclaimable: tasks of a queue above its deserved share are victims until the
+ * queue is back at it. */
+static void test_proportion_reclaimable(void **state) {
+  (void)state;
+  fx *f = fx_new();
+  fx_queue(f, "q1", 1);
+  fx_queue(f, "q2", 1);
+  fx_queue(f, "default", 1);
+  fx_pg(f, "j1", "q1", 1, "Running");
+  fx_pg(f, "j2", "q2", 1, "Inqueue");
+  fx_node(f, "n1", 8000, 16 * GI, 110);
+  fx_pod(f, "a0", "j1", 2000, 2 * GI, "n1");
+  fx_pod(f, "a1", "j1", 2000, 2 * GI, "n1");
+  fx_pod(f, "a2", "j1", 2000, 2 * GI, "n1");
+  for (int i = 0; i < 10; i++) {
+    char name[16];
+    snprintf(name, sizeof(name), "b%d", i);
+    fx_pod(f, name, "j2", 2000, 2 * GI, NULL);
+  }
+  fx_open(f, proportion_yaml);
+  /* q1 deserves 4 cpu and holds 6: one 2-cpu task can go. */
+  assert_int_equal(fx_squeue(f, "q1")->deserved.milli_cpu, 4000);
+  int32_t cands[3] = {fx_task(f, "a0"), fx_task(f, "a1"), fx_task(f, "a2")}, victims[3];
+  int n = sch_session_reclaimable(f->ssn, &f->snap->tasks[fx_task(f, "b0")], cands, 3, victims);
+  assert_int_equal(n, 1);
+  assert_int_equal(victims[0], cands[0]);
+  assert_true(sch_session_overused(f->ssn, fx_squeue(f, "q1")));
+  assert_false(sch_session_overused(f->ssn, fx_squeue(f, "q2")));
+  fx_free(f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_drf_order),
@@ -311,6 +367,8 @@ int main(void) {
       cmocka_unit_test(test_overcommit),
       cmocka_unit_test(test_weights_split_binds),
       cmocka_unit_test(test_fit_message),
+      cmocka_unit_test(test_drf_preemptable),
+      cmocka_unit_test(test_proportion_reclaimable),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
