@@ -183,8 +183,7 @@ static int count_reason(search *s, int32_t id) {
 
 static int32_t insufficient_reason(search *s, int dim) {
   if (s->insufficient[dim] < 0) {
-    const char *name = dim == 0 ? "cpu" : dim == 1 ? "memory"
-                                                   : s->ssn->snap->scalar_names[dim - 2];
+    const char *name = dim == 0 ? "cpu" : dim == 1 ? "memory" : s->ssn->snap->scalar_names[dim - 2];
     s->insufficient[dim] = sch_session_reasonf(s->ssn, "Insufficient %s", name ? name : "?");
   }
   return s->insufficient[dim];

@@ -79,8 +79,7 @@ bool sch_args_bool(const sch_args *a, const char *key, bool def) {
   if (!v)
     return def;
   if (parse_bool(v, &b) < 0) {
-    KC_WARN("scheduler: argument %s=%s is not a boolean; using %s", key, v,
-            def ? "true" : "false");
+    KC_WARN("scheduler: argument %s=%s is not a boolean; using %s", key, v, def ? "true" : "false");
     return def;
   }
   return b;
@@ -275,8 +274,7 @@ static int parse_tiers(parser *p, yaml_node_t *seq, sch_conf *c) {
     if (!t || t->type != YAML_MAPPING_NODE)
       return fail(p, KC_EPARSE, "tiers[%zu] must be a mapping with plugins", c->ntiers - 1);
     yaml_node_t *plugins = NULL;
-    for (yaml_node_pair_t *kv = t->data.mapping.pairs.start; kv < t->data.mapping.pairs.top;
-         kv++)
+    for (yaml_node_pair_t *kv = t->data.mapping.pairs.start; kv < t->data.mapping.pairs.top; kv++)
       if (scalar(node(p, kv->key)) && strcmp(scalar(node(p, kv->key)), "plugins") == 0)
         plugins = node(p, kv->value);
     if (!plugins || plugins->type != YAML_SEQUENCE_NODE)
@@ -351,8 +349,7 @@ static int parse_configurations(parser *p, yaml_node_t *seq, sch_conf *c) {
     if (!m || m->type != YAML_MAPPING_NODE)
       return fail(p, KC_EPARSE, "configurations: each entry must be a mapping");
     sch_action_conf *ac = &c->configurations[c->nconfigurations++];
-    for (yaml_node_pair_t *kv = m->data.mapping.pairs.start; kv < m->data.mapping.pairs.top;
-         kv++) {
+    for (yaml_node_pair_t *kv = m->data.mapping.pairs.start; kv < m->data.mapping.pairs.top; kv++) {
       const char *k = scalar(node(p, kv->key));
       yaml_node_t *v = node(p, kv->value);
       if (!k || !v)
@@ -446,8 +443,7 @@ int sch_conf_parse(const char *yaml, size_t len, sch_conf **out, char *err, size
 
 int sch_conf_default(sch_conf **out) {
   char err[256];
-  int rc = parse(sch_conf_default_yaml, strlen(sch_conf_default_yaml), true, out, err,
-                 sizeof(err));
+  int rc = parse(sch_conf_default_yaml, strlen(sch_conf_default_yaml), true, out, err, sizeof(err));
   if (rc < 0)
     KC_ERROR("scheduler: the built-in configuration does not load: %s", err);
   return rc;

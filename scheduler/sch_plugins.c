@@ -109,7 +109,7 @@ static int gang_job_order(sch_session *ssn, void *ctx, const sch_job *l, const s
   return lr ? 1 : -1; /* the job that is not ready yet goes first */
 }
 
-/* Victims may be taken from a job only while it keeps minAvailable (or has minAvailable 1). */
+/* Victims may be taken from a job only while it keeps more than minAvailable ready. */
 static bool gang_victims(sch_session *ssn, void *ctx, const sch_task *preemptor,
                          const int32_t *cands, size_t n, int32_t *out, size_t *nout) {
   sch_snapshot *snap = ssn->snap;
@@ -126,7 +126,7 @@ static bool gang_victims(sch_session *ssn, void *ctx, const sch_task *preemptor,
       continue;
     }
     const sch_job *j = &snap->jobs[t->job];
-    if (j->min_available <= left[t->job] - 1 || j->min_available == 1) {
+    if (left[t->job] > j->min_available) {
       left[t->job]--;
       out[k++] = cands[i];
     }
@@ -191,8 +191,7 @@ static void gang_close(sch_session *ssn, void *state) {
     else
       not_ready_text(j, detail, sizeof(detail));
     char msg[1024];
-    snprintf(msg, sizeof(msg), "%d/%d tasks in gang unschedulable: %s", unready, j->ntasks,
-             detail);
+    snprintf(msg, sizeof(msg), "%d/%d tasks in gang unschedulable: %s", unready, j->ntasks, detail);
     if (sch__job_condition(ssn, j, true, "NotEnoughResources", msg) < 0)
       return;
     /* The event is worth it only when the job was actually tried or turned away. */

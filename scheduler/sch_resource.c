@@ -114,8 +114,8 @@ void sch_resource_format(const sch_resource *r, const char *const *scalar_names,
                          size_t len) {
   if (len == 0)
     return;
-  int n = snprintf(buf, len, "cpu %lldm, memory %lld", (long long)r->milli_cpu,
-                   (long long)r->memory);
+  int n =
+      snprintf(buf, len, "cpu %lldm, memory %lld", (long long)r->milli_cpu, (long long)r->memory);
   for (int i = 0; i < SCH_MAX_SCALARS && n >= 0 && (size_t)n < len; i++) {
     if (r->scalar[i] == 0)
       continue;

@@ -32,7 +32,7 @@ static int add_cb(sch_session *ssn, sch_cb_kind kind, sch_ext sw, void (*fn)(voi
 }
 
 #define NOSWITCH ((sch_ext)-1)
-#define F(fn) ((void (*)(void))(fn))
+#define F(fn)    ((void (*)(void))(fn))
 
 int sch_add_job_order_fn(sch_session *ssn, sch_job_order_fn fn, void *ctx) {
   return add_cb(ssn, SCH_CB_JOB_ORDER, SCH_EXT_JOB_ORDER, F(fn), NULL, ctx);
@@ -89,9 +89,8 @@ int sch_add_event_handler(sch_session *ssn, sch_task_event_fn allocate,
 
 /* ---- dispatch ---- */
 
-#define EACH(ssn, kind, cb)                                                                 \
-  for (sch_cb *cb = (ssn)->cbs[kind].v, *cb##_end = cb + (ssn)->cbs[kind].n; cb < cb##_end; \
-       cb++)
+#define EACH(ssn, kind, cb)                                                                        \
+  for (sch_cb *cb = (ssn)->cbs[kind].v, *cb##_end = cb + (ssn)->cbs[kind].n; cb < cb##_end; cb++)
 
 static int cmp_i64(int64_t a, int64_t b) {
   return a < b ? -1 : a > b;
@@ -373,16 +372,16 @@ const sch_args *sch_session_action_args(const sch_session *ssn, const char *acti
   return &none;
 }
 
-#define GROW(ptr, n, cap)                                                                   \
-  do {                                                                                      \
-    if ((n) == (cap)) {                                                                     \
-      size_t nc_ = (cap) ? (cap) * 2 : 16;                                                  \
-      void *v_ = realloc((ptr), nc_ * sizeof(*(ptr)));                                      \
-      if (!v_)                                                                              \
-        return KC_ENOMEM;                                                                   \
-      (ptr) = v_;                                                                           \
-      (cap) = nc_;                                                                          \
-    }                                                                                       \
+#define GROW(ptr, n, cap)                                                                          \
+  do {                                                                                             \
+    if ((n) == (cap)) {                                                                            \
+      size_t nc_ = (cap) ? (cap)*2 : 16;                                                           \
+      void *v_ = realloc((ptr), nc_ * sizeof(*(ptr)));                                             \
+      if (!v_)                                                                                     \
+        return KC_ENOMEM;                                                                          \
+      (ptr) = v_;                                                                                  \
+      (cap) = nc_;                                                                                 \
+    }                                                                                              \
   } while (0)
 
 int sch__result_bind(sch_session *ssn, int32_t task, int32_t node) {
@@ -413,8 +412,8 @@ int sch__result_event(sch_session *ssn, sch_event_kind kind, int32_t object, con
   return 0;
 }
 
-int sch_session_job_event(sch_session *ssn, const sch_job *j, const char *type,
-                          const char *reason, const char *fmt, ...) {
+int sch_session_job_event(sch_session *ssn, const sch_job *j, const char *type, const char *reason,
+                          const char *fmt, ...) {
   char buf[1024];
   va_list ap;
   va_start(ap, fmt);
@@ -493,8 +492,7 @@ int sch_session_open(sch_snapshot *snap, const sch_conf *conf, const sch_session
   if (ssn->opts.session_uid)
     snprintf(ssn->uid, sizeof(ssn->uid), "%s", ssn->opts.session_uid);
   else
-    snprintf(ssn->uid, sizeof(ssn->uid), "%llx-%lx", (unsigned long long)ssn->opts.now,
-             ++counter);
+    snprintf(ssn->uid, sizeof(ssn->uid), "%llx-%lx", (unsigned long long)ssn->opts.now, ++counter);
   ssn->opts.session_uid = ssn->uid;
   kc_strmap_init(&ssn->reason_index, KC_STRMAP_BORROW_KEYS);
   ssn->res = calloc(1, sizeof(*ssn->res));
@@ -519,8 +517,8 @@ int sch_session_open(sch_snapshot *snap, const sch_conf *conf, const sch_session
       const sch_plugin_conf *pc = &conf->tiers[t].plugins[p];
       ssn->cur_tier = (int)t;
       ssn->cur_plugin = pc;
-      int rc = pc->plugin && pc->plugin->open ? pc->plugin->open(ssn, pc, &ssn->plugin_state[k])
-                                              : 0;
+      int rc =
+          pc->plugin && pc->plugin->open ? pc->plugin->open(ssn, pc, &ssn->plugin_state[k]) : 0;
       if (rc < 0) {
         KC_ERROR("scheduler: plugin %s failed to open: %s", pc->plugin->name, kc_strerror(rc));
         close_plugins(ssn, k);
@@ -591,11 +589,21 @@ static int build_status(sch_session *ssn) {
       sch_queue_status *qs = &r->queues[j->queue];
       sch_resource_add(&qs->allocated, &j->allocated);
       switch (ph) {
-      case SCH_PG_PENDING: qs->pending++; break;
-      case SCH_PG_INQUEUE: qs->inqueue++; break;
-      case SCH_PG_RUNNING: qs->running++; break;
-      case SCH_PG_UNKNOWN: qs->unknown++; break;
-      case SCH_PG_COMPLETED: qs->completed++; break;
+      case SCH_PG_PENDING:
+        qs->pending++;
+        break;
+      case SCH_PG_INQUEUE:
+        qs->inqueue++;
+        break;
+      case SCH_PG_RUNNING:
+        qs->running++;
+        break;
+      case SCH_PG_UNKNOWN:
+        qs->unknown++;
+        break;
+      case SCH_PG_COMPLETED:
+        qs->completed++;
+        break;
       }
     }
     if (j->shadow)

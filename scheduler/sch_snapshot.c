@@ -25,8 +25,7 @@ bool sch_task_status_allocated(sch_task_status s) {
          s == SCH_TASK_ALLOCATED;
 }
 
-static const char *const phase_names[] = {"Pending", "Inqueue", "Running", "Unknown",
-                                          "Completed"};
+static const char *const phase_names[] = {"Pending", "Inqueue", "Running", "Unknown", "Completed"};
 
 const char *sch_pg_phase_str(sch_pg_phase p) {
   return (unsigned)p <= SCH_PG_COMPLETED ? phase_names[p] : "Pending";
@@ -87,8 +86,8 @@ static void res_from(sch_snapshot *s, const Kiln__Resource *r, sch_resource *out
   if (r->ephemeral_storage > 0) {
     int k = scalar_slot(s, "ephemeral-storage");
     if (k >= 0)
-      out->scalar[k] = r->ephemeral_storage > INT64_MAX / 1000 ? INT64_MAX
-                                                               : r->ephemeral_storage * 1000;
+      out->scalar[k] =
+          r->ephemeral_storage > INT64_MAX / 1000 ? INT64_MAX : r->ephemeral_storage * 1000;
   }
   for (size_t i = 0; i < r->n_scalar; i++) {
     const Kiln__ResourceQuantity *q = r->scalar[i];
@@ -280,8 +279,8 @@ static int add_job(sch_snapshot *s, size_t *cap, sch_job **out) {
 }
 
 static int32_t pc_value(const sch_snapshot *s, const char *name, bool *found) {
-  const Kiln__PriorityClass *pc = name && *name ? kc_strmap_get(&s->priority_class_index, name)
-                                                : NULL;
+  const Kiln__PriorityClass *pc =
+      name && *name ? kc_strmap_get(&s->priority_class_index, name) : NULL;
   if (found)
     *found = pc != NULL;
   return pc ? pc->value : s->default_priority;
@@ -371,8 +370,8 @@ static int build_nodes(sch_snapshot *s, const Kiln__Snapshot *msg) {
   return 0;
 }
 
-static int build_jobs_from_podgroups(sch_snapshot *s, const Kiln__Snapshot *msg,
-                                     const char *defq, size_t *cap) {
+static int build_jobs_from_podgroups(sch_snapshot *s, const Kiln__Snapshot *msg, const char *defq,
+                                     size_t *cap) {
   for (size_t i = 0; i < msg->n_pod_groups; i++) {
     const Kiln__PodGroup *pg = msg->pod_groups[i];
     if (!pg || !pg->metadata || !pg->metadata->name || !pg->metadata->namespace_)

@@ -536,6 +536,92 @@ static void test_victims(void **state) {
   fx_free(f);
 }
 
+/* ---- tier rules with scripted plugins ---- */
+
+typedef struct script {
+  int vote;  /* enqueueable / pipelined */
+  int order; /* job order answer */
+  int calls;
+} script;
+
+static script scripts[3];
+
+static int s_vote(sch_session *ssn, void *ctx, const sch_job *j) {
+  script *s = ctx;
+  s->calls++;
+  return s->vote;
+}
+static int s_order(sch_session *ssn, void *ctx, const sch_job *l, const sch_job *r) {
+  return ((script *)ctx)->order;
+}
+static int s_open(sch_session *ssn, const sch_plugin_conf *conf, void **state) {
+  /* the plugin's index is its first argument */
+  script *s = &scripts[sch_args_int(&conf->args, "i", 0)];
+  int rc = sch_add_job_enqueueable_fn(ssn, s_vote, s);
+  if (rc == 0)
+    rc = sch_add_job_pipelined_fn(ssn, s_vote, s);
+  if (rc == 0)
+    rc = sch_add_job_order_fn(ssn, s_order, s);
+  return rc;
+}
+static const sch_plugin script_plugin = {"script", s_open, NULL};
+
+static void test_tier_rules(void **state) {
+  (void)state;
+  fx *f = fx_new();
+  fx_pg(f, "a", "default", 1, "Pending");
+  fx_pg(f, "b", "default", 1, "Pending");
+  assert_int_equal(sch_snapshot_new(f->msg, NULL, &f->snap), 0);
+  sch_arg args[3] = {{"i", "0"}, {"i", "1"}, {"i", "2"}};
+  sch_plugin_conf t0[2] = {{.plugin = &script_plugin, .enabled = ~0u, .args = {&args[0], 1}},
+                           {.plugin = &script_plugin, .enabled = ~0u, .args = {&args[1], 1}}};
+  sch_plugin_conf t1[1] = {{.plugin = &script_plugin, .enabled = ~0u, .args = {&args[2], 1}}};
+  sch_tier tiers[2] = {{t0, 2}, {t1, 1}};
+  const sch_action *acts[] = {sch_action_find("allocate")};
+  sch_conf conf = {.actions = acts, .nactions = 1, .tiers = tiers, .ntiers = 2};
+  const sch_job *a = fx_job(f, "a"), *b = fx_job(f, "b");
+  struct {
+    int v0, v1, v2;
+    bool want;
+    int calls2; /* was tier 1 asked? */
+  } votes[] = {
+      {SCH_PERMIT, SCH_ABSTAIN, SCH_REJECT, true, 0},   /* a permit settles tier 0 */
+      {SCH_ABSTAIN, SCH_ABSTAIN, SCH_REJECT, false, 1}, /* tier 0 abstains: tier 1 rejects */
+      {SCH_PERMIT, SCH_REJECT, SCH_PERMIT, false, 0},   /* a reject is final */
+      {SCH_ABSTAIN, SCH_ABSTAIN, SCH_ABSTAIN, true, 1}, /* nobody objects */
+  };
+  for (size_t i = 0; i < sizeof(votes) / sizeof(votes[0]); i++) {
+    memset(scripts, 0, sizeof(scripts));
+    scripts[0].vote = votes[i].v0;
+    scripts[1].vote = votes[i].v1;
+    scripts[2].vote = votes[i].v2;
+    sch_session *ssn;
+    assert_int_equal(sch_session_open(f->snap, &conf, NULL, &ssn), 0);
+    assert_int_equal(sch_session_job_enqueueable(ssn, a), votes[i].want);
+    assert_int_equal(scripts[2].calls, votes[i].calls2);
+    assert_int_equal(sch_session_job_pipelined(ssn, a), votes[i].want);
+    sch_result *r;
+    assert_int_equal(sch_session_close(ssn, &r), 0);
+    sch_result_free(r);
+  }
+  /* order: the first plugin with an answer decides, across tiers */
+  memset(scripts, 0, sizeof(scripts));
+  scripts[2].order = 1;
+  sch_session *ssn;
+  assert_int_equal(sch_session_open(f->snap, &conf, NULL, &ssn), 0);
+  assert_int_equal(sch_session_job_order(ssn, a, b), 1);
+  sch_result *r;
+  assert_int_equal(sch_session_close(ssn, &r), 0);
+  sch_result_free(r);
+  /* a switch turned off: the callback is not registered, the fallback (key) decides */
+  t1[0].enabled &= ~(1u << SCH_EXT_JOB_ORDER);
+  assert_int_equal(sch_session_open(f->snap, &conf, NULL, &ssn), 0);
+  assert_true(sch_session_job_order(ssn, a, b) < 0);
+  assert_int_equal(sch_session_close(ssn, &r), 0);
+  sch_result_free(r);
+  fx_free(f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_resource_arith),
@@ -552,6 +638,7 @@ int main(void) {
       cmocka_unit_test(test_priority_order),
       cmocka_unit_test(test_gang_not_enough_tasks),
       cmocka_unit_test(test_victims),
+      cmocka_unit_test(test_tier_rules),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,7 +16,7 @@
 
 #define NODES 1000
 #define GANGS 1000
-#define GANG 10
+#define GANG  10
 
 static double now_s(void) {
   struct timespec ts;
@@ -66,8 +66,7 @@ static void test_scale(void **state) {
   assert_int_equal(counted, GANGS * GANG);
   printf("scale: %d nodes, %d pods in gangs of %d: snapshot+open %.3fs, actions %.3fs "
          "(%.0f placements/s), close %.3fs\n",
-         NODES, GANGS * GANG, GANG, t1 - t0, t2 - t1, (double)(GANGS * GANG) / (t2 - t1),
-         t3 - t2);
+         NODES, GANGS * GANG, GANG, t1 - t0, t2 - t1, (double)(GANGS * GANG) / (t2 - t1), t3 - t2);
   sch_result_free(r);
   fx_free(f);
 }
