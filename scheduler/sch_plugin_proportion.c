@@ -16,7 +16,11 @@
  *     (jobs without minResources pass); a permitted job's minResources join inqueue.
  *   Reclaimable: victims from queues still above deserved after losing them.
  * Inqueue counts the minResources of Inqueue jobs and, for Running jobs with enough
- * allocated tasks, the part of minResources not yet allocated. */
+ * allocated tasks, the part of minResources not yet allocated.
+ *
+ * The computed deserved replaces sch_queue.deserved in the session's snapshot (which held
+ * spec.deserved, a field only the capacity plugin reads), so that status, metrics and the
+ * replay tool can show it. */
 #include <stdlib.h>
 
 #include "kc_error.h"
