@@ -274,6 +274,67 @@ static void test_binpack_weight_zero(void **state) {
   fx_free(f);
 }
 
+/* The allocate action with predicates and nodeorder: the selector, the taint and the
+ * preferred affinity each decide where their pod goes. */
+static void test_allocate_places_by_rules(void **state) {
+  (void)state;
+  fx *f = fx_new();
+  fx_queue(f, "default", 1);
+  fx_pg(f, "pg", "default", 3, "Inqueue");
+  Kiln__Node *t = fx_node(f, "tainted", 8000, 16 * GI, 110);
+  fx_node_taint(t, "dedicated", "db", NS);
+  Kiln__Node *ssd = fx_node(f, "ssd", 8000, 16 * GI, 110);
+  fx_node_label(ssd, "disk", "ssd");
+  fx_node(f, "plain", 8000, 16 * GI, 110);
+
+  Kiln__Pod *sel = fx_pod(f, "wants-ssd", "pg", 1000, GI, NULL);
+  Kiln__Pod__NodeSelectorEntry *e = fx_alloc(sizeof(*e));
+  kiln__pod__node_selector_entry__init(e);
+  e->key = fx_str("disk");
+  e->value = fx_str("ssd");
+  FX_APPEND(sel->node_selector, sel->n_node_selector, e);
+  /* Tolerates the taint and prefers it by name (matchFields). */
+  Kiln__Pod *db = fx_pod(f, "db", "pg", 1000, GI, NULL);
+  fx_pod_toleration(db, "dedicated", EQ, "db", NS);
+  Kiln__PreferredSchedulingTerm *pt = fx_alloc(sizeof(*pt));
+  kiln__preferred_scheduling_term__init(pt);
+  pt->weight = 100;
+  pt->preference = fx_alloc(sizeof(*pt->preference));
+  kiln__node_selector_term__init(pt->preference);
+  Kiln__NodeSelectorRequirement *r = fx_alloc(sizeof(*r));
+  kiln__node_selector_requirement__init(r);
+  r->key = fx_str("metadata.name");
+  r->operator_ = fx_str("In");
+  FX_APPEND(r->values, r->n_values, fx_str("tainted"));
+  FX_APPEND(pt->preference->match_fields, pt->preference->n_match_fields, r);
+  FX_APPEND(db->preferred_node_terms, db->n_preferred_node_terms, pt);
+  fx_pod(f, "any", "pg", 1000, GI, NULL);
+  fx_open(f, "actions: \"allocate\"\n"
+             "tiers:\n"
+             "- plugins:\n"
+             "  - name: gang\n"
+             "- plugins:\n"
+             "  - name: predicates\n"
+             "  - name: nodeorder\n");
+  assert_int_equal(sch_session_run(f->ssn), 0);
+  sch_result *res = NULL;
+  assert_int_equal(sch_session_close(f->ssn, &res), 0);
+  f->ssn = NULL;
+  assert_int_equal(res->nbinds, 3);
+  for (size_t i = 0; i < res->nbinds; i++) {
+    const char *pod = f->snap->tasks[res->binds[i].task].pod->name;
+    const char *node = f->snap->nodes[res->binds[i].node].name;
+    if (strcmp(pod, "wants-ssd") == 0)
+      assert_string_equal(node, "ssd");
+    else if (strcmp(pod, "db") == 0)
+      assert_string_equal(node, "tainted");
+    else
+      assert_string_not_equal(node, "tainted");
+  }
+  sch_result_free(res);
+  fx_free(f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_predicates_reasons),
@@ -284,6 +345,7 @@ int main(void) {
       cmocka_unit_test(test_nodeorder_weights),
       cmocka_unit_test(test_binpack),
       cmocka_unit_test(test_binpack_weight_zero),
+      cmocka_unit_test(test_allocate_places_by_rules),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
