@@ -331,7 +331,15 @@ static int upsert(kc_informer *inf, json_t *json, bool skip_same) {
   bool same = old_rv && strcmp(old_rv, rv) == 0;
   void *o = decode(inf, json, key);
   if (o == NULL) {
-    /* Keep the cached object as it was: nothing cached is corrupted. */
+    /* Keep the cached object as it was: nothing cached is corrupted. In a relist it must
+     * still count as seen, or the sweep would report it deleted: put it back as it was. */
+    void *keep = NULL;
+    if (skip_same && old_rv) {
+      char *rv_copy = strdup(old_rv);
+      if (rv_copy && kc_store_take(inf->store, key, &keep) == 0)
+        kc_store_put(inf->store, key, keep, rv_copy);
+      free(rv_copy);
+    }
     return 0;
   }
   void *old = NULL;
@@ -533,6 +541,8 @@ static void watch_done(kc_http_req *req, const kc_http_result *res, void *data) 
     return;
   }
   if (err == 0) { /* a non-2xx answer to the WATCH */
+    if (res->status == 401)
+      kc_http_refresh_token(inf->http); /* a rotated token: the retry re-reads the file */
     kc_status st;
     err = kc_status_parse(res->status, res->body, res->body_len, &st, NULL);
     snprintf(inf->errmsg, sizeof(inf->errmsg), "HTTP %ld: %.400s", res->status, st.message);

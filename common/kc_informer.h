@@ -10,7 +10,9 @@
  * kc_store_replace_begin/_end, so exactly the adds, updates and deletes missed in the gap
  * reach the handlers (an object deleted during the gap is reported as deleted, an object
  * whose resourceVersion did not change is not reported at all). Failures back off from
- * 800 ms doubling to 30 s with jitter, reset after a healthy watch.
+ * 800 ms doubling to 30 s with jitter, reset after a healthy watch (one that delivered an
+ * event or stayed open 10 s). LISTs go through kc_api (QPS bucket, retries); the WATCH is a
+ * kc_http stream of its own and takes no token (one per informer, re-opened rarely).
  *
  * The stream is a state machine as data (STYLE.md 7): IDLE -> LIST -> WATCH, with BACKOFF
  * and RELIST; every transition is logged "old -> new (why)".

@@ -509,35 +509,40 @@ static void on_update_compact(const char *key, void *old, void *o, void *ud) {
   compact_updates++;
 }
 
-static bool one_update(void) {
-  return compact_updates >= 1;
-}
-
 static void test_decode_hook(void **state) {
   (void)state;
   set_obj("a", "1");
   set_obj("bad", "z");
   script[0] = (struct watch_reply){
-      200, EV("MODIFIED", "a", "500", "2") EV("MODIFIED", "a", "501", "q"), true};
-  nscript = 1;
+      200, EV("MODIFIED", "a", "500", "2") EV("MODIFIED", "a", "501", "q"), false, false};
+  /* The resumed watch gets 410 once the test has changed a on the server. */
+  script[1] =
+      (struct watch_reply){200, "{\"type\":\"ERROR\",\"object\":{\"code\":410}}\n", false, true};
+  nscript = 2;
   kc_informer_handlers h = {0};
   h.decode = decode;
   h.free_obj = free_compact;
   h.on_update = on_update_compact;
   start(&h, 0);
-  run_until_watch(1);
-  run_until(one_update);
-  uint64_t until = uv_hrtime() + 200000000ULL; /* and the undecodable update after it */
-  while (uv_hrtime() < until)
-    uv_run(&loop, UV_RUN_ONCE);
+  run_until_watch(2);
   kc_informer_stats st;
   kc_informer_get_stats(inf, &st);
-  assert_int_equal((int)st.decode_errors, 2);
-  assert_int_equal((int)kc_store_len(kc_informer_store(inf)), 1);
+  assert_int_equal((int)st.decode_errors, 2); /* bad in the LIST, a's second update */
   compact *c = kc_store_get(kc_informer_store(inf), "t/a");
   assert_non_null(c);
   assert_int_equal(c->v, 2); /* the undecodable update left the cached one */
   assert_int_equal(compact_updates, 1);
+  /* A relist where a does not decode keeps the cached a rather than calling it deleted. */
+  set_obj("a", "q");
+  gate_open = true;
+  run_until_watch(3);
+  kc_informer_get_stats(inf, &st);
+  assert_int_equal((int)st.relists, 1);
+  assert_int_equal((int)st.decode_errors, 4);
+  assert_int_equal((int)kc_store_len(kc_informer_store(inf)), 1);
+  c = kc_store_get(kc_informer_store(inf), "t/a");
+  assert_non_null(c);
+  assert_int_equal(c->v, 2);
   assert_int_equal(live_compact, 1);
   kc_informer_free(inf);
   inf = NULL;
