@@ -243,6 +243,43 @@ out:
   return id;
 }
 
+/* The dimensions a request asks for (SCH_DIM_* bits): the node scan looks only at those. */
+static unsigned req_dims(const sch_resource *r) {
+  unsigned m = 0;
+  if (r->milli_cpu > 0)
+    m |= SCH_DIM_CPU;
+  if (r->memory > 0)
+    m |= SCH_DIM_MEMORY;
+  for (int i = 0; i < SCH_MAX_SCALARS; i++)
+    if (r->scalar[i] > 0)
+      m |= SCH_DIM_SCALAR(i);
+  return m;
+}
+
+/* sch_resource_insufficient(req, future idle of n) for the dimensions in reqmask, without
+ * building the future idle: this runs once per task and node. */
+static inline unsigned short_dims(const sch_resource *req, unsigned reqmask, const sch_node *n) {
+  unsigned m = 0;
+  if (reqmask & SCH_DIM_CPU) {
+    int64_t fut = n->idle.milli_cpu + n->releasing.milli_cpu - n->pipelined.milli_cpu;
+    if (req->milli_cpu > fut && req->milli_cpu - fut >= SCH_MIN_MILLI_CPU)
+      m |= SCH_DIM_CPU;
+  }
+  if (reqmask & SCH_DIM_MEMORY) {
+    int64_t fut = n->idle.memory + n->releasing.memory - n->pipelined.memory;
+    if (req->memory > fut && req->memory - fut >= SCH_MIN_MEMORY)
+      m |= SCH_DIM_MEMORY;
+  }
+  for (int i = 0; (reqmask >> 2) >> i; i++) {
+    if (!(reqmask & SCH_DIM_SCALAR(i)))
+      continue;
+    int64_t fut = n->idle.scalar[i] + n->releasing.scalar[i] - n->pipelined.scalar[i];
+    if (req->scalar[i] > fut && req->scalar[i] - fut >= SCH_MIN_SCALAR)
+      m |= SCH_DIM_SCALAR(i);
+  }
+  return m;
+}
+
 /* Finds feasible nodes for t into s->feasible, resuming where the last scan stopped.
  * With none, returns the id of the aggregated reason; otherwise -1. */
 static int32_t find_nodes(search *s, const sch_task *t, bool check_resources) {
@@ -258,14 +295,13 @@ static int32_t find_nodes(search *s, const sch_task *t, bool check_resources) {
     return sch_session_reason(ssn, "0/0 nodes are available");
   uint32_t start = ssn->next_node % (uint32_t)all;
   int32_t k = 0;
+  unsigned reqmask = req_dims(&t->init_resreq);
   for (; k < all && (int32_t)s->nfeasible < want; k++) {
     int32_t ni = ssn->node_list[(start + (uint32_t)k) % (uint32_t)all];
     const sch_node *n = &snap->nodes[ni];
     sch_fit why = {0};
     if (check_resources) {
-      sch_resource fut;
-      sch_node_future_idle(n, &fut);
-      unsigned mask = sch_resource_insufficient(&t->init_resreq, &fut);
+      unsigned mask = short_dims(&t->init_resreq, reqmask, n);
       if (mask) {
         for (int d = 0; d < 2 + SCH_MAX_SCALARS; d++)
           if (mask & (1u << d))

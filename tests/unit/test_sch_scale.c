@@ -8,15 +8,23 @@
 #include <cmocka.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 #include <time.h>
+#include <sys/resource.h>
 
 #include "sch_conf.h"
 #include "sch_framework.h"
 #include "test_sch_plugins_fixture.h"
 
-#define NODES 1000
-#define GANGS 1000
-#define GANG  10
+/* SCH_SCALE_NODES / SCH_SCALE_GANGS override the sizes for a manual benchmark run. */
+static int env_int(const char *name, int def) {
+  const char *v = getenv(name);
+  char *end;
+  long x = v ? strtol(v, &end, 10) : 0;
+  return v && *v && !*end && x > 0 ? (int)x : def;
+}
+
+#define GANG 10
 
 static double now_s(void) {
   struct timespec ts;
@@ -26,6 +34,7 @@ static double now_s(void) {
 
 static void test_scale(void **state) {
   (void)state;
+  const int NODES = env_int("SCH_SCALE_NODES", 1000), GANGS = env_int("SCH_SCALE_GANGS", 1000);
   fx *f = fx_new();
   char name[64];
   for (int i = 0; i < NODES; i++) {
@@ -67,6 +76,9 @@ static void test_scale(void **state) {
   printf("scale: %d nodes, %d pods in gangs of %d: snapshot+open %.3fs, actions %.3fs "
          "(%.0f placements/s), close %.3fs\n",
          NODES, GANGS * GANG, GANG, t1 - t0, t2 - t1, (double)(GANGS * GANG) / (t2 - t1), t3 - t2);
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  printf("scale: max RSS %ld MB (fixture message included)\n", ru.ru_maxrss / 1024);
   sch_result_free(r);
   fx_free(f);
 }
