@@ -9,8 +9,8 @@
  * events: records repeated, similar and spammy events about configmap --name (--uid) and
  *   exits when every write has been answered.
  * leader: elects on Lease --name in the namespace with --identity, printing "LEADING id"
- *   and "STOPPED id"; while leading it writes the lease holder it believes in to configmap
- *   --name (only if kc_leader_fence allows). Runs until SIGTERM (releasing the lease with
+ *   and "STOPPED id"; while leading it writes its identity to configmap --name every 200 ms,
+ *   only when kc_leader_fence allows, printing "WROTE" for each write it sends. Runs until SIGTERM (releasing the lease with
  *   --release) or until leadership is lost (exit 3). */
 #include <inttypes.h>
 #include <jansson.h>
@@ -244,8 +244,11 @@ static void work(uv_timer_t *t) {
     return;
   json_t *patch = json_pack("{s:{s:s}}", "data", "writer", kc_leader_identity(leader));
   kc_ref ref = {NULL, "v1", "configmaps", ns, name, NULL};
-  if (patch && kc_api_call(client, KC_PATCH_MERGE, &ref, NULL, patch, work_done, NULL) == 0)
+  if (patch && kc_api_call(client, KC_PATCH_MERGE, &ref, NULL, patch, work_done, NULL) == 0) {
     writing = true;
+    printf("WROTE\n");
+    fflush(stdout);
+  }
   json_decref(patch);
 }
 

@@ -3,7 +3,7 @@
 # the real control plane: the store equals kubectl after creates, updates and deletes; an API
 # server restart, and a gap ended by an etcd compaction that forces 410, lose no event and
 # invent none; repeated events are one Event with a count; a killed leader is replaced
-# within 20 s.
+# within 20 s; a frozen leader writes nothing once it wakes up after losing the lease.
 source "$(dirname "$0")/lib.sh"
 SUITE=informer
 
@@ -262,6 +262,40 @@ test_killed_leader_is_replaced_within_20s() {
   # A clean shutdown with --release gives the lease up at once.
   if [ "$next" = a ]; then kill -TERM "$pa"; else kill -TERM "$pb"; fi
   wait_jsonpath 5 lease/work '{.spec.holderIdentity}' "" "$ns"
+  kubectl delete namespace "$ns" --wait=false >/dev/null
+}
+
+test_frozen_leader_writes_nothing_after_takeover() {
+  local ns d pa pb frozen other_out frozen_out n_before
+  ns=$(new_namespace inf)
+  d=$(mktemp -d)
+  kubectl create configmap work -n "$ns" >/dev/null
+  "$CHECK" --namespace "$ns" --name work --identity a leader >"$d/a" 2>&1 &
+  pa=$!
+  "$CHECK" --namespace "$ns" --name work --identity b leader >"$d/b" 2>&1 &
+  pb=$!
+  trap "kill -9 $pa $pb 2>/dev/null || true" EXIT
+  wait_for 20 "a leader" grep -qh '^LEADING' "$d/a" "$d/b"
+  if grep -q '^LEADING' "$d/a"; then
+    frozen=$pa frozen_out=$d/a other_out=$d/b
+  else
+    frozen=$pb frozen_out=$d/b other_out=$d/a
+  fi
+  wait_for 5 "the leader writing" grep -q '^WROTE' "$frozen_out"
+  # Freeze the leader (a stalled process or a lost network): it cannot renew.
+  kill -STOP "$frozen"
+  sleep 0.5
+  n_before=$(grep -c '^WROTE' "$frozen_out")
+  wait_for 25 "the other replica leading" grep -q '^LEADING' "$other_out"
+  local next
+  next=$(sed -n 's/^LEADING //p' "$other_out")
+  wait_jsonpath 10 configmap/work '{.data.writer}' "$next" "$ns"
+  # It wakes up long after its renew deadline: the fence is shut before any timer runs.
+  kill -CONT "$frozen"
+  wait_for 10 "the old leader stopping" grep -q '^STOPPED .* fence=-' "$frozen_out"
+  sleep 1
+  expect_eq "$n_before" "$(grep -c '^WROTE' "$frozen_out")" "writes sent by the old leader after it woke"
+  expect_eq "$next" "$(jsonpath configmap/work '{.data.writer}' "$ns")" "writer"
   kubectl delete namespace "$ns" --wait=false >/dev/null
 }
 
