@@ -321,9 +321,12 @@ static char *ssh_config(const Kiln__Job *job, const char *port) {
         snprintf(h, sizeof(h), "%s", host);
       else
         snprintf(h, sizeof(h), "%s-%s-%d", ctl__job_name(job), t->name ? t->name : "", (int)i);
-      len += (size_t)snprintf(out + len, cap - len, "Host %s\n  HostName %s.%s\n  Port %s\n", h, h,
-                              sub[0] ? sub : ctl__job_name(job), port);
-      if (host[0] || len >= cap)
+      int w = snprintf(out + len, cap - len, "Host %s\n  HostName %s.%s\n  Port %s\n", h, h,
+                       sub[0] ? sub : ctl__job_name(job), port);
+      if (w < 0 || (size_t)w >= cap - len)
+        return out; /* cannot happen with the capacity above; never write past it */
+      len += (size_t)w;
+      if (host[0])
         break;
     }
   }
@@ -338,8 +341,14 @@ static int ssh_job_add(ctl_ctx *c, const Kiln__StringList *args) {
   int rc = c->v->ops->ssh_keygen(c->v->ops->ctx, &priv, &pub);
   if (rc)
     return rc;
-  const char *port = arg_value(args, "--ssh-port");
-  cfg = ssh_config(job, port ? port : "22");
+  /* The port goes into every Host entry: accept only a real port number. */
+  const char *parg = arg_value(args, "--ssh-port");
+  char port[8] = "22";
+  char *end = NULL;
+  long pv = parg ? strtol(parg, &end, 10) : 0;
+  if (parg && end && !*end && pv > 0 && pv < 65536)
+    snprintf(port, sizeof(port), "%ld", pv);
+  cfg = ssh_config(job, port);
   char name[CTL_NAME_MAX + 8];
   snprintf(name, sizeof(name), "%s-ssh", ctl__job_name(job));
   json_t *data = json_object();

@@ -308,8 +308,8 @@ static bool podgroup_current(const Kiln__PodGroup *pg, const json_t *want) {
   if (s->min_resources)
     kc_resource_list_encode(s->min_resources, &have);
   json_t *wr = json_object_get(ws, "minResources");
-  bool same = json_equal(have ? have : json_object_get(ws, "__none"), wr) ||
-              (!have && json_object_size(wr) == 0);
+  /* kc_resource_list_encode drops zero entries, so an empty list and none are the same. */
+  bool same = have ? json_equal(have, wr) : json_object_size(wr) == 0;
   json_decref(have);
   return same;
 }
