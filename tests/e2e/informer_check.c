@@ -10,8 +10,8 @@
  *   exits when every write has been answered.
  * leader: elects on Lease --name in the namespace with --identity, printing "LEADING id"
  *   and "STOPPED id"; while leading it writes its identity to configmap --name every 200 ms,
- *   only when kc_leader_fence allows, printing "WROTE" for each write it sends. Runs until SIGTERM (releasing the lease with
- *   --release) or until leadership is lost (exit 3). */
+ *   only when kc_leader_fence allows, printing "WROTE" for each write it sends. Runs until
+ *   SIGTERM (releasing the lease with --release) or until leadership is lost (exit 3). */
 #include <inttypes.h>
 #include <jansson.h>
 #include <signal.h>
