@@ -34,6 +34,7 @@ static kc_client *client;
 static const char *ns = "default", *name = "informer-check", *identity = NULL, *uid = NULL;
 static const char *state_path = NULL, *log_path = NULL, *stats_path = NULL;
 static bool release_lease = false;
+static int page_size = 50; /* small: several pages even for a small namespace */
 static int exit_code = 0;
 
 /* ---- informer ---- */
@@ -152,7 +153,7 @@ static void scenario_informer(void) {
   o.version = "v1";
   o.resource = "configmaps";
   o.namespace = ns;
-  o.page_size = 50; /* several pages even for a small namespace */
+  o.page_size = page_size;
   kc_informer_handlers h = {0};
   h.on_add = on_add;
   h.on_update = on_update;
@@ -336,6 +337,7 @@ int main(int argc, char **argv) {
       {"state", KC_FLAG_STRING, &state_path, "store dump file", NULL, NULL, false, NULL},
       {"log", KC_FLAG_STRING, &log_path, "handler log file", NULL, NULL, false, NULL},
       {"stats", KC_FLAG_STRING, &stats_path, "informer counters file", NULL, NULL, false, NULL},
+      {"page", KC_FLAG_INT, &page_size, "informer LIST page size", "50", NULL, false, NULL},
       {"v", KC_FLAG_INT, &kc_log_verbosity, "log verbosity", "0", NULL, false, NULL},
   };
   char err[512];
