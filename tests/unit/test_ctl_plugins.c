@@ -251,6 +251,19 @@ static void test_svc_args(void **state) {
   assert_non_null(strstr(cfg, "  Port 2222\n"));
   free(cfg);
   fx_close(&f);
+
+  /* a port that is not a port number falls back to 22 */
+  j = fx_file("job-svc-ssh.json");
+  json_object_set_new(json_object_get(j, "spec"), "plugins",
+                      fx_parse("{\"ssh\":[\"--ssh-port=22\\nHost evil\"]}"));
+  fx_init_json(&f, j, NULL);
+  assert_int_equal(fx_sync(&f, &req), 0);
+  sec = find_obj(f.plan.objects_create, "Secret");
+  cfg = unb64(json_string_value(json_object_get(json_object_get(sec, "data"), "config")));
+  assert_null(strstr(cfg, "evil"));
+  assert_non_null(strstr(cfg, "  Port 22\n"));
+  free(cfg);
+  fx_close(&f);
 }
 
 /* The default effects make real keys and names. */
