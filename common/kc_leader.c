@@ -101,6 +101,19 @@ bool kc_leader_core_won(kc_leader_core *c, const kc_lease_record *written, uint6
   return began;
 }
 
+uint64_t kc_leader_core_next_try_ns(const kc_leader_core *c, uint64_t now_ns, uint64_t delay_ns) {
+  if (c->leading || !c->have_observed || c->observed.holder[0] == '\0' ||
+      strcmp(c->observed.holder, c->identity) == 0)
+    return delay_ns;
+  uint64_t dur = c->observed.lease_duration_s > 0
+                     ? (uint64_t)c->observed.lease_duration_s * 1000000000ULL
+                     : c->lease_ns;
+  uint64_t expiry = c->observed_ns + dur;
+  uint64_t left = expiry > now_ns ? expiry - now_ns : 0;
+  left += 1000000; /* just past it */
+  return left < delay_ns ? left : delay_ns;
+}
+
 bool kc_leader_core_fence_ok(const kc_leader_core *c, uint64_t now_ns) {
   return c->leading && now_ns < c->renew_sent_ns + c->deadline_ns;
 }
@@ -211,8 +224,9 @@ static void schedule(kc_leader *l) {
     return;
   /* client-go: the acquire loop is JitterUntil(retryPeriod, 1.2); the renew loop is not. */
   double f = l->core.leading ? 1.0 : 1.0 + 1.2 * jitter(l);
-  uint64_t ms = (uint64_t)((double)l->core.retry_ns * f / 1e6);
-  uv_timer_start(&l->tick, tick_cb, ms, 0);
+  uint64_t ns =
+      kc_leader_core_next_try_ns(&l->core, uv_hrtime(), (uint64_t)((double)l->core.retry_ns * f));
+  uv_timer_start(&l->tick, tick_cb, ns / 1000000, 0);
 }
 
 static void stop_leading(kc_leader *l, const char *why) {

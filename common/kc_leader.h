@@ -119,6 +119,10 @@ kc_lease_action kc_leader_decide(kc_leader_core *c, const kc_lease_record *cur, 
 /* A write of *written that was sent at sent_ns succeeded: we lead until sent_ns + deadline.
  * Returns true when this began our leadership. */
 bool kc_leader_core_won(kc_leader_core *c, const kc_lease_record *written, uint64_t sent_ns);
+/* The delay before the next try: delay_ns (the jittered retry period), or less when the
+ * observed holder's lease expires sooner, so a candidate takes over as soon as it may
+ * instead of up to one more retry period later. */
+uint64_t kc_leader_core_next_try_ns(const kc_leader_core *c, uint64_t now_ns, uint64_t delay_ns);
 /* Whether writes are allowed at now_ns (leading, and within the renew deadline). */
 bool kc_leader_core_fence_ok(const kc_leader_core *c, uint64_t now_ns);
 /* When leading and the deadline has passed, ends the leadership and returns true. */

@@ -87,6 +87,25 @@ static void test_renewing_holder_keeps_lease(void **state) {
   assert_int_equal(kc_leader_decide(&d, &cur, 60 * S, "X", &want), KC_LEASE_UPDATE);
 }
 
+static void test_next_try_lines_up_with_expiry(void **state) {
+  (void)state;
+  kc_leader_core c;
+  init(&c, "b");
+  kc_lease_record cur = rec("a", "R1", 0), want;
+  /* Before anything is observed, and while the holder is fresh: the retry period. */
+  assert_int_equal(kc_leader_core_next_try_ns(&c, 0, 3 * S), 3 * S);
+  kc_leader_decide(&c, &cur, 100 * S, "X", &want); /* observed at 100 s, expires at 115 s */
+  assert_int_equal(kc_leader_core_next_try_ns(&c, 101 * S, 3 * S), 3 * S);
+  /* Close to expiry: wake just after it rather than a whole period later. */
+  assert_int_equal(kc_leader_core_next_try_ns(&c, 114 * S, 3 * S), 1 * S + 1000000);
+  assert_int_equal(kc_leader_core_next_try_ns(&c, 120 * S, 3 * S), 1000000);
+  /* ...and the try at that moment takes over. */
+  assert_int_equal(kc_leader_decide(&c, &cur, 115 * S + 1000000, "T", &want), KC_LEASE_UPDATE);
+  /* A leader renews on its period. */
+  kc_leader_core_won(&c, &want, 116 * S);
+  assert_int_equal(kc_leader_core_next_try_ns(&c, 117 * S, 2 * S), 2 * S);
+}
+
 static void test_released_lease_is_taken_at_once(void **state) {
   (void)state;
   kc_leader_core c;
@@ -231,6 +250,7 @@ int main(void) {
       cmocka_unit_test(test_create_when_absent),
       cmocka_unit_test(test_wait_then_take_over_unrenewed_lease),
       cmocka_unit_test(test_renewing_holder_keeps_lease),
+      cmocka_unit_test(test_next_try_lines_up_with_expiry),
       cmocka_unit_test(test_released_lease_is_taken_at_once),
       cmocka_unit_test(test_renew_keeps_acquire_time_and_transitions),
       cmocka_unit_test(test_fence_and_deadline),
