@@ -551,6 +551,36 @@ static void test_decode_hook(void **state) {
   assert_int_equal(live_compact, 0);
 }
 
+static int resyncs;
+static void on_resync(const char *key, void *old, void *o, void *ud) {
+  (void)key, (void)ud;
+  assert_ptr_equal(old, o); /* a resync replays the cached object */
+  resyncs++;
+}
+static bool two_rounds(void) {
+  return resyncs >= 4;
+}
+
+static void test_resync_replays_cache(void **state) {
+  (void)state;
+  set_obj("a", "1");
+  set_obj("b", "1");
+  kc_informer_options o = {0};
+  o.version = "v1";
+  o.resource = "configmaps";
+  o.namespace = "t";
+  o.resync_ms = 1000;
+  kc_informer_handlers h = {0};
+  h.on_update = on_resync;
+  assert_int_equal(kc_informer_new(client, &o, &h, &inf), 0);
+  assert_int_equal(kc_informer_start(inf), 0);
+  uint64_t t0 = uv_hrtime();
+  run_until(two_rounds);
+  uint64_t took = uv_hrtime() - t0;
+  assert_true(took >= 1900000000ULL); /* two periods of 1 s, no API call */
+  assert_int_equal(list_hits, 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_list_pages_then_watch_events_and_bookmark, setup,
@@ -560,6 +590,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_http_410_relists_exact_diff, setup, teardown),
       cmocka_unit_test(test_bad_frame_relists),
       cmocka_unit_test_setup_teardown(test_decode_hook, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_resync_replays_cache, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
