@@ -8,6 +8,8 @@
  *   informer's counters to --stats. Runs until SIGTERM/SIGINT.
  * events: records repeated, similar and spammy events about configmap --name (--uid) and
  *   exits when every write has been answered.
+ * events-recreate: records an event, deletes every event in the namespace, records it again:
+ *   the PATCH finds nothing and the event is created again with count 2.
  * leader: elects on Lease --name in the namespace with --identity, printing "LEADING id"
  *   and "STOPPED id"; while leading it writes its identity to configmap --name every 200 ms,
  *   only when kc_leader_fence allows, printing "WROTE" for each write it sends. Runs until
@@ -225,6 +227,70 @@ static void scenario_events(void) {
   uv_run(&loop, UV_RUN_DEFAULT);
 }
 
+/* events-recreate: an event whose object was deleted server-side is created again by the
+ * PATCH that finds it gone, with the count carried on. */
+static int step, deletes_left;
+
+static void deleted_cb(const kc_api_result *res, void *data) {
+  (void)data;
+  if (res->err)
+    fprintf(stderr, "informer_check: delete event: %s\n", res->message);
+  deletes_left--;
+}
+
+static void listed_cb(const kc_api_result *res, void *data) {
+  (void)data;
+  size_t i;
+  json_t *it;
+  json_array_foreach(json_object_get(res->obj, "items"), i, it) {
+    const char *n = json_string_value(json_object_get(json_object_get(it, "metadata"), "name"));
+    kc_ref ref = {NULL, "v1", "events", ns, n, NULL};
+    if (n && kc_api_call(client, KC_DELETE, &ref, NULL, NULL, deleted_cb, NULL) == 0)
+      deletes_left++;
+  }
+  printf("deleted %d events\n", deletes_left);
+  step = 3;
+}
+
+static void recreate_step(uv_timer_t *t) {
+  kc_object_ref o = {
+      .kind = "ConfigMap", .namespace = ns, .name = name, .uid = uid, .api_version = "v1"};
+  kc_ref list_ref = {NULL, "v1", "events", ns, NULL, NULL};
+  switch (step) {
+  case 0:
+    kc_event_record(rec, &o, KC_EVENT_NORMAL, "Again", "once more");
+    step = 1;
+    break;
+  case 1:
+    if (kc_event_pending(rec) == 0 &&
+        kc_api_call(client, KC_LIST, &list_ref, NULL, NULL, listed_cb, NULL) == 0)
+      step = 2;
+    break;
+  case 3:
+    if (deletes_left == 0) {
+      kc_event_record(rec, &o, KC_EVENT_NORMAL, "Again", "once more");
+      step = 4;
+    }
+    break;
+  case 4:
+    if (kc_event_pending(rec) == 0)
+      events_poll(t);
+    break;
+  }
+}
+
+static void scenario_events_recreate(void) {
+  int rc = kc_event_recorder_new(client, "informer-check", NULL, &rec);
+  if (rc) {
+    fprintf(stderr, "informer_check: %s\n", kc_strerror(rc));
+    exit_code = 1;
+    return;
+  }
+  uv_timer_init(&loop, &poll_timer);
+  uv_timer_start(&poll_timer, recreate_step, 20, 20);
+  uv_run(&loop, UV_RUN_DEFAULT);
+}
+
 /* ---- leader ---- */
 
 static kc_leader *leader;
@@ -344,7 +410,7 @@ int main(int argc, char **argv) {
   if (kc_flags_parse(flags, sizeof(flags) / sizeof(flags[0]), argc, argv, &nargs, err,
                      sizeof(err)) != 0 ||
       nargs != 1) {
-    fprintf(stderr, "usage: informer_check [flags] informer|events|leader\n%s\n",
+    fprintf(stderr, "usage: informer_check [flags] informer|events|events-recreate|leader\n%s\n",
             nargs != 1 ? "" : err);
     return 2;
   }
@@ -364,6 +430,8 @@ int main(int argc, char **argv) {
     scenario_informer();
   else if (strcmp(scenario, "events") == 0)
     scenario_events();
+  else if (strcmp(scenario, "events-recreate") == 0)
+    scenario_events_recreate();
   else if (strcmp(scenario, "leader") == 0)
     scenario_leader();
   else {

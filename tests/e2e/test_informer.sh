@@ -228,6 +228,18 @@ test_repeated_events_are_aggregated() {
   kubectl delete namespace "$ns" --wait=false >/dev/null
 }
 
+test_deleted_event_is_created_again_with_its_count() {
+  local ns out
+  ns=$(new_namespace inf)
+  kubectl create configmap target -n "$ns" >/dev/null
+  out=$("$CHECK" --namespace "$ns" --name target events-recreate 2>&1) || fail "$out"
+  expect_match 'deleted 1 events' "$out"
+  expect_match 'recorded=2 spam_dropped=0 created=2 patched=0 failed=0' "$out"
+  expect_eq "1 2 once more" "$(kubectl get events -n "$ns" -o json |
+    jq -r '[.items[] | select(.reason == "Again")] | "\(length) \(.[0].count) \(.[0].message)"')" "Again"
+  kubectl delete namespace "$ns" --wait=false >/dev/null
+}
+
 test_killed_leader_is_replaced_within_20s() {
   local ns d pa pb leader_pid other_out t0 took
   ns=$(new_namespace inf)
