@@ -227,7 +227,9 @@ static int parse_plugin(parser *p, yaml_node_t *m, sch_plugin_conf *pc, bool *sk
     }
     return fail(p, KC_ENOENT, "unknown plugin \"%s\"", name);
   }
-  pc->enabled = (1u << SCH_EXT__COUNT) - 1;
+  /* Every switch defaults to on (ApplyPluginConfDefaults) except enableHierarchy, which
+   * only drf reads and which must be asked for. */
+  pc->enabled = ((1u << SCH_EXT__COUNT) - 1) & ~(1u << SCH_EXT_HIERARCHY);
   for (yaml_node_pair_t *kv = m->data.mapping.pairs.start; kv < m->data.mapping.pairs.top; kv++) {
     const char *k = scalar(node(p, kv->key));
     yaml_node_t *v = node(p, kv->value);
@@ -426,7 +428,20 @@ static int parse(const char *yaml, size_t len, bool lenient, sch_conf **out, cha
     rc = fail(&p, KC_EPARSE, "no actions configured");
     goto out;
   }
-  rc = parse_actions(&p, actions, c);
+  if ((rc = parse_actions(&p, actions, c)) < 0)
+    goto out;
+  /* Volcano refuses hierarchical drf next to proportion: both would order the queues. */
+  bool hdrf = false, proportion = false;
+  for (size_t t = 0; t < c->ntiers; t++)
+    for (size_t k = 0; k < c->tiers[t].nplugins; k++) {
+      const sch_plugin_conf *pc = &c->tiers[t].plugins[k];
+      if (strcmp(pc->plugin->name, "drf") == 0 && (pc->enabled & (1u << SCH_EXT_HIERARCHY)))
+        hdrf = true;
+      if (strcmp(pc->plugin->name, "proportion") == 0)
+        proportion = true;
+    }
+  if (hdrf && proportion)
+    rc = fail(&p, KC_EINVAL, "drf with enableHierarchy cannot be used together with proportion");
 out:
   yaml_document_delete(&p.doc);
   if (rc < 0) {

@@ -99,6 +99,7 @@ static void test_conf_default(void **state) {
   assert_int_equal(c->tiers[1].nplugins, 5);
   assert_string_equal(c->tiers[1].plugins[4].plugin->name, "nodeorder");
   assert_true(c->tiers[0].plugins[1].enabled & (1u << SCH_EXT_PREEMPTABLE));
+  assert_false(c->tiers[1].plugins[1].enabled & (1u << SCH_EXT_HIERARCHY));
   sch_conf_free(c);
 }
 
@@ -159,6 +160,9 @@ static void test_conf_invalid(void **state) {
       {"tiers: []\n", KC_EPARSE, "actions"},
       {"- a\n- b\n", KC_EPARSE, "mapping"},
       {"actions: allocate\nconfigurations:\n- name: shuffle\n", KC_ENOENT, "shuffle"},
+      {"actions: allocate\ntiers:\n- plugins:\n  - name: drf\n    enableHierarchy: true\n"
+       "  - name: proportion\n",
+       KC_EINVAL, "proportion"},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     sch_conf *c = (sch_conf *)1;
@@ -622,6 +626,50 @@ static void test_tier_rules(void **state) {
   fx_free(f);
 }
 
+/* Volcano's node search: at most max(minimum feasible, percentage) nodes per task, and the
+ * next task resumes where the last scan stopped. */
+static void place_three(sch_session_options *o, const char **want) {
+  fx *f = fx_new();
+  char name[32];
+  for (int i = 0; i < 300; i++) {
+    snprintf(name, sizeof(name), "n%03d", i);
+    fx_node(f, name, 4000, 8 * GI, 110);
+  }
+  for (int i = 0; i < 3; i++) {
+    snprintf(name, sizeof(name), "j%d", i);
+    fx_pg(f, name, "default", 1, "Inqueue");
+    snprintf(name, sizeof(name), "p%d", i);
+    char grp[8];
+    snprintf(grp, sizeof(grp), "j%d", i);
+    fx_pod(f, name, grp, 1000, GI, NULL);
+  }
+  static const char y[] = "actions: allocate\ntiers:\n- plugins:\n  - name: gang\n";
+  char err[128];
+  assert_int_equal(sch_snapshot_new(f->msg, NULL, &f->snap), 0);
+  assert_int_equal(sch_conf_parse(y, strlen(y), &f->conf, err, sizeof(err)), 0);
+  assert_int_equal(sch_session_open(f->snap, f->conf, o, &f->ssn), 0);
+  sch_result *r = run(f);
+  assert_int_equal(r->nbinds, 3);
+  for (int i = 0; i < 3; i++) {
+    snprintf(name, sizeof(name), "p%d", i);
+    assert_string_equal(bound_node(f, r, name), want[i]);
+  }
+  sch_result_free(r);
+  fx_free(f);
+}
+
+static void test_node_search_window(void **state) {
+  (void)state;
+  sch_session_options o = SCH_SESSION_OPTIONS_DEFAULT;
+  /* 300 nodes: adaptive 50 - 300/125 = 48% = 144 nodes per scan */
+  place_three(&o, (const char *[]){"n000", "n144", "n288"});
+  o.minimum_feasible_nodes = 50;
+  o.percentage_nodes_to_find = 10; /* 30 < 50: the minimum wins */
+  place_three(&o, (const char *[]){"n000", "n050", "n100"});
+  o.percentage_nodes_to_find = 100; /* every node, every time */
+  place_three(&o, (const char *[]){"n000", "n000", "n000"});
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_resource_arith),
@@ -639,6 +687,7 @@ int main(void) {
       cmocka_unit_test(test_gang_not_enough_tasks),
       cmocka_unit_test(test_victims),
       cmocka_unit_test(test_tier_rules),
+      cmocka_unit_test(test_node_search_window),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
