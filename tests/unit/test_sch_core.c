@@ -670,6 +670,38 @@ static void test_node_search_window(void **state) {
   place_three(&o, (const char *[]){"n000", "n000", "n000"});
 }
 
+/* PodGroup phases at close (Volcano getPodGroupPhase). */
+static void test_pg_phases(void **state) {
+  (void)state;
+  fx *f = fx_new();
+  fx_node(f, "n1", 2000, 8 * GI, 110);
+  fx_pg(f, "done", "default", 2, "Running");
+  Kiln__Pod *d0 = fx_pod(f, "d0", "done", 100, 0, "n1");
+  Kiln__Pod *d1 = fx_pod(f, "d1", "done", 100, 0, "n1");
+  d0->phase = d1->phase = KILN__POD_PHASE__POD_PHASE_SUCCEEDED;
+  /* one running, two more needed that do not fit: Unknown */
+  fx_pg(f, "partial", "default", 3, "Running");
+  fx_pod(f, "r0", "partial", 1000, 0, "n1");
+  fx_pod(f, "r1", "partial", 4000, 0, NULL);
+  fx_pod(f, "r2", "partial", 4000, 0, NULL);
+  fx_pg(f, "running", "default", 1, "Inqueue");
+  fx_pod(f, "x0", "running", 500, 0, "n1");
+  fx_pg(f, "waiting", "default", 1, "Inqueue"); /* no pods yet */
+  fx_open(f, core_conf);
+  sch_result *r = run(f);
+  assert_int_equal(pg_status(f, r, "done")->phase, SCH_PG_COMPLETED);
+  assert_int_equal(pg_status(f, r, "done")->succeeded, 2);
+  assert_int_equal(pg_status(f, r, "partial")->phase, SCH_PG_UNKNOWN);
+  assert_int_equal(pg_status(f, r, "partial")->running, 1);
+  assert_int_equal(pg_status(f, r, "running")->phase, SCH_PG_RUNNING);
+  const sch_pg_status *w = pg_status(f, r, "waiting");
+  assert_int_equal(w->phase, SCH_PG_INQUEUE);
+  assert_string_equal(w->condition.message,
+                      "1/0 tasks in gang unschedulable: pod group is not ready, 1 minAvailable");
+  sch_result_free(r);
+  fx_free(f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_resource_arith),
@@ -688,6 +720,7 @@ int main(void) {
       cmocka_unit_test(test_victims),
       cmocka_unit_test(test_tier_rules),
       cmocka_unit_test(test_node_search_window),
+      cmocka_unit_test(test_pg_phases),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
