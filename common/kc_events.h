@@ -82,7 +82,7 @@ typedef struct {
 int kc_event_recorder_new(kc_client *c, const char *component, const char *host,
                           kc_event_recorder **out);
 /* Drops the events still queued; the memory is released when the write in flight ends, so
- * run the loop afterwards. NULL is a no-op. */
+ * run the loop afterwards. Free it before its client. NULL is a no-op. */
 void kc_event_recorder_free(kc_event_recorder *r);
 
 /* Queues an event (type KC_EVENT_NORMAL or KC_EVENT_WARNING). Returns 0 when queued or

@@ -127,7 +127,8 @@ int kc_informer_new(kc_client *c, const kc_informer_options *o, const kc_informe
 int kc_informer_start(kc_informer *inf);
 /* Stops every request and frees the informer; the memory is released once the libuv timer
  * has closed and an in-flight LIST has ended, so run the loop afterwards. No handler is
- * called after this. Not from a handler (the stream is mid-frame there). NULL is a no-op. */
+ * called after this. Not from a handler (the stream is mid-frame there). Free the informer
+ * before its client: it would otherwise retry on a freed transport. NULL is a no-op. */
 void kc_informer_free(kc_informer *inf);
 
 /* The store (borrowed). Read it from the loop thread only; never change it. */

@@ -150,7 +150,7 @@ int kc_leader_start(kc_leader *l);
 /* Stops electing. If leading, writes are fenced at once (no callback is called); with
  * release_on_cancel the Lease is then given up (holder "", duration 1 s) so another replica
  * takes over without waiting. The memory is released after that write and the timers'
- * close callbacks: run the loop afterwards. NULL is a no-op. */
+ * close callbacks: run the loop afterwards. Free it before its client. NULL is a no-op. */
 void kc_leader_free(kc_leader *l);
 
 /* 0 when this process may write, else KC_ENOTLEADER: check it before every write. */
