@@ -8,6 +8,7 @@
 #include "kc_codec.h"
 #include "kc_error.h"
 #include "kc_log.h"
+#include "kc_strmap.h"
 
 #define PG_API_VERSION "scheduling.volcano.sh/v1beta1"
 
@@ -370,20 +371,19 @@ static void set_if_absent(json_t *o, const char *key, const char *val) {
     json_object_set_new(o, key, json_string(val));
 }
 
-static json_t *create_job_pod(ctl_ctx *c, const Kiln__TaskSpec *t, int index,
+/* tmpl is the task's parsed template (borrowed, may be NULL). */
+static json_t *create_job_pod(ctl_ctx *c, const Kiln__TaskSpec *t, const json_t *tmpl, int index,
                               const claim_names *claims) {
   const Kiln__Job *job = c->v->job;
   const char *jname = ctl__job_name(job);
   const char *tname = t->name ? t->name : "";
   char name[CTL_NAME_MAX * 2], buf[CTL_NAME_MAX * 2];
   snprintf(name, sizeof(name), "%s-%s-%d", jname, tname, index);
-  json_t *tmpl = t->template_json ? json_loads(t->template_json, 0, NULL) : NULL;
   json_t *tmeta = json_object_get(tmpl, "metadata");
   json_t *spec = json_object_get(tmpl, "spec");
   spec = spec ? json_deep_copy(spec) : json_object();
   json_t *labels = json_deep_copy(json_object_get(tmeta, "labels"));
   json_t *ann = json_deep_copy(json_object_get(tmeta, "annotations"));
-  json_decref(tmpl);
   if (!labels)
     labels = json_object();
   if (!ann)
@@ -488,13 +488,6 @@ static json_t *create_job_pod(ctl_ctx *c, const Kiln__TaskSpec *t, int index,
   return pod;
 }
 
-static const ctl_pod *find_pod(const ctl_job_view *v, const char *name) {
-  for (size_t i = 0; i < v->npods; i++)
-    if (strcmp(v->pods[i].name, name) == 0)
-      return &v->pods[i];
-  return NULL;
-}
-
 static const Kiln__TaskSpec *find_task(const Kiln__Job *job, const char *name) {
   for (size_t i = 0; i < job->spec->n_tasks; i++)
     if (job->spec->tasks[i]->name && strcmp(job->spec->tasks[i]->name, name) == 0)
@@ -542,22 +535,32 @@ static int sync_pods(ctl_ctx *c, const claim_names *claims) {
   ctl_status *st = &c->plan->status;
   char name[CTL_NAME_MAX * 2];
   int rc = 0;
+  json_t *tmpl = NULL;
+  kc_strmap byname; /* pod name -> pod; keys borrowed from the view */
+  kc_strmap_init(&byname, KC_STRMAP_BORROW_KEYS);
   bool *seen = calloc(v->npods ? v->npods : 1, sizeof(*seen));
   if (!seen)
     return KC_ENOMEM;
+  for (size_t k = 0; k < v->npods; k++)
+    if (kc_strmap_put(&byname, v->pods[k].name, (void *)&v->pods[k], NULL) < 0) {
+      rc = KC_ENOMEM;
+      goto out;
+    }
   for (size_t ti = 0; ti < spec->n_tasks; ti++) {
     const Kiln__TaskSpec *t = spec->tasks[ti];
     const char *tname = t->name ? t->name : "";
     bool can_create = depends_ready(v, t);
+    json_decref(tmpl);
+    tmpl = t->template_json ? json_loads(t->template_json, 0, NULL) : NULL;
     for (int32_t i = 0; i < t->replicas; i++) {
       snprintf(name, sizeof(name), "%s-%s-%d", ctl__job_name(v->job), tname, (int)i);
-      const ctl_pod *p = find_pod(v, name);
+      const ctl_pod *p = kc_strmap_get(&byname, name);
       if (!p) {
         if (!can_create) {
           c->plan->requeue_after = 5; /* dependency pods will also requeue on update */
           continue;
         }
-        json_t *pod = create_job_pod(c, t, (int)i, claims);
+        json_t *pod = create_job_pod(c, t, tmpl, (int)i, claims);
         if (!pod || (rc = ctl__append(&c->plan->pods_create, pod))) {
           rc = rc ? rc : KC_ENOMEM;
           goto out;
@@ -596,6 +599,8 @@ static int sync_pods(ctl_ctx *c, const claim_names *claims) {
     }
   }
 out:
+  json_decref(tmpl);
+  kc_strmap_close(&byname, NULL);
   free(seen);
   return rc;
 }

@@ -454,10 +454,8 @@ int ctl__event(ctl_plan *p, ctl_event_type type, const char *reason, const char 
   return 0;
 }
 
+/* Callers visit each pod once, so no duplicate check (it would be quadratic in a mass kill). */
 int ctl__delete_pod(ctl_plan *p, const char *name, const char *reason) {
-  for (size_t i = 0; i < p->npods_delete; i++)
-    if (strcmp(p->pods_delete[i].name, name) == 0)
-      return 0;
   ctl_pod_delete *d = realloc(p->pods_delete, (p->npods_delete + 1) * sizeof(*d));
   if (!d)
     return KC_ENOMEM;

@@ -432,6 +432,53 @@ static void test_pod_from_json(void **state) {
   assert_int_equal(ctl_pod_from_json(NULL, &p), KC_EINVAL);
 }
 
+/* A large job: every pod once, names indexed, counts exact; then a scale down by half. */
+static void test_large_job(void **state) {
+  enum { N = 2000 };
+  fx f;
+  fx_init_json(&f,
+               fx_parse("{\"metadata\":{\"name\":\"big\",\"uid\":\"ub\",\"namespace\":"
+                        "\"default\"},\"spec\":{\"minAvailable\":2000,\"tasks\":[{\"name\":"
+                        "\"w\",\"replicas\":2000,\"template\":{\"spec\":{\"containers\":[{"
+                        "\"name\":\"c\",\"image\":\"busybox\"}]}}}]}}"),
+               "{\"state\":{\"phase\":\"Pending\"},\"minAvailable\":2000}");
+  fx_pg(&f, "Inqueue", NULL);
+  ctl_request req = {.event = CTL_EV_OUT_OF_SYNC};
+  assert_int_equal(fx_sync(&f, &req), 0);
+  assert_int_equal(json_array_size(f.plan.pods_create), N);
+  assert_int_equal(f.plan.status.pending, N);
+  assert_non_null(fx_created_pod(&f, "big-w-1999"));
+
+  ctl_pod *pods = calloc(N, sizeof(*pods));
+  assert_non_null(pods);
+  for (int i = 0; i < N; i++) {
+    snprintf(pods[i].name, sizeof(pods[i].name), "big-w-%d", N - 1 - i); /* any order */
+    snprintf(pods[i].task, sizeof(pods[i].task), "w");
+    pods[i].index = N - 1 - i;
+    pods[i].phase = CTL_POD_RUNNING;
+  }
+  f.v.pods = pods;
+  f.v.npods = N;
+  assert_int_equal(fx_sync(&f, &req), 0);
+  assert_int_equal(json_array_size(f.plan.pods_create), 0);
+  assert_int_equal(f.plan.npods_delete, 0);
+  assert_int_equal(f.plan.status.running, N);
+  assert_int_equal(f.plan.status.phase, CTL_PHASE_RUNNING);
+
+  f.job->spec->tasks[0]->replicas = N / 2;
+  f.job->spec->min_available = N / 2;
+  assert_int_equal(fx_sync(&f, &req), 0);
+  assert_int_equal(f.plan.npods_delete, N / 2);
+  assert_int_equal(f.plan.status.running, N / 2);
+  assert_int_equal(f.plan.status.terminating, N / 2);
+  for (size_t i = 0; i < f.plan.npods_delete; i++) {
+    long idx = strtol(strrchr(f.plan.pods_delete[i].name, '-') + 1, NULL, 10);
+    assert_true(idx >= N / 2);
+  }
+  fx_close(&f);
+  free(pods);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_pod_from_template),
@@ -450,6 +497,7 @@ int main(void) {
       cmocka_unit_test(test_command),
       cmocka_unit_test(test_ttl),
       cmocka_unit_test(test_pod_from_json),
+      cmocka_unit_test(test_large_job),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
