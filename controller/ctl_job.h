@@ -230,14 +230,19 @@ typedef struct {
   ctl_phase old_phase;
   bool status_changed;
   ctl_status status; /* the new status (always filled) */
-  json_t *job_patch; /* merge patch of the Job (spec.volumes, annotations), or NULL */
-  json_t *podgroup;  /* PodGroup to create, or to update when podgroup_update */
+  /* Merge patch of the Job (generated PVC names in spec.volumes, the forwarding annotation),
+   * or NULL. The shell must apply it, and see the result in its cache, before the next
+   * sync of the job, or a second claim name would be generated. */
+  json_t *job_patch;
+  json_t *podgroup; /* PodGroup to create, or to update when podgroup_update */
   bool podgroup_update;
   bool podgroup_delete;
   char podgroup_name[CTL_NAME_MAX];
   json_t *pvcs;           /* array of PersistentVolumeClaims to create */
   json_t *objects_create; /* array: Service, ConfigMap, Secret, NetworkPolicy */
-  json_t *objects_update; /* array: objects to replace (ConfigMap rewrite) */
+  /* Objects to replace (the svc ConfigMap, rewritten on every sync of a started job as
+   * Volcano's OnJobUpdate does); write only when the live data differs. */
+  json_t *objects_update;
   json_t *objects_delete; /* array of {apiVersion, kind, name} */
   json_t *pods_create;    /* array of complete Pods */
   ctl_pod_delete *pods_delete;
@@ -246,6 +251,9 @@ typedef struct {
   size_t nevents;
   char (*commands_delete)[CTL_NAME_MAX];
   size_t ncommands_delete;
+  /* A delayed action to arm, keyed by (job, pod or task, event). Re-arming a key that is
+   * armed keeps the first deadline (a Pending pod reports PodPending on every update).
+   * When it fires, the shell replays it as a request with .action and .delayed set. */
   bool has_delayed;
   ctl_delayed delayed;
   ctl_cancel *cancels;
