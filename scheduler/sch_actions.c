@@ -481,7 +481,7 @@ static int backfill_execute(sch_session *ssn) {
     goto out;
   for (int32_t ji = 0; ji < snap->njobs; ji++) {
     sch_job *j = &snap->jobs[ji];
-    if (j->phase == SCH_PG_PENDING || j->invalid || j->pending_best_effort == 0)
+    if (j->phase == SCH_PG_PENDING || j->invalid || j->queue < 0 || j->pending_best_effort == 0)
       continue;
     for (int32_t i = 0; i < j->ntasks; i++) {
       int32_t ti = j->tasks[i];

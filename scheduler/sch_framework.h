@@ -110,7 +110,8 @@ typedef struct sch_job {
   const char *name;                /* borrowed or owned by the snapshot */
   const Kiln__PodGroup *pod_group; /* borrowed; NULL for a shadow job */
   bool shadow;                     /* a pod without PodGroup: minMember 1 */
-  int32_t queue;                   /* index into snapshot queues */
+  int32_t queue;                   /* index into snapshot queues; -1: it names a missing
+                                      queue, and no action schedules it */
   int32_t priority;                /* PriorityClass value of the PodGroup */
   int32_t min_available;
   bool has_min_resources;
@@ -176,8 +177,8 @@ typedef struct sch_snapshot {
 /* Builds a snapshot from msg (borrowed: it must outlive the snapshot). Pods join their
  * job through group_name; a pod of ours without one gets a shadow job (keyed by its owner
  * UID or its own UID, minMember 1, default queue); pods of other schedulers only count
- * on their nodes; PodGroups naming a missing queue are left out with a warning; the
- * default queue is made up when missing. Returns 0 and a *new* snapshot, or KC_ENOMEM. */
+ * on their nodes; a PodGroup naming a missing queue gets queue -1 (never scheduled, and
+ * its condition says why); the default queue is made up when missing. Returns 0 and a *new* snapshot, or KC_ENOMEM. */
 int sch_snapshot_new(const Kiln__Snapshot *msg, const sch_snapshot_options *opt,
                      sch_snapshot **out);
 void sch_snapshot_free(sch_snapshot *snap);

@@ -178,6 +178,17 @@ static void gang_close(sch_session *ssn, void *state) {
     sch_job *j = &snap->jobs[ji];
     if (j->shadow || j->invalid)
       continue;
+    if (j->queue < 0) {
+      char qmsg[512];
+      const char *qn =
+          j->pod_group->spec && j->pod_group->spec->queue ? j->pod_group->spec->queue : "";
+      snprintf(qmsg, sizeof(qmsg), "%d/%d tasks in gang unschedulable: queue %s does not exist",
+               j->min_available - sch_job_ready_num(j), j->ntasks, qn);
+      if (sch__job_condition(ssn, j, true, "NotEnoughResources", qmsg) < 0)
+        return;
+      sch_session_job_event(ssn, j, "Warning", "Unschedulable", "%s", qmsg);
+      continue;
+    }
     if (job_is_ready(snap, j)) {
       sch__job_condition(ssn, j, false, "tasks in gang are ready to be scheduled", "");
       continue;

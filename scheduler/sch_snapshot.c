@@ -378,11 +378,9 @@ static int build_jobs_from_podgroups(sch_snapshot *s, const Kiln__Snapshot *msg,
       continue;
     const char *qname = pg->spec && pg->spec->queue && *pg->spec->queue ? pg->spec->queue : defq;
     int32_t qi = sch_snapshot_queue(s, qname);
-    if (qi < 0) {
-      KC_WARN("scheduler: the queue %s of PodGroup %s/%s does not exist; ignoring it", qname,
+    if (qi < 0)
+      KC_WARN("scheduler: the queue %s of PodGroup %s/%s does not exist; not scheduling it", qname,
               pg->metadata->namespace_, pg->metadata->name);
-      continue;
-    }
     char *key = NULL;
     if (asprintf(&key, "%s/%s", pg->metadata->namespace_, pg->metadata->name) < 0)
       return KC_ENOMEM;

@@ -200,8 +200,8 @@ static void test_snapshot_accounting(void **state) {
   assert_int_equal(n->ntasks, 3);
   assert_int_equal(f->snap->tasks[fx_task(f, "other")].job, -1);
   assert_int_equal(f->snap->tasks[fx_task(f, "rel")].status, SCH_TASK_RELEASING);
-  /* the PodGroup naming a missing queue is left out, its pod has no job */
-  assert_int_equal(f->snap->tasks[fx_task(f, "orphan")].job, -1);
+  /* the PodGroup naming a missing queue is kept out of every queue */
+  assert_int_equal(fx_job(f, "lost")->queue, -1);
   /* a pod without a PodGroup gets a shadow job with minMember 1 */
   const sch_job *sj = fx_job(f, "plain");
   assert_true(sj->shadow);
@@ -210,6 +210,18 @@ static void test_snapshot_accounting(void **state) {
   assert_int_equal(j->count[SCH_TASK_RUNNING], 1);
   assert_int_equal(j->count[SCH_TASK_RELEASING], 1);
   assert_int_equal(j->allocated.milli_cpu, 1000);
+  /* ... and says why, on the PodGroup and its pod */
+  sch_result *r = run(f);
+  assert_null(bound_node(f, r, "orphan"));
+  const sch_pg_status *ps = pg_status(f, r, "lost");
+  assert_string_equal(ps->condition.message,
+                      "1/1 tasks in gang unschedulable: queue nosuchqueue does not exist");
+  bool event = false;
+  for (size_t i = 0; i < r->nevents; i++)
+    if (r->events[i].kind == SCH_EVENT_POD && r->events[i].object == fx_task(f, "orphan"))
+      event = strcmp(r->events[i].message, ps->condition.message) == 0;
+  assert_true(event);
+  sch_result_free(r);
   fx_free(f);
 }
 
