@@ -25,13 +25,13 @@
 #include <jansson.h>
 #include <uv.h>
 
-#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 
+#include "bench_tput.h"
 #include "kc_api.h"
 #include "kc_config.h"
 #include "kc_error.h"
@@ -82,11 +82,7 @@ static bool finished, timed_out, relist_needed, in_chunk;
 static int fatal;
 static uint64_t watch_restarts, events;
 
-/* scheduler_perf's collector state */
-static bool sampling_started;
-static int last_scheduled, skipped;
-static uint64_t last_sample;
-static dvec samples;
+static bench_tput tput; /* scheduler_perf's collector */
 static json_t *series; /* [[seconds, bound], ...] one per tick */
 
 static void start_list(void);
@@ -333,27 +329,8 @@ static void on_tick(uv_timer_t *t) {
   (void)t;
   uint64_t now = now_rel();
   json_array_append_new(series, json_pack("[f,i]", (double)now / 1e9, bound_count));
-  int scheduled = bound_count;
-  if (scheduled == 0)
-    return;
-  if (!sampling_started) {
-    sampling_started = true;
-    last_scheduled = scheduled;
-    last_sample = now;
-    return;
-  }
-  int fresh = scheduled - last_scheduled;
-  if (fresh == 0) {
-    skipped++;
-    return;
-  }
-  double rate = fresh / ((double)(now - last_sample) / 1e9);
-  for (int i = 0; i <= skipped; i++)
-    if (dvec_push(&samples, rate) != 0)
-      fatal = KC_ENOMEM;
-  last_scheduled = scheduled;
-  skipped = 0;
-  last_sample = now;
+  if (bench_tput_tick(&tput, now, bound_count) != 0)
+    fatal = KC_ENOMEM;
 }
 
 static void on_deadline(uv_timer_t *t) {
@@ -374,28 +351,12 @@ static void finish(void) {
   }
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-/* scheduler_perf's percentile index: ceil(n * p / 100) - 1 on the sorted samples. */
-static double perc(const double *v, size_t n, int p) {
-  if (n == 0)
-    return 0;
-  size_t k = (size_t)ceil((double)n * p / 100.0);
-  return v[k ? k - 1 : 0];
-}
-
 static json_t *dist_json(dvec *d, const char *unit) {
-  qsort(d->v, d->n, sizeof(double), cmp_double);
-  double sum = 0;
-  for (size_t i = 0; i < d->n; i++)
-    sum += d->v[i];
-  return json_pack("{s:s,s:i,s:f,s:f,s:f,s:f,s:f,s:f}", "unit", unit, "n", (int)d->n, "average",
-                   d->n ? sum / (double)d->n : 0.0, "perc50", perc(d->v, d->n, 50), "perc90",
-                   perc(d->v, d->n, 90), "perc95", perc(d->v, d->n, 95), "perc99",
-                   perc(d->v, d->n, 99), "max", d->n ? d->v[d->n - 1] : 0.0);
+  bench_tput_summary m;
+  bench_tput_summarize(d->v, d->n, &m);
+  return json_pack("{s:s,s:i,s:f,s:f,s:f,s:f,s:f,s:f}", "unit", unit, "n", (int)m.n, "average",
+                   m.average, "perc50", m.perc50, "perc90", m.perc90, "perc95", m.perc95,
+                   "perc99", m.perc99, "max", m.max);
 }
 
 static json_t *report(void) {
@@ -423,8 +384,9 @@ static json_t *report(void) {
                         : 0;
   /* Copy before dist_json sorts: the series keeps the order of the ticks. */
   json_t *raw = json_array();
-  for (size_t i = 0; i < samples.n; i++)
-    json_array_append_new(raw, json_real(samples.v[i]));
+  for (size_t i = 0; i < tput.n; i++)
+    json_array_append_new(raw, json_real(tput.v[i]));
+  dvec samples = {.v = tput.v, .n = tput.n, .cap = tput.cap};
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   double cpu = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
@@ -489,6 +451,7 @@ int main(int argc, char **argv) {
   by_job = json_object();
   series = json_array();
   line = malloc(MAX_LINE);
+  bench_tput_init(&tput);
   uv_loop_init(&loop);
   uv_timer_init(&loop, &ticker);
   uv_timer_init(&loop, &deadline);
@@ -530,7 +493,7 @@ out:
   free(line);
   free(pods);
   free(jobs);
-  free(samples.v);
+  bench_tput_close(&tput);
   kc_config_close(&cfg);
   return exit_code;
 }
