@@ -714,6 +714,32 @@ static void test_pg_phases(void **state) {
   fx_free(f);
 }
 
+/* A job turned away by its queue (proportion, default configuration) says so. */
+static void test_queue_share_exhausted(void **state) {
+  (void)state;
+  fx *f = fx_new();
+  fx_node(f, "n1", 8000, 8 * GI, 110);
+  fx_queue(f, "default", 1);
+  fx_queue_capability(fx_queue(f, "small", 1), 1000, GI);
+  fx_pg_min_resources(fx_pg(f, "big", "small", 1, "Pending"), 4000, GI);
+  assert_int_equal(sch_snapshot_new(f->msg, NULL, &f->snap), 0);
+  assert_int_equal(sch_conf_default(&f->conf), 0);
+  assert_int_equal(sch_session_open(f->snap, f->conf, NULL, &f->ssn), 0);
+  sch_result *r = run(f);
+  const sch_pg_status *ps = pg_status(f, r, "big");
+  assert_int_equal(ps->phase, SCH_PG_PENDING);
+  assert_string_equal(ps->condition.message,
+                      "1/0 tasks in gang unschedulable: queue resource quota insufficient");
+  bool event = false;
+  for (size_t i = 0; i < r->nevents; i++)
+    if (r->events[i].kind == SCH_EVENT_PODGROUP &&
+        strcmp(r->events[i].message, ps->condition.message) == 0)
+      event = true;
+  assert_true(event);
+  sch_result_free(r);
+  fx_free(f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_resource_arith),
@@ -733,6 +759,7 @@ int main(void) {
       cmocka_unit_test(test_tier_rules),
       cmocka_unit_test(test_node_search_window),
       cmocka_unit_test(test_pg_phases),
+      cmocka_unit_test(test_queue_share_exhausted),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
