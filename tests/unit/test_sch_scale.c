@@ -53,7 +53,16 @@ static void test_scale(void **state) {
   }
   double t0 = now_s();
   assert_int_equal(sch_snapshot_new(f->msg, NULL, &f->snap), 0);
-  assert_int_equal(sch_conf_default(&f->conf), 0);
+  /* SCH_SCALE_CONF=core: only priority, gang and conformance, to time the core alone. */
+  const char *which = getenv("SCH_SCALE_CONF");
+  if (which && strcmp(which, "core") == 0) {
+    static const char core[] = "actions: \"enqueue, allocate, backfill\"\n"
+                               "tiers:\n- plugins:\n  - name: priority\n  - name: gang\n"
+                               "  - name: conformance\n";
+    assert_int_equal(sch_conf_parse(core, strlen(core), &f->conf, NULL, 0), 0);
+  } else {
+    assert_int_equal(sch_conf_default(&f->conf), 0);
+  }
   assert_int_equal(sch_session_open(f->snap, f->conf, NULL, &f->ssn), 0);
   double t1 = now_s();
   assert_int_equal(sch_session_run(f->ssn), 0);
