@@ -37,7 +37,8 @@ typedef struct {
   stage st;
   int outstanding;
   int err;
-  bool conflict, commands_ok;
+  bool conflict, commands_ok, wrote_job;
+  char rv_before[64];
   json_t *create_errors, *delete_errors; /* arrays of messages */
 } exec;
 
@@ -174,10 +175,14 @@ static void on_result(const kc_api_result *res, void *data) {
     }
     break;
   case C_STATUS:
-    if (err == 0)
+    if (err == 0) {
       s->stats.status_writes++;
+      x->wrote_job = true;
+    }
     break;
   case C_JOB_PATCH:
+    if (err == 0)
+      x->wrote_job = true;
     if (err == 0 && res->obj) {
       const char *rv = json_string_value(
           json_object_get(json_object_get(res->obj, "metadata"), "resourceVersion"));
@@ -189,7 +194,9 @@ static void on_result(const kc_api_result *res, void *data) {
     break;
   }
   if (err) {
-    if (err != KC_ECANCELED)
+    if (err == KC_ECONFLICT)
+      KC_V(2, "job %s: write of %s: %s", x->key, c->name, res->message);
+    else if (err != KC_ECANCELED)
       KC_WARN("job %s: write of %s failed: %s (%s)", x->key, c->name, kc_strerror(err),
               res->message);
     if (c->kind == C_POD_CREATE) {
@@ -477,6 +484,8 @@ static void finish(exec *x) {
         kc_workqueue_add_after(s->queue, x->key, (uint64_t)p->requeue_after * 1000000000ull);
     }
   }
+  if (x->wrote_job)
+    ctl__mark_written(s, x->key, x->rv_before);
   s->inflight--;
   char key[KEY_MAX];
   snprintf(key, sizeof(key), "%s", x->key);
@@ -552,6 +561,7 @@ int ctl__exec_start(ctl_shell *s, const char *key, const Kiln__Job *job, const c
   snprintf(x->name, sizeof(x->name), "%s", m && m->name ? m->name : "");
   snprintf(x->uid, sizeof(x->uid), "%s", m && m->uid ? m->uid : "");
   snprintf(x->rv, sizeof(x->rv), "%s", job_rv ? job_rv : "");
+  snprintf(x->rv_before, sizeof(x->rv_before), "%s", x->rv);
   x->job = copy_job(job);
   x->plan = *plan; /* steals the plan's memory */
   ctl_plan_init(plan);

@@ -245,6 +245,8 @@ static void drop_key(ctl_shell *s, const char *key) {
   }
   ctl__expect_drop_key(s, key);
   ctl__delay_drop_key(s, key);
+  if (kc_strmap_del(&s->stale, key, &old) == 0)
+    free(old);
 }
 
 /* ---- handlers ---- */
@@ -688,13 +690,51 @@ static ctl_request to_request(const ctl_req *r) {
   return q;
 }
 
-static void process_key(kc_workqueue *q, const char *key, void *ud) {
+void ctl__mark_written(ctl_shell *s, const char *key, const char *rv) {
+  if (!rv || !*rv)
+    return;
+  ctl_stale *st = kc_strmap_get(&s->stale, key);
+  if (!st) {
+    if (!(st = calloc(1, sizeof(*st))))
+      return;
+    if (kc_strmap_put(&s->stale, key, st, NULL) < 0) {
+      free(st);
+      return;
+    }
+  }
+  snprintf(st->rv, sizeof(st->rv), "%s", rv);
+  st->at_ns = uv_hrtime();
+}
+
+/* Whether the cached Job is still the one our last write replaced (see ctl_stale). */
+static bool cache_behind(ctl_shell *s, const char *key) {
+  ctl_stale *st = kc_strmap_get(&s->stale, key);
+  if (!st)
+    return false;
+  const char *rv = kc_store_rv(store(s, CTL_INF_JOBS), key);
+  if (rv && strcmp(rv, st->rv) == 0 && uv_hrtime() - st->at_ns < CTL_STALE_WAIT_NS)
+    return true;
+  void *old;
+  if (kc_strmap_del(&s->stale, key, &old) == 0)
+    free(old);
+  return false;
+}
+
+static void process_key(kc_workqueue *q, const char *qkey, void *ud) {
   ctl_shell *s = ud;
+  /* The queue's key dies with kc_workqueue_done; requeues after it need a copy. */
+  char key[KEY_MAX];
+  snprintf(key, sizeof(key), "%s", qkey);
   if (s->stopping) {
     kc_workqueue_done(q, key);
     return;
   }
   const Kiln__Job *job = kc_store_get(store(s, CTL_INF_JOBS), key);
+  if (job && cache_behind(s, key)) {
+    kc_workqueue_done(q, key);
+    kc_workqueue_add_after(q, key, 20 * 1000000ull);
+    return;
+  }
   if (!job) {
     drop_key(s, key);
     kc_workqueue_forget(q, key);
@@ -934,6 +974,7 @@ int ctl_shell_new(uv_loop_t *loop, kc_client *c, const ctl_shell_options *opt, c
     s->opt.workers = 3;
   kc_strmap_init(&s->reqs, KC_STRMAP_COPY_KEYS);
   kc_strmap_init(&s->expect, KC_STRMAP_COPY_KEYS);
+  kc_strmap_init(&s->stale, KC_STRMAP_COPY_KEYS);
   /* Volcano's job queue: per-key backoff 5 ms to 180 s. */
   kc_workqueue_opts qo = {.name = "job",
                           .backoff_base_ns = 5 * 1000000ull,
@@ -1053,6 +1094,7 @@ void ctl_shell_free(ctl_shell *s) {
     ctl__delay_drop_key(s, s->delays->key);
   kc_strmap_close(&s->reqs, reqlist_free);
   kc_strmap_close(&s->expect, free_expect_map);
+  kc_strmap_close(&s->stale, free);
   kc_workqueue_free(s->queue);
   if (s->stop_timer_init) {
     uv_timer_stop(&s->stop_timer);

@@ -65,6 +65,19 @@ typedef struct {
 
 #define CTL_EXPECT_TTL_NS (300ull * 1000000000ull)
 
+/* After a write of the Job, its cached copy is stale until the watch brings the new one; a
+ * sync in between would compute from the old status (and fail on Conflict, possibly after
+ * creating pods from it), so the key waits a little instead. */
+typedef struct {
+  char rv[64];
+  uint64_t at_ns;
+} ctl_stale;
+
+#define CTL_STALE_WAIT_NS (5ull * 1000000000ull)
+
+/* Records that the Job at key was written over resourceVersion rv. */
+void ctl__mark_written(struct ctl_shell *s, const char *key, const char *rv);
+
 typedef struct ctl_delay {
   uv_timer_t timer;
   struct ctl_shell *shell;
@@ -83,6 +96,7 @@ struct ctl_shell {
   kc_workqueue *queue;
   kc_strmap reqs;   /* job key -> ctl_reqlist* */
   kc_strmap expect; /* job key -> kc_strmap* (pod name -> ctl_expect*) */
+  kc_strmap stale;  /* job key -> ctl_stale*: the Job's resourceVersion our last write replaced */
   ctl_delay *delays;
   int inflight; /* plans being executed */
   ctl_shell_stats stats;

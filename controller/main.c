@@ -94,6 +94,8 @@ static void on_signal(uv_signal_t *h, int signum) {
 
 static void started_leading(void *ud) {
   app *a = ud;
+  if (a->stopping)
+    return; /* leadership lost once already: this process is on its way out */
   KC_INFO("leading: starting the job controller");
   int rc = ctl_shell_start(a->shell);
   if (rc) {

@@ -28,7 +28,7 @@ start_controller() {
   mkdir -p "$KILN_CLUSTER_DIR/logs" "$KILN_CLUSTER_DIR/pids"
   "$CTL_BIN" --kubeconfig "$KUBECONFIG" -v=2 \
     --kube-api-qps=${KILN_CTL_QPS:-200} --kube-api-burst=${KILN_CTL_BURST:-400} \
-    --leader-elect-lease-duration=4s --leader-elect-renew-deadline=3s \
+    --leader-elect-lease-duration=8s --leader-elect-renew-deadline=6s \
     --leader-elect-retry-period=1s \
     --enable-healthz --healthz-address "127.0.0.1:$HEALTH_PORT" \
     --enable-metrics --listen-address "127.0.0.1:$METRICS_PORT" \
@@ -202,7 +202,7 @@ test_exit_code_restarts_job_until_max_retry() {
   wait_phase 120 "$ns" rj Failed
   expect_eq 2 "$(jsonpath vcjob/rj '{.status.retryCount}' "$ns")" "retryCount"
   local v
-  v=$(jsonpath vcjob/rj '{.status.version}' "$ns")
+  v=$(jsonpath vcjob/rj "{.status.version}" "$ns") || fail "cannot read the version"
   [ "$v" -ge 2 ] || fail "version did not bump on each restart: $v"
   expect_match 'Restarting' "$(jsonpath vcjob/rj '{.status.conditions[*].status}' "$ns")" \
     "conditions"
