@@ -7,7 +7,9 @@
 
 #include "kc_error.h"
 
-void bench_tput_init(bench_tput *t) { memset(t, 0, sizeof(*t)); }
+void bench_tput_init(bench_tput *t) {
+  memset(t, 0, sizeof(*t));
+}
 
 void bench_tput_close(bench_tput *t) {
   free(t->v);

@@ -67,7 +67,7 @@ static const char *ready_file = NULL;
 static int expected = 1;
 static double timeout_s = 600;
 
-static uint64_t t0;    /* uv_hrtime when the clock started */
+static uint64_t t0;     /* uv_hrtime when the clock started */
 static json_t *by_name; /* pod name -> index into pods */
 static json_t *by_job;  /* job value -> index into jobs */
 static pod_rec *pods;
@@ -83,7 +83,7 @@ static int fatal;
 static uint64_t watch_restarts, events;
 
 static bench_tput tput; /* scheduler_perf's collector */
-static json_t *series; /* [[seconds, bound], ...] one per tick */
+static json_t *series;  /* [[seconds, bound], ...] one per tick */
 
 static void start_list(void);
 static void finish(void);
@@ -101,7 +101,9 @@ static int dvec_push(dvec *d, double x) {
   return 0;
 }
 
-static uint64_t now_rel(void) { return uv_hrtime() - t0; }
+static uint64_t now_rel(void) {
+  return uv_hrtime() - t0;
+}
 
 static int job_index(const char *value) {
   json_t *ix = json_object_get(by_job, value);
@@ -238,8 +240,8 @@ static void start_watch(void) {
   kc_query q = {.label_selector = label_selector, .resource_version = rv, .timeout_seconds = 1800};
   char *path = NULL;
   int rc = kc_api_path(KC_LIST, &ref, &q, true, &path);
-  kc_http_spec spec = {.method = "GET", .path = path, .on_chunk = on_chunk,
-                       .on_done = on_watch_done};
+  kc_http_spec spec = {
+      .method = "GET", .path = path, .on_chunk = on_chunk, .on_done = on_watch_done};
   if (rc == 0)
     rc = kc_http_start(kc_client_http(client), &spec, &watch_req);
   free(path);
@@ -355,8 +357,8 @@ static json_t *dist_json(dvec *d, const char *unit) {
   bench_tput_summary m;
   bench_tput_summarize(d->v, d->n, &m);
   return json_pack("{s:s,s:i,s:f,s:f,s:f,s:f,s:f,s:f}", "unit", unit, "n", (int)m.n, "average",
-                   m.average, "perc50", m.perc50, "perc90", m.perc90, "perc95", m.perc95,
-                   "perc99", m.perc99, "max", m.max);
+                   m.average, "perc50", m.perc50, "perc90", m.perc90, "perc95", m.perc95, "perc99",
+                   m.perc99, "max", m.max);
 }
 
 static json_t *report(void) {
@@ -389,8 +391,8 @@ static json_t *report(void) {
   dvec samples = {.v = tput.v, .n = tput.n, .cap = tput.cap};
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
-  double cpu = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
-               (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+  double cpu = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
+               ru.ru_stime.tv_usec / 1e6;
   json_t *out = json_pack(
       "{s:s,s:b,s:i,s:i,s:i,s:f,s:f,s:f,s:o,s:o,s:o,s:o,s:I,s:I,s:f,s:i}", "namespace", ns,
       "complete", !timed_out && !fatal && bound_count >= expected, "expected", expected, "seen",
@@ -398,8 +400,8 @@ static json_t *report(void) {
       makespan > 0 ? bound_count / makespan : 0.0, "duration_s",
       last_bound ? (double)last_bound / 1e9 : 0.0, "throughput", dist_json(&samples, "pods/s"),
       "samples", raw, "series", json_incref(series), "pod_latency", dist_json(&pod_lat, "ms"),
-      "events", (json_int_t)events, "watch_restarts", (json_int_t)watch_restarts,
-      "cpu_seconds", cpu, "peak_rss_kb", (int)ru.ru_maxrss);
+      "events", (json_int_t)events, "watch_restarts", (json_int_t)watch_restarts, "cpu_seconds",
+      cpu, "peak_rss_kb", (int)ru.ru_maxrss);
   if (out && job_label)
     json_object_set_new(out, "jobs",
                         json_pack("{s:s,s:i,s:i,s:o}", "label", job_label, "seen", (int)njobs,
@@ -419,24 +421,23 @@ int main(int argc, char **argv) {
       {"kubeconfig", KC_FLAG_STRING, &kubeconfig, "kubeconfig", NULL, NULL, false, NULL},
       {"master", KC_FLAG_STRING, &master, "API server URL", NULL, NULL, false, NULL},
       {"namespace", KC_FLAG_STRING, &ns, "namespace to watch", "bench", NULL, false, NULL},
-      {"label-selector", KC_FLAG_STRING, &label_selector, "pods to count", NULL, NULL, false,
-       NULL},
+      {"label-selector", KC_FLAG_STRING, &label_selector, "pods to count", NULL, NULL, false, NULL},
       {"count", KC_FLAG_INT, &expected, "stop when this many pods are bound", "1", NULL, false,
        NULL},
       {"job-label", KC_FLAG_STRING, &job_label, "label whose value names a pod's job", NULL, NULL,
        false, NULL},
       {"ready-file", KC_FLAG_STRING, &ready_file, "written once the watch is open", NULL, NULL,
        false, NULL},
-      {"timeout", KC_FLAG_DOUBLE, &timeout_s, "seconds before giving up", "600", NULL, false,
-       NULL},
+      {"timeout", KC_FLAG_DOUBLE, &timeout_s, "seconds before giving up", "600", NULL, false, NULL},
       {"v", KC_FLAG_INT, &kc_log_verbosity, "log verbosity", "0", NULL, false, NULL},
   };
   char err[512];
   if (kc_flags_parse(flags, sizeof(flags) / sizeof(flags[0]), argc, argv, &nargs, err,
                      sizeof(err)) != 0 ||
       nargs != 0 || expected < 1 || timeout_s <= 0) {
-    fprintf(stderr, "usage: bindwatch --namespace NS --count N [--label-selector S] "
-                    "[--job-label K] [--ready-file F] [--timeout S]%s%s\n",
+    fprintf(stderr,
+            "usage: bindwatch --namespace NS --count N [--label-selector S] "
+            "[--job-label K] [--ready-file F] [--timeout S]%s%s\n",
             err[0] ? ": " : "", err);
     return 2;
   }

@@ -75,7 +75,9 @@ static json_t *node_names; /* array of strings */
 
 static void pump(phase *ph);
 
-static void pod_name(int i, char *buf, size_t len) { snprintf(buf, len, "%s%d", prefix, i); }
+static void pod_name(int i, char *buf, size_t len) {
+  snprintf(buf, len, "%s%d", prefix, i);
+}
 
 static json_t *pod_object(int i) {
   char name[256];
@@ -98,11 +100,10 @@ static json_t *pod_object(int i) {
   return json_pack("{s:s,s:s,s:{s:s,s:s,s:o},s:{s:s,s:[{s:s,s:s,s:{s:{s:s,s:s}}}],"
                    "s:i,s:[{s:s,s:s,s:s}]}}",
                    "apiVersion", "v1", "kind", "Pod", "metadata", "name", name, "namespace", ns,
-                   "labels", labels, "spec", "schedulerName", scheduler_name, "containers",
-                   "name", "c", "image", "kiln.bench/fake", "resources", "requests", "cpu",
-                   cpu_request, "memory", mem_request, "terminationGracePeriodSeconds", 0,
-                   "tolerations", "key", "kwok.x-k8s.io/node", "operator", "Exists", "effect",
-                   "NoSchedule");
+                   "labels", labels, "spec", "schedulerName", scheduler_name, "containers", "name",
+                   "c", "image", "kiln.bench/fake", "resources", "requests", "cpu", cpu_request,
+                   "memory", mem_request, "terminationGracePeriodSeconds", 0, "tolerations", "key",
+                   "kwok.x-k8s.io/node", "operator", "Exists", "effect", "NoSchedule");
 }
 
 static void complete(call_ctx *cx, int err, int attempts, const char *message) {
@@ -150,9 +151,14 @@ static int start_bind(call_ctx *cx, const kc_ref *ref, json_t *body) {
   if (rc == 0 && !(text = json_dumps(body, JSON_COMPACT)))
     rc = KC_ENOMEM;
   if (rc == 0) {
-    kc_http_spec spec = {.method = "POST", .path = path, .content_type = "application/json",
-                         .body = text, .body_len = strlen(text), .timeout_ms = 60000,
-                         .on_done = on_bind_done, .data = cx};
+    kc_http_spec spec = {.method = "POST",
+                         .path = path,
+                         .content_type = "application/json",
+                         .body = text,
+                         .body_len = strlen(text),
+                         .timeout_ms = 60000,
+                         .on_done = on_bind_done,
+                         .data = cx};
     rc = kc_http_start(kc_client_http(client), &spec, NULL);
   }
   free(path);
@@ -179,21 +185,21 @@ static void pump(phase *ph) {
     if (ph->kind == PHASE_CREATE) {
       body = pod_object(i);
     } else {
-      const char *node = json_string_value(json_array_get(node_names, (size_t)i %
-                                                                          json_array_size(node_names)));
+      const char *node =
+          json_string_value(json_array_get(node_names, (size_t)i % json_array_size(node_names)));
       ref.name = name;
       ref.subresource = "binding";
       body = json_pack("{s:s,s:s,s:{s:s,s:s},s:{s:s,s:s,s:s}}", "apiVersion", "v1", "kind",
-                       "Binding", "metadata", "name", name, "namespace", ns, "target",
-                       "apiVersion", "v1", "kind", "Node", "name", node);
+                       "Binding", "metadata", "name", name, "namespace", ns, "target", "apiVersion",
+                       "v1", "kind", "Node", "name", node);
     }
     cx->t_start = uv_hrtime();
     if (ph->t_first == 0)
       ph->t_first = cx->t_start;
-    int rc = !body                       ? KC_ENOMEM
-             : ph->kind == PHASE_CREATE ? kc_api_call(client, KC_CREATE, &ref, NULL, body,
-                                                       on_answer, cx)
-                                        : start_bind(cx, &ref, body);
+    int rc = !body ? KC_ENOMEM
+             : ph->kind == PHASE_CREATE
+                 ? kc_api_call(client, KC_CREATE, &ref, NULL, body, on_answer, cx)
+                 : start_bind(cx, &ref, body);
     json_decref(body);
     if (rc != 0) {
       if (ph->errors++ == 0)
@@ -271,8 +277,8 @@ static void on_sync(const kc_api_result *res, void *data) {
   }
 }
 
-static int call_sync(kc_verb verb, const kc_ref *ref, const kc_query *q, json_t *body,
-                     char *msg, size_t msglen) {
+static int call_sync(kc_verb verb, const kc_ref *ref, const kc_query *q, json_t *body, char *msg,
+                     size_t msglen) {
   sync_call sc = {0};
   int rc = kc_api_call(client, verb, ref, q, body, on_sync, &sc);
   if (rc)
@@ -371,15 +377,15 @@ int main(int argc, char **argv) {
 
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
-  double cpu = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
-               (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+  double cpu = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
+               ru.ru_stime.tv_usec / 1e6;
   kc_http_stats hs;
   kc_http_get_stats(kc_client_http(client), &hs);
-  out = json_pack("{s:s,s:i,s:i,s:s,s:i,s:f,s:i,s:I,s:I}", "mode", mode, "count", count,
-                  "inflight", inflight, "namespace", ns, "nodes",
-                  (int)json_array_size(node_names), "cpu_seconds", cpu, "peak_rss_kb",
-                  (int)ru.ru_maxrss, "connections", (json_int_t)hs.new_connections,
-                  "http2_responses", (json_int_t)hs.http2_responses);
+  out =
+      json_pack("{s:s,s:i,s:i,s:s,s:i,s:f,s:i,s:I,s:I}", "mode", mode, "count", count, "inflight",
+                inflight, "namespace", ns, "nodes", (int)json_array_size(node_names), "cpu_seconds",
+                cpu, "peak_rss_kb", (int)ru.ru_maxrss, "connections",
+                (json_int_t)hs.new_connections, "http2_responses", (json_int_t)hs.http2_responses);
   if (!out)
     goto out_client;
   if (do_create)

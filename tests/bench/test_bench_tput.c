@@ -10,7 +10,7 @@
 
 #include "bench_tput.h"
 
-#define S(x) ((uint64_t)((x) * 1e9))
+#define S(x)              ((uint64_t)((x)*1e9))
 /* cmocka 1.1 has no double comparison; rates here are exact up to rounding. */
 #define assert_near(a, b) assert_true(fabs((double)(a) - (double)(b)) <= 1e-9)
 
