@@ -544,30 +544,6 @@ static void swap_map(kc_strmap *cur, kc_strmap *next) {
   *cur = *next;
 }
 
-/* PodGroups that name a queue the cluster does not have are left out of the snapshot; say
- * so on the PodGroup, where its owner looks. */
-static void report_missing_queues(sch_shell *sh, const Kiln__Snapshot *msg,
-                                  const sch_snapshot *snap, kc_strmap *next_ev) {
-  for (size_t i = 0; i < msg->n_pod_groups; i++) {
-    const Kiln__PodGroup *pg = msg->pod_groups[i];
-    if (pg->metadata == NULL)
-      continue;
-    const char *q = pg->spec && pg->spec->queue && pg->spec->queue[0] ? pg->spec->queue
-                                                                     : sh->opt.default_queue;
-    if (q == NULL)
-      q = "default";
-    if (sch_snapshot_queue(snap, q) >= 0)
-      continue;
-    char m[400];
-    snprintf(m, sizeof(m), "queue %s does not exist; the PodGroup is not scheduled until it is "
-                           "created", q);
-    kc_object_ref o = {.kind = "PodGroup", .namespace = pg->metadata->namespace_,
-                       .name = pg->metadata->name, .uid = pg->metadata->uid,
-                       .api_version = "scheduling.volcano.sh/v1beta1"};
-    event_once(sh, next_ev, &o, KC_EVENT_WARNING, "Unschedulable", m);
-  }
-}
-
 static void evict_done(const kc_api_result *res, void *data) {
   char *key = data;
   if (res->err && res->err != KC_ENOTFOUND && res->err != KC_ECANCELED)
@@ -577,8 +553,7 @@ static void evict_done(const kc_api_result *res, void *data) {
 
 /* ---- one cycle ---- */
 
-static void apply_result(sch_shell *sh, const Kiln__Snapshot *msg, sch_snapshot *snap,
-                         const sch_result *res) {
+static void apply_result(sch_shell *sh, sch_snapshot *snap, const sch_result *res) {
   char key[512];
   /* Binds first: they are what users wait for. */
   for (size_t i = 0; i < res->nbinds; i++) {
@@ -609,8 +584,23 @@ static void apply_result(sch_shell *sh, const Kiln__Snapshot *msg, sch_snapshot 
                       "Pod is evicted, because of %s", res->evicts[i].reason);
     }
   }
-  for (size_t i = 0; i < res->npod_groups; i++)
+  /* A PodGroup whose pods all belong to another scheduler is that scheduler's to write:
+   * this session sees it with no tasks and would report it unschedulable. */
+  kc_strmap foreign;
+  kc_strmap_init(&foreign, KC_STRMAP_COPY_KEYS);
+  for (int32_t ti = 0; ti < snap->ntasks; ti++) {
+    const Kiln__Pod *p = snap->tasks[ti].pod;
+    if (snap->tasks[ti].job >= 0 || p->group_name == NULL || p->group_name[0] == '\0')
+      continue;
+    if ((size_t)snprintf(key, sizeof(key), "%s/%s", p->namespace_, p->group_name) < sizeof(key))
+      kc_strmap_put(&foreign, key, NULL, NULL);
+  }
+  for (size_t i = 0; i < res->npod_groups; i++) {
+    const sch_job *j = &snap->jobs[res->pod_groups[i].job];
+    if (j->ntasks == 0 && kc_strmap_has(&foreign, j->key))
+      continue;
     write_pod_group(sh, snap, &res->pod_groups[i]);
+  }
   for (size_t i = 0; i < res->nqueues; i++)
     write_queue(sh, snap, &res->queues[i]);
 
@@ -629,7 +619,8 @@ static void apply_result(sch_shell *sh, const Kiln__Snapshot *msg, sch_snapshot 
       o.api_version = "v1";
     } else {
       const sch_job *j = &snap->jobs[e->object];
-      if (j->pod_group == NULL || j->pod_group->metadata == NULL)
+      if (j->pod_group == NULL || j->pod_group->metadata == NULL ||
+          (j->ntasks == 0 && kc_strmap_has(&foreign, j->key)))
         continue;
       o.kind = "PodGroup";
       o.namespace = j->namespace;
@@ -639,8 +630,8 @@ static void apply_result(sch_shell *sh, const Kiln__Snapshot *msg, sch_snapshot 
     }
     event_once(sh, &next_ev, &o, e->type, e->reason, e->message);
   }
-  report_missing_queues(sh, msg, snap, &next_ev);
   swap_map(&sh->ev_last, &next_ev);
+  kc_strmap_close(&foreign, NULL);
 
   /* Explanations, and the unschedulable metrics. */
   kc_strmap jobs_now;
@@ -726,9 +717,13 @@ int sch_shell_run_once(sch_shell *sh) {
     sch_result *res = NULL;
     rc = sch_session_close(ssn, &res);
     if (rc == 0) {
-      apply_result(sh, &cs.msg, snap, res);
-      KC_V(3, "session %llu: %zu binds, %zu unschedulable tasks, %zu events in %.2f ms",
-           (unsigned long long)sh->sessions, res->nbinds, res->nwhy, res->nevents, ms_since(t0));
+      apply_result(sh, snap, res);
+      /* Quiet when nothing happened: an idle scheduler runs a session every second. */
+      KC_V(res->nbinds || res->nevicts ? 3 : 5,
+           "session %llu: %zu binds, %zu evictions, %zu unschedulable tasks, %zu events in "
+           "%.2f ms",
+           (unsigned long long)sh->sessions, res->nbinds, res->nevicts, res->nwhy,
+           res->nevents, ms_since(t0));
       sch_result_free(res);
     }
   }

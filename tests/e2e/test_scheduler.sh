@@ -4,8 +4,8 @@
 # tests/cluster/down stops them):
 #   - "volcano": the one under test, with leader election, a --scheduler-conf file that the
 #     tests edit, and its health and metrics servers;
-#   - "kiln-slow": the same binary under another scheduler name with --bind-delay, so that a
-#     pod can be deleted between the decision and the bind.
+#   - "kiln-slow" (during one test only): the same binary under another scheduler name with
+#     --bind-delay, so that a pod can be deleted between the decision and the bind.
 # Every test makes its own nodes (labelled grp=<test>) and selects them, so the tests do not
 # see each other's pods; the queue test uses an extended resource only its nodes have, so
 # its two queues share a saturated "cluster" of that resource. The lease is longer than
@@ -149,8 +149,6 @@ start_scheduler kiln-scheduler "$LOG" --scheduler-conf "$CONF" --v=3 \
   --enable-metrics --listen-address "127.0.0.1:$METRICS_PORT" \
   --dump-snapshot "$D/snapshot.pb" \
   --leader-elect-lease-duration 60s --leader-elect-renew-deadline 45s --leader-elect-retry-period 5s
-start_scheduler kiln-scheduler-slow "$SLOW_LOG" --scheduler-name kiln-slow --bind-delay 4s \
-  --leader-elect=false --v=3
 for _ in $(seq 1 100); do
   curl -sf "http://127.0.0.1:$HEALTHZ_PORT/readyz" >/dev/null 2>&1 && break
   sleep 0.2
@@ -337,6 +335,10 @@ test_pod_deleted_before_bind_rolls_back() {
   local ns from
   ns=$(new_namespace rollback)
   nodes slow 1 --cpu 4
+  # Only for this test: two schedulers over the same Queues would both write their status.
+  start_scheduler kiln-scheduler-slow "$SLOW_LOG" --scheduler-name kiln-slow --bind-delay 4s \
+    --leader-elect=false --v=3
+  wait_log 20 "$SLOW_LOG" "informer pods: list -> watch"
   from=$(($(log_lines "$SLOW_LOG") + 1))
   pod "$ns" first "" '{"cpu": "4"}' "  nodeSelector: {grp: slow}" kiln-slow
   wait_log 15 "$SLOW_LOG" "session [0-9]+: 1 binds" "$from"
@@ -344,6 +346,8 @@ test_pod_deleted_before_bind_rolls_back() {
   wait_log 15 "$SLOW_LOG" "bind $ns/first to slow-0: the pod is gone .*rolled back" "$from"
   pod "$ns" second "" '{"cpu": "4"}' "  nodeSelector: {grp: slow}" kiln-slow
   expect_eq slow-0 "$(wait_bound 20 "$ns" second)" "the second pod's node"
+  kill -TERM "$(cat "$D/pids/kiln-scheduler-slow.pid")"
+  rm -f "$D/pids/kiln-scheduler-slow.pid" "$D/pids/kiln-scheduler-slow.exe"
   kubectl delete namespace "$ns" --wait=false >/dev/null
 }
 
@@ -385,7 +389,7 @@ test_bad_input_explained_rest_scheduled() {
   pod "$ns" huge "" '{"cpu": "1", "memory": "1180591620717411303424"}' "  nodeSelector: {grp: bad}"
   pod "$ns" fine "" '{"cpu": "1"}' "  nodeSelector: {grp: bad}"
   expect_eq bad-0 "$(wait_bound 15 "$ns" fine)" "the good pod's node"
-  wait_event 10 "$ns" PodGroup lost '^Warning Unschedulable: queue no-such-queue does not exist'
+  wait_event 10 "$ns" PodGroup lost '^Warning Unschedulable: 1/1 tasks in gang unschedulable: queue no-such-queue does not exist'
   wait_event 10 "$ns" Pod huge '^Warning FailedScheduling: '
   expect_eq "" "$(node_of "$ns" lost)" "the pod of the PodGroup without a queue"
   expect_eq "" "$(node_of "$ns" huge)" "the unreadable pod"
@@ -503,3 +507,9 @@ test_zz_clean_shutdown() {
 }
 
 e2e_main "$@"
+rc=$?
+# KILN_E2E_LOGS=DIR keeps the schedulers' logs after the runner tears the cluster down.
+if [ -n "${KILN_E2E_LOGS:-}" ]; then
+  mkdir -p "$KILN_E2E_LOGS" && cp "$D"/logs/kiln-* "$KILN_E2E_LOGS"/ 2>/dev/null
+fi
+exit $rc
