@@ -56,6 +56,8 @@ wait_ready() {
   until "$@" >/dev/null 2>&1; do
     if ! alive "$name"; then
       if grep -qi 'address already in use' "$log" 2>/dev/null; then
+        # Ports picked by us lost a race: the caller starts again with new ones.
+        [ -n "${KILN_UP_INNER:-}" ] && exit 75
         die "$name could not listen: port already in use ($(grep -i -m1 'address already in use' "$log" | cut -c1-200)); read $log"
       fi
       echo "--- last lines of $log:" >&2
