@@ -454,8 +454,10 @@ test_throughput_500_pods_50_nodes() {
   [ -n "$decided" ] || fail "no session decided the 500 binds at once"
   local secs
   secs=$(python3 -c "import sys; f=lambda t: sum(float(x)*m for x,m in zip(t.split(':'),(3600,60,1))); print('%.3f' % (f(sys.argv[2]) - f(sys.argv[1])))" "$decided" "$last")
-  echo "created 500 pods in $(echo "$created - $t0" | bc) s; all bound $(echo "$done_t - $created" | bc) s later"
-  echo "binder: 500 binds in $secs s after the decision = $(echo "scale=1; 500 / $secs" | bc) pods/s"
+  {
+    echo "created 500 pods in $(echo "$created - $t0" | bc) s; all bound $(echo "$done_t - $created" | bc) s later"
+    echo "binder: 500 binds in $secs s after the decision = $(echo "scale=1; 500 / $secs" | bc) pods/s"
+  } | tee "$D/logs/kiln-throughput.txt"
   kubectl delete namespace "$ns" --wait=false >/dev/null
 }
 
