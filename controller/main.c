@@ -41,10 +41,13 @@ typedef struct {
 
 static int ready_check(void *ud, char *reason, size_t cap) {
   app *a = ud;
+  /* A standby replica is healthy: kc_httpd's /healthz runs this check too, and a failing
+   * standby would be restarted by its liveness probe for no reason. */
+  if (a->leader && !kc_leader_is_leader(a->leader))
+    return 0;
   if (a->shell && ctl_shell_synced(a->shell))
     return 0;
-  snprintf(reason, cap,
-           a->leader && !kc_leader_is_leader(a->leader) ? "not leading yet" : "caches not synced");
+  snprintf(reason, cap, "caches not synced");
   return 1;
 }
 

@@ -68,7 +68,7 @@ bind() { # ns pod node
 with_scheduler() {
   fake_scheduler "$1" &
   SCHED_PID=$!
-  trap 'kill $SCHED_PID 2>/dev/null' EXIT
+  trap 'kill $SCHED_PID 2>/dev/null || true' EXIT
 }
 
 # job NAME [TASKS_YAML] [SPEC_EXTRA]: a Job manifest with the given tasks.
@@ -327,11 +327,9 @@ test_describe_shows_events() {
   policies:
   - {event: PodFailed, action: AbortJob}" | kubectl apply -n "$ns" -f - >/dev/null
   wait_phase 60 "$ns" de Aborted
-  local out
-  out=$(kubectl describe vcjob -n "$ns" de)
-  expect_match 'Normal +ExecuteAction .*vc-controller-manager +Start to execute action AbortJob' "$out" \
-    "describe events"
-  expect_match 'vc-controller-manager' "$out" "event source"
+  # Events are written asynchronously, after the status.
+  wait_for 30 "describe shows the events" bash -c "kubectl describe vcjob -n $ns de |
+    grep -Eq 'Normal +ExecuteAction .*vc-controller-manager +Start to execute action AbortJob'"
 }
 
 test_missing_queue_stays_pending_others_flow() {
@@ -348,6 +346,76 @@ test_missing_queue_stays_pending_others_flow() {
   expect_eq Pending "$(phase "$ns" lost)" "phase of the Job with a missing queue"
   expect_match 'nosuchqueue' "$(events_of "$ns" lost)" "the event names the queue"
   expect_eq 0 "$(pod_count "$ns" volcano.sh/job-name=lost)" "no pods for it"
+}
+
+test_pod_pending_timeout_runs_delayed_action() {
+  local ns pg
+  ns=$(new_namespace ctl13)
+  # Inqueue but never bound: the pods stay Pending past the policy's timeout.
+  job_yaml pt "$(task main 2 '' '    policies:
+    - {event: PodPending, action: AbortJob, timeout: 3s}')" "  minAvailable: 2" |
+    kubectl apply -n "$ns" -f - >/dev/null
+  wait_for 30 "PodGroup" kubectl get podgroup -n "$ns" -o name
+  pg=$(kubectl get podgroup -n "$ns" -o 'jsonpath={.items[0].metadata.name}')
+  kubectl patch podgroup -n "$ns" "$pg" --type=merge -p '{"status":{"phase":"Inqueue"}}' >/dev/null
+  wait_for 30 "2 pods" bash -c "[ \$(kubectl get pods -n $ns --no-headers 2>/dev/null | wc -l) = 2 ]"
+  local t0=$SECONDS
+  wait_phase 60 "$ns" pt Aborted
+  [ $((SECONDS - t0)) -ge 2 ] || fail "aborted before the 3s timeout"
+  local ev
+  ev=$(events_of "$ns" pt)
+  expect_match 'Execute action AbortJob after 3s' "$ev" "delayed action event"
+  expect_match 'Start to execute action AbortJob' "$ev" "execution event"
+}
+
+test_missing_pvc_stays_pending() {
+  local ns
+  ns=$(new_namespace ctl14)
+  job_yaml nopvc "$(task main 1)" "  minAvailable: 1
+  volumes:
+  - {mountPath: /data, volumeClaimName: not-there}" | kubectl apply -n "$ns" -f - >/dev/null
+  wait_for 30 "Warning event" bash -c "kubectl get events -n $ns --field-selector involvedObject.name=nopvc -o jsonpath='{.items[*].message}' | grep -q not-there"
+  expect_eq Pending "$(phase "$ns" nopvc)" "phase"
+  expect_eq 0 "$(pod_count "$ns")" "pods"
+  # The claim appears: the Job moves on without any other change.
+  kubectl apply -n "$ns" -f - >/dev/null <<'PVC'
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: not-there}
+spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
+PVC
+  wait_for 30 "PodGroup" kubectl get podgroup -n "$ns" -o name
+}
+
+test_standby_replica_does_not_act() {
+  local port=$((HEALTH_PORT + 7)) holder
+  wait_for 60 "controller ready" controller_ready
+  holder=$(kubectl get lease -n volcano-system vc-controller-manager -o jsonpath='{.spec.holderIdentity}')
+  "$CTL_BIN" --kubeconfig "$KUBECONFIG" --leader-elect-lease-duration=8s \
+    --leader-elect-renew-deadline=6s --leader-elect-retry-period=1s --enable-healthz \
+    --healthz-address "127.0.0.1:$port" >>"$KILN_CLUSTER_DIR/logs/kiln-controller-standby.log" 2>&1 &
+  SBY_PID=$!
+  trap 'kill $SBY_PID 2>/dev/null || true' EXIT
+  wait_for 20 "standby health endpoint" curl -fsS "http://127.0.0.1:$port/healthz"
+  sleep 3
+  grep -q 'new leader: '"$holder" "$KILN_CLUSTER_DIR/logs/kiln-controller-standby.log" ||
+    fail "the standby did not see the leader"
+  ! grep -q 'starting the job controller' "$KILN_CLUSTER_DIR/logs/kiln-controller-standby.log" ||
+    fail "the standby started the job controller"
+  expect_eq "$holder" "$(kubectl get lease -n volcano-system vc-controller-manager \
+    -o jsonpath='{.spec.holderIdentity}')" "lease holder"
+  kill -TERM $SBY_PID
+  wait $SBY_PID || fail "the standby did not exit cleanly on SIGTERM"
+}
+
+test_y_sigterm_shuts_down_cleanly() {
+  local pid
+  pid=$(cat "$CTL_PID")
+  kill -TERM "$pid"
+  wait_for 20 "controller exit" bash -c "! kill -0 $pid 2>/dev/null"
+  expect_match 'exiting with status 0' "$(tail -3 "$CTL_LOG")" "exit log"
+  start_controller
+  wait_for 60 "controller ready again" controller_ready
 }
 
 test_z_restart_mid_job_creates_no_pod_twice() {
