@@ -272,6 +272,13 @@ const Kiln__Queue *sch_cache_queue(const sch_cache *cache, const char *name) {
   return kc_store_get(kc_informer_store(cache->inf[INF_QUEUE]), name);
 }
 
+kc_store *sch_cache_store(sch_cache *cache, sch_cache_kind kind) {
+  static const int inf_of[] = {INF_POD, INF_NODE, INF_PODGROUP, INF_QUEUE, INF_PRIORITYCLASS};
+  if ((unsigned)kind >= sizeof(inf_of) / sizeof(inf_of[0]))
+    return NULL;
+  return kc_informer_store(cache->inf[inf_of[kind]]);
+}
+
 void sch_cache_get_stats(const sch_cache *cache, sch_cache_stats *st) {
   memset(st, 0, sizeof(*st));
   st->pods = kc_store_len(kc_informer_store(cache->inf[INF_POD]));

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "kc_api.h"
+#include "kc_store.h"
 #include "snapshot.pb-c.h"
 
 typedef struct sch_cache sch_cache;
@@ -76,6 +77,17 @@ size_t sch_cache_nassumed(const sch_cache *cache);
 const Kiln__Pod *sch_cache_pod(const sch_cache *cache, const char *key);
 const Kiln__PodGroup *sch_cache_podgroup(const sch_cache *cache, const char *key);
 const Kiln__Queue *sch_cache_queue(const sch_cache *cache, const char *name);
+
+/* The informers' stores (borrowed): tools read them; unit tests fill them in place of an
+ * API server. Only the loop thread may touch them. */
+typedef enum {
+  SCH_CACHE_PODS,
+  SCH_CACHE_NODES,
+  SCH_CACHE_PODGROUPS,
+  SCH_CACHE_QUEUES,
+  SCH_CACHE_PRIORITY_CLASSES,
+} sch_cache_kind;
+kc_store *sch_cache_store(sch_cache *cache, sch_cache_kind kind);
 
 typedef struct {
   size_t pods, nodes, pod_groups, queues, priority_classes, assumed;

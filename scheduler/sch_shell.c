@@ -49,7 +49,7 @@ struct sch_shell {
   size_t writes_in_flight;
   kc_strmap pg_written; /* "ns/name" -> written */
   kc_strmap q_written;  /* name -> written */
-  kc_strmap why_last;   /* pod "ns/name" -> last explanation (owned) */
+  kc_strmap why_last;   /* pod "ns/name" -> explained (owned) */
   kc_strmap ev_last;    /* "kind\x1fkey\x1freason" -> last message (owned) */
   kc_strmap unsched_jobs; /* job keys with an unschedule_task_count series */
   uint64_t sessions;
@@ -75,6 +75,11 @@ static void free_str(void *p) {
 
 static int may_write(const sch_shell *sh) {
   return sh->opt.may_write ? sh->opt.may_write(sh->opt.ud) : 0;
+}
+
+/* The gate as a callback for the cache (its ud is the shell). */
+static int shell_may_write(void *ud) {
+  return may_write(ud);
 }
 
 static double ms_since(uint64_t t0) {
@@ -139,9 +144,9 @@ static void check_conf(sch_shell *sh) {
     return;
   struct stat st;
   if (stat(path, &st) != 0) {
-    if (sh->conf_seen)
-      KC_WARN("scheduler configuration %s: %s; keeping the current configuration", path,
-              strerror(errno));
+    if (sh->conf_seen || sh->conf == NULL)
+      KC_WARN("scheduler configuration %s: %s; keeping the %s configuration", path,
+              strerror(errno), sh->conf ? "current" : "default");
     sh->conf_seen = false;
     return;
   }
@@ -514,20 +519,49 @@ static void pod_condition_done(const kc_api_result *res, void *data) {
   free(key);
 }
 
-/* PodScheduled=False, reason Unschedulable, with the session's explanation; only when the
- * explanation changed since the previous session. */
-static void explain_pod(sch_shell *sh, kc_strmap *next, const Kiln__Pod *p, const char *msg) {
+/* What a pod was last told, and when. */
+typedef struct {
+  char *msg;
+  uint64_t at_ns;
+} explained;
+
+static void free_explained(void *p) {
+  explained *e = p;
+  if (e) {
+    free(e->msg);
+    free(e);
+  }
+}
+
+/* PodScheduled=False (reason Unschedulable) and a FailedScheduling event with the session's
+ * explanation. A pod is told at once the first time; after that only when the explanation
+ * changed and EXPLAIN_INTERVAL_NS has passed (the message carries counts that change every
+ * period while a gang fills up), and at most EXPLAIN_BUDGET pods per period, so a large
+ * pending gang does not turn into a write storm against the API server. */
+#define EXPLAIN_INTERVAL_NS (30ull * 1000000000ull)
+#define EXPLAIN_BUDGET 100
+
+static void explain_pod(sch_shell *sh, kc_strmap *next, const Kiln__Pod *p, const char *msg,
+                        int *budget, uint64_t now) {
   char key[512];
-  if (kc_store_key(key, sizeof(key), p->namespace_, p->name) != 0)
+  if (kc_store_key(key, sizeof(key), p->namespace_, p->name) != 0 || kc_strmap_has(next, key))
     return;
-  const char *prev = kc_strmap_get(&sh->why_last, key);
-  char *m = strdup(msg);
-  if (m == NULL || kc_strmap_put(next, key, m, NULL) < 0) {
-    free(m);
+  const explained *prev = kc_strmap_get(&sh->why_last, key);
+  bool due = prev == NULL ||
+             (strcmp(prev->msg, msg) != 0 && now - prev->at_ns >= EXPLAIN_INTERVAL_NS);
+  bool write = due && *budget > 0;
+  if (!write && prev == NULL)
+    return; /* not told yet: next period */
+  explained *e = calloc(1, sizeof(*e));
+  if (e == NULL || (e->msg = strdup(write ? msg : prev->msg)) == NULL ||
+      kc_strmap_put(next, key, e, NULL) < 0) {
+    free_explained(e);
     return;
   }
-  if (prev && strcmp(prev, msg) == 0)
+  e->at_ns = write ? now : prev->at_ns;
+  if (!write)
     return;
+  (*budget)--;
   json_t *patch = json_pack("{s:{s:[{s:s,s:s,s:s,s:s}]}}", "status", "conditions", "type",
                             "PodScheduled", "status", "False", "reason", "Unschedulable",
                             "message", msg);
@@ -537,6 +571,11 @@ static void explain_pod(sch_shell *sh, kc_strmap *next, const Kiln__Pod *p, cons
       kc_api_call(sh->client, KC_PATCH_STRATEGIC, &ref, NULL, patch, pod_condition_done, k) != 0)
     free(k);
   json_decref(patch);
+  if (sh->events) {
+    kc_object_ref o = {.kind = "Pod", .namespace = p->namespace_, .name = p->name,
+                       .uid = p->uid, .api_version = "v1"};
+    kc_event_record(sh->events, &o, KC_EVENT_WARNING, "FailedScheduling", "%s", msg);
+  }
 }
 
 static void swap_map(kc_strmap *cur, kc_strmap *next) {
@@ -611,6 +650,8 @@ static void apply_result(sch_shell *sh, sch_snapshot *snap, const sch_result *re
     const sch_event *e = &res->events[i];
     kc_object_ref o = {0};
     if (e->kind == SCH_EVENT_POD) {
+      if (strcmp(e->reason, "FailedScheduling") == 0)
+        continue; /* told with the explanations below, rate-limited */
       const Kiln__Pod *p = snap->tasks[e->object].pod;
       o.kind = "Pod";
       o.namespace = p->namespace_;
@@ -636,16 +677,19 @@ static void apply_result(sch_shell *sh, sch_snapshot *snap, const sch_result *re
   /* Explanations, and the unschedulable metrics. */
   kc_strmap jobs_now;
   kc_strmap_init(&jobs_now, KC_STRMAP_COPY_KEYS);
+  int budget = EXPLAIN_BUDGET;
+  uint64_t now = uv_hrtime();
   for (size_t i = 0; i < res->nwhy; i++) {
     const sch_task *t = &snap->tasks[res->why[i].task];
-    explain_pod(sh, &next_why, t->pod, res->why[i].message);
+    explain_pod(sh, &next_why, t->pod, res->why[i].message, &budget, now);
     if (t->job >= 0) {
       const char *jk = snap->jobs[t->job].key;
       intptr_t c = (intptr_t)kc_strmap_get(&jobs_now, jk);
       kc_strmap_put(&jobs_now, jk, (void *)(c + 1), NULL);
     }
   }
-  swap_map(&sh->why_last, &next_why);
+  kc_strmap_close(&sh->why_last, free_explained);
+  sh->why_last = next_why;
   if (sh->m_attempt_ok) {
     kc_counter_add(sh->m_attempt_ok, (double)res->nbinds);
     kc_counter_add(sh->m_attempt_unsched, (double)res->nwhy);
@@ -800,9 +844,7 @@ int sch_shell_new(uv_loop_t *loop, kc_client *c, kc_event_recorder *events, kc_m
       goto fail;
     log_conf("using the default scheduler configuration", sh->conf);
   }
-  sch_cache_options co = {sh->opt.default_queue, o->may_write, o->ud, bad_pod};
-  co.ud = sh;
-  co.may_write = NULL;
+  sch_cache_options co = {sh->opt.default_queue, shell_may_write, sh, bad_pod};
   rc = sch_cache_new(c, &co, &sh->cache);
   if (rc)
     goto fail;
@@ -831,7 +873,7 @@ fail:
   sch_conf_free(sh->conf);
   kc_strmap_close(&sh->pg_written, free_written);
   kc_strmap_close(&sh->q_written, free_written);
-  kc_strmap_close(&sh->why_last, free_str);
+  kc_strmap_close(&sh->why_last, free_explained);
   kc_strmap_close(&sh->ev_last, free_str);
   kc_strmap_close(&sh->unsched_jobs, NULL);
   free(sh);
@@ -868,7 +910,7 @@ void sch_shell_free(sch_shell *sh) {
   sh->conf = NULL;
   kc_strmap_close(&sh->pg_written, free_written);
   kc_strmap_close(&sh->q_written, free_written);
-  kc_strmap_close(&sh->why_last, free_str);
+  kc_strmap_close(&sh->why_last, free_explained);
   kc_strmap_close(&sh->ev_last, free_str);
   kc_strmap_close(&sh->unsched_jobs, NULL);
   uv_close((uv_handle_t *)&sh->timer, timer_closed);

@@ -505,6 +505,10 @@ test_zz_clean_shutdown() {
     echo "errors logged:"; grep -E "^[EF][0-9]{4} " "$LOG" | head -5
   fi
   grep -q "the loop still had handles" "$LOG" && fail "handles left open at exit"
+  # Under -Db_sanitize=address,undefined a leak or undefined behaviour ends up in the log.
+  if grep -E "ERROR: (Address|Leak)Sanitizer|runtime error:" "$LOG"; then
+    fail "the sanitizer reported a problem (above)"
+  fi
   rm -f "$D/pids/kiln-scheduler.pid"
 }
 

@@ -1,0 +1,213 @@
+/* The scheduler cache without a server: objects are put into the informers' stores the way
+ * the informers would, and the snapshot message, the assume/forget overlay and the dump are
+ * checked. The client points at a port nobody listens on and is never used: the informers
+ * are not started. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <uv.h>
+
+#include "kc_api.h"
+#include "kc_codec.h"
+#include "kc_config.h"
+#include "kc_error.h"
+#include "kc_store.h"
+#include "sch_cache.h"
+
+typedef struct {
+  uv_loop_t loop;
+  kc_config cfg;
+  kc_client *client;
+  sch_cache *cache;
+} fixture;
+
+static int setup(void **state) {
+  fixture *f = calloc(1, sizeof(*f));
+  if (f == NULL || uv_loop_init(&f->loop) != 0)
+    return -1;
+  f->cfg.server = strdup("https://127.0.0.1:1");
+  kc_client_options opt = KC_CLIENT_OPTIONS_INIT(0, 0);
+  if (kc_client_new(&f->loop, &f->cfg, &opt, &f->client) != 0)
+    return -1;
+  sch_cache_options co = {0};
+  if (sch_cache_new(f->client, &co, &f->cache) != 0)
+    return -1;
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fixture *f = *state;
+  sch_cache_free(f->cache);
+  kc_client_free(f->client);
+  uv_run(&f->loop, UV_RUN_DEFAULT);
+  int rc = uv_loop_close(&f->loop);
+  kc_config_close(&f->cfg);
+  free(f);
+  return rc == 0 ? 0 : -1;
+}
+
+/* Decodes JSON text with the informers' decoders and stores the result under its key. */
+static void put_pod(sch_cache *c, const char *ns, const char *name, const char *node) {
+  char text[1024];
+  snprintf(text, sizeof(text),
+           "{\"metadata\":{\"namespace\":\"%s\",\"name\":\"%s\",\"uid\":\"u-%s\","
+           "\"annotations\":{\"scheduling.k8s.io/group-name\":\"pg\"}},"
+           "\"spec\":{\"schedulerName\":\"volcano\",\"nodeName\":\"%s\",\"containers\":[{"
+           "\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]},"
+           "\"status\":{\"phase\":\"Pending\"}}",
+           ns, name, name, node ? node : "");
+  json_t *j = json_loads(text, 0, NULL);
+  assert_non_null(j);
+  Kiln__Pod *p = NULL;
+  char err[256];
+  assert_int_equal(kc_pod_decode(j, &p, err, sizeof(err)), 0);
+  json_decref(j);
+  char key[256];
+  assert_int_equal(kc_store_key(key, sizeof(key), ns, name), 0);
+  assert_int_equal(kc_store_put(sch_cache_store(c, SCH_CACHE_PODS), key, p, "1"), 0);
+}
+
+static void put_node(sch_cache *c, const char *name) {
+  char text[512];
+  snprintf(text, sizeof(text),
+           "{\"metadata\":{\"name\":\"%s\"},\"status\":{\"allocatable\":{\"cpu\":\"4\"},"
+           "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
+           name);
+  json_t *j = json_loads(text, 0, NULL);
+  Kiln__Node *n = NULL;
+  char err[256];
+  assert_int_equal(kc_node_decode(j, &n, err, sizeof(err)), 0);
+  json_decref(j);
+  assert_int_equal(kc_store_put(sch_cache_store(c, SCH_CACHE_NODES), name, n, "1"), 0);
+}
+
+static const Kiln__Pod *snap_pod(const sch_cache_snap *s, const char *name) {
+  for (size_t i = 0; i < s->msg.n_pods; i++)
+    if (strcmp(s->msg.pods[i]->name, name) == 0)
+      return s->msg.pods[i];
+  return NULL;
+}
+
+static void test_not_synced_before_start(void **state) {
+  fixture *f = *state;
+  assert_false(sch_cache_synced(f->cache));
+  sch_cache_tick(f->cache); /* no Queue list yet: must not try to create the default queue */
+  assert_int_equal(uv_run(&f->loop, UV_RUN_NOWAIT), 0);
+}
+
+static void test_snapshot_borrows_every_store(void **state) {
+  fixture *f = *state;
+  put_node(f->cache, "n1");
+  put_node(f->cache, "n2");
+  put_pod(f->cache, "ns", "a", NULL);
+  put_pod(f->cache, "ns", "b", "n1");
+  sch_cache_snap s, t;
+  assert_int_equal(sch_cache_snapshot(f->cache, &s), 0);
+  assert_int_equal(s.msg.n_nodes, 2);
+  assert_int_equal(s.msg.n_pods, 2);
+  assert_int_equal(s.msg.n_pod_groups, 0);
+  assert_string_equal(snap_pod(&s, "b")->node_name, "n1");
+  assert_string_equal(snap_pod(&s, "a")->node_name, "");
+  /* The same object, not a copy, when nothing is assumed. */
+  assert_ptr_equal(snap_pod(&s, "a"), kc_store_get(sch_cache_store(f->cache, SCH_CACHE_PODS), "ns/a"));
+  assert_int_equal(sch_cache_snapshot(f->cache, &t), 0);
+  assert_true(t.msg.generation > s.msg.generation);
+  sch_cache_snap_close(&s);
+  sch_cache_snap_close(&t);
+}
+
+static void test_assumed_pod_is_bound_in_snapshot_until_forgotten(void **state) {
+  fixture *f = *state;
+  put_node(f->cache, "n1");
+  put_pod(f->cache, "ns", "a", NULL);
+  put_pod(f->cache, "ns", "b", NULL);
+  assert_int_equal(sch_cache_assume(f->cache, "ns/a", "n1"), 0);
+  assert_string_equal(sch_cache_assumed_node(f->cache, "ns/a"), "n1");
+  assert_null(sch_cache_assumed_node(f->cache, "ns/b"));
+  sch_cache_snap s;
+  assert_int_equal(sch_cache_snapshot(f->cache, &s), 0);
+  const Kiln__Pod *a = snap_pod(&s, "a");
+  assert_string_equal(a->node_name, "n1");
+  assert_string_equal(a->uid, "u-a"); /* the rest of the pod is the cached one */
+  assert_string_equal(snap_pod(&s, "b")->node_name, "");
+  /* The cached pod itself is untouched. */
+  const Kiln__Pod *cached = kc_store_get(sch_cache_store(f->cache, SCH_CACHE_PODS), "ns/a");
+  assert_string_equal(cached->node_name, "");
+  assert_ptr_not_equal(a, cached);
+  sch_cache_snap_close(&s);
+
+  sch_cache_forget(f->cache, "ns/a");
+  sch_cache_forget(f->cache, "ns/never"); /* no-op */
+  assert_int_equal(sch_cache_nassumed(f->cache), 0);
+  assert_int_equal(sch_cache_snapshot(f->cache, &s), 0);
+  assert_string_equal(snap_pod(&s, "a")->node_name, "");
+  sch_cache_snap_close(&s);
+  sch_cache_stats st;
+  sch_cache_get_stats(f->cache, &st);
+  assert_int_equal(st.forgotten, 1);
+  assert_int_equal(st.pods, 2);
+  assert_int_equal(st.nodes, 1);
+}
+
+/* A pod the API server already shows on a node wins over a stale assumption. */
+static void test_real_node_wins_over_assumption(void **state) {
+  fixture *f = *state;
+  put_pod(f->cache, "ns", "a", "n2");
+  assert_int_equal(sch_cache_assume(f->cache, "ns/a", "n1"), 0);
+  sch_cache_snap s;
+  assert_int_equal(sch_cache_snapshot(f->cache, &s), 0);
+  assert_string_equal(snap_pod(&s, "a")->node_name, "n2");
+  assert_int_equal(s.nassumed, 0);
+  sch_cache_snap_close(&s);
+}
+
+static void test_dump_round_trips(void **state) {
+  fixture *f = *state;
+  put_node(f->cache, "n1");
+  put_pod(f->cache, "ns", "a", NULL);
+  put_pod(f->cache, "ns", "b", NULL);
+  assert_int_equal(sch_cache_assume(f->cache, "ns/b", "n1"), 0);
+  char path[] = "/tmp/test_sch_cache_XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  close(fd);
+  assert_int_equal(sch_cache_dump(f->cache, path), 0);
+  FILE *fp = fopen(path, "rb");
+  assert_non_null(fp);
+  static uint8_t buf[1 << 16];
+  size_t n = fread(buf, 1, sizeof(buf), fp);
+  fclose(fp);
+  unlink(path);
+  Kiln__Snapshot *m = kiln__snapshot__unpack(NULL, n, buf);
+  assert_non_null(m);
+  assert_int_equal(m->n_nodes, 1);
+  assert_int_equal(m->n_pods, 2);
+  int onto_n1 = 0;
+  for (size_t i = 0; i < m->n_pods; i++)
+    if (strcmp(m->pods[i]->name, "b") == 0 && strcmp(m->pods[i]->node_name, "n1") == 0)
+      onto_n1++;
+  assert_int_equal(onto_n1, 1); /* the replay sees what the session saw */
+  kiln__snapshot__free_unpacked(m, NULL);
+  /* A directory that does not exist: an error, no crash, nothing left behind. */
+  assert_int_equal(sch_cache_dump(f->cache, "/nonexistent-dir/x.pb"), KC_EIO);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_not_synced_before_start, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_snapshot_borrows_every_store, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_assumed_pod_is_bound_in_snapshot_until_forgotten,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(test_real_node_wins_over_assumption, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_dump_round_trips, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
