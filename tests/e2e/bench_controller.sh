@@ -32,6 +32,7 @@ mkdir -p "$KILN_CLUSTER_DIR/logs" "$KILN_CLUSTER_DIR/pids"
 "$KILN_BUILD/controller/kiln-controller" --kubeconfig "$KUBECONFIG" --leader-elect=false \
   --kube-api-qps=5000 --kube-api-burst=10000 --worker-threads="${WORKERS:-3}" >"$CTL_LOG" 2>&1 </dev/null &
 echo $! >"$CTL_PID"
+echo "$KILN_BUILD/controller/kiln-controller" >"${CTL_PID%.pid}.exe"
 ns=$(new_namespace bench)
 for j in $(seq 1 "$JOBS"); do
   cat <<JOB

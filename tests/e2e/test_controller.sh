@@ -34,6 +34,8 @@ start_controller() {
     --enable-metrics --listen-address "127.0.0.1:$METRICS_PORT" \
     >>"$CTL_LOG" 2>&1 </dev/null &
   echo $! >"$CTL_PID"
+  # tests/cluster/down stops a pid only when it still runs this executable.
+  echo "$CTL_BIN" >"${CTL_PID%.pid}.exe"
 }
 
 controller_ready() {
@@ -111,6 +113,10 @@ wait_phase() { # secs ns job phase
   wait_jsonpath "$1" "vcjob/$3" '{.status.state.phase}' "$4" "$2"
 }
 
+podgroup_exists() { # ns
+  [ -n "$(kubectl get podgroup -n "$1" -o name 2>/dev/null)" ]
+}
+
 pod_count() { # ns [selector]
   kubectl get pods -n "$1" ${2:+-l "$2"} --no-headers 2>/dev/null | wc -l
 }
@@ -154,7 +160,7 @@ test_one_task_job_completes() {
   with_scheduler "$ns"
   job_yaml one "$(task main 1 '"kwok.kiln.dev/run-for": "2s"')" "  minAvailable: 1" |
     kubectl apply -n "$ns" -f - >/dev/null
-  wait_for 30 "PodGroup" kubectl get podgroup -n "$ns" -o name
+  wait_for 30 "PodGroup" podgroup_exists "$ns"
   local uid
   uid=$(jsonpath vcjob/one '{.metadata.uid}' "$ns")
   expect_eq "one-$uid" "$(kubectl get podgroup -n "$ns" -o 'jsonpath={.items[0].metadata.name}')" \
@@ -175,7 +181,7 @@ test_gang_of_three() {
   ns=$(new_namespace ctl2)
   job_yaml gang "$(task work 3)" "  minAvailable: 3" | kubectl apply -n "$ns" -f - >/dev/null
   # No scheduler yet: the PodGroup waits Pending with the gang size, and no pod is made.
-  wait_for 30 "PodGroup" kubectl get podgroup -n "$ns" -o name
+  wait_for 30 "PodGroup" podgroup_exists "$ns"
   local pg
   pg=$(kubectl get podgroup -n "$ns" -o 'jsonpath={.items[0].metadata.name}')
   expect_eq 3 "$(jsonpath "podgroup/$pg" '{.spec.minMember}' "$ns")" "minMember"
@@ -355,7 +361,7 @@ test_pod_pending_timeout_runs_delayed_action() {
   job_yaml pt "$(task main 2 '' '    policies:
     - {event: PodPending, action: AbortJob, timeout: 3s}')" "  minAvailable: 2" |
     kubectl apply -n "$ns" -f - >/dev/null
-  wait_for 30 "PodGroup" kubectl get podgroup -n "$ns" -o name
+  wait_for 30 "PodGroup" podgroup_exists "$ns"
   pg=$(kubectl get podgroup -n "$ns" -o 'jsonpath={.items[0].metadata.name}')
   kubectl patch podgroup -n "$ns" "$pg" --type=merge -p '{"status":{"phase":"Inqueue"}}' >/dev/null
   wait_for 30 "2 pods" bash -c "[ \$(kubectl get pods -n $ns --no-headers 2>/dev/null | wc -l) = 2 ]"
@@ -384,7 +390,7 @@ kind: PersistentVolumeClaim
 metadata: {name: not-there}
 spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
 PVC
-  wait_for 30 "PodGroup" kubectl get podgroup -n "$ns" -o name
+  wait_for 30 "PodGroup" podgroup_exists "$ns"
 }
 
 test_standby_replica_does_not_act() {
@@ -422,7 +428,7 @@ test_z_restart_mid_job_creates_no_pod_twice() {
   local ns n=200
   ns=$(new_namespace ctl12)
   job_yaml big "$(task main $n)" "  minAvailable: 1" | kubectl apply -n "$ns" -f - >/dev/null
-  wait_for 30 "PodGroup" kubectl get podgroup -n "$ns" -o name
+  wait_for 30 "PodGroup" podgroup_exists "$ns"
   local pg
   pg=$(kubectl get podgroup -n "$ns" -o 'jsonpath={.items[0].metadata.name}')
   kubectl patch podgroup -n "$ns" "$pg" --type=merge -p '{"status":{"phase":"Inqueue"}}' >/dev/null
