@@ -415,13 +415,25 @@ test_standby_replica_does_not_act() {
 }
 
 test_y_sigterm_shuts_down_cleanly() {
-  local pid
+  local pid ns pg n=150
+  ns=$(new_namespace ctl15)
+  wait_for 60 "controller ready" controller_ready
+  job_yaml term "$(task main $n)" "  minAvailable: 1" | kubectl apply -n "$ns" -f - >/dev/null
+  wait_for 30 "PodGroup" podgroup_exists "$ns"
+  pg=$(kubectl get podgroup -n "$ns" -o 'jsonpath={.items[0].metadata.name}')
+  kubectl patch podgroup -n "$ns" "$pg" --type=merge -p '{"status":{"phase":"Inqueue"}}' >/dev/null
+  wait_for 60 "some pods" bash -c "[ \$(kubectl get pods -n $ns --no-headers 2>/dev/null | wc -l) -ge 10 ]"
+  # SIGTERM while writing: the writes in flight finish, then the process exits 0.
   pid=$(cat "$CTL_PID")
   kill -TERM "$pid"
   wait_for 20 "controller exit" bash -c "! kill -0 $pid 2>/dev/null"
-  expect_match 'exiting with status 0' "$(tail -3 "$CTL_LOG")" "exit log"
+  local tail_log
+  tail_log=$(tail -5 "$CTL_LOG")
+  expect_match 'exiting with status 0' "$tail_log" "exit log"
+  expect_match '0 plans abandoned' "$tail_log" "writes drained"
   start_controller
   wait_for 60 "controller ready again" controller_ready
+  wait_for 120 "$n pods" bash -c "[ \$(kubectl get pods -n $ns --no-headers 2>/dev/null | wc -l) -ge $n ]"
 }
 
 test_z_restart_mid_job_creates_no_pod_twice() {
