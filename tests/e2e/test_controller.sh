@@ -174,6 +174,12 @@ test_one_task_job_completes() {
     "$(jsonpath pod/one-main-0 '{.metadata.annotations.scheduling\.k8s\.io/group-name}' "$ns")" \
     "group-name annotation"
   expect_eq Job "$(jsonpath pod/one-main-0 '{.metadata.ownerReferences[0].kind}' "$ns")" "owner"
+  local m
+  m=$(curl -fsS "http://127.0.0.1:$METRICS_PORT/metrics")
+  expect_match 'volcano_job_completed_phase_count\{job_name="one",queue_name="default"\} 1' "$m" \
+    "completed-phase metric"
+  expect_match 'volcano_queue_pod_group_inqueue_count\{queue_name="default"\}' "$m" \
+    "PodGroup gauges"
 }
 
 test_gang_of_three() {
