@@ -43,6 +43,11 @@ alive() {
   [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$(readlink -f "$(cat "$DIR/pids/$1.exe")")" ]
 }
 
+# gone PID: the process has exited (a zombie waiting to be reaped counts as gone).
+gone() {
+  ! kill -0 "$1" 2>/dev/null || [ "$(ps -o stat= -p "$1" 2>/dev/null | cut -c1)" = Z ]
+}
+
 cluster_alive() {
   local d=$1
   DIR=$d alive kube-apiserver
