@@ -16,7 +16,9 @@ CTL_LOG=$KILN_CLUSTER_DIR/logs/kiln-controller-bench.log
 CTL_PID=$KILN_CLUSTER_DIR/pids/kiln-controller.pid
 
 kubectl apply --server-side -f "$KILN_ROOT/manifests/crd/" >/dev/null
-kubectl wait --for=condition=Established --timeout=60s crd --all >/dev/null
+until kubectl wait --for=condition=Established --timeout=5s crd --all >/dev/null 2>&1; do
+  sleep 0.5
+done
 kubectl apply --server-side -f "$KILN_ROOT/manifests/queue-default.yaml" >/dev/null
 
 # 1. The ceiling.
