@@ -197,8 +197,10 @@ int ctl__request(ctl_shell *s, const char *key, const ctl_request *req) {
   for (ctl_req *r = first; r; r = r->next)
     if (req_equal(r, req))
       goto enqueue;
-  if (l->n >= MAX_REQS && sync_only)
+  if (l->n >= MAX_REQS) { /* the cap (STYLE 13): the queued requests already imply a sync */
+    KC_WARN("job %s: %zu requests pending; dropping %s", key, l->n, ctl_event_name(req->event));
     goto enqueue;
+  }
   ctl_req *r = calloc(1, sizeof(*r));
   if (!r)
     return KC_ENOMEM;
