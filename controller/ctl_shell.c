@@ -15,7 +15,7 @@
 
 #define KEY_MAX                         (2 * CTL_NAME_MAX)
 #define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
-#define MAX_REQS                        4096 /* per Job; beyond it only actions are kept, syncs are implied */
+#define MAX_REQS                        4096 /* per Job; beyond it new requests are dropped */
 
 static void copy_str(char *dst, size_t cap, const char *src) {
   snprintf(dst, cap, "%s", src ? src : "");
