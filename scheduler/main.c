@@ -152,30 +152,32 @@ static void dump_tick(uv_timer_t *t) {
 static int start_http(sched *s) {
   sched_flags *f = s->f;
   int rc;
-  bool same = f->enable_metrics && f->enable_healthz &&
-              strcmp(f->listen_address, f->healthz_address) == 0;
+  bool same =
+      f->enable_metrics && f->enable_healthz && strcmp(f->listen_address, f->healthz_address) == 0;
   if (f->enable_metrics) {
-    kc_httpd_opts ho = {.address = f->listen_address, .metrics = s->metrics,
-                        .ready = sch_shell_ready, .ready_ud = s->shell};
+    kc_httpd_opts ho = {.address = f->listen_address,
+                        .metrics = s->metrics,
+                        .ready = sch_shell_ready,
+                        .ready_ud = s->shell};
     rc = kc_httpd_new(&s->loop, &ho, &s->metrics_srv);
     if (rc == 0)
       rc = kc_httpd_start(s->metrics_srv);
     if (rc) {
-      KC_ERROR("metrics server: %s", s->metrics_srv ? kc_httpd_errmsg(s->metrics_srv)
-                                                    : kc_strerror(rc));
+      KC_ERROR("metrics server: %s",
+               s->metrics_srv ? kc_httpd_errmsg(s->metrics_srv) : kc_strerror(rc));
       return rc;
     }
     KC_INFO("serving /metrics on %s", f->listen_address);
   }
   if (f->enable_healthz && !same) {
-    kc_httpd_opts ho = {.address = f->healthz_address, .ready = sch_shell_ready,
-                        .ready_ud = s->shell};
+    kc_httpd_opts ho = {
+        .address = f->healthz_address, .ready = sch_shell_ready, .ready_ud = s->shell};
     rc = kc_httpd_new(&s->loop, &ho, &s->healthz_srv);
     if (rc == 0)
       rc = kc_httpd_start(s->healthz_srv);
     if (rc) {
-      KC_ERROR("healthz server: %s", s->healthz_srv ? kc_httpd_errmsg(s->healthz_srv)
-                                                    : kc_strerror(rc));
+      KC_ERROR("healthz server: %s",
+               s->healthz_srv ? kc_httpd_errmsg(s->healthz_srv) : kc_strerror(rc));
       return rc;
     }
     KC_INFO("serving /healthz and /readyz on %s", f->healthz_address);
@@ -360,8 +362,8 @@ int main(int argc, char **argv) {
      NULL, false, NULL},
   };
   /* clang-format on */
-  int rc = kc_cli_parse("kiln-scheduler", summary, flags, sizeof(flags) / sizeof(flags[0]),
-                        &common, argc, argv);
+  int rc = kc_cli_parse("kiln-scheduler", summary, flags, sizeof(flags) / sizeof(flags[0]), &common,
+                        argc, argv);
   if (rc >= 0)
     return rc;
   if (f.scheduler_names.n == 0) {

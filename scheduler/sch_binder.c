@@ -10,7 +10,7 @@
 #include "kc_error.h"
 #include "kc_log.h"
 
-#define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
+#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 typedef struct bind_req {
   struct bind_req *next;
@@ -22,7 +22,7 @@ typedef struct bind_req {
 struct sch_binder {
   uv_loop_t *loop;
   sch_binder_options opt;
-  uv_timer_t timer; /* the delay (test aid) */
+  uv_timer_t timer;      /* the delay (test aid) */
   bind_req *head, *tail; /* waiting out the delay */
   size_t waiting, in_flight;
   uint64_t sent, bound, failed, gone;
@@ -61,9 +61,9 @@ static void condition_done(const kc_api_result *res, void *data) {
 static void mark_unschedulable(sch_binder *b, const bind_req *r, const char *why) {
   char key[512];
   pod_key(r, key, sizeof(key));
-  json_t *patch = json_pack("{s:{s:[{s:s,s:s,s:s,s:s}]}}", "status", "conditions", "type",
-                            "PodScheduled", "status", "False", "reason", "SchedulerError",
-                            "message", why);
+  json_t *patch =
+      json_pack("{s:{s:[{s:s,s:s,s:s,s:s}]}}", "status", "conditions", "type", "PodScheduled",
+                "status", "False", "reason", "SchedulerError", "message", why);
   char *k = strdup(key);
   if (patch == NULL || k == NULL) {
     json_decref(patch);
@@ -92,8 +92,8 @@ static void bind_done(const kc_api_result *res, void *data) {
     b->bound++;
     KC_V(3, "bound %s to %s in %.1f ms", key, r->node, (double)lat / 1e6);
     if (b->opt.events) {
-      kc_object_ref o = {.kind = "Pod", .namespace = r->ns, .name = r->name, .uid = r->uid,
-                         .api_version = "v1"};
+      kc_object_ref o = {
+          .kind = "Pod", .namespace = r->ns, .name = r->name, .uid = r->uid, .api_version = "v1"};
       kc_event_record(b->opt.events, &o, KC_EVENT_NORMAL, "Scheduled",
                       "Successfully assigned %s/%s to %s", r->ns, r->name, r->node);
     }
@@ -111,8 +111,8 @@ static void bind_done(const kc_api_result *res, void *data) {
       snprintf(why, sizeof(why), "binding to %s failed: %s", r->node, res->message);
       mark_unschedulable(b, r, why);
       if (b->opt.events) {
-        kc_object_ref o = {.kind = "Pod", .namespace = r->ns, .name = r->name, .uid = r->uid,
-                           .api_version = "v1"};
+        kc_object_ref o = {
+            .kind = "Pod", .namespace = r->ns, .name = r->name, .uid = r->uid, .api_version = "v1"};
         kc_event_record(b->opt.events, &o, KC_EVENT_WARNING, "FailedScheduling", "%s", why);
       }
     }
@@ -137,12 +137,11 @@ static void send_one(sch_binder *b, bind_req *r) {
                      "Binding", "metadata", "name", r->name, "namespace", r->ns, "uid", r->uid,
                      "target", "apiVersion", "v1", "kind", "Node", "name", r->node);
   else
-    body = json_pack("{s:s,s:s,s:{s:s,s:s},s:{s:s,s:s,s:s}}", "apiVersion", "v1", "kind",
-                     "Binding", "metadata", "name", r->name, "namespace", r->ns, "target",
-                     "apiVersion", "v1", "kind", "Node", "name", r->node);
+    body = json_pack("{s:s,s:s,s:{s:s,s:s},s:{s:s,s:s,s:s}}", "apiVersion", "v1", "kind", "Binding",
+                     "metadata", "name", r->name, "namespace", r->ns, "target", "apiVersion", "v1",
+                     "kind", "Node", "name", r->node);
   kc_ref ref = {NULL, "v1", "pods", r->ns, r->name, "binding"};
-  int rc = body ? kc_api_call(b->opt.client, KC_CREATE, &ref, NULL, body, bind_done, r)
-                : KC_ENOMEM;
+  int rc = body ? kc_api_call(b->opt.client, KC_CREATE, &ref, NULL, body, bind_done, r) : KC_ENOMEM;
   json_decref(body);
   if (rc) {
     KC_ERROR("bind %s to %s not sent: %s", key, r->node, kc_strerror(rc));

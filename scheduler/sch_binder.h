@@ -22,8 +22,8 @@
 typedef struct sch_binder sch_binder;
 
 typedef struct {
-  kc_client *client;        /* borrowed */
-  sch_cache *cache;         /* borrowed */
+  kc_client *client;         /* borrowed */
+  sch_cache *cache;          /* borrowed */
   kc_event_recorder *events; /* borrowed; NULL: no events */
   /* Gate for every write; NULL allows them. 0 when this process may write. */
   int (*may_write)(void *ud);

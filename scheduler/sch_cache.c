@@ -335,8 +335,7 @@ int sch_cache_snapshot(sch_cache *cache, sch_cache_snap *out) {
     rc = store_array(kc_informer_store(cache->inf[INF_PODGROUP]), (void ***)&m->pod_groups,
                      &m->n_pod_groups);
   if (rc == 0)
-    rc = store_array(kc_informer_store(cache->inf[INF_QUEUE]), (void ***)&m->queues,
-                     &m->n_queues);
+    rc = store_array(kc_informer_store(cache->inf[INF_QUEUE]), (void ***)&m->queues, &m->n_queues);
   if (rc == 0)
     rc = store_array(kc_informer_store(cache->inf[INF_PRIORITYCLASS]),
                      (void ***)&m->priority_classes, &m->n_priority_classes);

@@ -18,7 +18,7 @@
 #include "sch_conf.h"
 #include "sch_framework.h"
 
-#define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
+#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 /* The config file is capped: a Volcano configuration is a few hundred bytes. */
 #define MAX_CONF_BYTES (1u << 20)
@@ -47,10 +47,10 @@ struct sch_shell {
   uv_timer_t timer;
   bool closing, timer_closed;
   size_t writes_in_flight;
-  kc_strmap pg_written; /* "ns/name" -> written */
-  kc_strmap q_written;  /* name -> written */
-  kc_strmap why_last;   /* pod "ns/name" -> explained (owned) */
-  kc_strmap ev_last;    /* "kind\x1fkey\x1freason" -> last message (owned) */
+  kc_strmap pg_written;   /* "ns/name" -> written */
+  kc_strmap q_written;    /* name -> written */
+  kc_strmap why_last;     /* pod "ns/name" -> explained (owned) */
+  kc_strmap ev_last;      /* "kind\x1fkey\x1freason" -> last message (owned) */
   kc_strmap unsched_jobs; /* job keys with an unschedule_task_count series */
   uint64_t sessions;
   bool logged_not_synced;
@@ -104,8 +104,8 @@ static void log_conf(const char *what, const sch_conf *conf) {
 static int load_conf_file(sch_shell *sh, const char *path) {
   FILE *f = fopen(path, "rb");
   if (f == NULL) {
-    KC_ERROR("scheduler configuration %s cannot be read (%s); keeping the %s configuration",
-             path, strerror(errno), sh->conf ? "previous" : "default");
+    KC_ERROR("scheduler configuration %s cannot be read (%s); keeping the %s configuration", path,
+             strerror(errno), sh->conf ? "previous" : "default");
     return KC_EIO;
   }
   char *buf = malloc(MAX_CONF_BYTES + 1);
@@ -125,8 +125,8 @@ static int load_conf_file(sch_shell *sh, const char *path) {
   int rc = sch_conf_parse(buf, len, &conf, err, sizeof(err));
   free(buf);
   if (rc) {
-    KC_ERROR("scheduler configuration %s is invalid (%s: %s); keeping the %s configuration",
-             path, kc_strerror(rc), err, sh->conf ? "previous" : "default");
+    KC_ERROR("scheduler configuration %s is invalid (%s: %s); keeping the %s configuration", path,
+             kc_strerror(rc), err, sh->conf ? "previous" : "default");
     return rc;
   }
   sch_conf_free(sh->conf);
@@ -145,8 +145,8 @@ static void check_conf(sch_shell *sh) {
   struct stat st;
   if (stat(path, &st) != 0) {
     if (sh->conf_seen || sh->conf == NULL)
-      KC_WARN("scheduler configuration %s: %s; keeping the %s configuration", path,
-              strerror(errno), sh->conf ? "current" : "default");
+      KC_WARN("scheduler configuration %s: %s; keeping the %s configuration", path, strerror(errno),
+              sh->conf ? "current" : "default");
     sh->conf_seen = false;
     return;
   }
@@ -178,9 +178,10 @@ static void setup_metrics(sch_shell *sh) {
   static const char *const job_l[] = {"job_id", NULL};
   static const char *const queue_l[] = {"queue_name", NULL};
   static const char *const stage_l[] = {"stage", NULL};
-  if (kc_metrics_histogram(r, "volcano_e2e_scheduling_latency_milliseconds",
-                           "E2e scheduling latency in milliseconds (scheduling algorithm + binding)",
-                           NULL, lat, 10, &m) == 0)
+  if (kc_metrics_histogram(
+          r, "volcano_e2e_scheduling_latency_milliseconds",
+          "E2e scheduling latency in milliseconds (scheduling algorithm + binding)", NULL, lat, 10,
+          &m) == 0)
     kc_metric_series(m, NULL, &sh->m_e2e);
   if (kc_metrics_histogram(r, "volcano_open_session_duration_milliseconds",
                            "The time spent on opening session", NULL, lat, 10, &m) == 0)
@@ -204,8 +205,8 @@ static void setup_metrics(sch_shell *sh) {
     kc_metric_series(m, NULL, &sh->m_unsched_jobs);
   kc_metrics_gauge(r, "volcano_queue_allocated_milli_cpu", "Allocated CPU count for one queue",
                    queue_l, &sh->m_q_cpu);
-  kc_metrics_gauge(r, "volcano_queue_allocated_memory_bytes",
-                   "Allocated memory for one queue", queue_l, &sh->m_q_mem);
+  kc_metrics_gauge(r, "volcano_queue_allocated_memory_bytes", "Allocated memory for one queue",
+                   queue_l, &sh->m_q_mem);
   if (kc_metrics_histogram(r, "volcano_task_scheduling_latency_milliseconds",
                            "Task scheduling latency in milliseconds", stage_l, lat, 10, &m) == 0)
     kc_metric_series(m, (const char *const[]){"Bound"}, &sh->m_bind_latency);
@@ -383,12 +384,10 @@ static void write_pod_group(sch_shell *sh, const sch_snapshot *snap, const sch_p
     json_t *body = NULL;
     char err[256];
     if (kc_podgroup_status_encode(&st, &body, err, sizeof(err)) == 0) {
-      kc_ref ref = {"scheduling.volcano.sh", "v1beta1", "podgroups", j->namespace, j->name,
-                    NULL};
+      kc_ref ref = {"scheduling.volcano.sh", "v1beta1", "podgroups", j->namespace, j->name, NULL};
       char what[600];
       snprintf(what, sizeof(what), "PodGroup %s status (phase %s)", j->key, phase);
-      patch_status(sh, &sh->pg_written, j->key, pg->metadata->resource_version, &ref, body,
-                   what);
+      patch_status(sh, &sh->pg_written, j->key, pg->metadata->resource_version, &ref, body, what);
       json_decref(body);
     } else {
       KC_ERROR("cannot encode the status of PodGroup %s: %s", j->key, err);
@@ -481,8 +480,7 @@ static void write_queue(sch_shell *sh, const sch_snapshot *snap, const sch_queue
   kc_ref ref = {"scheduling.volcano.sh", "v1beta1", "queues", NULL, q->name, "status"};
   char what[300];
   snprintf(what, sizeof(what), "Queue %s status", q->name);
-  patch_status(sh, &sh->q_written, q->name, q->queue->metadata->resource_version, &ref, body,
-               what);
+  patch_status(sh, &sh->q_written, q->name, q->queue->metadata->resource_version, &ref, body, what);
   json_decref(body);
 }
 
@@ -539,7 +537,7 @@ static void free_explained(void *p) {
  * period while a gang fills up), and at most EXPLAIN_BUDGET pods per period, so a large
  * pending gang does not turn into a write storm against the API server. */
 #define EXPLAIN_INTERVAL_NS (30ull * 1000000000ull)
-#define EXPLAIN_BUDGET 100
+#define EXPLAIN_BUDGET      100
 
 static void explain_pod(sch_shell *sh, kc_strmap *next, const Kiln__Pod *p, const char *msg,
                         int *budget, uint64_t now) {
@@ -547,8 +545,8 @@ static void explain_pod(sch_shell *sh, kc_strmap *next, const Kiln__Pod *p, cons
   if (kc_store_key(key, sizeof(key), p->namespace_, p->name) != 0 || kc_strmap_has(next, key))
     return;
   const explained *prev = kc_strmap_get(&sh->why_last, key);
-  bool due = prev == NULL ||
-             (strcmp(prev->msg, msg) != 0 && now - prev->at_ns >= EXPLAIN_INTERVAL_NS);
+  bool due =
+      prev == NULL || (strcmp(prev->msg, msg) != 0 && now - prev->at_ns >= EXPLAIN_INTERVAL_NS);
   bool write = due && *budget > 0;
   if (!write && prev == NULL)
     return; /* not told yet: next period */
@@ -562,9 +560,9 @@ static void explain_pod(sch_shell *sh, kc_strmap *next, const Kiln__Pod *p, cons
   if (!write)
     return;
   (*budget)--;
-  json_t *patch = json_pack("{s:{s:[{s:s,s:s,s:s,s:s}]}}", "status", "conditions", "type",
-                            "PodScheduled", "status", "False", "reason", "Unschedulable",
-                            "message", msg);
+  json_t *patch =
+      json_pack("{s:{s:[{s:s,s:s,s:s,s:s}]}}", "status", "conditions", "type", "PodScheduled",
+                "status", "False", "reason", "Unschedulable", "message", msg);
   char *k = strdup(key);
   kc_ref ref = {NULL, "v1", "pods", p->namespace_, p->name, "status"};
   if (patch == NULL || k == NULL ||
@@ -572,8 +570,11 @@ static void explain_pod(sch_shell *sh, kc_strmap *next, const Kiln__Pod *p, cons
     free(k);
   json_decref(patch);
   if (sh->events) {
-    kc_object_ref o = {.kind = "Pod", .namespace = p->namespace_, .name = p->name,
-                       .uid = p->uid, .api_version = "v1"};
+    kc_object_ref o = {.kind = "Pod",
+                       .namespace = p->namespace_,
+                       .name = p->name,
+                       .uid = p->uid,
+                       .api_version = "v1"};
     kc_event_record(sh->events, &o, KC_EVENT_WARNING, "FailedScheduling", "%s", msg);
   }
 }
@@ -617,10 +618,13 @@ static void apply_result(sch_shell *sh, sch_snapshot *snap, const sch_result *re
     if (k == NULL || kc_api_call(sh->client, KC_DELETE, &ref, &q, NULL, evict_done, k) != 0)
       free(k);
     if (sh->events) {
-      kc_object_ref o = {.kind = "Pod", .namespace = p->namespace_, .name = p->name,
-                         .uid = p->uid, .api_version = "v1"};
-      kc_event_record(sh->events, &o, KC_EVENT_WARNING, "Evict",
-                      "Pod is evicted, because of %s", res->evicts[i].reason);
+      kc_object_ref o = {.kind = "Pod",
+                         .namespace = p->namespace_,
+                         .name = p->name,
+                         .uid = p->uid,
+                         .api_version = "v1"};
+      kc_event_record(sh->events, &o, KC_EVENT_WARNING, "Evict", "Pod is evicted, because of %s",
+                      res->evicts[i].reason);
     }
   }
   /* A PodGroup whose pods all belong to another scheduler is that scheduler's to write:
@@ -766,8 +770,8 @@ int sch_shell_run_once(sch_shell *sh) {
       KC_V(res->nbinds || res->nevicts ? 3 : 5,
            "session %llu: %zu binds, %zu evictions, %zu unschedulable tasks, %zu events in "
            "%.2f ms",
-           (unsigned long long)sh->sessions, res->nbinds, res->nevicts, res->nwhy,
-           res->nevents, ms_since(t0));
+           (unsigned long long)sh->sessions, res->nbinds, res->nevicts, res->nwhy, res->nevents,
+           ms_since(t0));
       sch_result_free(res);
     }
   }
@@ -798,8 +802,8 @@ static void bad_pod(const json_t *obj, const char *err, void *ud) {
   const char *ns = json_string_value(json_object_get(md, "namespace"));
   const char *name = json_string_value(json_object_get(md, "name"));
   const char *uid = json_string_value(json_object_get(md, "uid"));
-  const char *sn = json_string_value(json_object_get(json_object_get(obj, "spec"),
-                                                     "schedulerName"));
+  const char *sn =
+      json_string_value(json_object_get(json_object_get(obj, "spec"), "schedulerName"));
   bool ours = false;
   size_t n = sh->opt.nscheduler_names;
   for (size_t i = 0; i < n; i++)
@@ -809,8 +813,7 @@ static void bad_pod(const json_t *obj, const char *err, void *ud) {
     ours = str_eq(sn, "volcano");
   if (!ours || name == NULL || sh->events == NULL || may_write(sh) != 0)
     return;
-  kc_object_ref o = {.kind = "Pod", .namespace = ns, .name = name, .uid = uid,
-                     .api_version = "v1"};
+  kc_object_ref o = {.kind = "Pod", .namespace = ns, .name = name, .uid = uid, .api_version = "v1"};
   kc_event_record(sh->events, &o, KC_EVENT_WARNING, "FailedScheduling",
                   "the scheduler cannot read this pod, it is not scheduled: %s", err);
 }

@@ -141,7 +141,7 @@ start_scheduler() { # NAME LOG ARGS...
 # ---- suite setup ----
 kubectl apply --server-side -f "$KILN_ROOT/manifests/crd/" >/dev/null
 kubectl wait --for=condition=Established --timeout=60s crd/podgroups.scheduling.volcano.sh \
-  crd/queues.scheduling.volcano.sh crd/jobs.batch.volcano.sh >/dev/null
+  crd/queues.scheduling.volcano.sh crd/jobs.batch.volcano.sh >/dev/null 2>&1
 kubectl create namespace volcano-system >/dev/null 2>&1 || true
 default_conf
 start_scheduler kiln-scheduler "$LOG" --scheduler-conf "$CONF" --v=3 \

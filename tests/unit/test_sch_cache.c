@@ -117,7 +117,8 @@ static void test_snapshot_borrows_every_store(void **state) {
   assert_string_equal(snap_pod(&s, "b")->node_name, "n1");
   assert_string_equal(snap_pod(&s, "a")->node_name, "");
   /* The same object, not a copy, when nothing is assumed. */
-  assert_ptr_equal(snap_pod(&s, "a"), kc_store_get(sch_cache_store(f->cache, SCH_CACHE_PODS), "ns/a"));
+  assert_ptr_equal(snap_pod(&s, "a"),
+                   kc_store_get(sch_cache_store(f->cache, SCH_CACHE_PODS), "ns/a"));
   assert_int_equal(sch_cache_snapshot(f->cache, &t), 0);
   assert_true(t.msg.generation > s.msg.generation);
   sch_cache_snap_close(&s);
@@ -204,8 +205,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_not_synced_before_start, setup, teardown),
       cmocka_unit_test_setup_teardown(test_snapshot_borrows_every_store, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_assumed_pod_is_bound_in_snapshot_until_forgotten,
-                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(test_assumed_pod_is_bound_in_snapshot_until_forgotten, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_real_node_wins_over_assumption, setup, teardown),
       cmocka_unit_test_setup_teardown(test_dump_round_trips, setup, teardown),
   };
