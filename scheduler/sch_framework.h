@@ -100,6 +100,11 @@ typedef struct sch_node {
   int64_t max_pods;       /* allocatable pods */
   int32_t ntasks;         /* tasks on it (not counting pipelined) */
   int32_t task_head;      /* first task on it, -1 none */
+  /* Kept by the task list (pipelined tasks included) so that scoring never walks it:
+   * the sum of init_resreq, and the same with kube-scheduler's non-zero defaults for cpu
+   * and memory. */
+  sch_resource requested;
+  int64_t nonzero_milli_cpu, nonzero_memory;
   bool ready;
   bool unschedulable;
 } sch_node;
@@ -189,6 +194,11 @@ int32_t sch_snapshot_job(const sch_snapshot *snap, const char *ns_name);
 int32_t sch_snapshot_queue(const sch_snapshot *snap, const char *name);
 /* Scalar slot of a resource name, -1 if no object in the snapshot uses it. */
 int sch_snapshot_scalar(const sch_snapshot *snap, const char *name);
+
+/* kube-scheduler's non-zero requests: a pod without a cpu or memory request counts as this
+ * much when nodes are scored. */
+#define SCH_NONZERO_MILLI_CPU 100
+#define SCH_NONZERO_MEMORY (200LL * 1024 * 1024)
 
 /* Volcano NodeInfo.FutureIdle: idle + releasing - pipelined. */
 void sch_node_future_idle(const sch_node *n, sch_resource *out);

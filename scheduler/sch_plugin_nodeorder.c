@@ -18,40 +18,63 @@
  * do. podaffinity, imagelocality and podtopologyspread weights are accepted and ignored: the
  * pod view keeps neither inter-pod affinity terms nor images. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "kc_error.h"
 #include "kc_log.h"
 #include "sch_framework.h"
 #include "sch_match.h"
 
-#define NONZERO_MILLI_CPU 100
-#define NONZERO_MEMORY    (200LL * 1024 * 1024)
+/* What the resource scores read from a node that can change during a session. */
+typedef struct score_cache {
+  int64_t nz_cpu, nz_mem, cpu, mem, gpu;
+  bool valid;
+  double score;
+} score_cache;
 
 typedef struct nodeorder_state {
   int64_t least, most, balanced, affinity, taint;
   int gpu; /* scalar slot of nvidia.com/gpu, -1 if unused */
+  /* The resource scores of the last task shape, per node: valid while the node's sums are
+   * the ones recorded and the task asks for the same init_resreq (a gang's tasks usually
+   * do, so a placement makes only the node it changed score again). */
+  sch_resource key;
+  bool have_key;
+  score_cache *cache; /* per node */
+  int32_t nnodes;
 } nodeorder_state;
-
-typedef struct node_requests {
-  int64_t nz_cpu, nz_mem; /* non-zero requests of the tasks on the node */
-  int64_t cpu, mem, gpu;  /* real requests */
-} node_requests;
 
 static int64_t nonzero(int64_t v, int64_t def) {
   return v != 0 ? v : def;
 }
 
-static void sum_node(const sch_snapshot *snap, const sch_node *n, int gpu, node_requests *r) {
-  *r = (node_requests){0};
-  for (int32_t i = n->task_head; i >= 0; i = snap->tasks[i].node_next) {
-    const sch_resource *q = &snap->tasks[i].init_resreq;
-    r->nz_cpu += nonzero(q->milli_cpu, NONZERO_MILLI_CPU);
-    r->nz_mem += nonzero(q->memory, NONZERO_MEMORY);
-    r->cpu += q->milli_cpu;
-    r->mem += q->memory;
-    if (gpu >= 0)
-      r->gpu += q->scalar[gpu];
+/* least, most and balanced for t on n; the node's sums are kept by the snapshot. */
+static double resource_score(const nodeorder_state *st, const sch_task *t, const sch_node *n) {
+  double score = 0;
+  const sch_resource *p = &t->init_resreq;
+  int64_t nz[2] = {n->nonzero_milli_cpu + nonzero(p->milli_cpu, SCH_NONZERO_MILLI_CPU),
+                   n->nonzero_memory + nonzero(p->memory, SCH_NONZERO_MEMORY)};
+  int64_t alloc[3] = {n->allocatable.milli_cpu, n->allocatable.memory,
+                      st->gpu >= 0 ? n->allocatable.scalar[st->gpu] : 0};
+  if (st->least != 0) {
+    static const int64_t w[2] = {50, 50};
+    score += (double)(sch_allocated_score(nz, alloc, w, 2, false) * st->least);
   }
+  if (st->most != 0) {
+    static const int64_t w[2] = {1, 1};
+    score += (double)(sch_allocated_score(nz, alloc, w, 2, true) * st->most);
+  }
+  if (st->balanced != 0) {
+    int64_t req[3] = {n->requested.milli_cpu + p->milli_cpu, n->requested.memory + p->memory, 0};
+    int64_t bal_alloc[3] = {alloc[0], alloc[1], 0};
+    /* An extended resource the pod does not ask for is left out of the balance. */
+    if (st->gpu >= 0 && p->scalar[st->gpu] != 0) {
+      req[2] = n->requested.scalar[st->gpu] + p->scalar[st->gpu];
+      bal_alloc[2] = alloc[2];
+    }
+    score += (double)(sch_balanced_score(req, bal_alloc, 3) * st->balanced);
+  }
+  return score;
 }
 
 static double node_order(sch_session *ssn, void *ctx, const sch_task *t, const sch_node *n) {
@@ -60,30 +83,28 @@ static double node_order(sch_session *ssn, void *ctx, const sch_task *t, const s
   double score = 0;
 
   if (st->least != 0 || st->most != 0 || st->balanced != 0) {
-    node_requests r;
-    sum_node(snap, n, st->gpu, &r);
-    const sch_resource *p = &t->init_resreq;
-    int64_t nz[2] = {r.nz_cpu + nonzero(p->milli_cpu, NONZERO_MILLI_CPU),
-                     r.nz_mem + nonzero(p->memory, NONZERO_MEMORY)};
-    int64_t alloc[3] = {n->allocatable.milli_cpu, n->allocatable.memory,
-                        st->gpu >= 0 ? n->allocatable.scalar[st->gpu] : 0};
-    if (st->least != 0) {
-      static const int64_t w[2] = {50, 50};
-      score += (double)(sch_allocated_score(nz, alloc, w, 2, false) * st->least);
-    }
-    if (st->most != 0) {
-      static const int64_t w[2] = {1, 1};
-      score += (double)(sch_allocated_score(nz, alloc, w, 2, true) * st->most);
-    }
-    if (st->balanced != 0) {
-      int64_t req[3] = {r.cpu + p->milli_cpu, r.mem + p->memory, 0};
-      int64_t bal_alloc[3] = {alloc[0], alloc[1], 0};
-      /* An extended resource the pod does not ask for is left out of the balance. */
-      if (st->gpu >= 0 && p->scalar[st->gpu] != 0) {
-        req[2] = r.gpu + p->scalar[st->gpu];
-        bal_alloc[2] = alloc[2];
+    int32_t ni = (int32_t)(n - snap->nodes);
+    if (st->cache == NULL || ni < 0 || ni >= st->nnodes) {
+      score = resource_score(st, t, n);
+    } else {
+      if (!st->have_key || !sch_resource_equal(&st->key, &t->init_resreq)) {
+        st->key = t->init_resreq;
+        st->have_key = true;
+        memset(st->cache, 0, (size_t)st->nnodes * sizeof(*st->cache));
       }
-      score += (double)(sch_balanced_score(req, bal_alloc, 3) * st->balanced);
+      score_cache *c = &st->cache[ni];
+      int64_t gpu = st->gpu >= 0 ? n->requested.scalar[st->gpu] : 0;
+      if (!c->valid || c->nz_cpu != n->nonzero_milli_cpu || c->nz_mem != n->nonzero_memory ||
+          c->cpu != n->requested.milli_cpu || c->mem != n->requested.memory || c->gpu != gpu) {
+        *c = (score_cache){n->nonzero_milli_cpu,
+                           n->nonzero_memory,
+                           n->requested.milli_cpu,
+                           n->requested.memory,
+                           gpu,
+                           true,
+                           resource_score(st, t, n)};
+      }
+      score = c->score;
     }
   }
   if (st->affinity != 0 && t->pod != NULL && n->node != NULL)
@@ -124,7 +145,14 @@ static int nodeorder_open(sch_session *ssn, const sch_plugin_conf *conf, void **
   st->balanced = sch_args_int(&conf->args, "balancedresource.weight", 1);
   st->affinity = sch_args_int(&conf->args, "nodeaffinity.weight", 2);
   st->taint = sch_args_int(&conf->args, "tainttoleration.weight", 3);
-  st->gpu = sch_snapshot_scalar(sch_session_snapshot(ssn), "nvidia.com/gpu");
+  sch_snapshot *snap = sch_session_snapshot(ssn);
+  st->gpu = sch_snapshot_scalar(snap, "nvidia.com/gpu");
+  if (snap->nnodes > 0) {
+    /* Without the cache every node is scored afresh: slower, same result. */
+    st->cache = calloc((size_t)snap->nnodes, sizeof(*st->cache));
+    if (st->cache != NULL)
+      st->nnodes = snap->nnodes;
+  }
   int rc = sch_add_node_order_fn(ssn, node_order, st);
   if (rc == 0)
     rc = sch_add_batch_node_order_fn(ssn, batch_node_order, st);
@@ -133,6 +161,10 @@ static int nodeorder_open(sch_session *ssn, const sch_plugin_conf *conf, void **
 
 static void nodeorder_close(sch_session *ssn, void *state) {
   (void)ssn;
+  nodeorder_state *st = state;
+  if (st) {
+    free(st->cache);
+  }
   free(state);
 }
 

@@ -56,14 +56,35 @@ static bool ports_conflict(const sch_snapshot *snap, const sch_task *t, const sc
   return false;
 }
 
+/* sch_resource_insufficient(req, future idle of n), without building the future idle: the
+ * predicate runs once per task and node. */
+static inline bool short_of(int64_t req, int64_t idle, int64_t releasing, int64_t pipelined,
+                            int64_t min) {
+  int64_t fut = idle + releasing - pipelined;
+  return req > 0 && req > fut && req - fut >= min;
+}
+
+static unsigned insufficient_dims(const sch_resource *req, const sch_node *n) {
+  unsigned m = 0;
+  if (short_of(req->milli_cpu, n->idle.milli_cpu, n->releasing.milli_cpu, n->pipelined.milli_cpu,
+               SCH_MIN_MILLI_CPU))
+    m |= SCH_DIM_CPU;
+  if (short_of(req->memory, n->idle.memory, n->releasing.memory, n->pipelined.memory,
+               SCH_MIN_MEMORY))
+    m |= SCH_DIM_MEMORY;
+  for (int i = 0; i < SCH_MAX_SCALARS; i++)
+    if (req->scalar[i] > 0 && short_of(req->scalar[i], n->idle.scalar[i], n->releasing.scalar[i],
+                                       n->pipelined.scalar[i], SCH_MIN_SCALAR))
+      m |= SCH_DIM_SCALAR(i);
+  return m;
+}
+
 static int predicate(sch_session *ssn, void *ctx, const sch_task *t, const sch_node *n,
                      sch_fit *why) {
   predicates_state *st = ctx;
   sch_snapshot *snap = sch_session_snapshot(ssn);
 
-  sch_resource future;
-  sch_node_future_idle(n, &future);
-  unsigned short_dims = sch_resource_insufficient(&t->init_resreq, &future);
+  unsigned short_dims = insufficient_dims(&t->init_resreq, n);
   if (short_dims != 0) {
     for (int d = 0; d < 2 + SCH_MAX_SCALARS; d++) {
       if (short_dims & (1u << d))

@@ -162,6 +162,10 @@ void sch__node_add_task(sch_snapshot *snap, int32_t ti, int32_t ni) {
     snap->tasks[n->task_head].node_prev = ti;
   n->task_head = ti;
   n->ntasks++;
+  sch_resource_add(&n->requested, &t->init_resreq);
+  n->nonzero_milli_cpu +=
+      t->init_resreq.milli_cpu ? t->init_resreq.milli_cpu : SCH_NONZERO_MILLI_CPU;
+  n->nonzero_memory += t->init_resreq.memory ? t->init_resreq.memory : SCH_NONZERO_MEMORY;
   switch (t->status) {
   case SCH_TASK_RELEASING:
     sch_resource_sub(&n->idle, &t->resreq);
@@ -190,6 +194,10 @@ void sch__node_remove_task(sch_snapshot *snap, int32_t ti) {
   if (t->node_next >= 0)
     snap->tasks[t->node_next].node_prev = t->node_prev;
   n->ntasks--;
+  sch_resource_sub(&n->requested, &t->init_resreq);
+  n->nonzero_milli_cpu -=
+      t->init_resreq.milli_cpu ? t->init_resreq.milli_cpu : SCH_NONZERO_MILLI_CPU;
+  n->nonzero_memory -= t->init_resreq.memory ? t->init_resreq.memory : SCH_NONZERO_MEMORY;
   switch (t->status) {
   case SCH_TASK_RELEASING:
     sch_resource_add(&n->idle, &t->resreq);
