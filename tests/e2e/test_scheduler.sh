@@ -173,6 +173,29 @@ test_leader_lease_held() {
     || fail "the log does not name the identity $holder"
 }
 
+# A second replica of the same scheduler waits on the lease: it keeps its cache warm but
+# neither schedules nor writes while the first one leads.
+test_standby_replica_does_not_schedule() {
+  local ns log=$D/logs/kiln-scheduler-standby.log leader
+  ns=$(new_namespace standby)
+  nodes standby 1 --cpu 4
+  leader=$(jsonpath lease/volcano '{.spec.holderIdentity}' volcano-system)
+  start_scheduler kiln-scheduler-standby "$log" --scheduler-conf "$CONF" --v=3 \
+    --leader-elect-lease-duration 60s --leader-elect-renew-deadline 45s \
+    --leader-elect-retry-period 5s
+  wait_log 20 "$log" "the leader is now $leader"
+  wait_log 20 "$log" "informer pods: list -> watch"
+  pod "$ns" p "" '{"cpu": "1"}' "  nodeSelector: {grp: standby}"
+  wait_bound 15 "$ns" p >/dev/null
+  sleep 2
+  if grep -E "became the leader|bound $ns/|session [0-9]+:|creating it" "$log"; then
+    fail "the standby replica scheduled or wrote (above)"
+  fi
+  kill -TERM "$(cat "$D/pids/kiln-scheduler-standby.pid")"
+  rm -f "$D/pids/kiln-scheduler-standby.pid" "$D/pids/kiln-scheduler-standby.exe"
+  kubectl delete namespace "$ns" --wait=false >/dev/null
+}
+
 # A gang of minAvailable 3 where only 2 fit binds nothing and says why (condition, events
 # on the PodGroup and on every pod); a third node lets all three bind at once.
 test_gang_binds_all_or_nothing_and_explains() {
