@@ -481,3 +481,35 @@ void sch_conf_free(sch_conf *c) {
   free(c->configurations);
   free(c);
 }
+
+int sch_conf_read_file(const char *path, sch_conf **out, char *err, size_t errlen) {
+  enum { MAX_BYTES = 1 << 20 };
+  *out = NULL;
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) {
+    if (err)
+      snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    return KC_EIO;
+  }
+  char *buf = malloc(MAX_BYTES + 1);
+  size_t len = buf ? fread(buf, 1, MAX_BYTES + 1, f) : 0;
+  bool failed = buf != NULL && ferror(f);
+  fclose(f);
+  if (buf == NULL)
+    return KC_ENOMEM;
+  int rc = 0;
+  if (failed) {
+    if (err)
+      snprintf(err, errlen, "%s: read error", path);
+    rc = KC_EIO;
+  } else if (len > MAX_BYTES) {
+    if (err)
+      snprintf(err, errlen, "%s: larger than %d bytes", path, MAX_BYTES);
+    rc = KC_ETOOBIG;
+  } else {
+    buf[len] = '\0';
+    rc = sch_conf_parse(buf, len, out, err, errlen);
+  }
+  free(buf);
+  return rc;
+}

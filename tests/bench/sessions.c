@@ -1,0 +1,353 @@
+/* sessions: the scheduler's session code on one synthetic snapshot, in process (issue 7
+ * item 4). The snapshot is built as a protobuf Kiln__Snapshot, packed and unpacked again, so it
+ * is exactly what `kiln-scheduler --dump-snapshot` writes and what kiln-replay reads.
+ *
+ *   sessions --nodes N --pending P --gang G --running R [--scheduler-conf FILE]
+ *            [--write-snapshot FILE] [--node-cpu M] [--pod-cpu M] ...
+ *
+ * Nodes: 64 cpu / 256Gi / 250 pods by default. Pending pods (500m, 1Gi) come in PodGroups of
+ * G with minMember G, phase Pending, so the whole default configuration (enqueue, allocate,
+ * backfill) runs. Running pods (100m, 256Mi) are spread round-robin over the nodes in Running
+ * PodGroups of G. One queue, "default".
+ *
+ * Prints one JSON object: placements (binds), the snapshot build time (sch_snapshot_new), the
+ * session time (open + run + close), placements per second over the session and over the
+ * actions alone, peak RSS, and heap bytes per node and per cached pod. Heap bytes are malloc
+ * accounting (mallinfo2: in use, mmapped blocks included) of the unpacked message plus the
+ * sch_snapshot: per node from a snapshot of the nodes alone, per pod from the rest of the full
+ * one divided by its pods (their PodGroups included). With --write-snapshot the packed
+ * snapshot is written (same bytes as a dump) and no session runs. */
+#include <malloc.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "kc_error.h"
+#include "kc_flags.h"
+#include "kc_log.h"
+#include "sch_conf.h"
+#include "sch_framework.h"
+
+#define GI (1024LL * 1024 * 1024)
+#define MI (1024LL * 1024)
+
+typedef struct gen_opts {
+  int nodes, pending, gang, running;
+  int node_milli_cpu, node_gi, node_pods;
+  int pod_milli_cpu, pod_mi;
+  int run_milli_cpu, run_mi;
+} gen_opts;
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static size_t heap_bytes(void) {
+  struct mallinfo2 mi = mallinfo2();
+  return mi.uordblks + mi.hblkhd;
+}
+
+/* Allocation helpers: every piece is malloc'd so that kiln__snapshot__free_unpacked frees the
+ * whole generated message. They abort on failure: this is a benchmark, not a server. */
+static void *xcalloc(size_t n) {
+  void *p = calloc(1, n);
+  if (p == NULL) {
+    fprintf(stderr, "sessions: out of memory\n");
+    exit(1);
+  }
+  return p;
+}
+
+static char *xstrf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *xstrf(const char *fmt, ...) {
+  char buf[128];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  size_t n = strlen(buf) + 1;
+  char *s = xcalloc(n);
+  memcpy(s, buf, n);
+  return s;
+}
+
+static Kiln__Resource *res(int64_t milli_cpu, int64_t memory, int64_t pods) {
+  Kiln__Resource *r = xcalloc(sizeof(*r));
+  kiln__resource__init(r);
+  r->milli_cpu = milli_cpu;
+  r->memory = memory;
+  r->pods = pods;
+  return r;
+}
+
+static Kiln__ObjectMeta *meta(const char *ns, char *name) {
+  Kiln__ObjectMeta *m = xcalloc(sizeof(*m));
+  kiln__object_meta__init(m);
+  m->name = name;
+  if (ns)
+    m->namespace_ = xstrf("%s", ns);
+  m->uid = xstrf("uid-%s", name);
+  m->creation_timestamp = xstrf("2026-11-29T10:00:00Z");
+  return m;
+}
+
+static Kiln__PodGroup *pod_group(char *name, int32_t min_member, const char *phase) {
+  Kiln__PodGroup *pg = xcalloc(sizeof(*pg));
+  kiln__pod_group__init(pg);
+  pg->metadata = meta("bench", name);
+  pg->spec = xcalloc(sizeof(*pg->spec));
+  kiln__pod_group_spec__init(pg->spec);
+  pg->spec->has_min_member = 1;
+  pg->spec->min_member = min_member;
+  pg->spec->queue = xstrf("default");
+  pg->status = xcalloc(sizeof(*pg->status));
+  kiln__pod_group_status__init(pg->status);
+  pg->status->phase = xstrf("%s", phase);
+  return pg;
+}
+
+static Kiln__Pod *pod(const char *group, int k, int64_t milli_cpu, int64_t memory,
+                      const char *node) {
+  Kiln__Pod *p = xcalloc(sizeof(*p));
+  kiln__pod__init(p);
+  p->namespace_ = xstrf("bench");
+  p->name = xstrf("%s-%d", group, k);
+  p->uid = xstrf("uid-%s-%d", group, k);
+  p->scheduler_name = xstrf("volcano");
+  p->group_name = xstrf("%s", group);
+  p->task_name = xstrf("worker");
+  p->requests = res(milli_cpu, memory, 1);
+  p->container_requests = res(milli_cpu, memory, 1);
+  p->owner_kind = xstrf("Job");
+  p->owner_name = xstrf("%s", group);
+  p->creation_time = 1796000000;
+  if (node) {
+    p->node_name = xstrf("%s", node);
+    p->phase = KILN__POD_PHASE__POD_PHASE_RUNNING;
+  } else {
+    p->phase = KILN__POD_PHASE__POD_PHASE_PENDING;
+  }
+  return p;
+}
+
+/* A *new* message (free with kiln__snapshot__free_unpacked(msg, NULL)). nodes_only leaves out
+ * pods and PodGroups (for the per-node memory figure). */
+static Kiln__Snapshot *generate(const gen_opts *o, bool nodes_only) {
+  Kiln__Snapshot *m = xcalloc(sizeof(*m));
+  kiln__snapshot__init(m);
+  m->scheduler_name = xstrf("volcano");
+  m->n_queues = 1;
+  m->queues = xcalloc(sizeof(*m->queues));
+  Kiln__Queue *q = m->queues[0] = xcalloc(sizeof(*q));
+  kiln__queue__init(q);
+  q->metadata = meta(NULL, xstrf("default"));
+  q->spec = xcalloc(sizeof(*q->spec));
+  kiln__queue_spec__init(q->spec);
+  q->spec->has_weight = 1;
+  q->spec->weight = 1;
+  m->n_nodes = (size_t)o->nodes;
+  m->nodes = xcalloc((size_t)o->nodes * sizeof(*m->nodes));
+  for (int i = 0; i < o->nodes; i++) {
+    Kiln__Node *n = m->nodes[i] = xcalloc(sizeof(*n));
+    kiln__node__init(n);
+    n->name = xstrf("node-%05d", i);
+    n->allocatable = res(o->node_milli_cpu, (int64_t)o->node_gi * GI, o->node_pods);
+    n->capacity = res(o->node_milli_cpu, (int64_t)o->node_gi * GI, o->node_pods);
+    n->ready = 1;
+  }
+  if (nodes_only)
+    return m;
+  int gang = o->gang > 0 ? o->gang : 1;
+  int run_groups = (o->running + gang - 1) / gang, pend_groups = (o->pending + gang - 1) / gang;
+  m->n_pod_groups = (size_t)(run_groups + pend_groups);
+  m->pod_groups = xcalloc((m->n_pod_groups ? m->n_pod_groups : 1) * sizeof(*m->pod_groups));
+  m->n_pods = (size_t)(o->running + o->pending);
+  m->pods = xcalloc((m->n_pods ? m->n_pods : 1) * sizeof(*m->pods));
+  size_t np = 0, ng = 0;
+  for (int g = 0; g < run_groups; g++) {
+    int size = o->running - g * gang < gang ? o->running - g * gang : gang;
+    m->pod_groups[ng++] = pod_group(xstrf("run-%06d", g), size, "Running");
+    char group[32];
+    snprintf(group, sizeof(group), "run-%06d", g);
+    for (int k = 0; k < size; k++) {
+      int i = g * gang + k;
+      m->pods[np++] =
+          pod(group, k, o->run_milli_cpu, (int64_t)o->run_mi * MI, m->nodes[i % o->nodes]->name);
+    }
+  }
+  for (int g = 0; g < pend_groups; g++) {
+    int size = o->pending - g * gang < gang ? o->pending - g * gang : gang;
+    m->pod_groups[ng++] = pod_group(xstrf("job-%06d", g), size, "Pending");
+    char group[32];
+    snprintf(group, sizeof(group), "job-%06d", g);
+    for (int k = 0; k < size; k++)
+      m->pods[np++] = pod(group, k, o->pod_milli_cpu, (int64_t)o->pod_mi * MI, NULL);
+  }
+  return m;
+}
+
+/* Packs msg into a *new* buffer (*len bytes). */
+static uint8_t *pack(const Kiln__Snapshot *msg, size_t *len) {
+  *len = kiln__snapshot__get_packed_size(msg);
+  uint8_t *buf = xcalloc(*len ? *len : 1);
+  kiln__snapshot__pack(msg, buf);
+  return buf;
+}
+
+/* Heap bytes held by the unpacked message and its sch_snapshot (both freed again). */
+static int cached_bytes(const uint8_t *buf, size_t len, size_t *out) {
+  size_t h0 = heap_bytes();
+  Kiln__Snapshot *msg = kiln__snapshot__unpack(NULL, len, buf);
+  if (msg == NULL)
+    return KC_EINVAL;
+  sch_snapshot *snap = NULL;
+  int rc = sch_snapshot_new(msg, NULL, &snap);
+  if (rc == 0)
+    *out = heap_bytes() - h0;
+  sch_snapshot_free(snap);
+  kiln__snapshot__free_unpacked(msg, NULL);
+  return rc;
+}
+
+static int read_conf(const char *path, sch_conf **out) {
+  if (path == NULL || path[0] == '\0')
+    return sch_conf_default(out);
+  char err[512] = "";
+  int rc = sch_conf_read_file(path, out, err, sizeof(err));
+  if (rc != 0)
+    fprintf(stderr, "sessions: scheduler configuration: %s\n", err);
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  gen_opts o = {0};
+  const char *conf_path = NULL, *write_path = NULL;
+  bool help = false;
+  kc_flag flags[] = {
+      {"nodes", KC_FLAG_INT, &o.nodes, "nodes", "1000", NULL, false, NULL},
+      {"pending", KC_FLAG_INT, &o.pending, "pending pods", "10000", NULL, false, NULL},
+      {"gang", KC_FLAG_INT, &o.gang, "pods per PodGroup (minMember)", "10", NULL, false, NULL},
+      {"running", KC_FLAG_INT, &o.running, "running pods", "0", NULL, false, NULL},
+      {"node-cpu", KC_FLAG_INT, &o.node_milli_cpu, "node cpu (milli)", "64000", NULL, false, NULL},
+      {"node-memory-gi", KC_FLAG_INT, &o.node_gi, "node memory (Gi)", "256", NULL, false, NULL},
+      {"node-pods", KC_FLAG_INT, &o.node_pods, "node pod capacity", "250", NULL, false, NULL},
+      {"pod-cpu", KC_FLAG_INT, &o.pod_milli_cpu, "pending pod cpu (milli)", "500", NULL, false,
+       NULL},
+      {"pod-memory-mi", KC_FLAG_INT, &o.pod_mi, "pending pod memory (Mi)", "1024", NULL, false,
+       NULL},
+      {"running-cpu", KC_FLAG_INT, &o.run_milli_cpu, "running pod cpu (milli)", "100", NULL, false,
+       NULL},
+      {"running-memory-mi", KC_FLAG_INT, &o.run_mi, "running pod memory (Mi)", "256", NULL, false,
+       NULL},
+      {"scheduler-conf", KC_FLAG_STRING, &conf_path,
+       "scheduler configuration file (default: Volcano's default)", NULL, NULL, false, NULL},
+      {"write-snapshot", KC_FLAG_STRING, &write_path,
+       "write the packed Snapshot to FILE and run nothing", NULL, NULL, false, NULL},
+      {"v", KC_FLAG_INT, &kc_log_verbosity, "log verbosity", "0", NULL, false, NULL},
+      {"help", KC_FLAG_BOOL, &help, "this help", NULL, NULL, false, NULL},
+  };
+  const size_t nflags = sizeof(flags) / sizeof(flags[0]);
+  /* Defaults are applied by parsing them: the table's def strings are for --help only. */
+  o = (gen_opts){1000, 10000, 10, 0, 64000, 256, 250, 500, 1024, 100, 256};
+  char err[256];
+  int nargs = 0;
+  if (kc_flags_parse(flags, nflags, argc, argv, &nargs, err, sizeof(err)) != 0 || nargs > 0) {
+    fprintf(stderr, "sessions: %s\n", nargs > 0 ? "unexpected argument" : err);
+    return 2;
+  }
+  if (help) {
+    kc_flags_usage(stdout, "sessions", "the scheduler's session code on a synthetic snapshot",
+                   flags, nflags);
+    return 0;
+  }
+  if (o.nodes < 1 || o.pending < 0 || o.gang < 1 || o.running < 0) {
+    fprintf(stderr, "sessions: --nodes and --gang want >= 1, --pending and --running >= 0\n");
+    return 2;
+  }
+
+  Kiln__Snapshot *gen = generate(&o, false);
+  size_t len;
+  uint8_t *buf = pack(gen, &len);
+  kiln__snapshot__free_unpacked(gen, NULL);
+  if (write_path) {
+    FILE *f = fopen(write_path, "wb");
+    bool ok = f && fwrite(buf, 1, len, f) == len;
+    ok = f && fclose(f) == 0 && ok;
+    free(buf);
+    if (!ok) {
+      fprintf(stderr, "sessions: cannot write %s\n", write_path);
+      return 1;
+    }
+    fprintf(stderr, "sessions: wrote %s (%zu bytes)\n", write_path, len);
+    return 0;
+  }
+
+  int rc = 1;
+  size_t node_bytes = 0, all_bytes = 0;
+  Kiln__Snapshot *nodes_msg = generate(&o, true);
+  size_t nlen;
+  uint8_t *nbuf = pack(nodes_msg, &nlen);
+  kiln__snapshot__free_unpacked(nodes_msg, NULL);
+  int mrc = cached_bytes(nbuf, nlen, &node_bytes);
+  free(nbuf);
+  if (mrc == 0)
+    mrc = cached_bytes(buf, len, &all_bytes);
+  if (mrc != 0) {
+    fprintf(stderr, "sessions: snapshot: %s\n", kc_strerror(mrc));
+    free(buf);
+    return 1;
+  }
+
+  sch_conf *conf = NULL;
+  sch_snapshot *snap = NULL;
+  sch_session *ssn = NULL;
+  sch_result *r = NULL;
+  Kiln__Snapshot *msg = kiln__snapshot__unpack(NULL, len, buf);
+  if (msg == NULL || read_conf(conf_path, &conf) != 0)
+    goto out;
+  double t0 = now_s();
+  if (sch_snapshot_new(msg, NULL, &snap) != 0)
+    goto out;
+  double t1 = now_s();
+  if (sch_session_open(snap, conf, NULL, &ssn) != 0)
+    goto out;
+  double t2 = now_s();
+  int run_rc = sch_session_run(ssn);
+  double t3 = now_s();
+  int close_rc = sch_session_close(ssn, &r);
+  ssn = NULL;
+  double t4 = now_s();
+  if (run_rc != 0 || close_rc != 0) {
+    fprintf(stderr, "sessions: session failed: %s\n", kc_strerror(run_rc ? run_rc : close_rc));
+    goto out;
+  }
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  size_t npods = (size_t)o.pending + (size_t)o.running;
+  double session_s = t4 - t1;
+  printf("{\"nodes\":%d,\"pending\":%d,\"gang\":%d,\"running\":%d,\"placements\":%zu,"
+         "\"snapshot_s\":%.4f,\"session_s\":%.4f,\"open_s\":%.4f,\"actions_s\":%.4f,"
+         "\"close_s\":%.4f,\"placements_per_s\":%.0f,\"actions_placements_per_s\":%.0f,"
+         "\"peak_rss_kb\":%ld,\"snapshot_bytes\":%zu,\"bytes_per_node\":%.0f,"
+         "\"bytes_per_pod\":%.0f}\n",
+         o.nodes, o.pending, o.gang, o.running, r->nbinds, t1 - t0, session_s, t2 - t1, t3 - t2,
+         t4 - t3, session_s > 0 ? (double)r->nbinds / session_s : 0,
+         t3 > t2 ? (double)r->nbinds / (t3 - t2) : 0, ru.ru_maxrss, all_bytes,
+         (double)node_bytes / o.nodes,
+         npods ? (double)(all_bytes - node_bytes) / (double)npods : 0);
+  rc = 0;
+out:
+  sch_result_free(r);
+  sch_snapshot_free(snap);
+  sch_conf_free(conf);
+  if (msg)
+    kiln__snapshot__free_unpacked(msg, NULL);
+  free(buf);
+  return rc;
+}

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# kiln-replay on snapshots written by `sessions --write-snapshot` (the dump's format):
+#   1. two nodes of 4 cpu, two gangs of 6 pods of 1 cpu: the first gang is bound (3 pods per
+#      node), the second cannot fit and each of its pods says why (the default configuration:
+#      the queue's share; a configuration without proportion: the nodes' cpu);
+#   2. decisions pinned: the replay of two generated snapshots (300 nodes gangs of 1 with
+#      fragmentation, 500 nodes gangs of 10) prints exactly what the scheduler core printed
+#      before the scoring caches were added (sha256 of the output without the header and timing lines).
+# Usage: test_replay.sh SESSIONS KILN-REPLAY
+set -euo pipefail
+SESSIONS=$1 REPLAY=$2
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+passed=0
+
+"$SESSIONS" --write-snapshot "$T/small.pb" --nodes 2 --node-cpu 4000 --pending 12 --gang 6 \
+  --pod-cpu 1000 2>/dev/null
+"$REPLAY" "$T/small.pb" >"$T/out"
+[ "$(grep -c '^bind bench/job-000000-' "$T/out")" = 6 ] || fail "gang 0 not bound: $(cat "$T/out")"
+[ "$(grep -c '^bind .* -> node-00000$' "$T/out")" = 3 ] || fail "not 3 pods on node-00000"
+[ "$(grep -c '^bind .* -> node-00001$' "$T/out")" = 3 ] || fail "not 3 pods on node-00001"
+! grep -q '^bind bench/job-000001-' "$T/out" || fail "gang 1 partly bound"
+[ "$(grep -c '^unschedulable bench/job-000001-.*: 6/6 tasks in gang unschedulable: queue default resource quota insufficient$' "$T/out")" = 6 ] ||
+  fail "gang 1 reasons: $(cat "$T/out")"
+grep -q '^podgroup bench/job-000001: Inqueue Unschedulable NotEnoughResources: ' "$T/out" ||
+  fail "gang 1 condition: $(grep podgroup "$T/out")"
+grep -q '^summary: 6 binds, 0 evicts, 6 unschedulable' "$T/out" || fail "summary"
+passed=$((passed + 1))
+
+cat >"$T/conf.yaml" <<'YAML'
+actions: "allocate"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+- plugins:
+  - name: predicates
+  - name: nodeorder
+YAML
+"$REPLAY" --scheduler-conf "$T/conf.yaml" "$T/small.pb" >"$T/out2"
+[ "$(grep -c '^bind ' "$T/out2")" = 6 ] || fail "conf: binds: $(cat "$T/out2")"
+[ "$(grep -c '^unschedulable bench/job-000001-.*0/2 nodes are available: 2 Insufficient cpu' "$T/out2")" = 6 ] ||
+  fail "conf: reasons: $(cat "$T/out2")"
+passed=$((passed + 1))
+
+"$REPLAY" --scheduler-conf "$T/missing.yaml" "$T/small.pb" >/dev/null 2>&1 &&
+  fail "a missing configuration file is not an error"
+passed=$((passed + 1))
+
+pinned() { # nodes running pending gang expected-sha256
+  "$SESSIONS" --write-snapshot "$T/cmp.pb" --nodes "$1" --running "$2" --pending "$3" \
+    --gang "$4" --node-cpu 8000 --pod-cpu 700 2>/dev/null
+  local got
+  got=$("$REPLAY" "$T/cmp.pb" | grep -v '^summary\|^snapshot' | sha256sum | cut -d' ' -f1)
+  [ "$got" = "$5" ] || fail "decisions changed on $1 nodes, gangs of $4: $got"
+  passed=$((passed + 1))
+}
+pinned 300 1001 3500 1 58983d03babb312931e70bc3eae93ac4f1738bc5156af77930a58f70bdf17330
+pinned 500 2500 4000 10 38f4db9250c1730a463d2ce72da7e84ed106161a73c2a7f8249e59dbfe538803
+echo "replay: $passed passed, 0 failed"
