@@ -40,7 +40,8 @@ typedef struct nodeorder_state {
    * do, so a placement makes only the node it changed score again). */
   sch_resource key;
   bool have_key;
-  score_cache *cache; /* per node */
+  const sch_task *key_task; /* the last task compared with key (init_resreq is fixed) */
+  score_cache *cache;       /* per node */
   int32_t nnodes;
 } nodeorder_state;
 
@@ -87,10 +88,13 @@ static double node_order(sch_session *ssn, void *ctx, const sch_task *t, const s
     if (st->cache == NULL || ni < 0 || ni >= st->nnodes) {
       score = resource_score(st, t, n);
     } else {
-      if (!st->have_key || !sch_resource_equal(&st->key, &t->init_resreq)) {
-        st->key = t->init_resreq;
-        st->have_key = true;
-        memset(st->cache, 0, (size_t)st->nnodes * sizeof(*st->cache));
+      if (st->key_task != t) {
+        st->key_task = t;
+        if (!st->have_key || !sch_resource_equal(&st->key, &t->init_resreq)) {
+          st->key = t->init_resreq;
+          st->have_key = true;
+          memset(st->cache, 0, (size_t)st->nnodes * sizeof(*st->cache));
+        }
       }
       score_cache *c = &st->cache[ni];
       int64_t gpu = st->gpu >= 0 ? n->requested.scalar[st->gpu] : 0;

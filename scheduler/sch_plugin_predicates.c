@@ -24,6 +24,10 @@ typedef struct predicates_state {
   bool affinity, ports, taints;
   int32_t too_many_pods, unschedulable, node_affinity, node_ports;
   int32_t insufficient[2 + SCH_MAX_SCALARS]; /* -1 until first used */
+  /* The dimensions the last task asks for: the predicate runs for one task over many nodes
+   * in a row, and init_resreq does not change during a session. */
+  const sch_task *mask_task;
+  unsigned mask;
 } predicates_state;
 
 static int32_t insufficient_reason(sch_session *ssn, predicates_state *st, int dim) {
@@ -64,7 +68,20 @@ static inline bool short_of(int64_t req, int64_t idle, int64_t releasing, int64_
   return req > 0 && req > fut && req - fut >= min;
 }
 
-static unsigned insufficient_dims(const sch_resource *req, const sch_node *n) {
+static unsigned requested_dims(const sch_resource *req) {
+  unsigned m = 0;
+  if (req->milli_cpu > 0)
+    m |= SCH_DIM_CPU;
+  if (req->memory > 0)
+    m |= SCH_DIM_MEMORY;
+  for (int i = 0; i < SCH_MAX_SCALARS; i++)
+    if (req->scalar[i] > 0)
+      m |= SCH_DIM_SCALAR(i);
+  return m;
+}
+
+/* reqmask: requested_dims(req). */
+static unsigned insufficient_dims(const sch_resource *req, unsigned reqmask, const sch_node *n) {
   unsigned m = 0;
   if (short_of(req->milli_cpu, n->idle.milli_cpu, n->releasing.milli_cpu, n->pipelined.milli_cpu,
                SCH_MIN_MILLI_CPU))
@@ -72,9 +89,10 @@ static unsigned insufficient_dims(const sch_resource *req, const sch_node *n) {
   if (short_of(req->memory, n->idle.memory, n->releasing.memory, n->pipelined.memory,
                SCH_MIN_MEMORY))
     m |= SCH_DIM_MEMORY;
-  for (int i = 0; i < SCH_MAX_SCALARS; i++)
-    if (req->scalar[i] > 0 && short_of(req->scalar[i], n->idle.scalar[i], n->releasing.scalar[i],
-                                       n->pipelined.scalar[i], SCH_MIN_SCALAR))
+  for (int i = 0; (reqmask >> 2) >> i; i++)
+    if ((reqmask & SCH_DIM_SCALAR(i)) &&
+        short_of(req->scalar[i], n->idle.scalar[i], n->releasing.scalar[i], n->pipelined.scalar[i],
+                 SCH_MIN_SCALAR))
       m |= SCH_DIM_SCALAR(i);
   return m;
 }
@@ -84,7 +102,11 @@ static int predicate(sch_session *ssn, void *ctx, const sch_task *t, const sch_n
   predicates_state *st = ctx;
   sch_snapshot *snap = sch_session_snapshot(ssn);
 
-  unsigned short_dims = insufficient_dims(&t->init_resreq, n);
+  if (st->mask_task != t) {
+    st->mask_task = t;
+    st->mask = requested_dims(&t->init_resreq);
+  }
+  unsigned short_dims = insufficient_dims(&t->init_resreq, st->mask, n);
   if (short_dims != 0) {
     for (int d = 0; d < 2 + SCH_MAX_SCALARS; d++) {
       if (short_dims & (1u << d))
