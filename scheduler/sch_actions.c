@@ -322,8 +322,11 @@ static int32_t find_nodes(search *s, const sch_task *t, bool check_resources) {
   return s->nfeasible ? -1 : fit_message(s);
 }
 
-static int32_t best_node(search *s, const sch_task *t) {
+/* The highest-scoring feasible node (the first of equals); *score gets its score, or stays
+ * untouched when nothing was scored (returns false then). */
+static int32_t best_node_scored(search *s, const sch_task *t, double *score, bool *scored) {
   sch_session *ssn = s->ssn;
+  *scored = false;
   if (s->nfeasible == 1 ||
       (ssn->cbs[SCH_CB_NODE_ORDER].n == 0 && ssn->cbs[SCH_CB_BATCH_NODE_ORDER].n == 0))
     return s->feasible[0];
@@ -332,7 +335,15 @@ static int32_t best_node(search *s, const sch_task *t) {
   for (size_t i = 1; i < s->nfeasible; i++)
     if (s->scores[i] > s->scores[best])
       best = i;
+  *score = s->scores[best];
+  *scored = true;
   return s->feasible[best];
+}
+
+static int32_t best_node(search *s, const sch_task *t) {
+  double score;
+  bool scored;
+  return best_node_scored(s, t, &score, &scored);
 }
 
 /* ---- allocate ---- */
@@ -375,7 +386,9 @@ static int allocate_job(sch_session *ssn, search *s, int32_t qi, int32_t ji, boo
         j->fit_message = why;
       break; /* the gang cannot complete this round without this task */
     }
-    int32_t ni = best_node(s, t);
+    double score = 0;
+    bool scored;
+    int32_t ni = best_node_scored(s, t, &score, &scored);
     const sch_node *node = &snap->nodes[ni];
     if (sch_resource_less_equal(&t->init_resreq, &node->idle))
       rc = sch_statement_allocate(st, tasks[i], ni);
@@ -384,6 +397,8 @@ static int allocate_job(sch_session *ssn, search *s, int32_t qi, int32_t ji, boo
     if (rc < 0)
       goto out;
     t->why = -1;
+    t->scored = scored;
+    t->score = score;
     if (i + 1 < n && sch_session_job_ready(ssn, j)) {
       *again = true;
       break;

@@ -86,6 +86,10 @@ typedef struct sch_task {
   bool best_effort;         /* no request at all */
   /* Index into the session's reason table of why it was not placed, -1 if none. */
   int32_t why;
+  /* The node-order score of the node the allocate action chose (the replay prints it);
+   * scored is false when no scoring happened (one feasible node, no node-order plugin). */
+  bool scored;
+  double score;
 } sch_task;
 
 typedef struct sch_node {

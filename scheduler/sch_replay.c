@@ -6,14 +6,13 @@
  * or `tests/bench/sessions --write-snapshot`. CONF is a Volcano scheduler configuration
  * (default: Volcano's). Prints, one per line and in this order:
  *
- *   bind NS/POD -> NODE
+ *   bind NS/POD -> NODE [score S]     (S: the node-order score that chose it, when scored)
  *   evict NS/POD: REASON
  *   unschedulable NS/POD: WHY           (each pending task of ours that was not placed)
  *   podgroup NS/NAME: PHASE [CONDITION REASON: MESSAGE]
  *   summary: N binds, N evicts, N unschedulable, session S s
  *
- * Node scores are not printed: the session keeps only the chosen node, not the scores. The
- * session's clock and condition ids are fixed (--now, "replay"), so two replays of one file
+ * The session's clock and condition ids are fixed (--now, "replay"), so two replays of one file
  * print the same text; that makes a before/after comparison of a change a diff. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,7 +74,10 @@ static double now_s(void) {
 static void print_result(FILE *out, const sch_snapshot *snap, const sch_result *r, double secs) {
   for (size_t i = 0; i < r->nbinds; i++) {
     const sch_task *t = &snap->tasks[r->binds[i].task];
-    fprintf(out, "bind %s/%s -> %s\n", pod_ns(t), pod_name(t), snap->nodes[r->binds[i].node].name);
+    fprintf(out, "bind %s/%s -> %s", pod_ns(t), pod_name(t), snap->nodes[r->binds[i].node].name);
+    if (t->scored)
+      fprintf(out, " score %.0f", t->score);
+    fputc('\n', out);
   }
   for (size_t i = 0; i < r->nevicts; i++) {
     const sch_task *t = &snap->tasks[r->evicts[i].task];

@@ -2,10 +2,11 @@
 # kiln-replay on snapshots written by `sessions --write-snapshot` (the dump's format):
 #   1. two nodes of 4 cpu, two gangs of 6 pods of 1 cpu: the first gang is bound (3 pods per
 #      node), the second cannot fit and each of its pods says why (the default configuration:
-#      the queue's share; a configuration without proportion: the nodes' cpu);
+#      the queue's share; a configuration without proportion: the nodes' cpu); placements
+#      carry the node-order score that chose them;
 #   2. decisions pinned: the replay of two generated snapshots (300 nodes gangs of 1 with
 #      fragmentation, 500 nodes gangs of 10) prints exactly what the scheduler core printed
-#      before the scoring caches were added (sha256 of the output without the header and timing lines).
+#      before the scoring caches were added (sha256 of the output without the header, timing and scores).
 # Usage: test_replay.sh SESSIONS KILN-REPLAY
 set -euo pipefail
 SESSIONS=$1 REPLAY=$2
@@ -18,8 +19,14 @@ passed=0
   --pod-cpu 1000 2>/dev/null
 "$REPLAY" "$T/small.pb" >"$T/out"
 [ "$(grep -c '^bind bench/job-000000-' "$T/out")" = 6 ] || fail "gang 0 not bound: $(cat "$T/out")"
-[ "$(grep -c '^bind .* -> node-00000$' "$T/out")" = 3 ] || fail "not 3 pods on node-00000"
-[ "$(grep -c '^bind .* -> node-00001$' "$T/out")" = 3 ] || fail "not 3 pods on node-00001"
+[ "$(grep -c '^bind .* -> node-00000 ' "$T/out")" = 3 ] || fail "not 3 pods on node-00000"
+[ "$(grep -c '^bind .* -> node-00001 ' "$T/out")" = 3 ] || fail "not 3 pods on node-00001"
+# Two feasible nodes each time: every placement was scored, and the emptier node scored higher
+# for the first pod than for the third (least requested falls as the node fills).
+[ "$(grep -c '^bind .* score [0-9]*$' "$T/out")" = 6 ] || fail "scores missing: $(cat "$T/out")"
+s1=$(sed -n 's/^bind bench\/job-000000-0 -> .* score \([0-9]*\)$/\1/p' "$T/out")
+s3=$(sed -n 's/^bind bench\/job-000000-2 -> .* score \([0-9]*\)$/\1/p' "$T/out")
+[ "$s1" -gt "$s3" ] || fail "scores: first $s1, third $s3"
 ! grep -q '^bind bench/job-000001-' "$T/out" || fail "gang 1 partly bound"
 [ "$(grep -c '^unschedulable bench/job-000001-.*: 6/6 tasks in gang unschedulable: queue default resource quota insufficient$' "$T/out")" = 6 ] ||
   fail "gang 1 reasons: $(cat "$T/out")"
@@ -52,7 +59,8 @@ pinned() { # nodes running pending gang expected-sha256
   "$SESSIONS" --write-snapshot "$T/cmp.pb" --nodes "$1" --running "$2" --pending "$3" \
     --gang "$4" --node-cpu 8000 --pod-cpu 700 2>/dev/null
   local got
-  got=$("$REPLAY" "$T/cmp.pb" | grep -v '^summary\|^snapshot' | sha256sum | cut -d' ' -f1)
+  got=$("$REPLAY" "$T/cmp.pb" | grep -v '^summary\|^snapshot' | sed 's/ score [0-9.-]*$//' |
+    sha256sum | cut -d' ' -f1)
   [ "$got" = "$5" ] || fail "decisions changed on $1 nodes, gangs of $4: $got"
   passed=$((passed + 1))
 }
