@@ -35,7 +35,7 @@ test_components_are_real() {
   v=$(kubectl version --client -o json | jq -r .clientVersion.gitVersion)
   expect_match '^v1\.3[4-6]\.' "$v" "kubectl version"
   expect_match '\[\+\]etcd ok' "$(kubectl get --raw '/readyz?verbose')" "apiserver readyz"
-  expect_match '^etcd Version: 3\.[56]\.' "$("$KILN_BIN/etcd" --version | head -1)" "etcd version"
+  expect_match '^etcd Version: 3\.[56]\.' "$("$KILN_BIN/etcd" --version | sed -n 1p)" "etcd version"
   expect_match 'v0\.7\.' "$("$KILN_BIN/kwok" --version)" "kwok version"
   # etcd answers on the client port the API server uses.
   local etcd_url

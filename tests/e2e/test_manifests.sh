@@ -96,9 +96,14 @@ print(json.dumps(p))' "$pod" | kubectl create --dry-run=server -f - 2>&1) \
     expect_eq "/healthz 11251" \
       "$(jsonpath "deploy/$d" '{.spec.template.spec.containers[0].livenessProbe.httpGet.path} {.spec.template.spec.containers[0].ports[?(@.name=="healthz")].containerPort}' kiln-system)" \
       "$d liveness probe"
-    expect_eq /healthz \
+    expect_eq /readyz \
       "$(jsonpath "deploy/$d" '{.spec.template.spec.containers[0].readinessProbe.httpGet.path}' kiln-system)" \
       "$d readiness probe"
+    # The binary accepts exactly these arguments (flags are parsed before --help is acted on).
+    local argv=() perr
+    mapfile -t argv < <(jq -r '.[]' <<<"$args")
+    perr=$("$KILN_BUILD/${d#kiln-}/$d" "${argv[@]}" --help 2>&1 >/dev/null) \
+      || fail "$d refuses its Deployment's arguments: $perr"
     expect_match '^[0-9]+m?$' \
       "$(jsonpath "deploy/$d" '{.spec.template.spec.containers[0].resources.requests.cpu}' kiln-system)" \
       "$d cpu request"
@@ -376,9 +381,9 @@ test_printer_columns_and_short_names() {
     "PodGroup has no status subresource (as in Volcano)"
   ns=$(new_namespace columns)
   kubectl create -n "$ns" -f "$MANIFESTS/examples/job-single.yaml" >/dev/null
-  out=$(kubectl get vj -n "$ns" 2>&1 | head -1)
+  out=$(kubectl get vj -n "$ns" 2>&1 | sed -n 1p)
   expect_match '^NAME +STATUS +MINAVAILABLE +RUNNINGS +AGE$' "$out" "vcjob columns"
-  out=$(kubectl get vcjob -n "$ns" -o wide 2>&1 | head -1)
+  out=$(kubectl get vcjob -n "$ns" -o wide 2>&1 | sed -n 1p)
   expect_match 'AGE +QUEUE$' "$out" "vcjob wide columns"
   kubectl create -n "$ns" -f - >/dev/null <<'EOF'
 apiVersion: scheduling.volcano.sh/v1beta1
@@ -389,7 +394,7 @@ EOF
   out=$(kubectl get pg -n "$ns" -o wide 2>&1)
   expect_match 'NAME +STATUS +MINMEMBER +RUNNINGS +AGE +QUEUE' "$out" "podgroup columns"
   expect_match 'pg1 +2 +.* default' "$out" "podgroup queue default"
-  out=$(kubectl get q default 2>&1 | head -1)
+  out=$(kubectl get q default 2>&1 | sed -n 1p)
   expect_match '^NAME +PARENT$' "$out" "queue columns"
   kubectl delete ns "$ns" --wait=false >/dev/null
 }
