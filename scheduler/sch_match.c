@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kc_error.h"
+
 static bool str_eq(const char *a, const char *b) {
   return strcmp(a ? a : "", b ? b : "") == 0;
 }
@@ -329,4 +331,44 @@ double sch_binpack_resource_score(double requested, double capacity, double used
   if (after > capacity)
     return 0;
   return after * (double)weight / capacity;
+}
+
+int sch_pod_key_set(sch_pod_key *k, const Kiln__Pod *pod) {
+  /* A pod message carrying only the fields the node-static checks read; the arrays are
+   * borrowed, and packing does not write through them. */
+  Kiln__Pod view = KILN__POD__INIT;
+  view.n_node_selector = pod->n_node_selector;
+  view.node_selector = pod->node_selector;
+  view.n_required_node_terms = pod->n_required_node_terms;
+  view.required_node_terms = pod->required_node_terms;
+  view.n_preferred_node_terms = pod->n_preferred_node_terms;
+  view.preferred_node_terms = pod->preferred_node_terms;
+  view.n_tolerations = pod->n_tolerations;
+  view.tolerations = pod->tolerations;
+  size_t need = kiln__pod__get_packed_size(&view);
+  if (need + 1 > k->cap) {
+    size_t cap = k->cap ? k->cap : 64;
+    while (cap < need + 1)
+      cap *= 2;
+    uint8_t *b = realloc(k->buf, cap);
+    if (b == NULL) {
+      k->len = 0;
+      return KC_ENOMEM;
+    }
+    k->buf = b;
+    k->cap = cap;
+  }
+  /* A leading 1 marks a valid key, so that an empty key (0 bytes) matches nothing. */
+  k->buf[0] = 1;
+  k->len = 1 + kiln__pod__pack(&view, k->buf + 1);
+  return 0;
+}
+
+bool sch_pod_key_equal(const sch_pod_key *a, const sch_pod_key *b) {
+  return a->len > 0 && a->len == b->len && memcmp(a->buf, b->buf, a->len) == 0;
+}
+
+void sch_pod_key_close(sch_pod_key *k) {
+  free(k->buf);
+  *k = (sch_pod_key){0};
 }

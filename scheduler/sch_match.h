@@ -119,4 +119,20 @@ void sch_normalize_scores(int64_t *scores, size_t n, int64_t max_score, bool rev
  * the node would be over capacity. */
 double sch_binpack_resource_score(double requested, double capacity, double used, int weight);
 
+/* A pod's node-static shape: its nodeSelector, required and preferred node affinity and
+ * tolerations, packed. Two pods with equal keys get the same answer from
+ * sch_match_node_selector, sch_preferred_affinity_score, sch_untolerated_taint,
+ * sch_unschedulable_fits and sch_intolerable_prefer_no_schedule on every node, so the tasks
+ * of a gang (one template) can share those answers. Equal shapes written in another order
+ * give unequal keys: a cache miss, never a wrong answer. */
+typedef struct sch_pod_key {
+  uint8_t *buf; /* owned */
+  size_t len, cap;
+} sch_pod_key;
+
+/* Sets k to pod's key: 0, or KC_ENOMEM (k is then empty and equals no key). */
+int sch_pod_key_set(sch_pod_key *k, const Kiln__Pod *pod);
+bool sch_pod_key_equal(const sch_pod_key *a, const sch_pod_key *b);
+void sch_pod_key_close(sch_pod_key *k);
+
 #endif

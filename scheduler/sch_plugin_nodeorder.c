@@ -32,6 +32,11 @@ typedef struct score_cache {
   double score;
 } score_cache;
 
+typedef struct shape_cache {
+  bool affinity_known, taints_known;
+  int64_t affinity, taints;
+} shape_cache;
+
 typedef struct nodeorder_state {
   int64_t least, most, balanced, affinity, taint;
   int gpu; /* scalar slot of nvidia.com/gpu, -1 if unused */
@@ -43,6 +48,14 @@ typedef struct nodeorder_state {
   const sch_task *key_task; /* the last task compared with key (init_resreq is fixed) */
   score_cache *cache;       /* per node */
   int32_t nnodes;
+  /* The node-static scores (preferred node affinity, intolerable PreferNoSchedule taints)
+   * per node for the current pod shape (sch_pod_key), as in predicates. */
+  const sch_task *shape_task; /* the last task whose shape was looked at */
+  sch_pod_key shape_key, shape_scratch;
+  bool shape_on;
+  shape_cache *shapes; /* per node; NULL: no cache */
+  int64_t *counts;     /* batch scratch, kept between tasks */
+  size_t cap_counts;
 } nodeorder_state;
 
 static int64_t nonzero(int64_t v, int64_t def) {
@@ -78,6 +91,24 @@ static double resource_score(const nodeorder_state *st, const sch_task *t, const
   return score;
 }
 
+/* The cache entry of node ni for t's shape, or NULL when there is none. */
+static shape_cache *shape_of(nodeorder_state *st, const sch_task *t, int32_t ni) {
+  if (st->shape_task != t) {
+    st->shape_task = t;
+    st->shape_on = false;
+    if (st->shapes != NULL && t->pod != NULL && sch_pod_key_set(&st->shape_scratch, t->pod) == 0) {
+      if (!sch_pod_key_equal(&st->shape_scratch, &st->shape_key)) {
+        sch_pod_key tmp = st->shape_key;
+        st->shape_key = st->shape_scratch;
+        st->shape_scratch = tmp;
+        memset(st->shapes, 0, (size_t)st->nnodes * sizeof(*st->shapes));
+      }
+      st->shape_on = true;
+    }
+  }
+  return st->shape_on && ni >= 0 && ni < st->nnodes ? &st->shapes[ni] : NULL;
+}
+
 static double node_order(sch_session *ssn, void *ctx, const sch_task *t, const sch_node *n) {
   nodeorder_state *st = ctx;
   sch_snapshot *snap = sch_session_snapshot(ssn);
@@ -111,8 +142,20 @@ static double node_order(sch_session *ssn, void *ctx, const sch_task *t, const s
       score = c->score;
     }
   }
-  if (st->affinity != 0 && t->pod != NULL && n->node != NULL)
-    score += (double)(sch_preferred_affinity_score(t->pod, n->node) * st->affinity);
+  if (st->affinity != 0 && t->pod != NULL && n->node != NULL) {
+    shape_cache *c = shape_of(st, t, (int32_t)(n - snap->nodes));
+    int64_t a;
+    if (c && c->affinity_known) {
+      a = c->affinity;
+    } else {
+      a = sch_preferred_affinity_score(t->pod, n->node);
+      if (c) {
+        c->affinity = a;
+        c->affinity_known = true;
+      }
+    }
+    score += (double)(a * st->affinity);
+  }
   return score;
 }
 
@@ -122,21 +165,32 @@ static void batch_node_order(sch_session *ssn, void *ctx, const sch_task *t, con
   if (st->taint == 0 || t->pod == NULL || n == 0)
     return;
   sch_snapshot *snap = sch_session_snapshot(ssn);
-  int64_t stack[64];
-  int64_t *counts = n <= 64 ? stack : malloc(n * sizeof(*counts));
-  if (counts == NULL) {
-    KC_WARN("nodeorder: out of memory scoring taints for %zu nodes; taint scores skipped", n);
-    return;
+  if (n > st->cap_counts) {
+    int64_t *c = realloc(st->counts, n * sizeof(*c));
+    if (c == NULL) {
+      KC_WARN("nodeorder: out of memory scoring taints for %zu nodes; taint scores skipped", n);
+      return;
+    }
+    st->counts = c;
+    st->cap_counts = n;
   }
+  int64_t *counts = st->counts;
   for (size_t i = 0; i < n; i++) {
     const sch_node *node = &snap->nodes[nodes[i]];
+    shape_cache *c = shape_of(st, t, nodes[i]);
+    if (c && c->taints_known) {
+      counts[i] = c->taints;
+      continue;
+    }
     counts[i] = node->node ? sch_intolerable_prefer_no_schedule(t->pod, node->node) : 0;
+    if (c) {
+      c->taints = counts[i];
+      c->taints_known = true;
+    }
   }
   sch_normalize_scores(counts, n, SCH_MAX_NODE_SCORE, true);
   for (size_t i = 0; i < n; i++)
     scores[i] += (double)(counts[i] * st->taint);
-  if (counts != stack)
-    free(counts);
 }
 
 static int nodeorder_open(sch_session *ssn, const sch_plugin_conf *conf, void **state) {
@@ -154,8 +208,15 @@ static int nodeorder_open(sch_session *ssn, const sch_plugin_conf *conf, void **
   if (snap->nnodes > 0) {
     /* Without the cache every node is scored afresh: slower, same result. */
     st->cache = calloc((size_t)snap->nnodes, sizeof(*st->cache));
-    if (st->cache != NULL)
+    st->shapes = calloc((size_t)snap->nnodes, sizeof(*st->shapes));
+    if (st->cache == NULL || st->shapes == NULL) {
+      free(st->cache);
+      free(st->shapes);
+      st->cache = NULL;
+      st->shapes = NULL;
+    } else {
       st->nnodes = snap->nnodes;
+    }
   }
   int rc = sch_add_node_order_fn(ssn, node_order, st);
   if (rc == 0)
@@ -168,6 +229,10 @@ static void nodeorder_close(sch_session *ssn, void *state) {
   nodeorder_state *st = state;
   if (st) {
     free(st->cache);
+    free(st->shapes);
+    free(st->counts);
+    sch_pod_key_close(&st->shape_key);
+    sch_pod_key_close(&st->shape_scratch);
   }
   free(state);
 }

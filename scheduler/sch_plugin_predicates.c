@@ -13,6 +13,7 @@
  * Arguments: predicate.NodeAffinityEnable, predicate.NodePortsEnable,
  * predicate.TaintTolerationEnable (all true by default, as in Volcano). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "kc_error.h"
 #include "kc_log.h"
@@ -28,7 +29,20 @@ typedef struct predicates_state {
    * in a row, and init_resreq does not change during a session. */
   const sch_task *mask_task;
   unsigned mask;
+  /* The node-static checks (unschedulable + node affinity, and taints) per node for the
+   * current pod shape (sch_pod_key): a gang's tasks share one, so each node is matched once
+   * per gang instead of once per task. */
+  sch_pod_key key, scratch;
+  bool cache_on;
+  struct static_verdict *verdicts; /* per node; NULL: no cache */
+  int32_t nnodes;
 } predicates_state;
+
+typedef struct static_verdict {
+  bool a_known, b_known;
+  int8_t a_rc, b_rc;          /* SCH_FIT or SCH_UNRESOLVABLE */
+  int32_t a_reason, b_reason; /* when not SCH_FIT */
+} static_verdict;
 
 static int32_t insufficient_reason(sch_session *ssn, predicates_state *st, int dim) {
   if (st->insufficient[dim] >= 0)
@@ -97,6 +111,47 @@ static unsigned insufficient_dims(const sch_resource *req, unsigned reqmask, con
   return m;
 }
 
+/* Points the cache at t's pod shape, emptying it when the shape changed. */
+static void use_template(predicates_state *st, const sch_task *t) {
+  st->cache_on = false;
+  if (st->verdicts == NULL || t->pod == NULL || sch_pod_key_set(&st->scratch, t->pod) != 0)
+    return;
+  if (!sch_pod_key_equal(&st->scratch, &st->key)) {
+    sch_pod_key tmp = st->key;
+    st->key = st->scratch;
+    st->scratch = tmp;
+    memset(st->verdicts, 0, (size_t)st->nnodes * sizeof(*st->verdicts));
+  }
+  st->cache_on = true;
+}
+
+/* NodeUnschedulable then NodeAffinity. */
+static int check_a(predicates_state *st, const sch_task *t, const sch_node *n, int32_t *reason) {
+  if (!sch_unschedulable_fits(t->pod, n->node)) {
+    *reason = st->unschedulable;
+    return SCH_UNRESOLVABLE;
+  }
+  if (st->affinity && !sch_match_node_selector(t->pod, n->node)) {
+    *reason = st->node_affinity;
+    return SCH_UNRESOLVABLE;
+  }
+  return SCH_FIT;
+}
+
+/* TaintToleration (NoSchedule, NoExecute). */
+static int check_b(sch_session *ssn, predicates_state *st, const sch_task *t, const sch_node *n,
+                   int32_t *reason) {
+  if (!st->taints)
+    return SCH_FIT;
+  const Kiln__Taint *taint = sch_untolerated_taint(t->pod, n->node);
+  if (taint == NULL)
+    return SCH_FIT;
+  char buf[SCH_REASON_MAX];
+  sch_reason_taint(buf, sizeof(buf), taint);
+  *reason = sch_session_reason(ssn, buf);
+  return SCH_UNRESOLVABLE;
+}
+
 static int predicate(sch_session *ssn, void *ctx, const sch_task *t, const sch_node *n,
                      sch_fit *why) {
   predicates_state *st = ctx;
@@ -105,6 +160,7 @@ static int predicate(sch_session *ssn, void *ctx, const sch_task *t, const sch_n
   if (st->mask_task != t) {
     st->mask_task = t;
     st->mask = requested_dims(&t->init_resreq);
+    use_template(st, t);
   }
   unsigned short_dims = insufficient_dims(&t->init_resreq, st->mask, n);
   if (short_dims != 0) {
@@ -122,26 +178,29 @@ static int predicate(sch_session *ssn, void *ctx, const sch_task *t, const sch_n
   }
   if (t->pod == NULL || n->node == NULL)
     return SCH_FIT;
-  if (!sch_unschedulable_fits(t->pod, n->node)) {
-    sch_fit_add(why, st->unschedulable);
-    return SCH_UNRESOLVABLE;
+  int32_t ni = (int32_t)(n - snap->nodes);
+  static_verdict scratch = {0};
+  static_verdict *v = st->cache_on && ni >= 0 && ni < st->nnodes ? &st->verdicts[ni] : &scratch;
+  if (!v->a_known) {
+    v->a_rc = (int8_t)check_a(st, t, n, &v->a_reason);
+    v->a_known = true;
   }
-  if (st->affinity && !sch_match_node_selector(t->pod, n->node)) {
-    sch_fit_add(why, st->node_affinity);
-    return SCH_UNRESOLVABLE;
+  if (v->a_rc != SCH_FIT) {
+    sch_fit_add(why, v->a_reason);
+    return v->a_rc;
   }
   if (st->ports && t->pod->n_host_ports > 0 && ports_conflict(snap, t, n)) {
     sch_fit_add(why, st->node_ports);
     return SCH_UNSCHEDULABLE;
   }
-  if (st->taints) {
-    const Kiln__Taint *taint = sch_untolerated_taint(t->pod, n->node);
-    if (taint != NULL) {
-      char buf[SCH_REASON_MAX];
-      sch_reason_taint(buf, sizeof(buf), taint);
-      sch_fit_add(why, sch_session_reason(ssn, buf));
-      return SCH_UNRESOLVABLE;
-    }
+  if (!v->b_known) {
+    v->b_rc = (int8_t)check_b(ssn, st, t, n, &v->b_reason);
+    /* A reason that could not be interned (out of memory) is not remembered. */
+    v->b_known = v->b_rc == SCH_FIT || v->b_reason >= 0;
+  }
+  if (v->b_rc != SCH_FIT) {
+    sch_fit_add(why, v->b_reason);
+    return v->b_rc;
   }
   return SCH_FIT;
 }
@@ -160,6 +219,13 @@ static int predicates_open(sch_session *ssn, const sch_plugin_conf *conf, void *
   st->node_affinity = sch_session_reason(ssn, SCH_REASON_NODE_AFFINITY);
   st->node_ports = sch_session_reason(ssn, SCH_REASON_NODE_PORTS);
   *state = st;
+  sch_snapshot *snap = sch_session_snapshot(ssn);
+  if (snap->nnodes > 0) {
+    /* Without the cache every node is matched for every task: slower, same answers. */
+    st->verdicts = calloc((size_t)snap->nnodes, sizeof(*st->verdicts));
+    if (st->verdicts)
+      st->nnodes = snap->nnodes;
+  }
   if (st->too_many_pods < 0 || st->unschedulable < 0 || st->node_affinity < 0 || st->node_ports < 0)
     return KC_ENOMEM;
   return sch_add_predicate_fn(ssn, predicate, st);
@@ -167,6 +233,12 @@ static int predicates_open(sch_session *ssn, const sch_plugin_conf *conf, void *
 
 static void predicates_close(sch_session *ssn, void *state) {
   (void)ssn;
+  predicates_state *st = state;
+  if (st) {
+    sch_pod_key_close(&st->key);
+    sch_pod_key_close(&st->scratch);
+    free(st->verdicts);
+  }
   free(state);
 }
 

@@ -37,6 +37,7 @@
 #define MI (1024LL * 1024)
 
 typedef struct gen_opts {
+  bool shapes; /* labels, taints, selectors, affinity and tolerations (see shape_node) */
   int nodes, pending, gang, running;
   int node_milli_cpu, node_gi, node_pods;
   int pod_milli_cpu, pod_mi;
@@ -137,6 +138,90 @@ static Kiln__Pod *pod(const char *group, int k, int64_t milli_cpu, int64_t memor
   return p;
 }
 
+/* --shapes: node i is in zone-(i%4); every 7th node has a NoSchedule taint dedicated=infra,
+ * every 5th a PreferNoSchedule taint spot. Pending PodGroup g's pods (all alike, one
+ * template) select their zone (g%3 == 1), tolerate dedicated (g%3 == 2), prefer zone-1
+ * (g%4 == 0), tolerate spot (g odd); every 17th from the 5th selects zone-9, which no node
+ * has, so that some gangs cannot fit for a reason that is not resources. */
+static void shape_node(Kiln__Node *n, int i) {
+  n->n_labels = 1;
+  n->labels = xcalloc(sizeof(*n->labels));
+  n->labels[0] = xcalloc(sizeof(*n->labels[0]));
+  kiln__node__labels_entry__init(n->labels[0]);
+  n->labels[0]->key = xstrf("zone");
+  n->labels[0]->value = xstrf("zone-%d", i % 4);
+  n->taints = xcalloc(2 * sizeof(*n->taints));
+  if (i % 7 == 0) {
+    Kiln__Taint *t = n->taints[n->n_taints++] = xcalloc(sizeof(*t));
+    kiln__taint__init(t);
+    t->key = xstrf("dedicated");
+    t->value = xstrf("infra");
+    t->effect = KILN__TAINT_EFFECT__TAINT_EFFECT_NO_SCHEDULE;
+  }
+  if (i % 5 == 0) {
+    Kiln__Taint *t = n->taints[n->n_taints++] = xcalloc(sizeof(*t));
+    kiln__taint__init(t);
+    t->key = xstrf("spot");
+    t->value = xstrf("true");
+    t->effect = KILN__TAINT_EFFECT__TAINT_EFFECT_PREFER_NO_SCHEDULE;
+  }
+}
+
+static void add_toleration(Kiln__Pod *p, const char *key, const char *value,
+                           Kiln__TolerationOperator op, Kiln__TaintEffect effect) {
+  Kiln__Toleration **v = realloc(p->tolerations, (p->n_tolerations + 1) * sizeof(*v));
+  if (v == NULL) {
+    fprintf(stderr, "sessions: out of memory\n");
+    exit(1);
+  }
+  p->tolerations = v;
+  Kiln__Toleration *t = v[p->n_tolerations++] = xcalloc(sizeof(*t));
+  kiln__toleration__init(t);
+  t->key = xstrf("%s", key);
+  t->operator_ = op;
+  t->value = xstrf("%s", value);
+  t->effect = effect;
+}
+
+static void shape_pod(Kiln__Pod *p, int g) {
+  int zone = g % 17 == 5 ? 9 : g % 3 == 1 ? g % 4 : -1;
+  if (zone >= 0) {
+    p->n_node_selector = 1;
+    p->node_selector = xcalloc(sizeof(*p->node_selector));
+    p->node_selector[0] = xcalloc(sizeof(*p->node_selector[0]));
+    kiln__pod__node_selector_entry__init(p->node_selector[0]);
+    p->node_selector[0]->key = xstrf("zone");
+    p->node_selector[0]->value = xstrf("zone-%d", zone);
+  }
+  if (g % 3 == 2)
+    add_toleration(p, "dedicated", "infra", KILN__TOLERATION_OPERATOR__TOLERATION_OPERATOR_EQUAL,
+                   KILN__TAINT_EFFECT__TAINT_EFFECT_NO_SCHEDULE);
+  if (g % 2 == 1)
+    add_toleration(p, "spot", "", KILN__TOLERATION_OPERATOR__TOLERATION_OPERATOR_EXISTS,
+                   KILN__TAINT_EFFECT__TAINT_EFFECT_PREFER_NO_SCHEDULE);
+  if (g % 4 == 0) {
+    Kiln__NodeSelectorRequirement *req = xcalloc(sizeof(*req));
+    kiln__node_selector_requirement__init(req);
+    req->key = xstrf("zone");
+    req->operator_ = xstrf("In");
+    req->n_values = 1;
+    req->values = xcalloc(sizeof(*req->values));
+    req->values[0] = xstrf("zone-1");
+    Kiln__NodeSelectorTerm *term = xcalloc(sizeof(*term));
+    kiln__node_selector_term__init(term);
+    term->n_match_expressions = 1;
+    term->match_expressions = xcalloc(sizeof(*term->match_expressions));
+    term->match_expressions[0] = req;
+    Kiln__PreferredSchedulingTerm *pt = xcalloc(sizeof(*pt));
+    kiln__preferred_scheduling_term__init(pt);
+    pt->weight = 10;
+    pt->preference = term;
+    p->n_preferred_node_terms = 1;
+    p->preferred_node_terms = xcalloc(sizeof(*p->preferred_node_terms));
+    p->preferred_node_terms[0] = pt;
+  }
+}
+
 /* A *new* message (free with kiln__snapshot__free_unpacked(msg, NULL)). nodes_only leaves out
  * pods and PodGroups (for the per-node memory figure). */
 static Kiln__Snapshot *generate(const gen_opts *o, bool nodes_only) {
@@ -161,6 +246,8 @@ static Kiln__Snapshot *generate(const gen_opts *o, bool nodes_only) {
     n->allocatable = res(o->node_milli_cpu, (int64_t)o->node_gi * GI, o->node_pods);
     n->capacity = res(o->node_milli_cpu, (int64_t)o->node_gi * GI, o->node_pods);
     n->ready = 1;
+    if (o->shapes)
+      shape_node(n, i);
   }
   if (nodes_only)
     return m;
@@ -187,8 +274,11 @@ static Kiln__Snapshot *generate(const gen_opts *o, bool nodes_only) {
     m->pod_groups[ng++] = pod_group(xstrf("job-%06d", g), size, "Pending");
     char group[32];
     snprintf(group, sizeof(group), "job-%06d", g);
-    for (int k = 0; k < size; k++)
-      m->pods[np++] = pod(group, k, o->pod_milli_cpu, (int64_t)o->pod_mi * MI, NULL);
+    for (int k = 0; k < size; k++) {
+      Kiln__Pod *p = m->pods[np++] = pod(group, k, o->pod_milli_cpu, (int64_t)o->pod_mi * MI, NULL);
+      if (o->shapes)
+        shape_pod(p, g);
+    }
   }
   return m;
 }
@@ -276,6 +366,9 @@ int main(int argc, char **argv) {
        NULL},
       {"running-memory-mi", KC_FLAG_INT, &o.run_mi, "running pod memory (Mi)", "256", NULL, false,
        NULL},
+      {"shapes", KC_FLAG_BOOL, &o.shapes,
+       "node labels and taints, pod selectors, affinity and tolerations (varied per gang)", "false",
+       NULL, false, NULL},
       {"scheduler-conf", KC_FLAG_STRING, &conf_path,
        "scheduler configuration file (default: Volcano's default)", NULL, NULL, false, NULL},
       {"write-snapshot", KC_FLAG_STRING, &write_path,
@@ -285,7 +378,7 @@ int main(int argc, char **argv) {
   };
   const size_t nflags = sizeof(flags) / sizeof(flags[0]);
   /* Defaults are applied by parsing them: the table's def strings are for --help only. */
-  o = (gen_opts){1000, 10000, 10, 0, 64000, 256, 250, 500, 1024, 100, 256};
+  o = (gen_opts){false, 1000, 10000, 10, 0, 64000, 256, 250, 500, 1024, 100, 256};
   char err[256];
   int nargs = 0;
   if (kc_flags_parse(flags, nflags, argc, argv, &nargs, err, sizeof(err)) != 0 || nargs > 0) {

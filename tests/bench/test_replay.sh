@@ -4,9 +4,10 @@
 #      node), the second cannot fit and each of its pods says why (the default configuration:
 #      the queue's share; a configuration without proportion: the nodes' cpu); placements
 #      carry the node-order score that chose them;
-#   2. decisions pinned: the replay of two generated snapshots (300 nodes gangs of 1 with
-#      fragmentation, 500 nodes gangs of 10) prints exactly what the scheduler core printed
-#      before the scoring caches were added (sha256 of the output without the header, timing and scores).
+#   2. decisions pinned: the replay of four generated snapshots (300 nodes gangs of 1 with
+#      fragmentation, 500 nodes gangs of 10, each plain and with --shapes) prints exactly
+#      what the scheduler core printed before the scoring caches were added (sha256 of the
+#      output without the header, timing and scores).
 # Usage: test_replay.sh SESSIONS KILN-REPLAY
 set -euo pipefail
 SESSIONS=$1 REPLAY=$2
@@ -55,9 +56,9 @@ passed=$((passed + 1))
   fail "a missing configuration file is not an error"
 passed=$((passed + 1))
 
-pinned() { # nodes running pending gang expected-sha256
+pinned() { # nodes running pending gang expected-sha256 [generator flags]
   "$SESSIONS" --write-snapshot "$T/cmp.pb" --nodes "$1" --running "$2" --pending "$3" \
-    --gang "$4" --node-cpu 8000 --pod-cpu 700 2>/dev/null
+    --gang "$4" --node-cpu 8000 --pod-cpu 700 "${@:6}" 2>/dev/null
   local got
   got=$("$REPLAY" "$T/cmp.pb" | grep -v '^summary\|^snapshot' | sed 's/ score [0-9.-]*$//' |
     sha256sum | cut -d' ' -f1)
@@ -66,4 +67,8 @@ pinned() { # nodes running pending gang expected-sha256
 }
 pinned 300 1001 3500 1 58983d03babb312931e70bc3eae93ac4f1738bc5156af77930a58f70bdf17330
 pinned 500 2500 4000 10 38f4db9250c1730a463d2ce72da7e84ed106161a73c2a7f8249e59dbfe538803
+# Labels, taints, selectors, affinity and tolerations varying per gang (the per-shape caches
+# of predicates and nodeorder), with gangs that fit nowhere for affinity and taint reasons.
+pinned 500 1001 4000 10 1adfcabf662bb40a55cec88a57d4eb11bc5b60d22e05c2f8dda09afab88a51dc --shapes
+pinned 300 999 3000 1 b5ada0e943c9a489b040f818ab72ac01d966105af49ae127ae35a6cc4aebf7f2 --shapes
 echo "replay: $passed passed, 0 failed"
