@@ -53,5 +53,8 @@ const char *kc_err_name(int err);
 int kc_err_from_reason(const char *reason);
 /* Maps an HTTP status code to a code (0 for 2xx). */
 int kc_err_from_http(long status);
+/* Maps a libuv error (UV_E*, negative) to a code (0 for 0); KC_EIO when there is no closer one.
+ * (curl's CURLcode values are mapped where the transport sees them, in kc_http.c.) */
+int kc_err_from_uv(int uverr);
 
 #endif

@@ -212,7 +212,7 @@ static int run(sched *s, kc_cli_common *common) {
              f->cache_dump_dir ? f->cache_dump_dir : "/tmp", (int)uv_os_getpid());
 
   if ((rc = uv_loop_init(&s->loop)) != 0)
-    return KC_EIO;
+    return kc_err_from_uv(rc);
   /* The handles stop() closes exist from here on, so every failure below can use it. */
   uv_signal_init(&s->loop, &s->sig_int);
   uv_signal_init(&s->loop, &s->sig_term);

@@ -7,6 +7,8 @@
 
 #include "kc_error.h"
 
+#include <uv.h>
+
 static void test_reason_roundtrip(void **state) {
   (void)state;
   static const char *const reasons[] = {"NotFound", "AlreadyExists", "Conflict", "Gone",
@@ -42,11 +44,25 @@ static void test_names(void **state) {
   assert_string_equal(kc_strerror(KC_ENOMEM), "out of memory");
 }
 
+static void test_uv_errors(void **state) {
+  (void)state;
+  assert_int_equal(kc_err_from_uv(0), 0);
+  assert_int_equal(kc_err_from_uv(UV_ENOMEM), KC_ENOMEM);
+  assert_int_equal(kc_err_from_uv(UV_EADDRINUSE), KC_EADDRINUSE);
+  assert_int_equal(kc_err_from_uv(UV_ECONNREFUSED), KC_ECONNECT);
+  assert_int_equal(kc_err_from_uv(UV_ETIMEDOUT), KC_ETIMEDOUT);
+  assert_int_equal(kc_err_from_uv(UV_ECANCELED), KC_ECANCELED);
+  assert_int_equal(kc_err_from_uv(UV_EPIPE), KC_EIO);
+  /* Every mapped code has a message of its own. */
+  assert_string_not_equal(kc_strerror(kc_err_from_uv(UV_ENOENT)), "unknown error");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_reason_roundtrip),
     cmocka_unit_test(test_http_status),
     cmocka_unit_test(test_names),
+    cmocka_unit_test(test_uv_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
