@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# The install as an operator does it: the manifests applied, both processes run under their
+# own ServiceAccounts (tokens from the TokenRequest API, so the least-privilege RBAC is what
+# they get) with their Deployments' arguments, and Volcano example Jobs run to Completed.
+# Only the addresses and the config path are changed: these processes run on this machine,
+# not in pods.
+source "$(dirname "$0")/lib.sh"
+SUITE=install
+D=$KILN_CLUSTER_DIR
+M=$KILN_ROOT/manifests
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+install_manifests() {
+  kubectl apply --server-side --force-conflicts -f "$M/crd/" >/dev/null
+  # Right after the apply a CRD may have no conditions at all, which kubectl wait refuses.
+  wait_for 60 "CRDs established" kubectl wait --for=condition=Established crd --all --timeout=5s
+  for f in namespace rbac-controller rbac-scheduler scheduler-configmap queue-default; do
+    kubectl apply --server-side --force-conflicts -f "$M/$f.yaml" >/dev/null
+  done
+}
+
+# sa_kubeconfig SA FILE: a kubeconfig that authenticates as kiln-system/SA.
+sa_kubeconfig() {
+  local token server
+  token=$(kubectl create token "$1" -n kiln-system --duration=2h) || fail "no token for $1"
+  server=$(kubectl config view -o jsonpath='{.clusters[0].cluster.server}')
+  cat >"$2" <<KC
+apiVersion: v1
+kind: Config
+clusters:
+- name: kiln
+  cluster: {server: "$server", certificate-authority: "$D/pki/ca.crt"}
+users:
+- name: $1
+  user: {token: "$token"}
+contexts:
+- name: kiln
+  context: {cluster: kiln, user: $1}
+current-context: kiln
+KC
+  chmod 600 "$2"
+}
+
+# deployment_args NAME: the container args of manifests/NAME.yaml, one per line, with the
+# listen addresses on free loopback ports and the config file where this test keeps it.
+deployment_args() {
+  kubectl create --dry-run=client -f "$M/$1.yaml" -o json 2>/dev/null \
+    | jq -r 'select(.kind=="Deployment") | .spec.template.spec.containers[0].args[]' \
+    | sed -e "s|^--healthz-address=.*|--healthz-address=127.0.0.1:$(free_port)|" \
+          -e "s|^--listen-address=.*|--listen-address=127.0.0.1:$(free_port)|" \
+          -e "s|^--scheduler-conf=.*|--scheduler-conf=$D/install-scheduler.conf|" \
+          -e "s|^--cache-dump-dir=.*|--cache-dump-dir=$D|"
+}
+
+start_as_sa() { # PROCESS
+  local p=$1 args=()
+  sa_kubeconfig "kiln-$p" "$D/kiln-$p.sa.kubeconfig"
+  mapfile -t args < <(deployment_args "$p")
+  [ ${#args[@]} -gt 3 ] || fail "no arguments read from manifests/$p.yaml"
+  setsid "$KILN_BUILD/$p/kiln-$p" --kubeconfig="$D/kiln-$p.sa.kubeconfig" "${args[@]}" \
+    >"$D/logs/kiln-$p.log" 2>&1 </dev/null &
+  echo $! >"$D/pids/kiln-$p.pid"
+  echo "$KILN_BUILD/$p/kiln-$p" >"$D/pids/kiln-$p.exe"
+}
+
+test_example_jobs_complete_under_least_privilege() {
+  install_manifests
+  kubectl get cm kiln-scheduler-configmap -n kiln-system \
+    -o jsonpath='{.data.volcano-scheduler\.conf}' >"$D/install-scheduler.conf"
+  [ -s "$D/install-scheduler.conf" ] || fail "empty scheduler configuration"
+  start_as_sa controller
+  start_as_sa scheduler
+  # Leader election is on, as in the Deployments: each takes its Lease in kiln-system.
+  wait_for 40 "controller lease" kubectl get lease -n kiln-system vc-controller-manager
+  wait_for 40 "scheduler lease" kubectl get lease -n kiln-system volcano
+
+  local ns
+  ns=$(new_namespace install)
+  kubectl create -n "$ns" -f "$M/examples/job-single.yaml" >/dev/null
+  # A gang of three that each run 2 s.
+  kubectl create -n "$ns" -f - >/dev/null <<'JOB'
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: gang}
+spec:
+  minAvailable: 3
+  tasks:
+  - name: worker
+    replicas: 3
+    template:
+      metadata: {annotations: {kwok.kiln.dev/run-for: "2s"}}
+      spec:
+        restartPolicy: Never
+        containers: [{name: w, image: busybox, resources: {requests: {cpu: 500m}}}]
+JOB
+  wait_jsonpath 90 vcjob/gang '{.status.state.phase}' Completed "$ns"
+  wait_jsonpath 90 vcjob/hello '{.status.state.phase}' Completed "$ns"
+  expect_eq 3 "$(jsonpath vcjob/gang '{.status.succeeded}' "$ns")" "gang pods succeeded"
+  # Every pod was bound by kiln-scheduler (the Scheduled event names it).
+  local src
+  src=$(kubectl get events -n "$ns" --field-selector reason=Scheduled \
+    -o jsonpath='{range .items[*]}{.source.component}{.reportingComponent}{"\n"}{end}' | sort -u)
+  expect_match 'volcano' "$src" "Scheduled events' source"
+  # No call was refused by RBAC.
+  local denied
+  denied=$(grep -i -E 'forbidden|cannot (create|get|list|watch|update|patch|delete)' \
+    "$D/logs/kiln-controller.log" "$D/logs/kiln-scheduler.log" || true)
+  [ -z "$denied" ] || fail "RBAC refused calls: $(echo "$denied" | head -5)"
+}
+
+e2e_main "$@"
