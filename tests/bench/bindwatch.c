@@ -21,7 +21,13 @@
  * Also reported: makespan (first pod seen -> last pod bound) and N / makespan; per-pod
  * seen -> bound latency; with --job-label, per-job latency from the job's first pod seen to
  * its last pod bound (the job is the label's value). Prints one JSON object on stdout; exit
- * 1 when the timeout fired before N pods were bound. */
+ * 1 when the timeout fired before N pods were bound.
+ *
+ * For clocks that start outside bindwatch (a Job's creation, the first Job created), the JSON
+ * also carries t0_unix, the wall-clock time of the clock's start, so that t0_unix + an offset
+ * is a CLOCK_REALTIME instant: first_seen_s / last_seen_s (the first and last pod seen, whose
+ * span gives the rate pods were created) and, with --job-label, each job's first pod seen and
+ * last pod bound (jobs.by_job). */
 #include <jansson.h>
 #include <uv.h>
 
@@ -30,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 
 #include "bench_tput.h"
 #include "kc_api.h"
@@ -67,9 +74,11 @@ static const char *ready_file = NULL;
 static int expected = 1;
 static double timeout_s = 600;
 
-static uint64_t t0;     /* uv_hrtime when the clock started */
-static json_t *by_name; /* pod name -> index into pods */
-static json_t *by_job;  /* job value -> index into jobs */
+static uint64_t t0;       /* uv_hrtime when the clock started */
+static double t0_unix;    /* CLOCK_REALTIME at t0, seconds */
+static json_t *by_name;   /* pod name -> index into pods */
+static json_t *by_job;    /* job value -> index into jobs */
+static json_t *job_names; /* index into jobs -> job value */
 static pod_rec *pods;
 static size_t npods, cap_pods;
 static job_rec *jobs;
@@ -118,6 +127,8 @@ static int job_index(const char *value) {
     cap_jobs = nc;
   }
   jobs[njobs] = (job_rec){.first_seen = now_rel()};
+  if (json_array_append_new(job_names, json_string(value)) != 0)
+    return KC_ENOMEM;
   json_object_set_new(by_job, value, json_integer((json_int_t)njobs));
   return (int)njobs++;
 }
@@ -293,8 +304,12 @@ static void on_list(const kc_api_result *res, void *data) {
     return;
   }
   bool first = t0 == 0;
-  if (first)
+  if (first) {
+    struct timespec ts;
     t0 = uv_hrtime();
+    clock_gettime(CLOCK_REALTIME, &ts);
+    t0_unix = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+  }
   json_t *item;
   size_t i;
   json_array_foreach(json_object_get(res->obj, "items"), i, item) {
@@ -362,12 +377,14 @@ static json_t *dist_json(dvec *d, const char *unit) {
 }
 
 static json_t *report(void) {
-  uint64_t first_seen = UINT64_MAX, last_bound = 0;
+  uint64_t first_seen = UINT64_MAX, last_seen = 0, last_bound = 0;
   dvec pod_lat = {0}, job_lat = {0};
   int rc = 0;
   for (size_t i = 0; i < npods; i++) {
     if (pods[i].seen < first_seen)
       first_seen = pods[i].seen;
+    if (pods[i].seen > last_seen)
+      last_seen = pods[i].seen;
     if (pods[i].bound) {
       if (pods[i].bound > last_bound)
         last_bound = pods[i].bound;
@@ -375,7 +392,13 @@ static json_t *report(void) {
     }
   }
   int jobs_done = 0;
+  json_t *by = json_object();
   for (size_t j = 0; j < njobs; j++) {
+    if (by)
+      json_object_set_new(by, json_string_value(json_array_get(job_names, j)),
+                          json_pack("{s:i,s:i,s:f,s:f}", "pods", jobs[j].pods, "bound",
+                                    jobs[j].bound, "first_seen_s", (double)jobs[j].first_seen / 1e9,
+                                    "last_bound_s", (double)jobs[j].last_bound / 1e9));
     if (jobs[j].bound == jobs[j].pods) {
       jobs_done++;
       rc |= dvec_push(&job_lat, (double)(jobs[j].last_bound - jobs[j].first_seen) / 1e6);
@@ -402,10 +425,18 @@ static json_t *report(void) {
       "samples", raw, "series", json_incref(series), "pod_latency", dist_json(&pod_lat, "ms"),
       "events", (json_int_t)events, "watch_restarts", (json_int_t)watch_restarts, "cpu_seconds",
       cpu, "peak_rss_kb", (int)ru.ru_maxrss);
+  if (out) {
+    json_object_set_new(out, "t0_unix", json_real(t0_unix));
+    json_object_set_new(out, "first_seen_s", json_real(npods ? (double)first_seen / 1e9 : 0.0));
+    json_object_set_new(out, "last_seen_s", json_real((double)last_seen / 1e9));
+  }
   if (out && job_label)
     json_object_set_new(out, "jobs",
-                        json_pack("{s:s,s:i,s:i,s:o}", "label", job_label, "seen", (int)njobs,
-                                  "complete", jobs_done, "latency", dist_json(&job_lat, "ms")));
+                        json_pack("{s:s,s:i,s:i,s:o,s:o}", "label", job_label, "seen", (int)njobs,
+                                  "complete", jobs_done, "latency", dist_json(&job_lat, "ms"),
+                                  "by_job", by ? by : json_object()));
+  else
+    json_decref(by);
   if (out && rc)
     json_object_set_new(out, "error", json_string("out of memory while reporting"));
   free(pod_lat.v);
@@ -450,13 +481,14 @@ int main(int argc, char **argv) {
   json_t *out = NULL;
   by_name = json_object();
   by_job = json_object();
+  job_names = json_array();
   series = json_array();
   line = malloc(MAX_LINE);
   bench_tput_init(&tput);
   uv_loop_init(&loop);
   uv_timer_init(&loop, &ticker);
   uv_timer_init(&loop, &deadline);
-  if (!by_name || !by_job || !series || !line) {
+  if (!by_name || !by_job || !job_names || !series || !line) {
     fprintf(stderr, "bindwatch: out of memory\n");
     goto out;
   }
@@ -490,6 +522,7 @@ out:
   json_decref(out);
   json_decref(by_name);
   json_decref(by_job);
+  json_decref(job_names);
   json_decref(series);
   free(line);
   free(pods);

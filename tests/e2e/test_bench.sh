@@ -27,7 +27,25 @@ test_tiny_run_binds_every_pod() {
     .peer.processes["kube-scheduler"].peak_rss_kb, .ceiling.processes["kube-apiserver"].cpu_seconds]
     | all(type == "number" and . > 0)' "$j")" "figures present"
   expect_eq 1 "$(jq '.ceiling.requests["POST pods/binding"].per_pod' "$j")" "binds per pod"
-  expect_match 'kiln e2e \(c\) +- +not run' "$(cat "$out/table.txt")" "placeholder row"
+  # Kiln end to end (kiln-controller + kiln-scheduler): every Job's pods bound, per scenario.
+  local sc jobs want
+  for sc in "a 1 100" "b 10 100" "c 100 100"; do
+    read -r sc jobs want <<<"$sc"
+    expect_eq "$want" "$(jq --arg s "$sc" '.kiln_e2e[] | select(.scenario == $s) | .bound' "$j")" \
+      "kiln e2e ($sc) pods bound"
+    expect_eq "$jobs" "$(jq --arg s "$sc" '.kiln_e2e[] | select(.scenario == $s) | .jobs_created' "$j")" \
+      "kiln e2e ($sc) Jobs created"
+    expect_eq "$jobs" "$(jq --arg s "$sc" '.kiln_e2e[] | select(.scenario == $s) | .jobs_bound' "$j")" \
+      "kiln e2e ($sc) Jobs with every pod bound"
+    expect_eq true "$(jq --arg s "$sc" '.kiln_e2e[] | select(.scenario == $s) | .complete' "$j")" \
+      "kiln e2e ($sc) complete"
+    expect_eq "$want" "$(jq --arg s "$sc" '.kiln_e2e[] | select(.scenario == $s) |
+      .requests["POST pods/binding"].total' "$j")" "kiln e2e ($sc) binds"
+  done
+  expect_eq true "$(jq '[.kiln_e2e[] | .processes["kiln-scheduler"].peak_rss_kb,
+    .processes["kiln-controller"].peak_rss_kb] | all(type == "number" and . > 0)' "$j")" \
+    "kiln figures present"
+  expect_match 'kiln e2e \(c\) 100x1 +100 ' "$(cat "$out/table.txt")" "kiln (c) row"
   [ ! -e "$out/cluster" ] || fail "the bench left its cluster directory behind"
   rm -rf "$out"
 }
@@ -50,6 +68,11 @@ test_bindwatch_counts_jobs() {
   expect_eq 10 "$(jq '.bound' "$ready.json")" "pods bound"
   expect_eq 2 "$(jq '.jobs.complete' "$ready.json")" "jobs complete"
   expect_eq 2 "$(jq '.jobs.latency.n' "$ready.json")" "job latencies"
+  # Per job, for clocks that start outside bindwatch (bench/run's Job creation stamps).
+  expect_eq "5 5" "$(jq -r '[.jobs.by_job[].bound] | map(tostring) | join(" ")' "$ready.json")" \
+    "pods bound per job"
+  expect_eq true "$(jq '.t0_unix > 1e9 and ([.jobs.by_job[] | .last_bound_s >= .first_seen_s]
+    | all) and .last_seen_s >= .first_seen_s' "$ready.json")" "wall-clock anchor and job times"
   # A job's latency (first pod seen to last bound) is at least each of its pods' latencies.
   expect_eq true "$(jq '.jobs.latency.max >= .pod_latency.max' "$ready.json")" "job >= pod"
   rm -f "$ready" "$ready.json" "$ready.err"
