@@ -24,11 +24,19 @@
 #define MAX_CONF_BYTES (1u << 20)
 
 /* What we last wrote to an object's status, and the resourceVersion the cache had then:
- * until the watch brings a newer version, the same write is not sent again. */
+ * until the watch brings a newer version, no other write to that object is sent (the session
+ * may want a new timestamp every period; sending each would flood a busy API server whose
+ * watch lags, and make it lag more). A failed write is retried after a backoff. */
 typedef struct {
   char *json;
   char *rv;
+  bool in_flight;
+  unsigned fails;     /* failed writes in a row */
+  uint64_t retry_ms;  /* uv_now() before which a failed write is not retried */
 } written;
+
+/* Status writes in flight at most: past this, the rest wait for a later period. */
+#define SCH_STATUS_WRITES_MAX 256
 
 struct sch_shell {
   uv_loop_t *loop;
@@ -231,13 +239,24 @@ static void write_done(const kc_api_result *res, void *data) {
   write_ctx *w = data;
   sch_shell *sh = w->sh;
   sh->writes_in_flight--;
+  written *wr = sh->closing ? NULL : kc_strmap_get(w->map, w->key);
+  if (wr)
+    wr->in_flight = false;
   if (!sh->closing && res->err) {
     if (res->err != KC_ENOTFOUND)
       KC_WARN("cannot update %s: %s: %s", w->what, kc_strerror(res->err), res->message);
-    void *old = NULL;
-    if (kc_strmap_del(w->map, w->key, &old) == 0) /* write it again next period */
-      free_written(old);
+    if (wr) {
+      /* Write it again once the backoff has passed: 1 s, 2 s, ... up to 60 s. */
+      unsigned shift = wr->fails < 6 ? wr->fails : 6;
+      uint64_t delay = (uint64_t)1000 << shift;
+      wr->fails++;
+      wr->retry_ms = uv_now(sh->loop) + (delay > 60000 ? 60000 : delay);
+      free(wr->rv);
+      wr->rv = NULL; /* any version: the retry is due */
+    }
   } else if (res->err == 0) {
+    if (wr)
+      wr->fails = 0;
     KC_V(4, "updated %s", w->what);
   }
   free(w->key);
@@ -255,10 +274,20 @@ static void patch_status(sch_shell *sh, kc_strmap *map, const char *key, const c
   if (js == NULL)
     return;
   written *prev = kc_strmap_get(map, key);
-  if (prev && strcmp(prev->json, js) == 0 && strcmp(prev->rv, rv ? rv : "") == 0) {
-    free(js);
-    return;
+  if (prev) {
+    bool same_version = prev->rv && strcmp(prev->rv, rv ? rv : "") == 0;
+    bool backing_off = prev->fails > 0 && uv_now(sh->loop) < prev->retry_ms;
+    /* One write per object per cached version; a failed one waits for its backoff. */
+    if (prev->in_flight || same_version || backing_off) {
+      free(js);
+      return;
+    }
   }
+  if (sh->writes_in_flight >= SCH_STATUS_WRITES_MAX) {
+    free(js);
+    return; /* the next period tries again */
+  }
+  unsigned fails = prev ? prev->fails : 0;
   written *nw = calloc(1, sizeof(*nw));
   write_ctx *w = calloc(1, sizeof(*w));
   if (nw == NULL || w == NULL || (nw->rv = strdup(rv ? rv : "")) == NULL ||
@@ -272,6 +301,8 @@ static void patch_status(sch_shell *sh, kc_strmap *map, const char *key, const c
     return;
   }
   nw->json = js;
+  nw->in_flight = true;
+  nw->fails = fails;
   w->sh = sh;
   w->map = map;
   void *old = NULL;
