@@ -77,6 +77,9 @@ test_example_jobs_complete_under_least_privilege() {
   wait_for 40 "controller lease" kubectl get lease -n kiln-system vc-controller-manager
   wait_for 40 "scheduler lease" kubectl get lease -n kiln-system volcano
 
+  # Nodes of its own: earlier suites may have left the shared nodes full of pods.
+  "$KILN_ROOT/tests/cluster/nodes" --dir "$D" --count 2 --prefix install- >/dev/null 2>&1 \
+    || fail "cannot add nodes"
   local ns
   ns=$(new_namespace install)
   kubectl create -n "$ns" -f "$M/examples/job-single.yaml" >/dev/null
@@ -96,8 +99,16 @@ spec:
         restartPolicy: Never
         containers: [{name: w, image: busybox, resources: {requests: {cpu: 500m}}}]
 JOB
-  wait_jsonpath 90 vcjob/gang '{.status.state.phase}' Completed "$ns"
-  wait_jsonpath 90 vcjob/hello '{.status.state.phase}' Completed "$ns"
+  if ! (wait_jsonpath 90 vcjob/gang '{.status.state.phase}' Completed "$ns" &&
+        wait_jsonpath 30 vcjob/hello '{.status.state.phase}' Completed "$ns"); then
+    # Say why, for the one reading the CI log.
+    kubectl get vcjob,pg,pods -n "$ns" -o wide >&2 || true
+    kubectl get pg -n "$ns" -o jsonpath='{range .items[*]}{.metadata.name}: {.status}{"\n"}{end}' >&2 || true
+    kubectl get queues -o wide >&2 || true
+    kubectl get events -n "$ns" --sort-by=.lastTimestamp 2>/dev/null | tail -15 >&2 || true
+    tail -n 25 "$D/logs/kiln-scheduler.log" "$D/logs/kiln-controller.log" >&2 || true
+    fail "the example jobs did not complete"
+  fi
   expect_eq 3 "$(jsonpath vcjob/gang '{.status.succeeded}' "$ns")" "gang pods succeeded"
   # Every pod was bound by kiln-scheduler (the Scheduled event names it).
   local src
