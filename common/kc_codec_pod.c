@@ -261,6 +261,17 @@ static int taint_effect(kc__cctx *c, const json_t *obj, Kiln__TaintEffect *out) 
   return 0;
 }
 
+/* The key, value and effect that a toleration and a taint share. */
+static int key_value_effect(kc__cctx *c, const json_t *t, char **key, char **value,
+                            Kiln__TaintEffect *effect) {
+  int rc = get_string(c, t, "key", key);
+  if (rc == 0)
+    rc = get_string(c, t, "value", value);
+  if (rc == 0)
+    rc = taint_effect(c, t, effect);
+  return rc;
+}
+
 static int tolerations(kc__cctx *c, Kiln__Pod *p, const json_t *spec) {
   json_t *arr;
   int rc = get_array(c, spec, "tolerations", &arr);
@@ -282,11 +293,7 @@ static int tolerations(kc__cctx *c, Kiln__Pod *p, const json_t *spec) {
     p->tolerations[p->n_tolerations++] = tol;
     const char *op;
     bool has_secs = false;
-    rc = get_string(c, t, "key", &tol->key);
-    if (rc == 0)
-      rc = get_string(c, t, "value", &tol->value);
-    if (rc == 0)
-      rc = taint_effect(c, t, &tol->effect);
+    rc = key_value_effect(c, t, &tol->key, &tol->value, &tol->effect);
     if (rc == 0)
       rc = get_int(c, t, "tolerationSeconds", INT64_MIN, INT64_MAX, &tol->toleration_seconds,
                    &has_secs);
@@ -326,11 +333,7 @@ static int taints(kc__cctx *c, Kiln__Node *node, const json_t *spec) {
       return kc__fail(c, KC_ENOMEM, "out of memory");
     kiln__taint__init(taint);
     node->taints[node->n_taints++] = taint;
-    rc = get_string(c, t, "key", &taint->key);
-    if (rc == 0)
-      rc = get_string(c, t, "value", &taint->value);
-    if (rc == 0)
-      rc = taint_effect(c, t, &taint->effect);
+    rc = key_value_effect(c, t, &taint->key, &taint->value, &taint->effect);
     if (rc < 0)
       return rc;
     kc__path_pop(c, m1);
