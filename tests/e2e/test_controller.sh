@@ -450,6 +450,11 @@ test_y_sigterm_shuts_down_cleanly() {
 
 test_z_restart_mid_job_creates_no_pod_twice() {
   local ns n=200
+  # A slow client (20 requests/s) so the kill lands in the middle of the job on any machine:
+  # at the default rate a quiet machine makes all 200 pods before the test can look.
+  kill -TERM "$(cat "$CTL_PID")"
+  wait_for 20 "controller exit" bash -c "! kill -0 $(cat "$CTL_PID") 2>/dev/null"
+  KILN_CTL_QPS=20 KILN_CTL_BURST=20 start_controller
   ns=$(new_namespace ctl12)
   job_yaml big "$(task main $n)" "  minAvailable: 1" | kubectl apply -n "$ns" -f - >/dev/null
   wait_for 30 "PodGroup" podgroup_exists "$ns"
