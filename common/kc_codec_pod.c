@@ -484,15 +484,39 @@ static int pod_resources(kc__cctx *c, Kiln__Pod *p, const json_t *spec) {
   return rc;
 }
 
+/* aff.<key>.requiredDuringScheduling... and preferredDuringScheduling... into the two
+ * fields of t (terms decode field by field from their JSON names). */
+static int inter_pod_terms(kc__cctx *c, Kiln__InterPodTerms *t, const json_t *aff,
+                           const char *key, const char *required, const char *preferred) {
+  json_t *pa;
+  int rc = get_object(c, aff, key, &pa);
+  if (rc < 0 || !pa)
+    return rc;
+  size_t m = kc__path_key(c, key);
+  rc = decode_field_at(c, &t->base, required, pa, "requiredDuringSchedulingIgnoredDuringExecution");
+  if (rc == 0)
+    rc = decode_field_at(c, &t->base, preferred, pa,
+                         "preferredDuringSchedulingIgnoredDuringExecution");
+  if (rc == 0)
+    kc__path_pop(c, m);
+  return rc;
+}
+
 static int pod_affinity(kc__cctx *c, Kiln__Pod *p, const json_t *spec) {
-  json_t *aff, *na, *req;
+  json_t *aff, *na = NULL, *req;
   int rc = get_object(c, spec, "affinity", &aff);
   if (rc < 0 || !aff)
     return rc;
   size_t m0 = kc__path_key(c, "affinity");
   p->has_pod_affinity = json_object_get(aff, "podAffinity") != NULL ||
                         json_object_get(aff, "podAntiAffinity") != NULL;
-  rc = get_object(c, aff, "nodeAffinity", &na);
+  rc = inter_pod_terms(c, p->inter_pod, aff, "podAffinity", "required_affinity",
+                       "preferred_affinity");
+  if (rc == 0)
+    rc = inter_pod_terms(c, p->inter_pod, aff, "podAntiAffinity", "required_anti_affinity",
+                         "preferred_anti_affinity");
+  if (rc == 0)
+    rc = get_object(c, aff, "nodeAffinity", &na);
   if (rc < 0 || !na) {
     if (rc == 0)
       kc__path_pop(c, m0);
@@ -532,8 +556,24 @@ static int pod_spec(kc__cctx *c, Kiln__Pod *p, const json_t *spec) {
     rc = decode_field_at(c, &p->base, "node_selector", spec, "nodeSelector");
   if (rc == 0)
     rc = tolerations(c, p, spec);
+  /* The inter-pod terms go into a message of their own that only pods with some keep. */
+  if (rc == 0 && !(p->inter_pod = malloc(sizeof(*p->inter_pod))))
+    rc = KC_ENOMEM;
+  if (rc == 0)
+    kiln__inter_pod_terms__init(p->inter_pod);
   if (rc == 0)
     rc = pod_affinity(c, p, spec);
+  if (rc == 0)
+    rc = decode_field_at(c, &p->inter_pod->base, "topology_spread_constraints", spec,
+                         "topologySpreadConstraints");
+  if (rc == 0) {
+    Kiln__InterPodTerms *t = p->inter_pod;
+    if (!t->n_required_affinity && !t->n_preferred_affinity && !t->n_required_anti_affinity &&
+        !t->n_preferred_anti_affinity && !t->n_topology_spread_constraints) {
+      kc_msg_free(&t->base);
+      p->inter_pod = NULL;
+    }
+  }
   if (rc == 0)
     rc = pod_resources(c, p, spec);
   return rc;
@@ -587,6 +627,8 @@ static int pod_meta(kc__cctx *c, Kiln__Pod *p, const json_t *meta) {
     rc = get_object(c, meta, "annotations", &ann);
   if (rc == 0)
     rc = get_object(c, meta, "labels", &labels);
+  if (rc == 0 && labels)
+    rc = decode_field_at(c, &p->base, "labels", meta, "labels");
   if (rc == 0 && ann) {
     size_t mark = kc__path_key(c, "annotations");
     rc = get_string(c, ann, "scheduling.k8s.io/group-name", &p->group_name);

@@ -551,6 +551,77 @@ static void test_time(void **state) {
   assert_int_equal(kc_time_parse("2026-11-29T16:01:51Zjunk", &t), KC_EPARSE);
 }
 
+#define IP(p) ((p)->inter_pod)
+
+/* Inter-pod (anti-)affinity terms, spread constraints and labels: a nil selector stays NULL
+ * (it matches nothing), an empty one is kept as a message without entries. */
+static void test_pod_interpod(void **state) {
+  (void)state;
+  json_t *j = parse(
+      "{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\",\"labels\":{\"app\":\"web\"}},"
+      "\"spec\":{\"affinity\":{\"podAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":"
+      "[{\"labelSelector\":{\"matchLabels\":{\"app\":\"db\"},\"matchExpressions\":[{\"key\":"
+      "\"tier\",\"operator\":\"In\",\"values\":[\"a\",\"b\"]}]},\"topologyKey\":\"zone\","
+      "\"namespaces\":[\"data\"],\"namespaceSelector\":{},\"matchLabelKeys\":[\"rev\"]}],"
+      "\"preferredDuringSchedulingIgnoredDuringExecution\":[{\"weight\":30,\"podAffinityTerm\":"
+      "{\"labelSelector\":{},\"topologyKey\":\"kubernetes.io/hostname\","
+      "\"mismatchLabelKeys\":[\"team\"]}}]},\"podAntiAffinity\":{"
+      "\"requiredDuringSchedulingIgnoredDuringExecution\":[{\"topologyKey\":\"zone\"}]}},"
+      "\"topologySpreadConstraints\":[{\"maxSkew\":2,\"topologyKey\":\"zone\","
+      "\"whenUnsatisfiable\":\"ScheduleAnyway\",\"labelSelector\":{\"matchLabels\":{\"app\":"
+      "\"web\"}},\"minDomains\":3,\"nodeAffinityPolicy\":\"Ignore\",\"nodeTaintsPolicy\":"
+      "\"Honor\",\"matchLabelKeys\":[\"pod-template-hash\"]}],\"containers\":[]}}");
+  Kiln__Pod *p = NULL;
+  char err[KC_CODEC_ERR_MAX] = "";
+  if (kc_pod_decode(j, &p, err, sizeof(err)) != 0)
+    fail_msg("decode: %s", err);
+  assert_int_equal(p->n_labels, 1);
+  assert_string_equal(p->labels[0]->key, "app");
+  assert_true(p->has_pod_affinity);
+  assert_non_null(p->inter_pod);
+  assert_int_equal(IP(p)->n_required_affinity, 1);
+  Kiln__PodAffinityTerm *t = IP(p)->required_affinity[0];
+  assert_string_equal(t->topology_key, "zone");
+  assert_int_equal(t->label_selector->n_match_labels, 1);
+  assert_string_equal(t->label_selector->match_labels[0]->value, "db");
+  assert_int_equal(t->label_selector->n_match_expressions, 1);
+  assert_string_equal(t->label_selector->match_expressions[0]->operator_, "In");
+  assert_int_equal(t->label_selector->match_expressions[0]->n_values, 2);
+  assert_int_equal(t->n_namespaces, 1);
+  assert_non_null(t->namespace_selector);
+  assert_int_equal(t->namespace_selector->n_match_labels, 0);
+  assert_int_equal(t->n_match_label_keys, 1);
+  assert_int_equal(IP(p)->n_preferred_affinity, 1);
+  assert_int_equal(IP(p)->preferred_affinity[0]->weight, 30);
+  Kiln__PodAffinityTerm *pt = IP(p)->preferred_affinity[0]->pod_affinity_term;
+  assert_non_null(pt->label_selector);
+  assert_null(pt->namespace_selector);
+  assert_string_equal(pt->mismatch_label_keys[0], "team");
+  assert_int_equal(IP(p)->n_required_anti_affinity, 1);
+  assert_null(IP(p)->required_anti_affinity[0]->label_selector);
+  assert_int_equal(IP(p)->n_preferred_anti_affinity, 0);
+  assert_int_equal(IP(p)->n_topology_spread_constraints, 1);
+  Kiln__TopologySpreadConstraint *c = IP(p)->topology_spread_constraints[0];
+  assert_int_equal(c->max_skew, 2);
+  assert_string_equal(c->when_unsatisfiable, "ScheduleAnyway");
+  assert_int_equal(c->min_domains, 3);
+  assert_string_equal(c->node_affinity_policy, "Ignore");
+  assert_string_equal(c->node_taints_policy, "Honor");
+  assert_string_equal(c->match_label_keys[0], "pod-template-hash");
+  kc_msg_free(p);
+  json_decref(j);
+
+  /* A wrong type deep inside a term is refused with its path. */
+  j = parse("{\"metadata\":{\"name\":\"p\"},\"spec\":{\"topologySpreadConstraints\":"
+            "[{\"maxSkew\":\"one\"}]}}");
+  p = (Kiln__Pod *)&p;
+  assert_true(kc_pod_decode(j, &p, err, sizeof(err)) < 0);
+  assert_null(p);
+  if (strstr(err, "topologySpreadConstraints") == NULL || strstr(err, "maxSkew") == NULL)
+    fail_msg("error does not name the field: %s", err);
+  json_decref(j);
+}
+
 /* Heap bytes held by a decoded message: every block it owns, with glibc's 8-byte chunk
  * header (under AddressSanitizer malloc_usable_size reports the requested size, so the
  * figure is a lower bound there). */
@@ -640,6 +711,7 @@ int main(void) {
       cmocka_unit_test(test_snapshot),
       cmocka_unit_test(test_time),
       cmocka_unit_test(test_memory),
+      cmocka_unit_test(test_pod_interpod),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
