@@ -333,19 +333,39 @@ double sch_binpack_resource_score(double requested, double capacity, double used
   return after * (double)weight / capacity;
 }
 
+/* A pod message carrying only the fields the node-static checks read; the arrays are
+ * borrowed, and packing does not write through them. */
+static void node_static_view(Kiln__Pod *view, const Kiln__Pod *pod) {
+  view->n_node_selector = pod->n_node_selector;
+  view->node_selector = pod->node_selector;
+  view->n_required_node_terms = pod->n_required_node_terms;
+  view->required_node_terms = pod->required_node_terms;
+  view->n_preferred_node_terms = pod->n_preferred_node_terms;
+  view->preferred_node_terms = pod->preferred_node_terms;
+  view->n_tolerations = pod->n_tolerations;
+  view->tolerations = pod->tolerations;
+}
+
+static int pack_key(sch_pod_key *k, const Kiln__Pod *view);
+
 int sch_pod_key_set(sch_pod_key *k, const Kiln__Pod *pod) {
-  /* A pod message carrying only the fields the node-static checks read; the arrays are
-   * borrowed, and packing does not write through them. */
   Kiln__Pod view = KILN__POD__INIT;
-  view.n_node_selector = pod->n_node_selector;
-  view.node_selector = pod->node_selector;
-  view.n_required_node_terms = pod->n_required_node_terms;
-  view.required_node_terms = pod->required_node_terms;
-  view.n_preferred_node_terms = pod->n_preferred_node_terms;
-  view.preferred_node_terms = pod->preferred_node_terms;
-  view.n_tolerations = pod->n_tolerations;
-  view.tolerations = pod->tolerations;
-  size_t need = kiln__pod__get_packed_size(&view);
+  node_static_view(&view, pod);
+  return pack_key(k, &view);
+}
+
+int sch_pod_interpod_key_set(sch_pod_key *k, const Kiln__Pod *pod) {
+  Kiln__Pod view = KILN__POD__INIT;
+  node_static_view(&view, pod);
+  view.namespace_ = pod->namespace_;
+  view.n_labels = pod->n_labels;
+  view.labels = pod->labels;
+  view.inter_pod = pod->inter_pod;
+  return pack_key(k, &view);
+}
+
+static int pack_key(sch_pod_key *k, const Kiln__Pod *view) {
+  size_t need = kiln__pod__get_packed_size(view);
   if (need + 1 > k->cap) {
     size_t cap = k->cap ? k->cap : 64;
     while (cap < need + 1)
@@ -360,7 +380,7 @@ int sch_pod_key_set(sch_pod_key *k, const Kiln__Pod *pod) {
   }
   /* A leading 1 marks a valid key, so that an empty key (0 bytes) matches nothing. */
   k->buf[0] = 1;
-  k->len = 1 + kiln__pod__pack(&view, k->buf + 1);
+  k->len = 1 + kiln__pod__pack(view, k->buf + 1);
   return 0;
 }
 
@@ -371,4 +391,115 @@ bool sch_pod_key_equal(const sch_pod_key *a, const sch_pod_key *b) {
 void sch_pod_key_close(sch_pod_key *k) {
   free(k->buf);
   *k = (sch_pod_key){0};
+}
+
+/* ---- label selectors and inter-pod affinity terms ---- */
+
+const char *sch_pod_label(const Kiln__Pod *pod, const char *key) {
+  for (size_t i = 0; i < pod->n_labels; i++) {
+    if (str_eq(pod->labels[i]->key, key))
+      return pod->labels[i]->value ? pod->labels[i]->value : "";
+  }
+  return NULL;
+}
+
+static const char *pod_label_fn(const void *pod, const char *key) {
+  return sch_pod_label(pod, key);
+}
+
+const char *sch_namespace_label(const void *ns_name, const char *key) {
+  return str_eq(key, SCH_LABEL_NAMESPACE_NAME) ? (const char *)ns_name : NULL;
+}
+
+static bool strv_has(char *const *v, size_t n, const char *s) {
+  for (size_t i = 0; i < n; i++)
+    if (str_eq(v[i], s))
+      return true;
+  return false;
+}
+
+static bool requirement_holds(const Kiln__LabelSelectorRequirement *r, sch_label_fn get,
+                              const void *obj) {
+  const char *have = get(obj, r->key ? r->key : "");
+  const char *op = r->operator_;
+  if (str_eq(op, "In"))
+    return r->n_values > 0 && have != NULL && strv_has(r->values, r->n_values, have);
+  if (str_eq(op, "NotIn"))
+    return r->n_values > 0 && (have == NULL || !strv_has(r->values, r->n_values, have));
+  if (str_eq(op, "Exists"))
+    return r->n_values == 0 && have != NULL;
+  if (str_eq(op, "DoesNotExist"))
+    return r->n_values == 0 && have == NULL;
+  return false;
+}
+
+bool sch_selector_matches(const Kiln__LabelSelector *sel, sch_label_fn get, const void *obj) {
+  if (sel == NULL)
+    return false;
+  for (size_t i = 0; i < sel->n_match_labels; i++) {
+    const char *have = get(obj, sel->match_labels[i]->key ? sel->match_labels[i]->key : "");
+    if (have == NULL || !str_eq(have, sel->match_labels[i]->value))
+      return false;
+  }
+  for (size_t i = 0; i < sel->n_match_expressions; i++)
+    if (!requirement_holds(sel->match_expressions[i], get, obj))
+      return false;
+  return true;
+}
+
+bool sch_selector_empty(const Kiln__LabelSelector *sel) {
+  return sel != NULL && sel->n_match_labels == 0 && sel->n_match_expressions == 0;
+}
+
+/* matchLabelKeys (equal) and mismatchLabelKeys (not equal): a key owner does not carry adds
+ * nothing, as the API server's merge skips it. */
+static bool label_keys_hold(char *const *keys, size_t n, bool equal, const Kiln__Pod *owner,
+                            const Kiln__Pod *target) {
+  for (size_t i = 0; i < n; i++) {
+    const char *want = sch_pod_label(owner, keys[i] ? keys[i] : "");
+    if (want == NULL)
+      continue;
+    const char *have = sch_pod_label(target, keys[i]);
+    bool same = have != NULL && str_eq(have, want);
+    if (same != equal)
+      return false;
+  }
+  return true;
+}
+
+bool sch_affinity_term_matches(const Kiln__PodAffinityTerm *term, const Kiln__Pod *owner,
+                               const Kiln__Pod *target) {
+  const char *ns = target->namespace_ ? target->namespace_ : "";
+  bool in_ns;
+  if (term->n_namespaces == 0 && term->namespace_selector == NULL)
+    in_ns = str_eq(owner->namespace_, ns);
+  else
+    in_ns = strv_has(term->namespaces, term->n_namespaces, ns) ||
+            sch_selector_matches(term->namespace_selector, sch_namespace_label, ns);
+  if (!in_ns || term->label_selector == NULL)
+    return false;
+  return sch_selector_matches(term->label_selector, pod_label_fn, target) &&
+         label_keys_hold(term->match_label_keys, term->n_match_label_keys, true, owner, target) &&
+         label_keys_hold(term->mismatch_label_keys, term->n_mismatch_label_keys, false, owner,
+                         target);
+}
+
+bool sch_spread_selects(const Kiln__TopologySpreadConstraint *c, const Kiln__Pod *owner,
+                        const Kiln__Pod *target) {
+  if (c->label_selector == NULL)
+    return false;
+  bool narrowed = false;
+  for (size_t i = 0; i < c->n_match_label_keys && !narrowed; i++)
+    narrowed = sch_pod_label(owner, c->match_label_keys[i] ? c->match_label_keys[i] : "") != NULL;
+  if (sch_selector_empty(c->label_selector) && !narrowed)
+    return false;
+  return sch_selector_matches(c->label_selector, pod_label_fn, target) &&
+         label_keys_hold(c->match_label_keys, c->n_match_label_keys, true, owner, target);
+}
+
+bool sch_pod_has_interpod(const Kiln__Pod *pod) {
+  const Kiln__InterPodTerms *t = pod->inter_pod;
+  return t != NULL && (t->n_required_affinity || t->n_preferred_affinity ||
+                       t->n_required_anti_affinity || t->n_preferred_anti_affinity ||
+                       t->n_topology_spread_constraints);
 }

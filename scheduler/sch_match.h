@@ -85,6 +85,54 @@ bool sch_host_port_conflict(const Kiln__HostPort *want, Kiln__HostPort *const *u
 /* Whether any host port of pod conflicts with the ports in use. */
 bool sch_host_ports_conflict(const Kiln__Pod *pod, Kiln__HostPort *const *used, size_t n);
 
+/* ---- label selectors and inter-pod affinity terms (InterPodAffinity, PodTopologySpread) ---- */
+
+#define SCH_REASON_POD_AFFINITY      "node(s) didn't match pod affinity rules"
+#define SCH_REASON_POD_ANTI_AFFINITY "node(s) didn't match pod anti-affinity rules"
+#define SCH_REASON_EXISTING_ANTI_AFFINITY "node(s) didn't satisfy existing pods anti-affinity rules"
+#define SCH_REASON_SPREAD            "node(s) didn't match pod topology spread constraints"
+#define SCH_REASON_SPREAD_LABEL                                                            \
+  "node(s) didn't match pod topology spread constraints (missing required label)"
+
+/* The label every namespace carries (the API server sets it to the namespace's name). */
+#define SCH_LABEL_NAMESPACE_NAME "kubernetes.io/metadata.name"
+
+/* The value of label key on pod (borrowed), or NULL when the pod has no such label. */
+const char *sch_pod_label(const Kiln__Pod *pod, const char *key);
+
+/* Reads a label of some object: its value (borrowed) or NULL. */
+typedef const char *(*sch_label_fn)(const void *obj, const char *key);
+
+/* metav1.LabelSelectorAsSelector(sel).Matches(labels of obj): NULL matches nothing, an empty
+ * selector everything; matchLabels pairs are equalities; expressions In, NotIn, Exists,
+ * DoesNotExist. A selector Kubernetes would refuse (In/NotIn without values, Exists with
+ * values, an unknown operator) matches nothing. */
+bool sch_selector_matches(const Kiln__LabelSelector *sel, sch_label_fn get, const void *obj);
+
+/* Whether the selector has no requirement at all (NULL counts as not empty: it is
+ * labels.Nothing()). */
+bool sch_selector_empty(const Kiln__LabelSelector *sel);
+
+/* The labels of a namespace as the scheduler knows them: only kubernetes.io/metadata.name
+ * (obj is the namespace name). */
+const char *sch_namespace_label(const void *ns_name, const char *key);
+
+/* AffinityTerm.Matches for the term of owner against target: target's namespace is one the
+ * term names (none and no namespaceSelector: owner's own), or the namespaceSelector matches
+ * target's namespace; and the labelSelector, narrowed by matchLabelKeys (target has owner's
+ * value) and mismatchLabelKeys (target does not), matches target's labels. */
+bool sch_affinity_term_matches(const Kiln__PodAffinityTerm *term, const Kiln__Pod *owner,
+                               const Kiln__Pod *target);
+
+/* A topology spread constraint's selector (with matchLabelKeys from owner) on target's
+ * labels; false when the effective selector is empty, as countPodsMatchSelector counts
+ * nothing then. The namespace is not checked. */
+bool sch_spread_selects(const Kiln__TopologySpreadConstraint *c, const Kiln__Pod *owner,
+                        const Kiln__Pod *target);
+
+/* Whether pod carries any inter-pod affinity term or topology spread constraint. */
+bool sch_pod_has_interpod(const Kiln__Pod *pod);
+
 /* ---- reasons ---- */
 
 /* "Insufficient <name>" into buf (NUL-terminated, truncated to len). */
@@ -132,6 +180,9 @@ typedef struct sch_pod_key {
 
 /* Sets k to pod's key: 0, or KC_ENOMEM (k is then empty and equals no key). */
 int sch_pod_key_set(sch_pod_key *k, const Kiln__Pod *pod);
+/* The same with what inter-pod affinity and topology spread read besides: namespace,
+ * labels, pod (anti-)affinity terms and spread constraints. */
+int sch_pod_interpod_key_set(sch_pod_key *k, const Kiln__Pod *pod);
 bool sch_pod_key_equal(const sch_pod_key *a, const sch_pod_key *b);
 void sch_pod_key_close(sch_pod_key *k);
 

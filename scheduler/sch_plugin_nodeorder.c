@@ -11,18 +11,25 @@
  * Over the candidate nodes (BatchNodeOrderFn):
  *   tainttoleration.weight (3)  intolerable PreferNoSchedule taints, normalised 0..100 and
  *                               reversed (fewest taints scores 100)
+ *   podaffinity.weight (2)      InterPodAffinity: preferred (anti-)affinity terms of the pod
+ *                               and of the placed pods, placed pods' required affinity at
+ *                               hardPodAffinityWeight 1, min-max normalised 0..100
+ *   podtopologyspread.weight (2) PodTopologySpread over the ScheduleAnyway constraints
+ *                               (fewest matching pods scores 100); no system defaults
+ * (both from sch_interpod.c, in step with the session through this plugin's events, and
+ * skipped when no pod of the snapshot carries a term or constraint)
  *
  * The resource scores count what the node would hold with the pod. Least/most allocated use
  * kube-scheduler's non-zero requests (a pod without a cpu or memory request counts as 100m
  * and 200Mi), balanced allocation the real ones, as NodeResourcesFit and BalancedAllocation
- * do. podaffinity, imagelocality and podtopologyspread weights are accepted and ignored: the
- * pod view keeps neither inter-pod affinity terms nor images. */
+ * do. imagelocality.weight is accepted and ignored: the pod view keeps no images. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "kc_error.h"
 #include "kc_log.h"
 #include "sch_framework.h"
+#include "sch_interpod.h"
 #include "sch_match.h"
 
 /* What the resource scores read from a node that can change during a session. */
@@ -38,7 +45,10 @@ typedef struct shape_cache {
 } shape_cache;
 
 typedef struct nodeorder_state {
-  int64_t least, most, balanced, affinity, taint;
+  int64_t least, most, balanced, affinity, taint, pod_affinity, spread;
+  sch_ipa *ipa; /* NULL: no pod has inter-pod terms or spread constraints */
+  int64_t *ipa_aff, *ipa_spread;
+  size_t cap_ipa;
   int gpu; /* scalar slot of nvidia.com/gpu, -1 if unused */
   /* The resource scores of the last task shape, per node: valid while the node's sums are
    * the ones recorded and the task asks for the same init_resreq (a gang's tasks usually
@@ -159,10 +169,39 @@ static double node_order(sch_session *ssn, void *ctx, const sch_task *t, const s
   return score;
 }
 
+static void interpod_order(nodeorder_state *st, const sch_task *t, const int32_t *nodes, size_t n,
+                           double *scores) {
+  if (n > st->cap_ipa) {
+    int64_t *a = realloc(st->ipa_aff, n * sizeof(*a));
+    if (a)
+      st->ipa_aff = a;
+    int64_t *b = realloc(st->ipa_spread, n * sizeof(*b));
+    if (b)
+      st->ipa_spread = b;
+    if (!a || !b) {
+      KC_WARN("nodeorder: out of memory scoring pod affinity for %zu nodes; skipped", n);
+      return;
+    }
+    st->cap_ipa = n;
+  }
+  if (sch_ipa_scores(st->ipa, t, nodes, n, st->pod_affinity ? st->ipa_aff : NULL,
+                     st->spread ? st->ipa_spread : NULL) < 0) {
+    KC_WARN("nodeorder: out of memory scoring pod affinity; skipped");
+    return;
+  }
+  for (size_t i = 0; i < n; i++)
+    scores[i] += (double)((st->pod_affinity ? st->ipa_aff[i] * st->pod_affinity : 0) +
+                          (st->spread ? st->ipa_spread[i] * st->spread : 0));
+}
+
 static void batch_node_order(sch_session *ssn, void *ctx, const sch_task *t, const int32_t *nodes,
                              size_t n, double *scores) {
   nodeorder_state *st = ctx;
-  if (st->taint == 0 || t->pod == NULL || n == 0)
+  if (t->pod == NULL || n == 0)
+    return;
+  if (st->ipa != NULL && (st->pod_affinity != 0 || st->spread != 0))
+    interpod_order(st, t, nodes, n, scores);
+  if (st->taint == 0)
     return;
   sch_snapshot *snap = sch_session_snapshot(ssn);
   if (n > st->cap_counts) {
@@ -193,6 +232,16 @@ static void batch_node_order(sch_session *ssn, void *ctx, const sch_task *t, con
     scores[i] += (double)(counts[i] * st->taint);
 }
 
+static void on_allocate(sch_session *ssn, void *ctx, const sch_task *t) {
+  (void)ssn;
+  sch_ipa_placed(((nodeorder_state *)ctx)->ipa, t);
+}
+
+static void on_deallocate(sch_session *ssn, void *ctx, const sch_task *t) {
+  (void)ssn;
+  sch_ipa_removed(((nodeorder_state *)ctx)->ipa, t);
+}
+
 static int nodeorder_open(sch_session *ssn, const sch_plugin_conf *conf, void **state) {
   nodeorder_state *st = calloc(1, sizeof(*st));
   if (st == NULL)
@@ -218,7 +267,15 @@ static int nodeorder_open(sch_session *ssn, const sch_plugin_conf *conf, void **
       st->nnodes = snap->nnodes;
     }
   }
-  int rc = sch_add_node_order_fn(ssn, node_order, st);
+  st->pod_affinity = sch_args_int(&conf->args, "podaffinity.weight", 2);
+  st->spread = sch_args_int(&conf->args, "podtopologyspread.weight", 2);
+  int rc = 0;
+  if (st->pod_affinity != 0 || st->spread != 0)
+    rc = sch_ipa_new(snap, 1, &st->ipa);
+  if (rc == 0 && st->ipa != NULL)
+    rc = sch_add_event_handler(ssn, on_allocate, on_deallocate, st);
+  if (rc == 0)
+    rc = sch_add_node_order_fn(ssn, node_order, st);
   if (rc == 0)
     rc = sch_add_batch_node_order_fn(ssn, batch_node_order, st);
   return rc;
@@ -231,6 +288,9 @@ static void nodeorder_close(sch_session *ssn, void *state) {
     free(st->cache);
     free(st->shapes);
     free(st->counts);
+    free(st->ipa_aff);
+    free(st->ipa_spread);
+    sch_ipa_free(st->ipa);
     sch_pod_key_close(&st->shape_key);
     sch_pod_key_close(&st->shape_scratch);
   }

@@ -9,21 +9,32 @@
  *      does (Volcano names only the first), extended resources included;
  *   2. pod count: "Too many pods" (kube-scheduler NodeResourcesFit);
  *   3. NodeUnschedulable, 4. NodeAffinity (nodeSelector and required affinity),
- *   5. NodePorts, 6. TaintToleration (NoSchedule and NoExecute).
+ *   5. NodePorts, 6. TaintToleration (NoSchedule and NoExecute),
+ *   7. InterPodAffinity (the pod's required affinity, its required anti-affinity, then placed
+ *      pods' required anti-affinity against it), 8. PodTopologySpread (DoNotSchedule
+ *      constraints): sch_interpod.c, which keeps the counts in step with the session's
+ *      placements through this plugin's allocate/deallocate events. Both cost nothing when
+ *      no pod of the snapshot carries a term or constraint.
  * Arguments: predicate.NodeAffinityEnable, predicate.NodePortsEnable,
- * predicate.TaintTolerationEnable (all true by default, as in Volcano). */
+ * predicate.TaintTolerationEnable, predicate.PodAffinityEnable,
+ * predicate.PodTopologySpreadEnable (all true by default, as in Volcano). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "kc_error.h"
 #include "kc_log.h"
 #include "sch_framework.h"
+#include "sch_interpod.h"
 #include "sch_match.h"
 
 /* Reason ids interned once per session: the predicate runs tasks x nodes times. */
 typedef struct predicates_state {
   bool affinity, ports, taints;
   int32_t too_many_pods, unschedulable, node_affinity, node_ports;
+  /* Inter-pod affinity and spread: NULL when no pod has terms; checks the enabled ones. */
+  sch_ipa *ipa;
+  unsigned ipa_checks;
+  int32_t ipa_reason[SCH_IPA_SPREAD_LABEL + 1];
   int32_t insufficient[2 + SCH_MAX_SCALARS]; /* -1 until first used */
   /* The dimensions the last task asks for: the predicate runs for one task over many nodes
    * in a row, and init_resreq does not change during a session. */
@@ -202,7 +213,50 @@ static int predicate(sch_session *ssn, void *ctx, const sch_task *t, const sch_n
     sch_fit_add(why, v->b_reason);
     return v->b_rc;
   }
+  if (st->ipa != NULL && st->ipa_checks != 0) {
+    sch_ipa_verdict iv = sch_ipa_filter(st->ipa, t, ni, st->ipa_checks);
+    if (iv != SCH_IPA_FIT) {
+      sch_fit_add(why, st->ipa_reason[iv]);
+      /* kube-scheduler: affinity and missing spread labels are UnschedulableAndUnresolvable;
+       * anti-affinity and skew could change when pods go away. */
+      return iv == SCH_IPA_AFFINITY || iv == SCH_IPA_SPREAD_LABEL ? SCH_UNRESOLVABLE
+                                                                   : SCH_UNSCHEDULABLE;
+    }
+  }
   return SCH_FIT;
+}
+
+static void on_allocate(sch_session *ssn, void *ctx, const sch_task *t) {
+  (void)ssn;
+  sch_ipa_placed(((predicates_state *)ctx)->ipa, t);
+}
+
+static void on_deallocate(sch_session *ssn, void *ctx, const sch_task *t) {
+  (void)ssn;
+  sch_ipa_removed(((predicates_state *)ctx)->ipa, t);
+}
+
+static int open_interpod(sch_session *ssn, predicates_state *st, const sch_plugin_conf *conf) {
+  static const char *const reasons[] = {
+      [SCH_IPA_AFFINITY] = SCH_REASON_POD_AFFINITY,
+      [SCH_IPA_ANTI_AFFINITY] = SCH_REASON_POD_ANTI_AFFINITY,
+      [SCH_IPA_EXISTING_ANTI] = SCH_REASON_EXISTING_ANTI_AFFINITY,
+      [SCH_IPA_SPREAD] = SCH_REASON_SPREAD,
+      [SCH_IPA_SPREAD_LABEL] = SCH_REASON_SPREAD_LABEL,
+  };
+  if (sch_args_bool(&conf->args, "predicate.PodAffinityEnable", true))
+    st->ipa_checks |= SCH_IPA_CHECK_AFFINITY;
+  if (sch_args_bool(&conf->args, "predicate.PodTopologySpreadEnable", true))
+    st->ipa_checks |= SCH_IPA_CHECK_SPREAD;
+  if (st->ipa_checks == 0)
+    return 0;
+  int rc = sch_ipa_new(sch_session_snapshot(ssn), 1, &st->ipa);
+  if (rc < 0 || st->ipa == NULL)
+    return rc;
+  for (int i = SCH_IPA_AFFINITY; i <= SCH_IPA_SPREAD_LABEL; i++)
+    if ((st->ipa_reason[i] = sch_session_reason(ssn, reasons[i])) < 0)
+      return KC_ENOMEM;
+  return sch_add_event_handler(ssn, on_allocate, on_deallocate, st);
 }
 
 static int predicates_open(sch_session *ssn, const sch_plugin_conf *conf, void **state) {
@@ -228,6 +282,9 @@ static int predicates_open(sch_session *ssn, const sch_plugin_conf *conf, void *
   }
   if (st->too_many_pods < 0 || st->unschedulable < 0 || st->node_affinity < 0 || st->node_ports < 0)
     return KC_ENOMEM;
+  int rc = open_interpod(ssn, st, conf);
+  if (rc < 0)
+    return rc;
   return sch_add_predicate_fn(ssn, predicate, st);
 }
 
@@ -238,6 +295,7 @@ static void predicates_close(sch_session *ssn, void *state) {
     sch_pod_key_close(&st->key);
     sch_pod_key_close(&st->scratch);
     free(st->verdicts);
+    sch_ipa_free(st->ipa);
   }
   free(state);
 }
