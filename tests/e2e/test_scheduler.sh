@@ -138,6 +138,17 @@ start_scheduler() { # NAME LOG ARGS...
   echo "$SCHED" > "$D/pids/$name.exe" # tests/cluster/down checks it before a kill
 }
 
+# ensure_controller: kiln-controller running for the Volcano Job tests (started once).
+ensure_controller() {
+  [ -x "$CTRL" ] || fail "no kiln-controller binary at $CTRL"
+  if [ -f "$D/pids/kiln-controller.pid" ] && kill -0 "$(cat "$D/pids/kiln-controller.pid")" 2>/dev/null; then
+    return 0
+  fi
+  "$CTRL" --kubeconfig "$KUBECONFIG" --leader-elect=false >"$D/logs/kiln-controller.log" 2>&1 &
+  echo $! > "$D/pids/kiln-controller.pid"
+  echo "$CTRL" > "$D/pids/kiln-controller.exe"
+}
+
 # ---- suite setup ----
 kubectl apply --server-side -f "$KILN_ROOT/manifests/crd/" >/dev/null
 kubectl wait --for=condition=Established --timeout=60s crd/podgroups.scheduling.volcano.sh \
@@ -332,6 +343,155 @@ test_selectors_affinity_taints() {
   kubectl delete namespace "$ns" --wait=false >/dev/null
 }
 
+# A Volcano Job of 4 pods with required anti-affinity on the hostname, minAvailable 3, on 3
+# nodes: one pod per node, and the fourth stays Pending with kube-scheduler's reason. The same
+# with minAvailable 4 binds nothing and the PodGroup condition says why.
+test_pod_anti_affinity_one_per_node() {
+  local ns
+  ns=$(new_namespace anti)
+  nodes anti 3 --cpu 8 --memory 16Gi
+  ensure_controller
+  local j min
+  for j in spread all; do
+    min=3
+    [ $j = all ] && min=4
+    kubectl apply -f - >/dev/null <<EOF || fail "cannot create Job $j"
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: $j, namespace: $ns}
+spec:
+  minAvailable: $min
+  schedulerName: volcano
+  queue: default
+  tasks:
+  - name: w
+    replicas: 4
+    minAvailable: $min
+    template:
+      metadata: {labels: {app: $j}}
+      spec:
+        restartPolicy: Never
+        nodeSelector: {grp: anti}
+        affinity:
+          podAntiAffinity:
+            requiredDuringSchedulingIgnoredDuringExecution:
+            - labelSelector: {matchLabels: {app: $j}}
+              topologyKey: kubernetes.io/hostname
+        containers: [{name: c, image: fake, resources: {requests: {cpu: "1"}}}]
+EOF
+  done
+  # Job spread: three bound on three nodes, the fourth Pending with the reason.
+  local deadline=$((SECONDS + 60)) rows
+  while :; do
+    rows=$(kubectl get pods -n "$ns" -l app=spread \
+      -o jsonpath='{range .items[*]}{.metadata.name} {.spec.nodeName}{"\n"}{end}')
+    [ "$(awk 'NF==2' <<<"$rows" | grep -c .)" = 3 ] && [ "$(grep -c . <<<"$rows")" = 4 ] && break
+    [ $SECONDS -lt $deadline ] || fail "Job spread: pods and nodes: $rows"
+    sleep 0.5
+  done
+  expect_eq 3 "$(awk 'NF==2{print $2}' <<<"$rows" | sort -u | grep -c .)" "distinct nodes of Job spread"
+  local pending
+  pending=$(awk 'NF==1{print $1}' <<<"$rows")
+  wait_event 30 "$ns" Pod "$pending" "FailedScheduling: .*3 node\(s\) didn't match pod anti-affinity rules"
+  expect_eq Pending "$(jsonpath "pod/$pending" '{.status.phase}' "$ns")" "the fourth pod's phase"
+  # Job all: 4 pods need 4 nodes; the gang binds nothing and its PodGroup says why.
+  local pg msg=""
+  deadline=$((SECONDS + 60))
+  while :; do
+    pg=$(kubectl get podgroups -n "$ns" -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' | grep '^all-' | head -1)
+    if [ -n "$pg" ]; then
+      msg=$(jsonpath "podgroup/$pg" '{.status.conditions[?(@.type=="Unschedulable")].message}' "$ns")
+      [[ "$msg" == *"didn't match pod anti-affinity rules"* ]] && break
+    fi
+    [ $SECONDS -lt $deadline ] || fail "PodGroup of Job all: condition '$msg'"
+    sleep 0.5
+  done
+  expect_match '^4/4 tasks in gang unschedulable: ' "$msg" "the condition message"
+  wait_event 20 "$ns" PodGroup "$pg" "Unschedulable: .*didn't match pod anti-affinity rules"
+  expect_eq 0 "$(bound_count "$ns" app=all)" "pods of Job all bound"
+  kubectl delete namespace "$ns" --wait=false >/dev/null
+}
+
+# topologySpreadConstraints maxSkew 1 over two zones, one of 3 nodes and one of 1: a gang of
+# 4 lands 2 and 2 (the resource scores alone would put 3 in the bigger zone).
+test_pod_topology_spread_across_zones() {
+  local ns
+  ns=$(new_namespace tsc)
+  nodes tsc-a 3 --cpu 8 --memory 16Gi --label topology.kubernetes.io/zone=e2e-z1 --label tsc=yes
+  nodes tsc-b 1 --cpu 8 --memory 16Gi --label topology.kubernetes.io/zone=e2e-z2 --label tsc=yes
+  podgroup "$ns" g 4
+  local i
+  for i in 0 1 2 3; do
+    kubectl apply -f - >/dev/null <<EOF || fail "cannot create pod s-$i"
+apiVersion: v1
+kind: Pod
+metadata:
+  name: s-$i
+  namespace: $ns
+  labels: {app: s}
+  annotations: {scheduling.k8s.io/group-name: g}
+spec:
+  schedulerName: volcano
+  nodeSelector: {tsc: "yes"}
+  topologySpreadConstraints:
+  - maxSkew: 1
+    topologyKey: topology.kubernetes.io/zone
+    whenUnsatisfiable: DoNotSchedule
+    labelSelector: {matchLabels: {app: s}}
+  containers: [{name: c, image: fake, resources: {requests: {cpu: "1"}}}]
+EOF
+  done
+  local a=0 b=0 n
+  for i in 0 1 2 3; do
+    n=$(wait_bound 30 "$ns" "s-$i")
+    case $n in tsc-a-*) a=$((a + 1)) ;; tsc-b-*) b=$((b + 1)) ;; *) fail "s-$i on $n" ;; esac
+  done
+  expect_eq "2 2" "$a $b" "pods per zone (e2e-z1 e2e-z2)"
+  kubectl delete namespace "$ns" --wait=false >/dev/null
+}
+
+# Required pod affinity on the hostname puts a pod next to an existing one, even on the node
+# the resource scores like least; affinity to a pod that exists nowhere leaves it Pending.
+test_pod_affinity_colocates() {
+  local ns
+  ns=$(new_namespace coloc)
+  nodes coloc 3 --cpu 8 --memory 16Gi
+  kubectl apply -f - >/dev/null <<EOF || fail "cannot create pod db"
+apiVersion: v1
+kind: Pod
+metadata: {name: db, namespace: $ns, labels: {app: db}}
+spec:
+  schedulerName: volcano
+  nodeSelector: {grp: coloc}
+  containers: [{name: c, image: fake, resources: {requests: {cpu: "6"}}}]
+EOF
+  local dbnode
+  dbnode=$(wait_bound 30 "$ns" db)
+  local name app
+  for name in web lonely; do
+    app=db
+    [ $name = lonely ] && app=cache
+    kubectl apply -f - >/dev/null <<EOF || fail "cannot create pod $name"
+apiVersion: v1
+kind: Pod
+metadata: {name: $name, namespace: $ns, labels: {app: web}}
+spec:
+  schedulerName: volcano
+  nodeSelector: {grp: coloc}
+  affinity:
+    podAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+      - labelSelector: {matchLabels: {app: $app}}
+        topologyKey: kubernetes.io/hostname
+  containers: [{name: c, image: fake, resources: {requests: {cpu: "1"}}}]
+EOF
+  done
+  expect_eq "$dbnode" "$(wait_bound 30 "$ns" web)" "web's node (db is on $dbnode)"
+  wait_event 30 "$ns" Pod lonely "FailedScheduling: .*3 node\(s\) didn't match pod affinity rules"
+  expect_eq "" "$(node_of "$ns" lonely)" "the pod with nothing to join"
+  kubectl delete namespace "$ns" --wait=false >/dev/null
+}
+
 # A pod with no requests at all is placed by backfill, even on a node whose cpu is full.
 test_best_effort_backfilled() {
   local ns
@@ -493,9 +653,7 @@ test_volcano_job_completes_with_controller() {
   local ns
   ns=$(new_namespace job)
   nodes job 2 --cpu 8
-  "$CTRL" --kubeconfig "$KUBECONFIG" --leader-elect=false >"$D/logs/kiln-controller.log" 2>&1 &
-  echo $! > "$D/pids/kiln-controller.pid"
-  echo "$CTRL" > "$D/pids/kiln-controller.exe"
+  ensure_controller
   kubectl apply -f - >/dev/null <<EOF
 apiVersion: batch.volcano.sh/v1alpha1
 kind: Job
