@@ -77,6 +77,19 @@ int sch_snapshot_scalar(const sch_snapshot *snap, const char *name) {
   return -1;
 }
 
+/* The names Volcano's NewResource keeps as scalars (IsScalarResourceName, count/ names
+ * skipped). A PodGroup's minResources also carries the quota names of the pod quota
+ * evaluator (count/pods, requests.cpu, limits.memory, ...): no node offers those, so
+ * counting them would keep every such gang out of the queue. */
+static bool scalar_name(const char *name) {
+  if (strncmp(name, "count/", 6) == 0)
+    return false;
+  if (strncmp(name, "hugepages-", 10) == 0 || strncmp(name, "attachable-volumes-", 19) == 0 ||
+      strstr(name, "kubernetes.io/"))
+    return true;
+  return strchr(name, '/') && strncmp(name, "requests.", 9) != 0;
+}
+
 static void res_from(sch_snapshot *s, const Kiln__Resource *r, sch_resource *out) {
   sch_resource_clear(out);
   if (!r)
@@ -91,7 +104,7 @@ static void res_from(sch_snapshot *s, const Kiln__Resource *r, sch_resource *out
   }
   for (size_t i = 0; i < r->n_scalar; i++) {
     const Kiln__ResourceQuantity *q = r->scalar[i];
-    if (!q || !q->name || q->milli_value == 0)
+    if (!q || !q->name || q->milli_value == 0 || !scalar_name(q->name))
       continue;
     int k = scalar_slot(s, q->name);
     if (k >= 0)
