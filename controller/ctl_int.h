@@ -19,6 +19,7 @@
 #define CTL_KEY_OUT_OF_SYNC   "volcano.sh/controller-out-of-sync"
 #define CTL_KEY_NUMA_POLICY   "volcano.sh/numa-topology-policy"
 #define CTL_KEY_FORWARDING    "volcano.sh/job-forwarding"
+#define CTL_KEY_PARTITION_ID  "volcano.sh/partition-id"
 #define CTL_JOB_API_VERSION   "batch.volcano.sh/v1alpha1"
 
 typedef struct {
@@ -74,6 +75,26 @@ int32_t ctl__total_replicas(const Kiln__Job *job);
 int32_t ctl__task_min_available(const Kiln__TaskSpec *t);
 int32_t ctl__total_task_min_available(const Kiln__Job *job);
 int32_t ctl__job_min_available(const Kiln__Job *job);
+
+/* Volcano's webhook names a task without a name default<index> when the Job is created;
+ * Kiln has no webhook, so the core sees every Job through a shallow copy whose unnamed
+ * tasks carry that name. *use is the job to read: in itself when every task is named
+ * (nothing allocated), else nj->job. Returns 0 or KC_ENOMEM. */
+typedef struct {
+  Kiln__Job job;
+  Kiln__JobSpec spec;
+  Kiln__TaskSpec *tasks;
+  Kiln__TaskSpec **ptrs;
+  char (*names)[32];
+  size_t nnamed; /* tasks that were given a name */
+} ctl_named_job;
+int ctl__name_tasks(const Kiln__Job *in, ctl_named_job *nj, const Kiln__Job **use);
+void ctl__named_job_close(ctl_named_job *nj);
+bool ctl__task_unnamed(const Kiln__TaskSpec *t);
+const Kiln__TaskSpec *ctl__find_task(const Kiln__Job *job, const char *name);
+/* The partition a RestartPartition request targets: the partition-id label of the request's
+ * pod, or (the pod already gone) its index over the task's partitionSize; -1 when none. */
+int ctl__request_partition(const ctl_ctx *c);
 
 const char *ctl__job_name(const Kiln__Job *job);
 const char *ctl__job_ns(const Kiln__Job *job);

@@ -48,6 +48,7 @@ typedef enum {
   CTL_ACT_TERMINATE_JOB,
   CTL_ACT_COMPLETE_JOB,
   CTL_ACT_RESUME_JOB,
+  CTL_ACT_RESTART_PARTITION, /* the pods of the target pod's partition (partitionPolicy) */
   CTL_ACT_COUNT
 } ctl_action;
 
@@ -103,6 +104,8 @@ typedef struct {
   int restarts;        /* sum of container restartCount */
   bool ready;          /* every container ready */
   bool out_of_sync;    /* annotation volcano.sh/controller-out-of-sync */
+  bool has_partition;
+  int partition; /* label volcano.sh/partition-id */
 } ctl_pod;
 
 /* Fills *out from a core/v1 Pod (borrowed). Returns 0 or KC_EINVAL. */
@@ -230,9 +233,10 @@ typedef struct {
   ctl_phase old_phase;
   bool status_changed;
   ctl_status status; /* the new status (always filled) */
-  /* Merge patch of the Job (generated PVC names in spec.volumes, the forwarding annotation),
-   * or NULL. The shell must apply it, and see the result in its cache, before the next
-   * sync of the job, or a second claim name would be generated. */
+  /* Merge patch of the Job (generated PVC names in spec.volumes; the default<i> names of
+   * unnamed tasks, spec.tasks whole with metadata.resourceVersion as a precondition; the
+   * forwarding annotation), or NULL. The shell must apply it, and see the result in its cache,
+   * before the next sync of the job, or a second claim name would be generated. */
   json_t *job_patch;
   json_t *podgroup; /* PodGroup to create, or to update when podgroup_update */
   bool podgroup_update;

@@ -173,6 +173,7 @@ typedef struct {
     [CTL_ACT_RESTART_POD] = TARGET(fn_restart),                                                    \
     [CTL_ACT_TERMINATE_JOB] = KILL_SOFT(fn_terminating),                                           \
     [CTL_ACT_COMPLETE_JOB] = KILL_SOFT(fn_completing), [CTL_ACT_RESUME_JOB] = SYNC(syncfn),        \
+    [CTL_ACT_RESTART_PARTITION] = TARGET(fn_restart),                                              \
   }
 
 #define ALL(x)                                                                                     \
@@ -180,7 +181,7 @@ typedef struct {
     [CTL_ACT_NONE] = x, [CTL_ACT_SYNC_JOB] = x, [CTL_ACT_ENQUEUE_JOB] = x,                         \
     [CTL_ACT_ABORT_JOB] = x, [CTL_ACT_RESTART_JOB] = x, [CTL_ACT_RESTART_TASK] = x,                \
     [CTL_ACT_RESTART_POD] = x, [CTL_ACT_TERMINATE_JOB] = x, [CTL_ACT_COMPLETE_JOB] = x,            \
-    [CTL_ACT_RESUME_JOB] = x,                                                                      \
+    [CTL_ACT_RESUME_JOB] = x, [CTL_ACT_RESTART_PARTITION] = x,                                     \
   }
 
 #define ALL_BUT_RESUME(x, resume)                                                                  \
@@ -188,7 +189,7 @@ typedef struct {
     [CTL_ACT_NONE] = x, [CTL_ACT_SYNC_JOB] = x, [CTL_ACT_ENQUEUE_JOB] = x,                         \
     [CTL_ACT_ABORT_JOB] = x, [CTL_ACT_RESTART_JOB] = x, [CTL_ACT_RESTART_TASK] = x,                \
     [CTL_ACT_RESTART_POD] = x, [CTL_ACT_TERMINATE_JOB] = x, [CTL_ACT_COMPLETE_JOB] = x,            \
-    [CTL_ACT_RESUME_JOB] = resume,                                                                 \
+    [CTL_ACT_RESUME_JOB] = resume, [CTL_ACT_RESTART_PARTITION] = x,                                \
   }
 
 static const cell table[CTL_PHASE_COUNT][CTL_ACT_COUNT] = {
@@ -206,6 +207,7 @@ static const cell table[CTL_PHASE_COUNT][CTL_ACT_COUNT] = {
             [CTL_ACT_TERMINATE_JOB] = KILL_NONE(fn_restarting),
             [CTL_ACT_COMPLETE_JOB] = KILL_NONE(fn_restarting),
             [CTL_ACT_RESUME_JOB] = KILL_NONE(fn_restarting),
+            [CTL_ACT_RESTART_PARTITION] = TARGET(fn_restarting),
         },
     [CTL_PHASE_ABORTING] = ALL_BUT_RESUME(KILL_SOFT(fn_aborted), KILL_SOFT(fn_resume)),
     [CTL_PHASE_ABORTED] = ALL_BUT_RESUME(KILL_SOFT(NULL), KILL_SOFT(fn_resume)),
@@ -315,12 +317,15 @@ static int kill_job(ctl_ctx *c, ctl_retain retain, ctl_update_fn fn) {
   return 0;
 }
 
-static bool is_target(const ctl_ctx *c, const ctl_pod *p) {
+static bool is_target(const ctl_ctx *c, const ctl_pod *p, int partition) {
   const ctl_request *r = c->req;
   if (c->action == CTL_ACT_RESTART_POD)
     return r->pod && strcmp(p->name, r->pod) == 0;
   if (c->action == CTL_ACT_RESTART_TASK)
     return r->task && strcmp(p->task, r->task) == 0;
+  if (c->action == CTL_ACT_RESTART_PARTITION)
+    return partition >= 0 && r->task && strcmp(p->task, r->task) == 0 && p->has_partition &&
+           p->partition == partition;
   return false;
 }
 
@@ -329,6 +334,7 @@ static int kill_target(ctl_ctx *c, ctl_update_fn fn) {
   ctl_status *st = &c->plan->status;
   if (job->metadata && job->metadata->deletion_timestamp)
     return 0;
+  int partition = c->action == CTL_ACT_RESTART_PARTITION ? ctl__request_partition(c) : -1;
   reset_counts(st);
   for (size_t i = 0; i < c->v->npods; i++) {
     const ctl_pod *p = &c->v->pods[i];
@@ -336,7 +342,7 @@ static int kill_target(ctl_ctx *c, ctl_update_fn fn) {
       st->terminating++;
       continue;
     }
-    if (is_target(c, p)) {
+    if (is_target(c, p, partition)) {
       int rc = ctl__delete_pod(c->plan, p->name, ctl_action_name(c->action));
       if (rc)
         return rc;

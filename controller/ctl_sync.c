@@ -8,6 +8,7 @@
 #include "kc_codec.h"
 #include "kc_error.h"
 #include "kc_log.h"
+#include "kc_quantity.h"
 #include "kc_strmap.h"
 
 #define PG_API_VERSION "scheduling.volcano.sh/v1beta1"
@@ -126,40 +127,236 @@ static int32_t priority_of(const ctl_job_view *v, const char *pc) {
   return 0;
 }
 
-/* One pod's request as the quota code counts it: the containers' requests summed, and each
- * init container's cpu and memory on top when larger (init containers run alone). */
-static json_t *pod_request(const json_t *spec) {
-  Kiln__Resource sum = KILN__RESOURCE__INIT;
-  json_t *out = NULL;
+/* ---- minResources (calcPGMinResources over the quota usage of one pod) ----
+ *
+ * Volcano sums, per pod it counts, the pod's quota usage (Kubernetes' pod quota
+ * evaluator, then every requests.<extended> key also under its bare name): count/pods and
+ * pods 1; cpu, memory and ephemeral-storage under their name and requests.<name> from the
+ * pod's effective requests, limits.<name> from its effective limits; hugepages-<size> and
+ * requests.hugepages-<size>; requests.<extended> and <extended>. Quantities keep the
+ * format of their first addend, as resource.Quantity.Add does. */
+
+typedef struct {
+  char name[CTL_NAME_MAX];
+  kc_quantity q;
+} rl_entry;
+
+typedef struct {
+  rl_entry *e;
+  size_t n, cap;
+} rlist;
+
+static rl_entry *rl_find(rlist *l, const char *name) {
+  for (size_t i = 0; i < l->n; i++)
+    if (strcmp(l->e[i].name, name) == 0)
+      return &l->e[i];
+  return NULL;
+}
+
+/* Sets (replace) or adds q under name. Returns 0 or KC_ENOMEM. */
+static int rl_put(rlist *l, const char *name, const kc_quantity *q, bool add) {
+  rl_entry *e = rl_find(l, name);
+  if (e) {
+    if (!add) {
+      e->q = *q;
+    } else {
+      if (e->q.nano == 0)
+        e->q.format = q->format;
+      e->q.nano += q->nano;
+    }
+    return 0;
+  }
+  if (l->n == l->cap) {
+    size_t nc = l->cap ? l->cap * 2 : 8;
+    rl_entry *ne = realloc(l->e, nc * sizeof(*ne));
+    if (!ne)
+      return KC_ENOMEM;
+    l->e = ne;
+    l->cap = nc;
+  }
+  e = &l->e[l->n++];
+  snprintf(e->name, sizeof(e->name), "%s", name);
+  e->q = *q;
+  return 0;
+}
+
+static void rl_free(rlist *l) {
+  free(l->e);
+  memset(l, 0, sizeof(*l));
+}
+
+/* A quantity written as a string or a bare JSON number; false when unparsable (the API
+ * server has already rejected such a template, so it is skipped). */
+static bool json_quantity(const json_t *v, kc_quantity *q) {
+  char num[64];
+  const char *text;
+  if (json_is_string(v))
+    text = json_string_value(v);
+  else if (json_is_integer(v))
+    snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(v)), text = num;
+  else if (json_is_real(v))
+    snprintf(num, sizeof(num), "%.15g", json_real_value(v)), text = num;
+  else
+    return false;
+  return kc_quantity_parse(text, q, NULL) == 0;
+}
+
+/* Adds a ResourceList object into l (addResourceList). */
+static int rl_add_json(rlist *l, const json_t *list) {
+  const char *name;
+  json_t *v;
+  json_object_foreach((json_t *)list, name, v) {
+    kc_quantity q;
+    if (json_quantity(v, &q) && rl_put(l, name, &q, true))
+      return KC_ENOMEM;
+  }
+  return 0;
+}
+
+/* Keeps, per name, the larger of l and m (maxResourceList). */
+static int rl_max(rlist *l, const rlist *m) {
+  for (size_t i = 0; i < m->n; i++) {
+    rl_entry *e = rl_find(l, m->e[i].name);
+    if (e && kc_quantity_cmp(&m->e[i].q, &e->q) <= 0)
+      continue;
+    if (rl_put(l, m->e[i].name, &m->e[i].q, false))
+      return KC_ENOMEM;
+  }
+  return 0;
+}
+
+static int rl_add_list(rlist *l, const rlist *m) {
+  for (size_t i = 0; i < m->n; i++)
+    if (rl_put(l, m->e[i].name, &m->e[i].q, true))
+      return KC_ENOMEM;
+  return 0;
+}
+
+/* The pod's effective requests or limits (PodRequests / PodLimits): the containers
+ * summed, restartable init containers (sidecars) added, the largest init container (with
+ * the sidecars started before it) taken where it exceeds that, pod-level cpu and memory
+ * overriding, and the overhead added (to limits only where a limit exists). */
+static int pod_effective(const json_t *spec, const char *kind, rlist *out) {
+  rlist side = {0}, init = {0}, tmp = {0};
+  int rc = 0;
   size_t i;
   json_t *ct;
   json_array_foreach(json_object_get(spec, "containers"), i, ct) {
-    json_t *req = json_object_get(json_object_get(ct, "resources"), "requests");
-    if (req)
-      kc_resource_list_decode(req, &sum, NULL, 0);
+    if ((rc = rl_add_json(out, json_object_get(json_object_get(ct, "resources"), kind))))
+      goto out;
   }
   json_array_foreach(json_object_get(spec, "initContainers"), i, ct) {
-    json_t *req = json_object_get(json_object_get(ct, "resources"), "requests");
-    Kiln__Resource one = KILN__RESOURCE__INIT;
-    if (req && kc_resource_list_decode(req, &one, NULL, 0) == 0) {
-      if (one.milli_cpu > sum.milli_cpu)
-        sum.milli_cpu = one.milli_cpu;
-      if (one.memory > sum.memory)
-        sum.memory = one.memory;
+    const json_t *r = json_object_get(json_object_get(ct, "resources"), kind);
+    const char *rp = json_string_value(json_object_get(ct, "restartPolicy"));
+    tmp.n = 0;
+    if (rp && strcmp(rp, "Always") == 0) {
+      if ((rc = rl_add_json(out, r)) || (rc = rl_add_json(&side, r)) ||
+          (rc = rl_add_list(&tmp, &side)))
+        goto out;
+    } else if ((rc = rl_add_json(&tmp, r)) || (rc = rl_add_list(&tmp, &side))) {
+      goto out;
     }
-    for (size_t k = 0; k < one.n_scalar; k++) {
-      free(one.scalar[k]->name);
-      free(one.scalar[k]);
-    }
-    free(one.scalar);
+    if ((rc = rl_max(&init, &tmp)))
+      goto out;
   }
-  kc_resource_list_encode(&sum, &out);
-  for (size_t k = 0; k < sum.n_scalar; k++) {
-    free(sum.scalar[k]->name);
-    free(sum.scalar[k]);
+  if ((rc = rl_max(out, &init)))
+    goto out;
+  const json_t *pod_level = json_object_get(json_object_get(spec, "resources"), kind);
+  static const char *const supported[] = {"cpu", "memory"};
+  for (size_t k = 0; k < 2; k++) {
+    kc_quantity q;
+    if (json_quantity(json_object_get(pod_level, supported[k]), &q) &&
+        (rc = rl_put(out, supported[k], &q, false)))
+      goto out;
   }
-  free(sum.scalar);
-  return out;
+  const char *name;
+  json_t *v;
+  json_object_foreach(json_object_get(spec, "overhead"), name, v) {
+    kc_quantity q;
+    if (!json_quantity(v, &q))
+      continue;
+    if (strcmp(kind, "limits") == 0 && !rl_find(out, name))
+      continue;
+    if ((rc = rl_put(out, name, &q, true)))
+      goto out;
+  }
+out:
+  rl_free(&side);
+  rl_free(&init);
+  rl_free(&tmp);
+  return rc;
+}
+
+/* Kubernetes' IsNativeResource: no domain, or a kubernetes.io domain. */
+static bool native_resource(const char *name) {
+  return !strchr(name, '/') || strstr(name, "kubernetes.io/");
+}
+
+static bool qualified_part(const char *s, size_t n, bool dns) {
+  if (n == 0 || n > (dns ? 253u : 63u))
+    return false;
+  for (size_t i = 0; i < n; i++) {
+    char ch = s[i];
+    bool alnum =
+        (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || (!dns && ch >= 'A' && ch <= 'Z');
+    if ((i == 0 || i == n - 1) && !alnum)
+      return false;
+    if (!alnum && ch != '-' && ch != '.' && (dns || ch != '_'))
+      return false;
+  }
+  return true;
+}
+
+/* IsExtendedResourceName: a domain-qualified name outside kubernetes.io, not a quota
+ * "requests." name, and still a qualified name with "requests." in front. */
+static bool extended_resource(const char *name) {
+  if (native_resource(name) || strncmp(name, "requests.", 9) == 0)
+    return false;
+  const char *slash = strchr(name, '/');
+  if (strchr(slash + 1, '/'))
+    return false;
+  return qualified_part(name, (size_t)(slash - name), true) &&
+         qualified_part(slash + 1, strlen(slash + 1), false) && (size_t)(slash - name) + 9 <= 253;
+}
+
+static int put_prefixed(rlist *l, const char *prefix, const char *name, const kc_quantity *q) {
+  char key[CTL_NAME_MAX];
+  snprintf(key, sizeof(key), "%s%s", prefix, name);
+  return rl_put(l, key, q, false);
+}
+
+/* One pod's quota usage (Volcano util.GetPodQuotaUsage) into *out (cleared first). */
+static int pod_usage(const json_t *spec, rlist *out) {
+  rlist req = {0}, lim = {0};
+  kc_quantity one;
+  kc_quantity_from_value(&one, 1, KC_QFMT_DECIMAL_SI);
+  out->n = 0;
+  int rc = pod_effective(spec, "requests", &req);
+  if (!rc)
+    rc = pod_effective(spec, "limits", &lim);
+  if (!rc)
+    rc = rl_put(out, "count/pods", &one, false);
+  if (!rc)
+    rc = rl_put(out, "pods", &one, false);
+  static const char *const compute[] = {"cpu", "memory", "ephemeral-storage"};
+  for (size_t k = 0; k < 3 && !rc; k++) {
+    rl_entry *e = rl_find(&req, compute[k]);
+    if (e && !(rc = rl_put(out, compute[k], &e->q, false)))
+      rc = put_prefixed(out, "requests.", compute[k], &e->q);
+    if (!rc && (e = rl_find(&lim, compute[k])))
+      rc = put_prefixed(out, "limits.", compute[k], &e->q);
+  }
+  for (size_t i = 0; i < req.n && !rc; i++) {
+    const char *name = req.e[i].name;
+    if (strncmp(name, "hugepages-", 10) == 0 && !(rc = rl_put(out, name, &req.e[i].q, false)))
+      rc = put_prefixed(out, "requests.", name, &req.e[i].q);
+    /* requests.<extended>, and (Volcano's addition) the bare name next to it */
+    if (!rc && extended_resource(name) && !(rc = put_prefixed(out, "requests.", name, &req.e[i].q)))
+      rc = rl_put(out, name, &req.e[i].q, false);
+  }
+  rl_free(&req);
+  rl_free(&lim);
+  return rc;
 }
 
 typedef struct {
@@ -175,16 +372,21 @@ static int cmp_task_prio(const void *a, const void *b) {
   return x->order < y->order ? -1 : x->order > y->order;
 }
 
-/* calcPGMinResources: tasks by the priority of their template's class, highest first. */
+/* calcPGMinResources: tasks by the priority of their template's class, highest first.
+ * When job.minAvailable is below the sum of the tasks' minAvailable, the first
+ * minAvailable pods in that order; else each task's minAvailable pods, topped up toward
+ * job.minAvailable from the replicas left, in the same order. The task minAvailable is
+ * the one Volcano's webhook would have defaulted (replicas, or minPartitions x
+ * partitionSize). */
 static json_t *min_resources(const ctl_job_view *v) {
   const Kiln__JobSpec *spec = v->job->spec;
   size_t n = spec->n_tasks;
   task_prio *tp = calloc(n ? n : 1, sizeof(*tp));
   int32_t *take = calloc(n ? n : 1, sizeof(*take));
-  json_t **reqs = calloc(n ? n : 1, sizeof(*reqs));
-  Kiln__Resource total = KILN__RESOURCE__INIT;
+  rlist *usage = calloc(n ? n : 1, sizeof(*usage));
+  rlist total = {0};
   json_t *out = NULL;
-  if (!tp || !take || !reqs)
+  if (!tp || !take || !usage)
     goto done;
   for (size_t i = 0; i < n; i++) {
     const Kiln__TaskSpec *t = spec->tasks[i];
@@ -193,10 +395,11 @@ static json_t *min_resources(const ctl_job_view *v) {
     tp[i].t = t;
     tp[i].order = i;
     tp[i].prio = priority_of(v, json_string_value(json_object_get(ps, "priorityClassName")));
-    reqs[i] = pod_request(ps);
+    int rc = pod_usage(ps, &usage[i]);
     json_decref(tmpl);
+    if (rc)
+      goto done;
   }
-  /* reqs follow the spec order; sort an index view instead of moving them. */
   qsort(tp, n, sizeof(*tp), cmp_task_prio);
   int32_t min_avail = ctl__job_min_available(v->job);
   int32_t left;
@@ -209,33 +412,42 @@ static json_t *min_resources(const ctl_job_view *v) {
     }
   } else {
     int32_t picked = 0;
-    for (size_t i = 0; i < n; i++) {
-      int32_t m = ctl__task_min_available(spec->tasks[i]);
-      take[i] = m < spec->tasks[i]->replicas ? m : spec->tasks[i]->replicas;
-      picked += take[i];
+    for (size_t i = 0; i < n && picked < min_avail; i++) {
+      int32_t m = ctl__task_min_available(tp[i].t);
+      if (m > min_avail - picked)
+        m = min_avail - picked;
+      take[tp[i].order] = m > 0 ? m : 0;
+      picked += take[tp[i].order];
     }
     left = min_avail - picked;
     for (size_t i = 0; i < n && left > 0; i++) {
       size_t o = tp[i].order;
-      int32_t room = tp[i].t->replicas - take[o];
+      int32_t room = tp[i].t->replicas - ctl__task_min_available(tp[i].t);
+      if (room <= 0)
+        continue;
       int32_t k = room < left ? room : left;
       take[o] += k;
       left -= k;
     }
   }
-  for (size_t i = 0; i < n; i++)
-    for (int32_t k = 0; k < take[i] && reqs[i]; k++)
-      kc_resource_list_decode(reqs[i], &total, NULL, 0);
-  kc_resource_list_encode(&total, &out);
-done:
-  for (size_t i = 0; reqs && i < n; i++)
-    json_decref(reqs[i]);
-  for (size_t k = 0; k < total.n_scalar; k++) {
-    free(total.scalar[k]->name);
-    free(total.scalar[k]);
+  /* Sum in the priority order, so a key's format is that of its first addend. */
+  for (size_t i = 0; i < n; i++) {
+    size_t o = tp[i].order;
+    for (int32_t k = 0; k < take[o]; k++)
+      if (rl_add_list(&total, &usage[o]))
+        goto done;
   }
-  free(total.scalar);
-  free(reqs);
+  out = json_object();
+  for (size_t i = 0; out && i < total.n; i++) {
+    char buf[KC_QUANTITY_STR_MAX];
+    if (kc_quantity_format(&total.e[i].q, buf, sizeof(buf)) >= 0)
+      json_object_set_new(out, total.e[i].name, json_string(buf));
+  }
+done:
+  for (size_t i = 0; usage && i < n; i++)
+    rl_free(&usage[i]);
+  rl_free(&total);
+  free(usage);
   free(take);
   free(tp);
   return out;
@@ -246,6 +458,31 @@ static json_t *string_map(Kiln__ObjectMeta__LabelsEntry **e, size_t n) {
   for (size_t i = 0; i < n; i++)
     if (e[i]->key)
       json_object_set_new(o, e[i]->key, json_string(e[i]->value ? e[i]->value : ""));
+  return o;
+}
+
+static json_t *network_topology(const Kiln__NetworkTopology *t) {
+  json_t *nt = json_object();
+  if (t->mode)
+    json_object_set_new(nt, "mode", json_string(t->mode));
+  /* Volcano copies highestTierName only when highestTierAllowed is unset. */
+  if (t->has_highest_tier_allowed)
+    json_object_set_new(nt, "highestTierAllowed", json_integer(t->highest_tier_allowed));
+  else if (t->highest_tier_name && *t->highest_tier_name)
+    json_object_set_new(nt, "highestTierName", json_string(t->highest_tier_name));
+  return nt;
+}
+
+/* A task's partitions as a sub-gang of the PodGroup (Volcano getSubGroupPolicy). */
+static json_t *sub_group_policy(const Kiln__TaskSpec *t) {
+  const Kiln__PartitionPolicy *pp = t->partition_policy;
+  json_t *o = json_pack("{s:s, s:i, s:i, s:{s:{s:s}}, s:[s]}", "name", t->name ? t->name : "",
+                        "subGroupSize", (int)pp->partition_size, "minSubGroups",
+                        (int)(pp->has_min_partitions ? pp->min_partitions : 0), "labelSelector",
+                        "matchLabels", CTL_KEY_TASK_SPEC, t->name ? t->name : "", "matchLabelKeys",
+                        CTL_KEY_PARTITION_ID);
+  if (o && pp->network_topology)
+    json_object_set_new(o, "networkTopology", network_topology(pp->network_topology));
   return o;
 }
 
@@ -269,20 +506,55 @@ static json_t *build_podgroup(ctl_ctx *c) {
     json_object_set_new(ps, "priorityClassName", json_string(spec->priority_class_name));
   json_t *mr = min_resources(c->v);
   json_object_set_new(ps, "minResources", mr ? mr : json_object());
-  if (spec->network_topology) {
-    json_t *nt = json_object();
-    if (spec->network_topology->mode)
-      json_object_set_new(nt, "mode", json_string(spec->network_topology->mode));
-    if (spec->network_topology->has_highest_tier_allowed)
-      json_object_set_new(nt, "highestTierAllowed",
-                          json_integer(spec->network_topology->highest_tier_allowed));
-    if (spec->network_topology->highest_tier_name)
-      json_object_set_new(nt, "highestTierName",
-                          json_string(spec->network_topology->highest_tier_name));
-    json_object_set_new(ps, "networkTopology", nt);
+  if (spec->network_topology)
+    json_object_set_new(ps, "networkTopology", network_topology(spec->network_topology));
+  json_t *sgp = json_array();
+  for (size_t i = 0; i < spec->n_tasks; i++) {
+    const Kiln__TaskSpec *t = spec->tasks[i];
+    if (t->partition_policy)
+      json_array_append_new(sgp, sub_group_policy(t));
   }
+  if (json_array_size(sgp))
+    json_object_set_new(ps, "subGroupPolicy", sgp);
+  else
+    json_decref(sgp);
   return json_pack("{s:s, s:s, s:o, s:o}", "apiVersion", PG_API_VERSION, "kind", "PodGroup",
                    "metadata", meta, "spec", ps);
+}
+
+static void resource_free(Kiln__Resource *r) {
+  for (size_t k = 0; k < r->n_scalar; k++) {
+    free(r->scalar[k]->name);
+    free(r->scalar[k]);
+  }
+  free(r->scalar);
+  r->scalar = NULL;
+  r->n_scalar = 0;
+}
+
+static int64_t scalar_of(const Kiln__Resource *r, const char *name) {
+  for (size_t k = 0; r && k < r->n_scalar; k++)
+    if (r->scalar[k]->name && strcmp(r->scalar[k]->name, name) == 0)
+      return r->scalar[k]->milli_value;
+  return 0;
+}
+
+/* Equal lists (a missing entry and a zero one are the same); have may be NULL. */
+static bool resource_equal(const Kiln__Resource *have, const Kiln__Resource *want) {
+  static const Kiln__Resource none = KILN__RESOURCE__INIT;
+  if (!have)
+    have = &none;
+  if (have->milli_cpu != want->milli_cpu || have->memory != want->memory ||
+      have->pods != want->pods || have->ephemeral_storage != want->ephemeral_storage)
+    return false;
+  for (size_t k = 0; k < want->n_scalar; k++)
+    if (scalar_of(have, want->scalar[k]->name) != want->scalar[k]->milli_value)
+      return false;
+  for (size_t k = 0; k < have->n_scalar; k++)
+    if (have->scalar[k]->name &&
+        scalar_of(want, have->scalar[k]->name) != have->scalar[k]->milli_value)
+      return false;
+  return true;
 }
 
 /* Whether the live PodGroup already has the spec fields the controller syncs. */
@@ -305,13 +577,12 @@ static bool podgroup_current(const Kiln__PodGroup *pg, const json_t *want) {
     if (!w || json_integer_value(w) != s->min_task_member[i]->value)
       return false;
   }
-  json_t *have = NULL;
-  if (s->min_resources)
-    kc_resource_list_encode(s->min_resources, &have);
-  json_t *wr = json_object_get(ws, "minResources");
-  /* kc_resource_list_encode drops zero entries, so an empty list and none are the same. */
-  bool same = have ? json_equal(have, wr) : json_object_size(wr) == 0;
-  json_decref(have);
+  /* Both sides through the same decoder: the live list holds the canonical strings the
+   * API server stored, the wanted one those the controller formatted. */
+  Kiln__Resource wres = KILN__RESOURCE__INIT;
+  bool same = kc_resource_list_decode(json_object_get(ws, "minResources"), &wres, NULL, 0) == 0 &&
+              resource_equal(s->min_resources, &wres);
+  resource_free(&wres);
   return same;
 }
 
@@ -475,7 +746,7 @@ static json_t *create_job_pod(ctl_ctx *c, const Kiln__TaskSpec *t, const json_t 
   }
   if (t->partition_policy && t->partition_policy->partition_size > 0) {
     snprintf(buf, sizeof(buf), "%d", index / t->partition_policy->partition_size);
-    json_object_set_new(labels, "volcano.sh/partition-id", json_string(buf));
+    json_object_set_new(labels, CTL_KEY_PARTITION_ID, json_string(buf));
   }
   if (c->v->queue_extend_clusters) {
     json_object_set_new(labels, CTL_KEY_FORWARDING, json_string("true"));
@@ -486,13 +757,6 @@ static json_t *create_job_pod(ctl_ctx *c, const Kiln__TaskSpec *t, const json_t 
     return NULL;
   }
   return pod;
-}
-
-static const Kiln__TaskSpec *find_task(const Kiln__Job *job, const char *name) {
-  for (size_t i = 0; i < job->spec->n_tasks; i++)
-    if (job->spec->tasks[i]->name && strcmp(job->spec->tasks[i]->name, name) == 0)
-      return job->spec->tasks[i];
-  return NULL;
 }
 
 /* A dependency is ready when minAvailable of its pods run with every container ready, or
@@ -514,7 +778,7 @@ static bool depends_ready(const ctl_job_view *v, const Kiln__TaskSpec *t) {
     return true;
   bool any = t->depends_on->iteration && strcmp(t->depends_on->iteration, "any") == 0;
   for (size_t i = 0; i < t->depends_on->n_name; i++) {
-    const Kiln__TaskSpec *dep = find_task(v->job, t->depends_on->name[i]);
+    const Kiln__TaskSpec *dep = ctl__find_task(v->job, t->depends_on->name[i]);
     bool ok = dep && task_ready(v, dep);
     if (any && ok)
       return true;
@@ -707,15 +971,74 @@ static uint32_t bit(ctl_event e) {
   return 1u << e;
 }
 
+/* Writes the default<i> names of unnamed tasks into the spec once, as Volcano's webhook
+ * stores them at creation: spec.tasks whole (a merge patch replaces lists), guarded by the
+ * resourceVersion read so a concurrent change of replicas is not overwritten. */
+static int name_tasks_patch(ctl_plan *plan, const Kiln__Job *named) {
+  const Kiln__JobSpec *spec = named->spec;
+  json_t *tasks = json_array();
+  if (!tasks)
+    return KC_ENOMEM;
+  for (size_t i = 0; i < spec->n_tasks; i++) {
+    json_t *t = NULL;
+    int rc = kc_codec_encode((const ProtobufCMessage *)spec->tasks[i], &t, NULL, 0);
+    if (rc || json_array_append_new(tasks, t)) {
+      json_decref(tasks);
+      return rc ? rc : KC_ENOMEM;
+    }
+  }
+  if (!plan->job_patch && !(plan->job_patch = json_object())) {
+    json_decref(tasks);
+    return KC_ENOMEM;
+  }
+  json_t *sp = json_object_get(plan->job_patch, "spec");
+  if (!sp) {
+    sp = json_object();
+    json_object_set_new(plan->job_patch, "spec", sp);
+  }
+  json_object_set_new(sp, "tasks", tasks);
+  const char *rv = named->metadata ? named->metadata->resource_version : NULL;
+  if (rv && *rv) {
+    json_t *meta = json_object_get(plan->job_patch, "metadata");
+    if (!meta) {
+      meta = json_object();
+      json_object_set_new(plan->job_patch, "metadata", meta);
+    }
+    json_object_set_new(meta, "resourceVersion", json_string(rv));
+  }
+  return 0;
+}
+
+/* After RestartPartition: the delayed actions of every pod of that partition. */
+static int cancel_partition(ctl_ctx *c) {
+  int part = ctl__request_partition(c);
+  const char *task = c->req->task ? c->req->task : "";
+  int rc = 0;
+  for (size_t i = 0; part >= 0 && i < c->v->npods && !rc; i++) {
+    const ctl_pod *p = &c->v->pods[i];
+    if (p->has_partition && p->partition == part && strcmp(p->task, task) == 0)
+      rc = ctl__cancel(c->plan, CTL_SCOPE_POD, p->name, 0);
+  }
+  return rc;
+}
+
 int ctl_job_sync(const ctl_job_view *view, const ctl_request *req, ctl_plan *plan) {
   if (!view || !view->job || !view->job->spec || !req || !plan)
     return KC_EINVAL;
-  const Kiln__Job *job = view->job;
-  ctl_request r = *req;
-  ctl_ctx c = {.v = view, .req = &r, .plan = plan};
-  int rc = ctl_status_from_pb(&plan->status, job->status);
+  ctl_named_job named;
+  const Kiln__Job *job;
+  int rc = ctl__name_tasks(view->job, &named, &job);
   if (rc)
     return rc;
+  ctl_job_view nv = *view;
+  nv.job = job;
+  view = &nv;
+  ctl_request r = *req;
+  ctl_ctx c = {.v = view, .req = &r, .plan = plan};
+  if ((rc = ctl_status_from_pb(&plan->status, job->status))) {
+    ctl__named_job_close(&named);
+    return rc;
+  }
   json_t *before = ctl_status_to_json(&plan->status);
   plan->old_phase = plan->status.phase;
   snprintf(plan->podgroup_name, sizeof(plan->podgroup_name), "%s-%s", ctl__job_name(job),
@@ -789,11 +1112,16 @@ int ctl_job_sync(const ctl_job_view *view, const ctl_request *req, ctl_plan *pla
       rc = ctl__cancel(plan, CTL_SCOPE_TASK, r.task ? r.task : "", 0);
     else if (action == CTL_ACT_RESTART_POD)
       rc = ctl__cancel(plan, CTL_SCOPE_POD, r.pod ? r.pod : "", 0);
+    else if (action == CTL_ACT_RESTART_PARTITION)
+      rc = cancel_partition(&c);
     else
       rc = ctl__cancel(plan, CTL_SCOPE_JOB, "", 0);
     if (rc)
       goto done;
   }
+
+  if (named.nnamed && (rc = name_tasks_patch(plan, job)))
+    goto done;
 
   /* ttlSecondsAfterFinished (Volcano's garbage collector). */
   ctl_phase ph = plan->status.phase;
@@ -811,5 +1139,6 @@ done:;
   plan->status_changed = !json_equal(before, after);
   json_decref(before);
   json_decref(after);
+  ctl__named_job_close(&named);
   return rc;
 }

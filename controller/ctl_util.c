@@ -17,8 +17,8 @@ static const char *const phase_names[CTL_PHASE_COUNT] = {
 };
 
 static const char *const action_names[CTL_ACT_COUNT] = {
-    "",           "SyncJob",      "EnqueueJob",  "AbortJob",  "RestartJob", "RestartTask",
-    "RestartPod", "TerminateJob", "CompleteJob", "ResumeJob",
+    "",           "SyncJob",      "EnqueueJob",  "AbortJob",  "RestartJob",       "RestartTask",
+    "RestartPod", "TerminateJob", "CompleteJob", "ResumeJob", "RestartPartition",
 };
 
 static const char *const event_names[CTL_EV_COUNT] = {
@@ -130,6 +130,11 @@ int ctl_pod_from_json(const json_t *pod, ctl_pod *out) {
   }
   if (parse_int(json_string_value(json_object_get(ann, CTL_KEY_JOB_VERSION)), &v))
     out->version = (int)v;
+  if (parse_int(json_string_value(json_object_get(labels, CTL_KEY_PARTITION_ID)), &v) && v >= 0 &&
+      v <= INT32_MAX) {
+    out->has_partition = true;
+    out->partition = (int)v;
+  }
   const char *oos = json_string_value(json_object_get(ann, CTL_KEY_OUT_OF_SYNC));
   out->out_of_sync = oos != NULL;
   out->creation_ts = json_time(meta, "creationTimestamp");
@@ -518,6 +523,77 @@ int32_t ctl__job_min_available(const Kiln__Job *job) {
   if (job->spec && job->spec->has_min_available)
     return job->spec->min_available;
   return ctl__total_task_min_available(job);
+}
+
+bool ctl__task_unnamed(const Kiln__TaskSpec *t) {
+  return !t->name || !*t->name;
+}
+
+int ctl__name_tasks(const Kiln__Job *in, ctl_named_job *nj, const Kiln__Job **use) {
+  memset(nj, 0, sizeof(*nj));
+  *use = in;
+  const Kiln__JobSpec *spec = in->spec;
+  size_t n = spec ? spec->n_tasks : 0, unnamed = 0;
+  for (size_t i = 0; i < n; i++)
+    if (ctl__task_unnamed(spec->tasks[i]))
+      unnamed++;
+  if (!unnamed)
+    return 0;
+  nj->tasks = calloc(n, sizeof(*nj->tasks));
+  nj->ptrs = calloc(n, sizeof(*nj->ptrs));
+  nj->names = calloc(n, sizeof(*nj->names));
+  if (!nj->tasks || !nj->ptrs || !nj->names) {
+    ctl__named_job_close(nj);
+    return KC_ENOMEM;
+  }
+  for (size_t i = 0; i < n; i++) {
+    nj->tasks[i] = *spec->tasks[i];
+    if (ctl__task_unnamed(spec->tasks[i])) {
+      snprintf(nj->names[i], sizeof(nj->names[i]), "default%zu", i);
+      nj->tasks[i].name = nj->names[i];
+    }
+    nj->ptrs[i] = &nj->tasks[i];
+  }
+  nj->spec = *spec;
+  nj->spec.tasks = nj->ptrs;
+  nj->job = *in;
+  nj->job.spec = &nj->spec;
+  nj->nnamed = unnamed;
+  *use = &nj->job;
+  return 0;
+}
+
+void ctl__named_job_close(ctl_named_job *nj) {
+  free(nj->tasks);
+  free(nj->ptrs);
+  free(nj->names);
+  memset(nj, 0, sizeof(*nj));
+}
+
+const Kiln__TaskSpec *ctl__find_task(const Kiln__Job *job, const char *name) {
+  for (size_t i = 0; name && job->spec && i < job->spec->n_tasks; i++)
+    if (job->spec->tasks[i]->name && strcmp(job->spec->tasks[i]->name, name) == 0)
+      return job->spec->tasks[i];
+  return NULL;
+}
+
+int ctl__request_partition(const ctl_ctx *c) {
+  const ctl_request *r = c->req;
+  if (!r->pod || !*r->pod)
+    return -1;
+  for (size_t i = 0; i < c->v->npods; i++) {
+    const ctl_pod *p = &c->v->pods[i];
+    if (strcmp(p->name, r->pod) == 0)
+      return p->has_partition ? p->partition : -1;
+  }
+  const Kiln__TaskSpec *t = ctl__find_task(c->v->job, r->task);
+  if (!t || !t->partition_policy || t->partition_policy->partition_size <= 0)
+    return -1;
+  const char *dash = strrchr(r->pod, '-');
+  long idx;
+  if (!dash || !parse_int(dash + 1, &idx) || idx < 0 || idx > INT32_MAX)
+    return -1;
+  return (int)(idx / t->partition_policy->partition_size);
 }
 
 const char *ctl__job_name(const Kiln__Job *job) {

@@ -56,6 +56,8 @@ static const row rows[] = {
      CTL_PHASE_PENDING, false, false, 1, 0, false, 2},
     {"Pending ResumeJob syncs", "Pending", CTL_ACT_RESUME_JOB, R, NOPOD, false, 0, "",
      CTL_PHASE_PENDING, false, false, 1, 0, false, 1},
+    {"Pending RestartPartition without partition ids", "Pending", CTL_ACT_RESTART_PARTITION, R, S,
+     false, 0, "", CTL_PHASE_RESTARTING, false, false, 1, 1, false, 0},
     /* Running */
     {"Running RestartJob", "Running", CTL_ACT_RESTART_JOB, R, R, false, 0, "", CTL_PHASE_RESTARTING,
      true, true, 2, 1, true, 0},
@@ -83,6 +85,8 @@ static const row rows[] = {
      CTL_PHASE_RUNNING, false, false, 1, 0, false, 0},
     {"Running SyncJob gang lost", "Running", CTL_ACT_SYNC_JOB, R, P, false, 0, "",
      CTL_PHASE_PENDING, false, false, 1, 0, false, 0},
+    {"Running RestartPartition without partition ids", "Running", CTL_ACT_RESTART_PARTITION, R, R,
+     false, 0, "", CTL_PHASE_RESTARTING, false, false, 1, 1, false, 0},
     /* Restarting */
     {"Restarting SyncJob pods gone", "Restarting", CTL_ACT_SYNC_JOB, NOPOD, NOPOD, false, 1, "",
      CTL_PHASE_PENDING, false, false, 1, 1, false, 2},
@@ -96,6 +100,10 @@ static const row rows[] = {
      CTL_PHASE_RESTARTING, true, true, 2, 1, true, 0},
     {"Restarting AbortJob kills all", "Restarting", CTL_ACT_ABORT_JOB, NOPOD, NOPOD, false, 1, "",
      CTL_PHASE_PENDING, false, false, 2, 1, true, 0},
+    {"Restarting RestartPartition", "Restarting", CTL_ACT_RESTART_PARTITION, R, R, false, 1, "",
+     CTL_PHASE_PENDING, false, false, 1, 1, false, 0},
+    {"Completed RestartPartition ignored", "Completed", CTL_ACT_RESTART_PARTITION, S, S, false, 0,
+     "", CTL_PHASE_COMPLETED, false, false, 2, 0, true, 0},
     /* Aborting */
     {"Aborting ResumeJob", "Aborting", CTL_ACT_RESUME_JOB, R, S, false, 0, "", CTL_PHASE_RESTARTING,
      true, false, 2, 1, true, 0},
@@ -213,6 +221,39 @@ static void test_all_cells(void **state) {
   }
 }
 
+/* RestartPartition kills the target pod's partition (by its partition-id label) and keeps
+ * the PodGroup, in each phase that accepts it. */
+static void test_restart_partition(void **state) {
+  static const struct {
+    const char *phase;
+    int retry;
+    ctl_phase next;
+    int retry_after;
+  } cases[] = {
+      {"Pending", 0, CTL_PHASE_RESTARTING, 1},
+      {"Running", 0, CTL_PHASE_RESTARTING, 1},
+      {"Restarting", 1, CTL_PHASE_RESTARTING, 1}, /* one of two pods terminating < minAvailable */
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    fx f;
+    setup(&f, cases[i].phase, cases[i].retry, "");
+    ctl_pod *p0 = fx_pod(&f, "w", 0, R);
+    ctl_pod *p1 = fx_pod(&f, "w", 1, F);
+    p0->has_partition = p1->has_partition = true;
+    p0->partition = 0;
+    p1->partition = 1;
+    ctl_request req = {.action = CTL_ACT_RESTART_PARTITION, .task = "w", .pod = "st-w-1"};
+    assert_int_equal(fx_sync(&f, &req), 0);
+    assert_false(fx_deleted(&f, "st-w-0"));
+    assert_true(fx_deleted(&f, "st-w-1"));
+    assert_int_equal(f.plan.status.phase, cases[i].next);
+    assert_int_equal(f.plan.status.retry_count, cases[i].retry_after);
+    assert_int_equal(f.plan.status.version, 1);
+    assert_false(f.plan.podgroup_delete);
+    fx_close(&f);
+  }
+}
+
 static void test_names_roundtrip(void **state) {
   for (int i = 0; i < CTL_PHASE_COUNT; i++)
     assert_int_equal(ctl_phase_parse(ctl_phase_name((ctl_phase)i)), i);
@@ -222,6 +263,7 @@ static void test_names_roundtrip(void **state) {
     assert_int_equal(ctl_event_parse(ctl_event_name((ctl_event)i)), i);
   assert_int_equal(ctl_phase_parse(""), CTL_PHASE_PENDING);
   assert_int_equal(ctl_action_parse("Bogus"), CTL_ACT_NONE);
+  assert_int_equal(ctl_action_parse("RestartPartition"), CTL_ACT_RESTART_PARTITION);
 }
 
 /* An empty phase initialises the status: Pending, minAvailable, one condition. */
@@ -288,6 +330,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_rows),
       cmocka_unit_test(test_all_cells),
+      cmocka_unit_test(test_restart_partition),
       cmocka_unit_test(test_names_roundtrip),
       cmocka_unit_test(test_init_status),
       cmocka_unit_test(test_condition_dedup),

@@ -207,9 +207,11 @@ static void test_podgroup(void **state) {
   assert_string_equal(jstr(spec, "priorityClassName"), "batch-high");
   /* minAvailable 5 == sum of task minAvailable: 1 ps (500m, 256Mi) + 4 workers (1, 512Mi);
    * the evaluator (priority 10, but minAvailable 0) adds nothing. */
-  json_t *mr = json_object_get(spec, "minResources");
-  assert_string_equal(jstr(mr, "cpu"), "4500m");
-  assert_string_equal(jstr(mr, "memory"), "2304Mi");
+  fx_expect_json(
+      json_object_get(spec, "minResources"),
+      "{\"count/pods\":\"5\",\"pods\":\"5\",\"cpu\":\"4500m\",\"requests.cpu\":\"4500m\","
+      "\"memory\":\"2304Mi\",\"requests.memory\":\"2304Mi\"}");
+  assert_null(json_object_get(spec, "subGroupPolicy"));
   fx_close(&f);
 }
 
@@ -225,8 +227,8 @@ static void test_min_resources_by_priority(void **state) {
   assert_int_equal(fx_sync(&f, &req), 0);
   json_t *mr = json_object_get(json_object_get(f.plan.podgroup, "spec"), "minResources");
   /* evaluator first (250m, 128Mi), then ps (500m, 256Mi) */
-  assert_string_equal(jstr(mr, "cpu"), "750m");
-  assert_string_equal(jstr(mr, "memory"), "384Mi");
+  fx_expect_json(mr, "{\"count/pods\":\"2\",\"pods\":\"2\",\"cpu\":\"750m\",\"requests.cpu\":"
+                     "\"750m\",\"memory\":\"384Mi\",\"requests.memory\":\"384Mi\"}");
   fx_close(&f);
 }
 
@@ -236,8 +238,9 @@ static void test_podgroup_update(void **state) {
   fx_init(&f, "job-single.json", "{\"state\":{\"phase\":\"Running\"},\"minAvailable\":1}");
   json_t *pgj = fx_parse("{\"metadata\":{\"name\":\"hello-uid-hello\"},\"spec\":{\"minMember\":1,"
                          "\"minTaskMember\":{\"main\":1},\"queue\":\"default\",\"minResources\":"
-                         "{\"cpu\":\"100m\",\"memory\":\"64Mi\"}},\"status\":{\"phase\":"
-                         "\"Running\"}}");
+                         "{\"count/pods\":\"1\",\"pods\":\"1\",\"cpu\":\"100m\",\"requests.cpu\":"
+                         "\"100m\",\"memory\":\"64Mi\",\"requests.memory\":\"64Mi\"}},"
+                         "\"status\":{\"phase\":\"Running\"}}");
   assert_int_equal(kc_podgroup_decode(pgj, &f.pg, NULL, 0), 0);
   json_decref(pgj);
   f.v.podgroup = f.pg;
@@ -246,6 +249,20 @@ static void test_podgroup_update(void **state) {
   assert_int_equal(fx_sync(&f, &req), 0);
   assert_null(f.plan.podgroup);
   f.pg->spec->min_member = 3;
+  assert_int_equal(fx_sync(&f, &req), 0);
+  assert_non_null(f.plan.podgroup);
+  assert_true(f.plan.podgroup_update);
+  fx_close(&f);
+
+  /* A PodGroup written before the quota keys (only cpu and memory) is brought up to date. */
+  fx_init(&f, "job-single.json", "{\"state\":{\"phase\":\"Running\"},\"minAvailable\":1}");
+  pgj = fx_parse("{\"metadata\":{\"name\":\"hello-uid-hello\"},\"spec\":{\"minMember\":1,"
+                 "\"minTaskMember\":{\"main\":1},\"queue\":\"default\",\"minResources\":"
+                 "{\"cpu\":\"100m\",\"memory\":\"64Mi\"}},\"status\":{\"phase\":\"Running\"}}");
+  assert_int_equal(kc_podgroup_decode(pgj, &f.pg, NULL, 0), 0);
+  json_decref(pgj);
+  f.v.podgroup = f.pg;
+  fx_pod(&f, "main", 0, CTL_POD_RUNNING);
   assert_int_equal(fx_sync(&f, &req), 0);
   assert_non_null(f.plan.podgroup);
   assert_true(f.plan.podgroup_update);
@@ -479,6 +496,233 @@ static void test_large_job(void **state) {
   free(pods);
 }
 
+/* The quota usage Volcano sums per pod: requests and limits of every kind, sidecars and
+ * init containers, overhead, hugepages and an extended resource. */
+static void test_min_resources_quota_keys(void **state) {
+  fx f;
+  fx_init_json(
+      &f,
+      fx_parse(
+          "{\"metadata\":{\"name\":\"q\",\"namespace\":\"default\",\"uid\":\"uid-q\"},"
+          "\"spec\":{\"tasks\":[{\"name\":\"t\",\"replicas\":2,\"template\":{\"spec\":{"
+          "\"overhead\":{\"cpu\":\"50m\",\"memory\":\"10Mi\"},"
+          "\"initContainers\":["
+          "{\"name\":\"side\",\"restartPolicy\":\"Always\",\"resources\":{\"requests\":{\"cpu\":"
+          "\"100m\",\"memory\":\"128Mi\"},\"limits\":{\"memory\":\"256Mi\"}}},"
+          "{\"name\":\"init\",\"resources\":{\"requests\":{\"cpu\":\"2\",\"memory\":\"64Mi\"}}}],"
+          "\"containers\":["
+          "{\"name\":\"a\",\"resources\":{\"requests\":{\"cpu\":\"500m\",\"memory\":\"1Gi\","
+          "\"ephemeral-storage\":\"1Gi\",\"nvidia.com/gpu\":\"1\",\"hugepages-2Mi\":\"4Mi\"},"
+          "\"limits\":{\"cpu\":\"1\",\"memory\":\"2Gi\",\"nvidia.com/gpu\":\"1\"}}},"
+          "{\"name\":\"b\",\"resources\":{\"requests\":{\"cpu\":0.25}}}]}}}]}}"),
+      NULL);
+  ctl_request req = {.event = CTL_EV_OUT_OF_SYNC};
+  assert_int_equal(fx_sync(&f, &req), 0);
+  /* Per pod: requests cpu max(500m+250m+100m sidecar, 2 init + 100m sidecar) + 50m overhead
+   * = 2150m, memory max(1Gi+128Mi, 64Mi+128Mi) + 10Mi = 1162Mi; limits cpu 1 + 50m, memory
+   * 2Gi + 256Mi sidecar + 10Mi. Two pods. */
+  fx_expect_json(
+      json_object_get(json_object_get(f.plan.podgroup, "spec"), "minResources"),
+      "{\"count/pods\":\"2\",\"pods\":\"2\","
+      "\"cpu\":\"4300m\",\"requests.cpu\":\"4300m\",\"limits.cpu\":\"2100m\","
+      "\"memory\":\"2324Mi\",\"requests.memory\":\"2324Mi\",\"limits.memory\":\"4628Mi\","
+      "\"ephemeral-storage\":\"2Gi\",\"requests.ephemeral-storage\":\"2Gi\","
+      "\"hugepages-2Mi\":\"8Mi\",\"requests.hugepages-2Mi\":\"8Mi\","
+      "\"nvidia.com/gpu\":\"2\",\"requests.nvidia.com/gpu\":\"2\"}");
+  fx_close(&f);
+
+  /* Pod-level requests win for cpu and memory; a container with limits only has no
+   * requests (a template is not defaulted); minAvailable 0 asks for nothing. */
+  fx_init_json(&f,
+               fx_parse("{\"metadata\":{\"name\":\"q\",\"namespace\":\"default\",\"uid\":\"u\"},"
+                        "\"spec\":{\"tasks\":[{\"name\":\"t\",\"replicas\":1,\"template\":{"
+                        "\"spec\":{\"resources\":{\"requests\":{\"cpu\":\"3\"}},\"containers\":[{"
+                        "\"name\":\"a\",\"resources\":{\"limits\":{\"memory\":\"1G\"}}}]}}}]}}"),
+               NULL);
+  assert_int_equal(fx_sync(&f, &req), 0);
+  fx_expect_json(json_object_get(json_object_get(f.plan.podgroup, "spec"), "minResources"),
+                 "{\"count/pods\":\"1\",\"pods\":\"1\",\"cpu\":\"3\",\"requests.cpu\":\"3\","
+                 "\"limits.memory\":\"1G\"}");
+  fx_close(&f);
+  fx_init_json(&f,
+               fx_parse("{\"metadata\":{\"name\":\"q\",\"namespace\":\"default\",\"uid\":\"u\"},"
+                        "\"spec\":{\"minAvailable\":0,\"tasks\":[{\"name\":\"t\",\"replicas\":1,"
+                        "\"minAvailable\":0,\"template\":{\"spec\":{\"containers\":[{\"name\":"
+                        "\"a\"}]}}}]}}"),
+               NULL);
+  assert_int_equal(fx_sync(&f, &req), 0);
+  fx_expect_json(json_object_get(json_object_get(f.plan.podgroup, "spec"), "minResources"), "{}");
+  fx_close(&f);
+}
+
+/* A task with a partitionPolicy: minTaskMember minPartitions x partitionSize, one
+ * subGroupPolicy, and the partition id on each of its pods. */
+static void test_partition_podgroup_and_pods(void **state) {
+  fx f;
+  fx_init(&f, "job-partition.json", NULL);
+  ctl_request req = {.event = CTL_EV_OUT_OF_SYNC};
+  assert_int_equal(fx_sync(&f, &req), 0);
+  json_t *spec = json_object_get(f.plan.podgroup, "spec");
+  assert_int_equal(json_integer_value(json_object_get(spec, "minMember")), 5);
+  fx_expect_json(json_object_get(spec, "minTaskMember"), "{\"launcher\":1,\"worker\":4}");
+  fx_expect_json(json_object_get(spec, "subGroupPolicy"),
+                 "[{\"name\":\"worker\",\"subGroupSize\":2,\"minSubGroups\":2,"
+                 "\"labelSelector\":{\"matchLabels\":{\"volcano.sh/task-spec\":\"worker\"}},"
+                 "\"matchLabelKeys\":[\"volcano.sh/partition-id\"],"
+                 "\"networkTopology\":{\"mode\":\"hard\",\"highestTierAllowed\":1}}]");
+  fx_expect_json(json_object_get(spec, "minResources"),
+                 "{\"count/pods\":\"5\",\"pods\":\"5\",\"cpu\":\"4250m\",\"requests.cpu\":"
+                 "\"4250m\",\"limits.cpu\":\"8\",\"memory\":\"4Gi\",\"requests.memory\":\"4Gi\","
+                 "\"limits.memory\":\"4Gi\"}");
+  fx_close(&f);
+
+  fx_init(&f, "job-partition.json", "{\"state\":{\"phase\":\"Pending\"},\"minAvailable\":5}");
+  fx_pg(&f, "Inqueue", NULL);
+  assert_int_equal(fx_sync(&f, &req), 0);
+  assert_int_equal(json_array_size(f.plan.pods_create), 7);
+  static const char *const want[] = {"0", "0", "1", "1", "2", "2"};
+  for (int i = 0; i < 6; i++) {
+    char name[64];
+    snprintf(name, sizeof(name), "part-worker-%d", i);
+    json_t *pod = fx_created_pod(&f, name);
+    assert_non_null(pod);
+    assert_string_equal(fx_label(pod, "volcano.sh/partition-id"), want[i]);
+    /* and the pod view reads it back */
+    ctl_pod p;
+    assert_int_equal(ctl_pod_from_json(pod, &p), 0);
+    assert_true(p.has_partition);
+    assert_int_equal(p.partition, i / 2);
+  }
+  assert_null(fx_label(fx_created_pod(&f, "part-launcher-0"), "volcano.sh/partition-id"));
+  fx_close(&f);
+}
+
+static void partition_pods(fx *f, ctl_pod_phase failed3) {
+  fx_pod(f, "launcher", 0, CTL_POD_RUNNING);
+  for (int i = 0; i < 6; i++) {
+    ctl_pod *p = fx_pod(f, "worker", i, i == 3 ? failed3 : CTL_POD_RUNNING);
+    p->has_partition = true;
+    p->partition = i / 2;
+  }
+}
+
+/* PodFailed in a partition: only that partition's pods go, the PodGroup stays. */
+static void test_restart_partition(void **state) {
+  fx f;
+  fx_init(&f, "job-partition.json",
+          "{\"state\":{\"phase\":\"Running\"},\"minAvailable\":5,\"version\":2}");
+  fx_pg(&f, "Running", NULL);
+  partition_pods(&f, CTL_POD_FAILED);
+  ctl_request req = {.event = CTL_EV_POD_FAILED,
+                     .task = "worker",
+                     .pod = "part-worker-3",
+                     .has_exit_code = true,
+                     .exit_code = 1,
+                     .has_job_version = true,
+                     .job_version = 2};
+  assert_int_equal(fx_sync(&f, &req), 0);
+  assert_int_equal(f.plan.action, CTL_ACT_RESTART_PARTITION);
+  assert_int_equal(f.plan.npods_delete, 2);
+  assert_true(fx_deleted(&f, "part-worker-2"));
+  assert_true(fx_deleted(&f, "part-worker-3"));
+  assert_int_equal(f.plan.status.phase, CTL_PHASE_RESTARTING);
+  assert_int_equal(f.plan.status.retry_count, 1);
+  assert_int_equal(f.plan.status.version, 2);
+  assert_int_equal(f.plan.status.terminating, 2);
+  assert_int_equal(f.plan.status.running, 5);
+  assert_false(f.plan.podgroup_delete);
+  assert_string_equal(fx_event(&f, "ExecuteAction")->message,
+                      "Start to execute action RestartPartition ");
+  /* the delayed actions of exactly those two pods are cancelled */
+  assert_int_equal(f.plan.ncancels, 3); /* PodPending of the failed pod, then the partition */
+  assert_string_equal(f.plan.cancels[1].name, "part-worker-2");
+  assert_string_equal(f.plan.cancels[2].name, "part-worker-3");
+  fx_close(&f);
+
+  /* The failed pod already gone: its partition comes from its index (3 / 2 = 1). */
+  fx_init(&f, "job-partition.json",
+          "{\"state\":{\"phase\":\"Running\"},\"minAvailable\":5,\"version\":2}");
+  fx_pg(&f, "Running", NULL);
+  partition_pods(&f, CTL_POD_FAILED);
+  f.v.npods--;                                          /* drop worker-5 */
+  memmove(&f.pods[4], &f.pods[5], 2 * sizeof(ctl_pod)); /* and worker-3 */
+  f.v.npods--;
+  ctl_request cmd = {.action = CTL_ACT_RESTART_PARTITION, .task = "worker", .pod = "part-worker-3"};
+  assert_int_equal(fx_sync(&f, &cmd), 0);
+  assert_int_equal(f.plan.npods_delete, 1);
+  assert_true(fx_deleted(&f, "part-worker-2"));
+  fx_close(&f);
+}
+
+/* Volcano's webhook names unnamed tasks default<i>; the controller does the same
+ * everywhere: pod names, keys, minTaskMember, plugins, status and policies. */
+static void test_unnamed_tasks(void **state) {
+  fx f;
+  fx_init(&f, "job-unnamed.json", "{\"state\":{\"phase\":\"Pending\"},\"minAvailable\":3}");
+  fx_pg(&f, "Inqueue", NULL);
+  ctl_request req = {.event = CTL_EV_OUT_OF_SYNC};
+  assert_int_equal(fx_sync(&f, &req), 0);
+  assert_int_equal(json_array_size(f.plan.pods_create), 3);
+  json_t *pod = fx_created_pod(&f, "anon-default0-1");
+  assert_non_null(pod);
+  assert_non_null(fx_created_pod(&f, "anon-default0-0"));
+  assert_non_null(fx_created_pod(&f, "anon-default1-0"));
+  assert_string_equal(fx_label(pod, "volcano.sh/task-spec"), "default0");
+  assert_string_equal(fx_ann(pod, "volcano.sh/task-spec"), "default0");
+  assert_string_equal(fx_ann(pod, "volcano.sh/template-uid"), "anon-default0");
+  assert_string_equal(jstr(pod, "spec.hostname"), "anon-default0-1");
+  json_t *spec = json_object_get(f.plan.podgroup, "spec");
+  fx_expect_json(json_object_get(spec, "minTaskMember"), "{\"default0\":2,\"default1\":1}");
+  /* svc: the task's hosts under its name */
+  size_t i;
+  json_t *o, *cm = NULL;
+  json_array_foreach(f.plan.objects_create, i, o) if (strcmp(jstr(o, "kind"), "ConfigMap") == 0)
+      cm = o;
+  assert_non_null(cm);
+  json_t *data = json_object_get(cm, "data");
+  assert_string_equal(json_string_value(json_object_get(data, "default0.host")),
+                      "anon-default0-0.anon\nanon-default0-1.anon");
+  assert_string_equal(json_string_value(json_object_get(data, "VC_DEFAULT1_NUM")), "1");
+  /* the names go into the spec once, the rest of each task unchanged */
+  json_t *jp = f.plan.job_patch;
+  assert_non_null(jp);
+  assert_string_equal(jstr(jp, "metadata.resourceVersion"), "41");
+  json_t *tasks = json_object_get(json_object_get(jp, "spec"), "tasks");
+  assert_int_equal(json_array_size(tasks), 2);
+  fx_expect_json(json_array_get(tasks, 0),
+                 "{\"name\":\"default0\",\"replicas\":2,\"template\":{\"spec\":{\"containers\":"
+                 "[{\"name\":\"a\",\"image\":\"busybox:1.36\"}]}}}");
+  fx_expect_json(json_array_get(tasks, 1),
+                 "{\"name\":\"default1\",\"replicas\":1,\"minAvailable\":1,\"policies\":[{"
+                 "\"event\":\"PodFailed\",\"action\":\"RestartTask\"}],\"template\":{\"spec\":{"
+                 "\"containers\":[{\"name\":\"b\",\"image\":\"busybox:1.36\"}]}}}");
+  /* status.taskStatusCount */
+  assert_int_equal(f.plan.status.ntasks, 2);
+  assert_string_equal(f.plan.status.tasks[0].name, "default0");
+  assert_int_equal(f.plan.status.tasks[0].count[CTL_POD_PENDING], 2);
+  fx_close(&f);
+
+  /* A task policy of the second task matches requests from its pods. */
+  fx_init(&f, "job-unnamed.json", "{\"state\":{\"phase\":\"Running\"},\"minAvailable\":3}");
+  fx_pg(&f, "Running", NULL);
+  fx_pod(&f, "default0", 0, CTL_POD_RUNNING);
+  fx_pod(&f, "default0", 1, CTL_POD_RUNNING);
+  fx_pod(&f, "default1", 0, CTL_POD_FAILED);
+  ctl_request failed = {.event = CTL_EV_POD_FAILED, .task = "default1", .pod = "anon-default1-0"};
+  assert_int_equal(fx_sync(&f, &failed), 0);
+  assert_int_equal(f.plan.action, CTL_ACT_RESTART_TASK);
+  assert_int_equal(f.plan.npods_delete, 1);
+  assert_true(fx_deleted(&f, "anon-default1-0"));
+  fx_close(&f);
+
+  /* Named tasks: no patch. */
+  fx_init(&f, "job-single.json", "{\"state\":{\"phase\":\"Running\"},\"minAvailable\":1}");
+  fx_pg(&f, "Running", NULL);
+  assert_int_equal(fx_sync(&f, &req), 0);
+  assert_null(f.plan.job_patch);
+  fx_close(&f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_pod_from_template),
@@ -490,6 +734,10 @@ int main(void) {
       cmocka_unit_test(test_podgroup),
       cmocka_unit_test(test_min_resources_by_priority),
       cmocka_unit_test(test_podgroup_update),
+      cmocka_unit_test(test_min_resources_quota_keys),
+      cmocka_unit_test(test_partition_podgroup_and_pods),
+      cmocka_unit_test(test_restart_partition),
+      cmocka_unit_test(test_unnamed_tasks),
       cmocka_unit_test(test_depends_on),
       cmocka_unit_test(test_pvc),
       cmocka_unit_test(test_pod_volumes),

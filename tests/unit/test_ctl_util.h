@@ -183,6 +183,21 @@ static inline const char *jstr(const json_t *o, const char *path) {
   return json_string_value(cur);
 }
 
+/* got must equal the JSON text want (object key order aside); prints both when not. */
+static inline void fx_expect_json(const json_t *got, const char *want) {
+  json_t *w = fx_parse(want);
+  if (!json_equal((json_t *)got, w)) {
+    char *g = got ? json_dumps(got, JSON_SORT_KEYS) : NULL;
+    char *x = json_dumps(w, JSON_SORT_KEYS);
+    print_error("got  %s\nwant %s\n", g ? g : "(null)", x);
+    free(g);
+    free(x);
+    json_decref(w);
+    fail();
+  }
+  json_decref(w);
+}
+
 static inline const char *fx_ann(const json_t *obj, const char *key) {
   return json_string_value(
       json_object_get(json_object_get(json_object_get(obj, "metadata"), "annotations"), key));
