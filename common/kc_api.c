@@ -383,6 +383,10 @@ static int64_t retry_delay(struct call *k, const kc_http_result *hr) {
   bool idem = verbs[k->verb].idempotent;
   if (k->attempts > c->opt.max_retries)
     return -1;
+  /* A failed credential plugin is not retried here (client-go neither): a hung one would
+   * cost its timeout per attempt. The next call runs it again. */
+  if (hr->no_credential)
+    return -1;
   int64_t backoff = BACKOFF_BASE_MS << (k->attempts > 5 ? 4 : k->attempts - 1);
   if (backoff > BACKOFF_MAX_MS)
     backoff = BACKOFF_MAX_MS;
@@ -437,7 +441,7 @@ static void on_http_done(kc_http_req *req, const kc_http_result *hr, void *data)
       .err = 0, .status = hr->status, .reason = "", .message = "", .attempts = k->attempts};
   json_t *obj = NULL;
   kc_status st;
-  char msg[256];
+  char msg[768]; /* room for an exec plugin's install hint */
   if (hr->err) {
     res.err = hr->err;
     snprintf(msg, sizeof(msg), "%s %s: %s", verbs[k->verb].method, k->path, hr->detail);

@@ -10,7 +10,9 @@
  *    verbs only (GET, LIST, UPDATE, DELETE, APPLY, merge and strategic merge patch; not CREATE
  *    nor JSON patch), with backoff 500 ms doubling to 8 s.
  *  - A connection that could not be made: every verb (nothing was sent).
- *  - 401: once, after re-reading the token file (a rotated token).
+ *  - 401: once, after re-reading the token file (a rotated token) or with the credential an
+ *    exec plugin gives when run again.
+ *  - A failed exec credential plugin: never (nothing was sent; the next call runs it again).
  *  - Timeouts, TLS errors, other 4xx: never.
  * At most max_retries retries (client-go: 10). Every attempt takes a token from the bucket.
  *

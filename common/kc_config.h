@@ -18,9 +18,33 @@ typedef struct {
   size_t len;
 } kc_pem;
 
+/* users[].user.exec.interactiveMode. Kiln runs without a terminal and never hands a plugin
+ * its standard input, so a plugin is never interactive, and Always is refused at load time. */
+typedef enum { KC_EXEC_NEVER, KC_EXEC_IF_AVAILABLE, KC_EXEC_ALWAYS } kc_exec_interactive;
+
+/* A client-go credential plugin (users[].user.exec), run by kc_exec. */
+typedef struct {
+  char *command;      /* owned; a relative path with a '/' is resolved against the kubeconfig */
+  char **args;        /* owned, nargs entries */
+  size_t nargs;
+  char **env;         /* owned "NAME=VALUE" entries added to Kiln's environment */
+  size_t nenv;
+  char *api_version;  /* owned: client.authentication.k8s.io/v1 or /v1beta1 */
+  char *install_hint; /* owned, or NULL */
+  kc_exec_interactive interactive;
+  bool provide_cluster_info;
+  uint64_t timeout_ms; /* a plugin still running after this is killed (KC_EXEC_TIMEOUT_MS) */
+} kc_exec_config;
+
+/* client-go waits for a plugin forever; a daemon must not, since every request waits for the
+ * credential. Two minutes leave room for a slow cloud token endpoint. */
+#define KC_EXEC_TIMEOUT_MS 120000u
+
 typedef struct {
   char *server;             /* owned, "https://host:port" without a trailing slash */
-  char *proxy_url;          /* owned, or NULL */
+  char *tls_server_name;    /* owned name for SNI and certificate checks, or NULL: the host */
+  char *proxy_url;          /* owned, or NULL; socks5:// becomes socks5h:// (remote DNS) */
+  bool disable_compression; /* do not ask for gzip */
   kc_pem ca;                /* server CA; both empty means the system trust store */
   kc_pem cert;              /* client certificate */
   kc_pem key;               /* client key (secret) */
@@ -30,6 +54,7 @@ typedef struct {
   uint64_t token_period_ns; /* default 60 s, like client-go's cached file token source */
   char *namespace;          /* owned: the context's namespace or the pod's; "default" if none */
   char *context;            /* owned name of the context used, or NULL (in-cluster, --master) */
+  kc_exec_config *exec;     /* owned credential plugin, or NULL; unused when token or cert is set */
   bool in_cluster;
 } kc_config;
 
@@ -44,18 +69,43 @@ typedef struct {
 int kc_config_parse_kubeconfig(kc_config *c, const char *text, size_t len, const char *base_dir,
                                const char *context, const char *master, char *err, size_t errlen);
 
+/* The same over several kubeconfig texts merged by client-go's rules: the first text that
+ * has a cluster, user or context of a name gives the whole entry, current-context comes from
+ * the first text that sets it, and relative paths resolve against the directory of the text
+ * they came from. names[i] (may be NULL) prefixes error messages about texts[i]. */
+int kc_config_parse_merged(kc_config *c, const char *const *texts, const size_t *lens,
+                           const char *const *base_dirs, const char *const *names, size_t n,
+                           const char *context, const char *master, char *err, size_t errlen);
+
 /* Reads and parses a kubeconfig file (see kc_config_parse_kubeconfig). */
 int kc_config_load_kubeconfig(kc_config *c, const char *path, const char *context,
                               const char *master, char *err, size_t errlen);
+
+/* Loads a ':'-separated list of kubeconfig files, as $KUBECONFIG, merged (see
+ * kc_config_parse_merged). Missing files and empty entries are skipped and a repeated path
+ * counts once, as in client-go; a file that cannot be read or parsed is an error naming it;
+ * KC_ENOENT when none of the files exists. */
+int kc_config_load_kubeconfigs(kc_config *c, const char *paths, const char *context,
+                               const char *master, char *err, size_t errlen);
+
+/* Where to send requests when tls-server-name differs from the server's host: *url is the
+ * server URL with the host replaced by tls-server-name (curl then sends that name as SNI and
+ * verifies the certificate against it), *connect_to a CURLOPT_CONNECT_TO entry sending the
+ * connection to the real host and port, *host the Host header naming the real host (client-go
+ * keeps the URL's host in Host). All three NULL when there is nothing to rewrite (no
+ * tls-server-name, or plain http). New strings; KC_EINVAL on a server URL without a host. */
+int kc_config_tls_target(const kc_config *c, char **url, char **connect_to, char **host);
 
 /* In-cluster configuration from KUBERNETES_SERVICE_HOST/_PORT and the service-account
  * directory sa_dir (NULL: KC_SA_DIR): token (re-read periodically), ca.crt, namespace. */
 int kc_config_in_cluster(kc_config *c, const char *sa_dir, char *err, size_t errlen);
 
 /* client-go's BuildConfigFromFlags: with neither kubeconfig nor master, try in-cluster and
- * then the default kubeconfig ($KUBECONFIG, else ~/.kube/config); otherwise load kubeconfig
- * (or the default one) and apply master; with only master and no kubeconfig file at all, use
- * master with the system trust store and no credentials. */
+ * then the default kubeconfig ($KUBECONFIG, a ':'-separated list merged as
+ * kc_config_load_kubeconfigs does, else ~/.kube/config); otherwise load kubeconfig (one file,
+ * never a list, as client-go's explicit path) or the default one, and apply master; with only
+ * master and no kubeconfig file at all, use master with the system trust store and no
+ * credentials. */
 int kc_config_load(kc_config *c, const char *kubeconfig, const char *master, char *err,
                    size_t errlen);
 

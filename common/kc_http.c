@@ -1,6 +1,7 @@
 #include "kc_http.h"
 
 #include "kc_error.h"
+#include "kc_exec.h"
 #include "kc_log.h"
 
 #include <curl/curl.h>
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #ifndef container_of
 #define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
@@ -53,6 +55,18 @@ struct kc_http {
   bool closing;
   bool force_token;
   kc_http_stats stats;
+  /* tls-server-name: the URL carries that name (SNI and certificate check) and curl connects
+   * to the server's real host through connect_to; Host names the real host, as client-go. */
+  char *url_base; /* the server URL requests are built on */
+  struct curl_slist *connect_to;
+  char *host_header;
+  /* exec credential plugin: the cached credential, the plugin run in progress, and the
+   * requests waiting for it (set up but not yet handed to curl). */
+  kc_exec_cred cred;
+  bool have_cred;
+  uint64_t cred_gen; /* bumped for each new credential */
+  kc_exec_run *exec_run;
+  kc_http_req *waiting;
 };
 
 struct kc_http_req {
@@ -64,6 +78,7 @@ struct kc_http_req {
   char *buf; /* response body */
   size_t len, cap, max;
   bool decided; /* streaming: the status has been looked at */
+  uint64_t cred_gen; /* the exec credential this request carries */
   bool stream;  /* streaming: deliver chunks (2xx), else buffer an error body */
   int abort_err;
   kc_http_chunk_cb on_chunk;
@@ -75,6 +90,9 @@ struct kc_http_req {
 
 static void maybe_free(kc_http *h) {
   if (h->closing && h->open_handles == 0) {
+    free(h->url_base);
+    curl_slist_free_all(h->connect_to);
+    free(h->host_header);
     free(h->user_agent);
     free(h);
   }
@@ -193,6 +211,13 @@ static void finish(kc_http_req *r, CURLcode code) {
     res.sent = false;
   if (res.err == 0 || status > 0)
     res.status = status;
+  /* client-go's exec round tripper: a 401 on the current credential runs the plugin again
+   * (for the next request), however many requests saw that 401 at once. */
+  if (status == 401 && h->cfg->exec && h->have_cred && r->cred_gen == h->cred_gen) {
+    KC_V(2, "exec: 401 with the cached credential; the plugin runs again for the next request");
+    kc_exec_cred_close(&h->cred);
+    h->have_cred = false;
+  }
   if (res.err)
     res.detail = r->errbuf[0] ? r->errbuf : curl_easy_strerror(code);
   if (status > 0) {
@@ -269,6 +294,23 @@ static void on_timer(uv_timer_t *t) {
   socket_action(h, CURL_SOCKET_TIMEOUT, 0);
 }
 
+/* Ends a request that waited for the exec credential, reporting err to its owner. */
+static void fail_waiting(kc_http *h, kc_http_req *r, int err, const char *detail,
+                         bool no_credential) {
+  req_unlink(&h->waiting, r);
+  h->stats.in_flight--;
+  h->stats.finished++;
+  kc_http_result res = {.err = err,
+                        .body = "",
+                        .retry_after_ms = -1,
+                        .sent = false,
+                        .detail = detail,
+                        .no_credential = no_credential};
+  if (r->on_done)
+    r->on_done(r, &res, r->data);
+  req_free(r);
+}
+
 static int on_curl_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp) {
   kc_http *h = userp;
   struct sock_ctx *sc = socketp;
@@ -328,6 +370,26 @@ int kc_http_new(uv_loop_t *loop, kc_config *cfg, const char *user_agent, kc_http
   /* Reference-counted by curl; Kiln calls it from the loop thread only. */
   if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
     goto fail_global;
+  char *url = NULL, *connect_to = NULL, *host = NULL;
+  if (kc_config_tls_target(cfg, &url, &connect_to, &host) != 0)
+    goto fail_global_target;
+  if (connect_to) {
+    size_t n = strlen(host) + sizeof("Host: ");
+    h->connect_to = curl_slist_append(NULL, connect_to);
+    if ((h->host_header = malloc(n)))
+      snprintf(h->host_header, n, "Host: %s", host);
+    h->url_base = url;
+    url = NULL;
+  } else {
+    h->url_base = strdup(cfg->server);
+  }
+  free(url);
+  free(connect_to);
+  free(host);
+  if (!h->url_base || (cfg->tls_server_name && (!h->connect_to || !h->host_header)))
+    goto fail_target;
+  if (cfg->tls_server_name)
+    KC_V(1, "connecting to %s with TLS server name %s", cfg->server, cfg->tls_server_name);
   h->multi = curl_multi_init();
   if (!h->multi)
     goto fail_multi;
@@ -346,6 +408,11 @@ int kc_http_new(uv_loop_t *loop, kc_config *cfg, const char *user_agent, kc_http
 fail_timer:
   curl_multi_cleanup(h->multi);
 fail_multi:
+fail_target:
+  free(h->url_base);
+  curl_slist_free_all(h->connect_to);
+  free(h->host_header);
+fail_global_target:
   curl_global_cleanup();
 fail_global:
   free(h->user_agent);
@@ -358,6 +425,12 @@ void kc_http_free(kc_http *h) {
   if (!h)
     return;
   h->closing = true; /* an on_done below that starts a request gets KC_ECANCELED */
+  kc_exec_cancel(h->exec_run);
+  h->exec_run = NULL;
+  while (h->waiting)
+    fail_waiting(h, h->waiting, KC_ECANCELED, "transport closed", false);
+  kc_exec_cred_close(&h->cred);
+  h->have_cred = false;
   while (h->pending) {
     kc_http_req *r = h->pending;
     req_unlink(&h->pending, r);
@@ -501,7 +574,8 @@ static int setup_easy(kc_http *h, kc_http_req *r, const kc_http_spec *s) {
   curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
   if (s->timeout_ms > 0)
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)s->timeout_ms);
-  curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, ""); /* gzip for large LISTs */
+  if (!cfg->disable_compression)
+    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, ""); /* gzip for large LISTs */
   curl_easy_setopt(e, CURLOPT_USERAGENT, h->user_agent);
   curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
   curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
@@ -514,23 +588,16 @@ static int setup_easy(kc_http *h, kc_http_req *r, const kc_http_spec *s) {
   set_pem(e, &cfg->key, CURLOPT_SSLKEY, CURLOPT_SSLKEY_BLOB);
   if (cfg->proxy_url)
     curl_easy_setopt(e, CURLOPT_PROXY, cfg->proxy_url);
+  if (h->connect_to) {
+    curl_easy_setopt(e, CURLOPT_CONNECT_TO, h->connect_to);
+    struct curl_slist *hl = curl_slist_append(r->headers, h->host_header);
+    if (!hl)
+      return KC_ENOMEM;
+    r->headers = hl;
+  }
   curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
   curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
 
-  const char *token = kc_config_token(h->cfg, uv_hrtime(), h->force_token);
-  h->force_token = false;
-  if (token && token[0]) {
-    size_t n = strlen(token) + 8;
-    char *v = malloc(n);
-    if (!v)
-      return KC_ENOMEM;
-    snprintf(v, n, "Bearer %s", token);
-    rc = add_header(&r->headers, "Authorization", v);
-    memset(v, 0, n);
-    free(v);
-    if (rc)
-      return rc;
-  }
   if ((rc = add_header(&r->headers, "Accept", s->accept ? s->accept : "application/json")))
     return rc;
   if (s->content_type && (rc = add_header(&r->headers, "Content-Type", s->content_type)))
@@ -560,6 +627,101 @@ static int setup_easy(kc_http *h, kc_http_req *r, const kc_http_spec *s) {
   return 0;
 }
 
+/* The credential part of a request: the bearer token (from the config or the exec plugin) and
+ * a client certificate from the plugin. Done last, right before the request goes to curl. */
+static int add_auth(kc_http *h, kc_http_req *r) {
+  const char *token;
+  if (h->cfg->exec) {
+    token = h->cred.token;
+    r->cred_gen = h->cred_gen;
+    if (h->cred.cert) {
+      struct curl_blob cert = {.data = h->cred.cert, .len = h->cred.cert_len,
+                               .flags = CURL_BLOB_COPY};
+      struct curl_blob key = {.data = h->cred.key, .len = h->cred.key_len,
+                              .flags = CURL_BLOB_COPY};
+      curl_easy_setopt(r->easy, CURLOPT_SSLCERT_BLOB, &cert);
+      curl_easy_setopt(r->easy, CURLOPT_SSLKEY_BLOB, &key);
+    }
+  } else {
+    token = kc_config_token(h->cfg, uv_hrtime(), h->force_token);
+    h->force_token = false;
+  }
+  if (token && token[0]) {
+    size_t n = strlen(token) + 8;
+    char *v = malloc(n);
+    if (!v)
+      return KC_ENOMEM;
+    snprintf(v, n, "Bearer %s", token);
+    int rc = add_header(&r->headers, "Authorization", v);
+    memset(v, 0, n);
+    free(v);
+    if (rc)
+      return rc;
+    curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, r->headers);
+  }
+  return 0;
+}
+
+/* Hands a set-up request to curl, or to the pending list from inside a curl callback. */
+static int submit(kc_http *h, kc_http_req *r) {
+  if (h->in_curl) {
+    /* curl refuses to add a handle from inside its own callbacks (a watch's chunk). */
+    req_link(&h->pending, r);
+    return 0;
+  }
+  req_link(&h->reqs, r);
+  CURLMcode mc = curl_multi_add_handle(h->multi, r->easy);
+  if (mc != CURLM_OK) {
+    req_unlink(&h->reqs, r);
+    return mc == CURLM_OUT_OF_MEMORY ? KC_ENOMEM : KC_ETRANSPORT;
+  }
+  return 0;
+}
+
+static int64_t wall_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void on_exec_done(int rc, kc_exec_cred *cred, const char *msg, void *data) {
+  kc_http *h = data;
+  h->exec_run = NULL;
+  if (rc) {
+    /* The whole message once in the log (an install hint can be long), and to each waiting
+     * request; the next request runs the plugin again, as client-go does. */
+    KC_WARN("getting credentials: %s", msg);
+    char detail[512];
+    snprintf(detail, sizeof(detail), "getting credentials: %s", msg);
+    while (h->waiting)
+      fail_waiting(h, h->waiting, rc, detail, true);
+    return;
+  }
+  kc_exec_cred_close(&h->cred);
+  h->cred = *cred;
+  memset(cred, 0, sizeof(*cred));
+  h->have_cred = true;
+  h->cred_gen++;
+  KC_V(2, "exec: new credential (%s%s%s)", h->cred.token ? "token" : "",
+       h->cred.token && h->cred.cert ? ", " : "", h->cred.cert ? "client certificate" : "");
+  /* Oldest first (the list is built by pushing at the head). */
+  kc_http_req *tail = h->waiting;
+  while (tail && tail->next)
+    tail = tail->next;
+  while (tail) {
+    kc_http_req *r = tail;
+    tail = r->prev;
+    req_unlink(&h->waiting, r);
+    int err = add_auth(h, r);
+    if (!err)
+      err = submit(h, r);
+    if (err) {
+      req_link(&h->waiting, r);
+      fail_waiting(h, r, err, "cannot start the request", false);
+    }
+  }
+}
+
 int kc_http_start(kc_http *h, const kc_http_spec *s, kc_http_req **out) {
   if (h->closing)
     return KC_ECANCELED;
@@ -573,31 +735,31 @@ int kc_http_start(kc_http *h, const kc_http_spec *s, kc_http_req **out) {
   r->on_done = s->on_done;
   r->data = s->data;
   r->max = s->max_body ? s->max_body : KC_HTTP_DEFAULT_MAX_BODY;
-  size_t n = strlen(h->cfg->server) + strlen(s->path) + 1;
+  size_t n = strlen(h->url_base) + strlen(s->path) + 1;
   int rc = KC_ENOMEM;
   if (!(r->url = malloc(n)))
     goto fail;
-  snprintf(r->url, n, "%s%s", h->cfg->server, s->path);
+  snprintf(r->url, n, "%s%s", h->url_base, s->path);
   if (!(r->easy = curl_easy_init()))
     goto fail;
   if ((rc = setup_easy(h, r, s)))
     goto fail;
+  if (h->cfg->exec && h->have_cred && kc_exec_cred_expired(&h->cred, wall_ms())) {
+    KC_V(2, "exec: the credential expired; running the plugin again");
+    kc_exec_cred_close(&h->cred);
+    h->have_cred = false;
+  }
+  if (h->cfg->exec && !h->have_cred) {
+    /* Wait for the plugin; one run serves every request that arrives meanwhile. */
+    if (!h->exec_run && (rc = kc_exec_start(h->loop, h->cfg, on_exec_done, h, &h->exec_run)))
+      goto fail;
+    req_link(&h->waiting, r);
+  } else {
+    if ((rc = add_auth(h, r)) || (rc = submit(h, r)))
+      goto fail;
+  }
   h->stats.started++;
   h->stats.in_flight++;
-  if (h->in_curl) {
-    /* curl refuses to add a handle from inside its own callbacks (a watch's chunk). */
-    req_link(&h->pending, r);
-  } else {
-    req_link(&h->reqs, r);
-    CURLMcode mc = curl_multi_add_handle(h->multi, r->easy);
-    if (mc != CURLM_OK) {
-      req_unlink(&h->reqs, r);
-      h->stats.started--;
-      h->stats.in_flight--;
-      rc = mc == CURLM_OUT_OF_MEMORY ? KC_ENOMEM : KC_ETRANSPORT;
-      goto fail;
-    }
-  }
   if (out)
     *out = r;
   return 0;
@@ -610,12 +772,17 @@ void kc_http_cancel(kc_http_req *r) {
   if (!r)
     return;
   kc_http *h = r->h;
-  bool pending = false;
+  bool pending = false, waiting = false;
   for (kc_http_req *p = h->pending; p; p = p->next)
     if (p == r)
       pending = true;
+  for (kc_http_req *p = h->waiting; p; p = p->next)
+    if (p == r)
+      waiting = true;
   if (pending) {
     req_unlink(&h->pending, r);
+  } else if (waiting) {
+    req_unlink(&h->waiting, r); /* the plugin run goes on: its credential is cached */
   } else {
     curl_multi_remove_handle(h->multi, r->easy);
     req_unlink(&h->reqs, r);

@@ -36,6 +36,8 @@ typedef struct {
   int64_t retry_after_ms; /* from a Retry-After header, -1 when absent */
   bool sent;              /* the request may have reached the server (false: connect failed) */
   const char *detail;     /* curl's error text for a transport error, "" otherwise */
+  bool no_credential;     /* the exec credential plugin failed; nothing was sent (detail says
+                             why, err is the plugin's: KC_ENOENT, KC_ETIMEDOUT, KC_EIO, ...) */
 } kc_http_result;
 
 /* Called once per request when it ends; the request is freed after it returns. */
@@ -85,7 +87,11 @@ int kc_http_start(kc_http *h, const kc_http_spec *spec, kc_http_req **out);
  * it is gone anyway. */
 void kc_http_cancel(kc_http_req *req);
 
-/* Forces the next request to re-read the token file (after a 401). */
+/* Forces the next request to re-read the token file (after a 401). With an exec plugin the
+ * transport handles a 401 itself, as client-go's exec round tripper: a 401 on the cached
+ * credential drops it, so the next request runs the plugin again (once for any number of
+ * requests that saw the same credential refused). Requests wait, unsent, while the plugin
+ * runs; an expired credential (expirationTimestamp) is never sent. */
 void kc_http_refresh_token(kc_http *h);
 
 void kc_http_get_stats(const kc_http *h, kc_http_stats *st);

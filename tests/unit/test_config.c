@@ -180,7 +180,11 @@ static void test_errors_name_the_field(void **state) {
       {"current-context: x\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n"
        "clusters:\n- name: c\n  cluster: {server: 'https://h'}\n"
        "users:\n- name: u\n  user: {exec: {command: aws}}\n",
-       NULL, KC_EINVAL, "users[0].user.exec: not supported"},
+       NULL, KC_EINVAL, "users[0].user.exec.apiVersion: missing"},
+      {"current-context: x\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n"
+       "clusters:\n- name: c\n  cluster: {server: 'https://h'}\n"
+       "users:\n- name: u\n  user: {auth-provider: {name: gcp}}\n",
+       NULL, KC_EINVAL, "users[0].user.auth-provider: not supported"},
       {"current-context: x\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n"
        "clusters:\n- name: c\n  cluster: {server: 'https://h'}\n"
        "users:\n- name: u\n  user: {token: [a, b]}\n",
@@ -230,6 +234,175 @@ static void test_base64(void **state) {
 
 /* ---- files on disk ---- */
 
+/* A kubeconfig around one cluster body and one user body (flow style). */
+static char *kc_with(const char *cluster, const char *user) {
+  static char buf[2048];
+  snprintf(buf, sizeof(buf),
+           "current-context: x\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n"
+           "clusters:\n- name: c\n  cluster: %s\nusers:\n- name: u\n  user: %s\n",
+           cluster, user);
+  return buf;
+}
+
+#define EXEC_V1 "apiVersion: client.authentication.k8s.io/v1"
+
+static void test_exec_user(void **state) {
+  (void)state;
+  kc_config c;
+  char err[256];
+  const char *yaml = "current-context: x\n"
+                     "contexts:\n- name: x\n  context: {cluster: c, user: u}\n"
+                     "clusters:\n- name: c\n  cluster: {server: 'https://h:1'}\n"
+                     "users:\n- name: u\n  user:\n    exec:\n"
+                     "      " EXEC_V1 "\n"
+                     "      command: bin/get-token\n"
+                     "      args: [token, --cluster, one]\n"
+                     "      env:\n      - {name: REGION, value: eu}\n      - {name: EMPTY}\n"
+                     "      installHint: apt-get install get-token\n"
+                     "      interactiveMode: Never\n"
+                     "      provideClusterInfo: true\n";
+  assert_int_equal(parse(&c, yaml, NULL, NULL, err), 0);
+  assert_non_null(c.exec);
+  assert_string_equal(c.exec->command, "/etc/kube/bin/get-token"); /* has a '/': relative */
+  assert_int_equal(c.exec->nargs, 3);
+  assert_string_equal(c.exec->args[0], "token");
+  assert_string_equal(c.exec->args[2], "one");
+  assert_int_equal(c.exec->nenv, 2);
+  assert_string_equal(c.exec->env[0], "REGION=eu");
+  assert_string_equal(c.exec->env[1], "EMPTY=");
+  assert_string_equal(c.exec->api_version, "client.authentication.k8s.io/v1");
+  assert_string_equal(c.exec->install_hint, "apt-get install get-token");
+  assert_int_equal(c.exec->interactive, KC_EXEC_NEVER);
+  assert_true(c.exec->provide_cluster_info);
+  assert_int_equal(c.exec->timeout_ms, KC_EXEC_TIMEOUT_MS);
+  assert_null(c.token);
+  kc_config_close(&c);
+  assert_null(c.exec);
+
+  /* v1beta1 defaults interactiveMode to IfAvailable; a bare name is looked up in PATH. */
+  assert_int_equal(parse(&c,
+                         kc_with("{server: 'https://h'}",
+                                 "{exec: {apiVersion: client.authentication.k8s.io/v1beta1, "
+                                 "command: aws}}"),
+                         NULL, NULL, err),
+                   0);
+  assert_string_equal(c.exec->command, "aws");
+  assert_int_equal(c.exec->interactive, KC_EXEC_IF_AVAILABLE);
+  assert_int_equal(c.exec->nargs, 0);
+  assert_false(c.exec->provide_cluster_info);
+  kc_config_close(&c);
+
+  /* A token beside exec wins and the plugin is not used (client-go's exec stands aside). */
+  assert_int_equal(parse(&c,
+                         kc_with("{server: 'https://h'}",
+                                 "{token: t, exec: {" EXEC_V1 ", command: aws, "
+                                 "interactiveMode: IfAvailable}}"),
+                         NULL, NULL, err),
+                   0);
+  assert_null(c.exec);
+  assert_string_equal(c.token, "t");
+  kc_config_close(&c);
+
+  static const struct bad_case cases[] = {
+      {"{exec: {" EXEC_V1 ", interactiveMode: Never}}", NULL, KC_EINVAL,
+       "users[0].user.exec.command: missing"},
+      {"{exec: {command: x, apiVersion: client.authentication.k8s.io/v1alpha1}}", NULL, KC_EINVAL,
+       "users[0].user.exec.apiVersion: \"client.authentication.k8s.io/v1alpha1\" is not"},
+      {"{exec: {command: x, " EXEC_V1 "}}", NULL, KC_EINVAL,
+       "users[0].user.exec.interactiveMode: missing (required by client.authentication.k8s.io/v1)"},
+      {"{exec: {command: x, " EXEC_V1 ", interactiveMode: Always}}", NULL, KC_EINVAL,
+       "interactiveMode: Always needs a terminal"},
+      {"{exec: {command: x, " EXEC_V1 ", interactiveMode: Sometimes}}", NULL, KC_EINVAL,
+       "users[0].user.exec.interactiveMode: invalid value \"Sometimes\""},
+      {"{exec: {command: x, " EXEC_V1 ", interactiveMode: Never, env: [{value: v}]}}", NULL,
+       KC_EINVAL, "users[0].user.exec.env[0].name: missing"},
+      {"{exec: {command: x, " EXEC_V1 ", interactiveMode: Never, env: {A: b}}}", NULL, KC_EPARSE,
+       "users[0].user.exec.env: expected a list"},
+      {"{exec: {command: x, " EXEC_V1 ", interactiveMode: Never, args: one}}", NULL, KC_EPARSE,
+       "users[0].user.exec.args: expected a list"},
+      {"{exec: {command: x, " EXEC_V1 ", interactiveMode: Never, args: [[a]]}}", NULL, KC_EPARSE,
+       "users[0].user.exec.args[0]: expected a string"},
+      {"{exec: {command: x, " EXEC_V1 ", interactiveMode: Never, provideClusterInfo: maybe}}",
+       NULL, KC_EPARSE, "users[0].user.exec.provideClusterInfo: \"maybe\" is not true or false"},
+      {"{exec: aws}", NULL, KC_EPARSE, "users[0].user.exec: expected a mapping"},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    int rc = parse(&c, kc_with("{server: 'https://h'}", cases[i].yaml), NULL, NULL, err);
+    if (rc != cases[i].code || !strstr(err, cases[i].want))
+      fail_msg("exec case %zu: got %s \"%s\", want %s containing \"%s\"", i, kc_err_name(rc), err,
+               kc_err_name(cases[i].code), cases[i].want);
+    assert_null(c.exec);
+  }
+}
+
+static void target(const char *server, const char *sni, const char *url, const char *connect_to,
+                   const char *host) {
+  kc_config c = {.server = (char *)server, .tls_server_name = (char *)sni};
+  char *u, *ct, *h;
+  assert_int_equal(kc_config_tls_target(&c, &u, &ct, &h), 0);
+  if (!url) {
+    assert_null(u);
+    assert_null(ct);
+    assert_null(h);
+    return;
+  }
+  assert_string_equal(u, url);
+  assert_string_equal(ct, connect_to);
+  assert_string_equal(h, host);
+  free(u);
+  free(ct);
+  free(h);
+}
+
+static void test_tls_server_name_proxy_compression(void **state) {
+  (void)state;
+  kc_config c;
+  char err[256];
+  assert_int_equal(parse(&c,
+                         kc_with("{server: 'https://127.0.0.1:6443', tls-server-name: "
+                                 "kubernetes.default, proxy-url: 'socks5://p:1080', "
+                                 "disable-compression: true}",
+                                 "{token: t}"),
+                         NULL, NULL, err),
+                   0);
+  assert_string_equal(c.tls_server_name, "kubernetes.default");
+  assert_string_equal(c.proxy_url, "socks5h://p:1080"); /* the proxy resolves, as Go's */
+  assert_true(c.disable_compression);
+  kc_config_close(&c);
+  assert_int_equal(parse(&c, kc_with("{server: 'https://h', proxy-url: 'http://p:3128'}", "{}"),
+                         NULL, NULL, err),
+                   0);
+  assert_string_equal(c.proxy_url, "http://p:3128");
+  assert_false(c.disable_compression);
+  assert_null(c.tls_server_name);
+  kc_config_close(&c);
+
+  /* The URL carries the name (SNI, certificate check); curl connects to the real host. */
+  target("https://127.0.0.1:6443", "kubernetes.default", "https://kubernetes.default:6443",
+         "kubernetes.default:6443:127.0.0.1:6443", "127.0.0.1:6443");
+  target("https://[::1]/prefix", "localhost", "https://localhost:443/prefix",
+         "localhost:443:[::1]:443", "[::1]");
+  target("https://api.example.com:8443", "::1", "https://[::1]:8443",
+         "[::1]:8443:api.example.com:8443", "api.example.com:8443");
+  target("https://127.0.0.1:6443", NULL, NULL, NULL, NULL);
+  target("http://127.0.0.1:8080", "kubernetes", NULL, NULL, NULL); /* no TLS, nothing to do */
+
+  static const struct bad_case cases[] = {
+      {"{server: 'https://h', proxy-url: 'ftp://p'}", NULL, KC_EINVAL,
+       "clusters[0].cluster.proxy-url: \"ftp://p\": unsupported scheme"},
+      {"{server: 'https://h', tls-server-name: 'a/b'}", NULL, KC_EINVAL,
+       "clusters[0].cluster.tls-server-name: \"a/b\" is not a host name"},
+      {"{server: 'https://h', disable-compression: sometimes}", NULL, KC_EPARSE,
+       "clusters[0].cluster.disable-compression: \"sometimes\" is not true or false"},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    int rc = parse(&c, kc_with(cases[i].yaml, "{}"), NULL, NULL, err);
+    if (rc != cases[i].code || !strstr(err, cases[i].want))
+      fail_msg("cluster case %zu: got %s \"%s\", want %s containing \"%s\"", i, kc_err_name(rc),
+               err, kc_err_name(cases[i].code), cases[i].want);
+  }
+}
+
 static void write_file(const char *dir, const char *name, const char *content) {
   char path[512];
   snprintf(path, sizeof(path), "%s/%s", dir, name);
@@ -240,7 +413,9 @@ static void write_file(const char *dir, const char *name, const char *content) {
 }
 
 static void remove_dir(const char *dir) {
-  static const char *const names[] = {"token", "ca.crt", "namespace", "kubeconfig", "tok"};
+  static const char *const names[] = {"token", "ca.crt", "namespace", "kubeconfig", "tok",
+                                      "kc",    "empty",  "bad",       "baduser",    "list",
+                                      "bare"};
   char path[512];
   for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
     snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
@@ -364,6 +539,104 @@ static void test_kubeconfig_file_and_token_file(void **state) {
   remove_dir(dir);
 }
 
+static void test_kubeconfig_list_merged(void **state) {
+  (void)state;
+  char a[] = "/tmp/kc-merge-a-XXXXXX", b[] = "/tmp/kc-merge-b-XXXXXX";
+  assert_non_null(mkdtemp(a));
+  assert_non_null(mkdtemp(b));
+  /* A: the current context and the cluster. B: another current-context (ignored), a context
+   * and a cluster of the same names (ignored: the first file's entry wins whole), the user. */
+  write_file(a, "kc",
+             "current-context: one\n"
+             "contexts:\n- name: one\n  context: {cluster: shared, user: ub, namespace: na}\n"
+             "clusters:\n- name: shared\n  cluster: {server: 'https://a:1', "
+             "certificate-authority: ca.crt}\n");
+  write_file(b, "kc",
+             "current-context: two\n"
+             "contexts:\n- name: one\n  context: {cluster: other}\n"
+             "- name: two\n  context: {cluster: shared}\n"
+             "clusters:\n- name: shared\n  cluster: {server: 'https://b:2', tls-server-name: x}\n"
+             "users:\n- name: ub\n  user: {tokenFile: tok}\n");
+  write_file(b, "tok", "token-from-b\n");
+  write_file(b, "empty", "");
+  char list[1024], want[512], err[512];
+  kc_config c;
+  /* Empty entries, a missing file, an empty file and a repeated path are all fine. */
+  snprintf(list, sizeof(list), "/nonexistent/kc::%s/kc:%s/empty:%s/kc:%s/kc", a, b, b, a);
+  assert_int_equal(kc_config_load_kubeconfigs(&c, list, NULL, NULL, err, sizeof(err)), 0);
+  assert_string_equal(c.context, "one");
+  assert_string_equal(c.server, "https://a:1");
+  assert_null(c.tls_server_name);
+  snprintf(want, sizeof(want), "%s/ca.crt", a); /* relative to the file it came from */
+  assert_string_equal(c.ca.file, want);
+  snprintf(want, sizeof(want), "%s/tok", b);
+  assert_string_equal(c.token_file, want);
+  assert_string_equal(c.token, "token-from-b");
+  assert_string_equal(c.namespace, "na");
+  kc_config_close(&c);
+
+  /* The other order: B's current-context and B's cluster win. */
+  snprintf(list, sizeof(list), "%s/kc:%s/kc", b, a);
+  assert_int_equal(kc_config_load_kubeconfigs(&c, list, NULL, NULL, err, sizeof(err)), 0);
+  assert_string_equal(c.context, "two");
+  assert_string_equal(c.server, "https://b:2");
+  assert_string_equal(c.tls_server_name, "x");
+  kc_config_close(&c);
+  /* A context chosen by name across files. */
+  snprintf(list, sizeof(list), "%s/kc:%s/kc", a, b);
+  assert_int_equal(kc_config_load_kubeconfigs(&c, list, "two", NULL, err, sizeof(err)), 0);
+  assert_string_equal(c.server, "https://a:1"); /* cluster "shared" still from A */
+  kc_config_close(&c);
+
+  /* $KUBECONFIG with several files goes through the same merge. */
+  char *old_home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+  setenv("HOME", "/nonexistent", 1);
+  snprintf(list, sizeof(list), "%s/kc:%s/kc", a, b);
+  setenv("KUBECONFIG", list, 1);
+  assert_int_equal(kc_config_load(&c, NULL, NULL, err, sizeof(err)), 0);
+  assert_string_equal(c.context, "one");
+  assert_string_equal(c.token, "token-from-b");
+  kc_config_close(&c);
+  unsetenv("KUBECONFIG");
+  if (old_home) {
+    setenv("HOME", old_home, 1);
+    free(old_home);
+  }
+
+  /* Errors name the file: bad YAML, a bad entry in the second file, nothing there at all. */
+  write_file(b, "bad", "clusters: [\n");
+  snprintf(list, sizeof(list), "%s/kc:%s/bad", a, b);
+  assert_int_equal(kc_config_load_kubeconfigs(&c, list, NULL, NULL, err, sizeof(err)), KC_EPARSE);
+  snprintf(want, sizeof(want), "kubeconfig %s/bad: line 2", b);
+  if (!strstr(err, want))
+    fail_msg("got \"%s\", want \"%s\"", err, want);
+  write_file(b, "baduser", "users:\n- name: ub\n  user: {client-key-data: '!!'}\n");
+  snprintf(list, sizeof(list), "%s/kc:%s/baduser", a, b);
+  assert_int_equal(kc_config_load_kubeconfigs(&c, list, NULL, NULL, err, sizeof(err)), KC_EPARSE);
+  snprintf(want, sizeof(want), "kubeconfig %s/baduser: users[0].user.client-key-data: invalid", b);
+  if (!strstr(err, want))
+    fail_msg("got \"%s\", want \"%s\"", err, want);
+  write_file(b, "list", "- a\n");
+  snprintf(list, sizeof(list), "%s/kc:%s/list", a, b);
+  assert_int_equal(kc_config_load_kubeconfigs(&c, list, NULL, NULL, err, sizeof(err)), KC_EPARSE);
+  snprintf(want, sizeof(want), "kubeconfig %s/list: top level: not a mapping", b);
+  if (!strstr(err, want))
+    fail_msg("got \"%s\", want \"%s\"", err, want);
+  assert_int_equal(kc_config_load_kubeconfigs(&c, "/nonexistent/a:/nonexistent/b", NULL, NULL,
+                                              err, sizeof(err)),
+                   KC_ENOENT);
+  assert_non_null(strstr(err, "/nonexistent/a:/nonexistent/b"));
+  write_file(b, "bare", "kind: Config\n");
+  snprintf(list, sizeof(list), "%s/empty:%s/bare", b, b);
+  assert_int_equal(kc_config_load_kubeconfigs(&c, list, NULL, NULL, err, sizeof(err)), KC_EINVAL);
+  assert_non_null(strstr(err, "current-context: missing"));
+  assert_int_equal(kc_config_load_kubeconfigs(&c, list, "nope", NULL, err, sizeof(err)),
+                   KC_EINVAL);
+  assert_non_null(strstr(err, "contexts: missing (looking for \"nope\")"));
+  remove_dir(a);
+  remove_dir(b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_files_and_current_context),
@@ -374,6 +647,9 @@ int main(void) {
       cmocka_unit_test(test_base64),
       cmocka_unit_test(test_in_cluster_and_token_rotation),
       cmocka_unit_test(test_kubeconfig_file_and_token_file),
+      cmocka_unit_test(test_exec_user),
+      cmocka_unit_test(test_tls_server_name_proxy_compression),
+      cmocka_unit_test(test_kubeconfig_list_merged),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
