@@ -416,6 +416,16 @@ static void scenario_qps(int count, double qps, int burst) {
 
 /* Polls until the token file holds a token the server accepts: 401 while it is bogus, then
  * 403 (the service account may not read namespaces) once the suite writes a real one. */
+/* One GET and what came of it, "KC_EFORBIDDEN 403: <message>", to see who the server thinks
+ * we are or why no answer came (TLS, credential plugin). Fails without an answer. */
+static void scenario_get(void) {
+  struct done d;
+  call(KC_GET, "does-not-exist", NULL, NULL, &d);
+  printf("%s %ld: %s\n", d.err ? kc_err_name(d.err) : "OK", d.status, d.message);
+  CHECK(d.status != 0, "no answer from the server after %d attempts", d.attempts);
+  done_clear(&d);
+}
+
 static void scenario_token(double timeout_s) {
   int unauthorized = 0;
   double deadline = now_s() + timeout_s;
@@ -537,7 +547,7 @@ int main(int argc, char **argv) {
   const char *kubeconfig = NULL, *master = NULL;
   kc_client_options opt = KC_CLIENT_OPTIONS_INIT(-1, 0); /* unlimited unless asked */
   int count = 200, nargs = 0;
-  double timeout = 30;
+  double timeout = 30, exec_timeout = 0;
   const kc_flag flags[] = {
       {"kubeconfig", KC_FLAG_STRING, &kubeconfig, "kubeconfig", NULL, NULL, false, NULL},
       {"master", KC_FLAG_STRING, &master, "API server URL", NULL, NULL, false, NULL},
@@ -546,6 +556,8 @@ int main(int argc, char **argv) {
       {"count", KC_FLAG_INT, &count, "calls for multiplex and qps", "200", NULL, false, NULL},
       {"timeout", KC_FLAG_DOUBLE, &timeout, "seconds for the token scenario", "30", NULL, false,
        NULL},
+      {"exec-timeout", KC_FLAG_DOUBLE, &exec_timeout,
+       "seconds a credential plugin may run (0: the default)", "0", NULL, false, NULL},
       {"v", KC_FLAG_INT, &kc_log_verbosity, "log verbosity", "0", NULL, false, NULL},
   };
   char err[512];
@@ -553,7 +565,7 @@ int main(int argc, char **argv) {
                      sizeof(err)) != 0 ||
       nargs != 1) {
     fprintf(stderr,
-            "usage: client_check [flags] crud|notfound|conflict|multiplex|qps|token|watch\n%s\n",
+            "usage: client_check [flags] crud|notfound|conflict|multiplex|qps|token|watch|get\n%s\n",
             nargs != 1 ? "" : err);
     return 2;
   }
@@ -563,6 +575,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "client_check: %s\n", err);
     return 1;
   }
+  if (cfg.exec && exec_timeout > 0)
+    cfg.exec->timeout_ms = (uint64_t)(exec_timeout * 1000);
   uv_loop_init(&loop);
   int rc = kc_client_new(&loop, &cfg, &opt, &client);
   if (rc) {
@@ -583,6 +597,8 @@ int main(int argc, char **argv) {
     scenario_token(timeout);
   else if (strcmp(scenario, "watch") == 0)
     scenario_watch();
+  else if (strcmp(scenario, "get") == 0)
+    scenario_get();
   else {
     fprintf(stderr, "client_check: unknown scenario %s\n", scenario);
     failures++;
