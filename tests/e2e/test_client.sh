@@ -204,6 +204,26 @@ PLUGIN
   kubectl delete namespace "$ns" --wait=false >/dev/null
 }
 
+test_exec_plugin_gives_a_client_certificate() {
+  local dir out crt key
+  dir=$(mktemp -d)
+  crt=$(kubectl config view --raw --minify -o 'jsonpath={.users[0].user.client-certificate}')
+  key=$(kubectl config view --raw --minify -o 'jsonpath={.users[0].user.client-key}')
+  # PEM text in JSON strings (newlines escaped), not base64 as in a kubeconfig.
+  cat > "$dir/plugin" <<PLUGIN
+#!/bin/sh
+pem() { awk '{printf "%s\\\\n", \$0}' "\$1"; }
+printf '{"apiVersion":"client.authentication.k8s.io/v1beta1","kind":"ExecCredential","status":{"clientCertificateData":"%s","clientKeyData":"%s"}}\n' \
+  "\$(pem $crt)" "\$(pem $key)"
+PLUGIN
+  chmod +x "$dir/plugin"
+  kubeconfig_with "$dir/kc" "    exec:
+      apiVersion: client.authentication.k8s.io/v1beta1
+      command: $dir/plugin"
+  out=$("$CHECK" --kubeconfig "$dir/kc" --namespace default notfound 2>&1) || fail "$out"
+  rm -rf "$dir"
+}
+
 test_exec_plugin_errors_are_clear() {
   local dir out t0
   dir=$(mktemp -d)
