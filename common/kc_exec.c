@@ -312,6 +312,9 @@ struct kc_exec_run {
 
 static void run_free(kc_exec_run *r) {
   wipe_free(r->buf, r->cap);
+  volatile char *chunk = r->chunk; /* the last piece read holds the token too */
+  for (size_t i = 0; i < sizeof(r->chunk); i++)
+    chunk[i] = 0;
   free(r->command);
   free(r->install_hint);
   free(r->cfg.api_version);
