@@ -169,7 +169,8 @@ static double node_order(sch_session *ssn, void *ctx, const sch_task *t, const s
   return score;
 }
 
-static void interpod_order(nodeorder_state *st, const sch_task *t, const int32_t *nodes, size_t n,
+/* Out of line: the pods without terms never come here, and keep the loop below as it was. */
+__attribute__((noinline)) static void interpod_order(nodeorder_state *st, const sch_task *t, const int32_t *nodes, size_t n,
                            double *scores) {
   if (n > st->cap_ipa) {
     int64_t *a = realloc(st->ipa_aff, n * sizeof(*a));
@@ -194,14 +195,9 @@ static void interpod_order(nodeorder_state *st, const sch_task *t, const int32_t
                           (st->spread ? st->ipa_spread[i] * st->spread : 0));
 }
 
-static void batch_node_order(sch_session *ssn, void *ctx, const sch_task *t, const int32_t *nodes,
-                             size_t n, double *scores) {
-  nodeorder_state *st = ctx;
-  if (t->pod == NULL || n == 0)
-    return;
-  if (st->ipa != NULL && (st->pod_affinity != 0 || st->spread != 0))
-    interpod_order(st, t, nodes, n, scores);
-  if (st->taint == 0)
+static void taint_order(sch_session *ssn, nodeorder_state *st, const sch_task *t,
+                        const int32_t *nodes, size_t n, double *scores) {
+  if (st->taint == 0 || t->pod == NULL || n == 0)
     return;
   sch_snapshot *snap = sch_session_snapshot(ssn);
   if (n > st->cap_counts) {
@@ -230,6 +226,14 @@ static void batch_node_order(sch_session *ssn, void *ctx, const sch_task *t, con
   sch_normalize_scores(counts, n, SCH_MAX_NODE_SCORE, true);
   for (size_t i = 0; i < n; i++)
     scores[i] += (double)(counts[i] * st->taint);
+}
+
+static void batch_node_order(sch_session *ssn, void *ctx, const sch_task *t, const int32_t *nodes,
+                             size_t n, double *scores) {
+  nodeorder_state *st = ctx;
+  if (st->ipa != NULL && t->pod != NULL && n > 0)
+    interpod_order(st, t, nodes, n, scores);
+  taint_order(ssn, st, t, nodes, n, scores);
 }
 
 static void on_allocate(sch_session *ssn, void *ctx, const sch_task *t) {

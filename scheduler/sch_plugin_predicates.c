@@ -31,10 +31,6 @@
 typedef struct predicates_state {
   bool affinity, ports, taints;
   int32_t too_many_pods, unschedulable, node_affinity, node_ports;
-  /* Inter-pod affinity and spread: NULL when no pod has terms; checks the enabled ones. */
-  sch_ipa *ipa;
-  unsigned ipa_checks;
-  int32_t ipa_reason[SCH_IPA_SPREAD_LABEL + 1];
   int32_t insufficient[2 + SCH_MAX_SCALARS]; /* -1 until first used */
   /* The dimensions the last task asks for: the predicate runs for one task over many nodes
    * in a row, and init_resreq does not change during a session. */
@@ -47,6 +43,11 @@ typedef struct predicates_state {
   bool cache_on;
   struct static_verdict *verdicts; /* per node; NULL: no cache */
   int32_t nnodes;
+  /* Inter-pod affinity and spread: the enabled checks, 0 when no pod has terms (ipa NULL);
+   * one test per fitting node is all the pods without terms pay. */
+  unsigned ipa_checks;
+  sch_ipa *ipa;
+  int32_t ipa_reason[SCH_IPA_SPREAD_LABEL + 1];
 } predicates_state;
 
 typedef struct static_verdict {
@@ -213,7 +214,7 @@ static int predicate(sch_session *ssn, void *ctx, const sch_task *t, const sch_n
     sch_fit_add(why, v->b_reason);
     return v->b_rc;
   }
-  if (st->ipa != NULL && st->ipa_checks != 0) {
+  if (st->ipa_checks != 0) {
     sch_ipa_verdict iv = sch_ipa_filter(st->ipa, t, ni, st->ipa_checks);
     if (iv != SCH_IPA_FIT) {
       sch_fit_add(why, st->ipa_reason[iv]);
@@ -251,8 +252,10 @@ static int open_interpod(sch_session *ssn, predicates_state *st, const sch_plugi
   if (st->ipa_checks == 0)
     return 0;
   int rc = sch_ipa_new(sch_session_snapshot(ssn), 1, &st->ipa);
-  if (rc < 0 || st->ipa == NULL)
+  if (rc < 0 || st->ipa == NULL) {
+    st->ipa_checks = 0;
     return rc;
+  }
   for (int i = SCH_IPA_AFFINITY; i <= SCH_IPA_SPREAD_LABEL; i++)
     if ((st->ipa_reason[i] = sch_session_reason(ssn, reasons[i])) < 0)
       return KC_ENOMEM;

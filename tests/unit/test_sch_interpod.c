@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <stdio.h>
+#include <time.h>
 
 #include "sch_interpod.h"
 #include "sch_match.h"
@@ -543,6 +544,74 @@ static void test_session_accounting(void **state) {
   fx_free(f);
 }
 
+/* At some scale: 100 gangs of 10 on 200 nodes in 4 zones, each gang one pod per node and
+ * spread over the zones with maxSkew 1, among 400 running pods; prints the session time. */
+static void test_scale(void **state) {
+  (void)state;
+  fx *f = fx_new();
+  fx_queue(f, "default", 1);
+  char name[32], zone[16], app[16];
+  for (int i = 0; i < 200; i++) {
+    snprintf(name, sizeof(name), "n%03d", i);
+    snprintf(zone, sizeof(zone), "z%d", i % 4);
+    zone_node(f, name, zone);
+  }
+  for (int i = 0; i < 400; i++) {
+    snprintf(name, sizeof(name), "run%03d", i);
+    char node[16];
+    snprintf(node, sizeof(node), "n%03d", i % 200);
+    labelled_pod(f, name, NULL, node, i % 2 ? "old" : "g7"); /* g7 pods already run */
+  }
+  for (int g = 0; g < 100; g++) {
+    char pg[16];
+    snprintf(pg, sizeof(pg), "g%d", g);
+    fx_pg(f, pg, "default", 10, "Inqueue");
+    snprintf(app, sizeof(app), "g%d", g);
+    for (int k = 0; k < 10; k++) {
+      snprintf(name, sizeof(name), "g%d-%d", g, k);
+      Kiln__Pod *p = labelled_pod(f, name, pg, NULL, app);
+      required_anti(p, "app", app, "kubernetes.io/hostname");
+      spread(p, 1, "zone", "DoNotSchedule", "app", app);
+    }
+  }
+  fx_open(f, gang_yaml);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  sch_result *res = run(f);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  print_message("scale: 1000 pods with terms, 200 nodes: %.3f s, %zu binds\n",
+                (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
+                res->nbinds);
+  assert_int_equal(res->nbinds, 1000);
+  /* Per gang: 10 distinct nodes, zones within 1 of each other. g7 already runs on the even
+   * nodes (zones 0 and 2), so its new pods take odd nodes only, in zones 1 and 3. */
+  int zones[100][4] = {{0}};
+  int32_t seen[100][10];
+  int nseen[100] = {0};
+  for (size_t i = 0; i < res->nbinds; i++) {
+    const sch_task *t = &f->snap->tasks[res->binds[i].task];
+    int g = atoi(t->pod->labels[0]->value + 1);
+    int32_t ni = res->binds[i].node;
+    for (int k = 0; k < nseen[g]; k++)
+      assert_int_not_equal(seen[g][k], ni);
+    seen[g][nseen[g]++] = ni;
+    if (g == 7)
+      assert_int_equal(ni % 2, 1);
+    zones[g][ni % 4]++;
+  }
+  for (int g = 0; g < 100; g++) {
+    int lo = 99, hi = 0;
+    for (int z = 0; z < 4; z++) {
+      lo = zones[g][z] < lo ? zones[g][z] : lo;
+      hi = zones[g][z] > hi ? zones[g][z] : hi;
+    }
+    if (g != 7 && hi - lo > 1)
+      fail_msg("gang g%d spread %d..%d over zones", g, lo, hi);
+  }
+  sch_result_free(res);
+  fx_free(f);
+}
+
 /* Without any term in the snapshot there is no state at all. */
 static void test_no_terms_no_state(void **state) {
   (void)state;
@@ -570,6 +639,7 @@ int main(void) {
       cmocka_unit_test(test_scores),
       cmocka_unit_test(test_session_accounting),
       cmocka_unit_test(test_no_terms_no_state),
+      cmocka_unit_test(test_scale),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
