@@ -426,6 +426,102 @@ test_standby_replica_does_not_act() {
   wait $SBY_PID || fail "the standby did not exit cleanly on SIGTERM"
 }
 
+# A task without a name is default<i>, as Volcano's webhook names it: pods, keys, the
+# PodGroup's minTaskMember, the status counts, and the name written back into the spec.
+test_unnamed_task_gets_default_name() {
+  local ns
+  ns=$(new_namespace ctl-anon)
+  with_scheduler "$ns"
+  kubectl create -n "$ns" -f - >/dev/null <<'JOB'
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata:
+  name: anon
+spec:
+  schedulerName: volcano
+  tasks:
+  - replicas: 2
+    template:
+      metadata:
+        annotations: {"kwok.kiln.dev/run-for": "2s"}
+      spec:
+        restartPolicy: Never
+        containers:
+        - {name: main, image: busybox}
+JOB
+  wait_for 30 "PodGroup" podgroup_exists "$ns"
+  expect_eq 2 "$(kubectl get podgroup -n "$ns" -o 'jsonpath={.items[0].spec.minTaskMember.default0}')" \
+    "minTaskMember"
+  wait_phase 60 "$ns" anon Completed
+  expect_eq "anon-default0-0 anon-default0-1" \
+    "$(kubectl get pods -n "$ns" -o 'jsonpath={.items[*].metadata.name}')" "pod names"
+  expect_eq default0 \
+    "$(jsonpath pod/anon-default0-1 '{.metadata.labels.volcano\.sh/task-spec}' "$ns")" "task-spec label"
+  expect_eq default0 "$(jsonpath vcjob/anon '{.spec.tasks[0].name}' "$ns")" "name written back"
+  expect_eq 2 "$(jsonpath vcjob/anon '{.status.taskStatusCount.default0.phase.Succeeded}' "$ns")" \
+    "taskStatusCount"
+}
+
+# A partitioned task: pods carry their partition id, the PodGroup has the sub-gang and
+# Volcano's minResources, and a RestartPartition policy replaces only the failed pod's
+# partition.
+test_partition_restart_replaces_one_partition() {
+  local ns
+  ns=$(new_namespace ctl-part)
+  with_scheduler "$ns"
+  job_yaml part "  - name: worker
+    replicas: 4
+    partitionPolicy: {totalPartitions: 2, partitionSize: 2, minPartitions: 1}
+    policies:
+    - {event: PodFailed, action: RestartPartition}
+    template:
+      spec:
+        restartPolicy: Never
+        containers:
+        - name: main
+          image: busybox
+          resources:
+            requests: {cpu: 100m, memory: 64Mi}
+            limits: {cpu: 200m}" "  maxRetry: 3" | kubectl apply -n "$ns" -f - >/dev/null
+  wait_jsonpath 60 vcjob/part '{.status.running}' 4 "$ns"
+  local i ids=""
+  for i in 0 1 2 3; do
+    ids="$ids $(jsonpath "pod/part-worker-$i" '{.metadata.labels.volcano\.sh/partition-id}' "$ns")"
+  done
+  expect_eq " 0 0 1 1" "$ids" "partition ids"
+  local pg
+  pg=$(kubectl get podgroup -n "$ns" -o 'jsonpath={.items[0].metadata.name}')
+  expect_eq 2 "$(jsonpath "podgroup/$pg" '{.spec.minMember}' "$ns")" "minMember"
+  expect_eq '{"labelSelector":{"matchLabels":{"volcano.sh/task-spec":"worker"}},"matchLabelKeys":["volcano.sh/partition-id"],"minSubGroups":1,"name":"worker","subGroupSize":2}' \
+    "$(kubectl get podgroup -n "$ns" "$pg" -o json | jq -cS '.spec.subGroupPolicy[0]')" "subGroupPolicy"
+  expect_eq '{"count/pods":"2","cpu":"200m","limits.cpu":"400m","memory":"128Mi","pods":"2","requests.cpu":"200m","requests.memory":"128Mi"}' \
+    "$(kubectl get podgroup -n "$ns" "$pg" -o json | jq -cS '.spec.minResources')" "minResources"
+  local pg_uid uid0 uid1 uid2 uid3
+  pg_uid=$(jsonpath "podgroup/$pg" '{.metadata.uid}' "$ns")
+  for i in 0 1 2 3; do
+    eval "uid$i=\$(jsonpath pod/part-worker-$i '{.metadata.uid}' \"\$ns\")"
+  done
+  # The kwok fail stage matches the annotations of a running pod: worker-3 exits with 3.
+  kubectl annotate pod -n "$ns" part-worker-3 kwok.kiln.dev/run-for=1s kwok.kiln.dev/exit-code=3 >/dev/null
+  local new
+  for i in 2 3; do
+    eval "new=\$uid$i"
+    wait_for 60 "part-worker-$i replaced" bash -c \
+      "u=\$(kubectl get pod -n $ns part-worker-$i -o jsonpath='{.metadata.uid}' 2>/dev/null) && [ -n \"\$u\" ] && [ \"\$u\" != $new ]"
+  done
+  wait_jsonpath 60 vcjob/part '{.status.running}' 4 "$ns"
+  expect_eq "$uid0" "$(jsonpath pod/part-worker-0 '{.metadata.uid}' "$ns")" "partition 0 untouched (worker-0)"
+  expect_eq "$uid1" "$(jsonpath pod/part-worker-1 '{.metadata.uid}' "$ns")" "partition 0 untouched (worker-1)"
+  expect_eq 1 "$(jsonpath pod/part-worker-2 '{.metadata.labels.volcano\.sh/partition-id}' "$ns")" \
+    "the new pod's partition"
+  expect_eq 1 "$(jsonpath vcjob/part '{.status.retryCount}' "$ns")" "retryCount"
+  expect_eq "$pg_uid" "$(jsonpath "podgroup/$pg" '{.metadata.uid}' "$ns")" "PodGroup kept"
+  expect_match 'Restarting' "$(jsonpath vcjob/part '{.status.conditions[*].status}' "$ns")" \
+    "went through Restarting"
+  expect_match 'Normal ExecuteAction Start to execute action RestartPartition' \
+    "$(events_of "$ns" part)" "ExecuteAction event"
+}
+
 test_y_sigterm_shuts_down_cleanly() {
   local pid ns pg n=150
   ns=$(new_namespace ctl15)
