@@ -594,6 +594,22 @@ static int sync_podgroup(ctl_ctx *c) {
     c->plan->podgroup = pg;
     c->plan->podgroup_update = false;
   } else if (!podgroup_current(c->v->podgroup, pg)) {
+    /* The update is a merge patch: a name the live list has and the new one lacks must be
+     * removed explicitly (null), or the lists would never compare equal. */
+    const Kiln__Resource *have = c->v->podgroup->spec ? c->v->podgroup->spec->min_resources : NULL;
+    json_t *mr = json_object_get(json_object_get(pg, "spec"), "minResources");
+    if (have && mr) {
+      static const char *const fixed[] = {"cpu", "memory", "pods", "ephemeral-storage"};
+      const int64_t vals[] = {have->milli_cpu, have->memory, have->pods, have->ephemeral_storage};
+      for (size_t k = 0; k < 4; k++)
+        if (vals[k] && !json_object_get(mr, fixed[k]))
+          json_object_set_new(mr, fixed[k], json_null());
+      for (size_t k = 0; k < have->n_scalar; k++) {
+        const char *n = have->scalar[k]->name;
+        if (n && have->scalar[k]->milli_value && !json_object_get(mr, n))
+          json_object_set_new(mr, n, json_null());
+      }
+    }
     c->plan->podgroup = pg;
     c->plan->podgroup_update = true;
   } else {

@@ -267,6 +267,23 @@ static void test_podgroup_update(void **state) {
   assert_non_null(f.plan.podgroup);
   assert_true(f.plan.podgroup_update);
   fx_close(&f);
+
+  /* minAvailable 0 asks for nothing: the patch removes what the live list holds. */
+  json_t *j = fx_file("job-single.json");
+  json_object_set_new(json_object_get(j, "spec"), "minAvailable", json_integer(0));
+  fx_init_json(&f, j, "{\"state\":{\"phase\":\"Running\"},\"minAvailable\":0}");
+  pgj = fx_parse("{\"metadata\":{\"name\":\"hello-uid-hello\"},\"spec\":{\"minMember\":1,"
+                 "\"minTaskMember\":{\"main\":1},\"queue\":\"default\",\"minResources\":"
+                 "{\"count/pods\":\"1\",\"pods\":\"1\",\"cpu\":\"100m\",\"memory\":\"64Mi\"}},"
+                 "\"status\":{\"phase\":\"Running\"}}");
+  assert_int_equal(kc_podgroup_decode(pgj, &f.pg, NULL, 0), 0);
+  json_decref(pgj);
+  f.v.podgroup = f.pg;
+  assert_int_equal(fx_sync(&f, &req), 0);
+  assert_true(f.plan.podgroup_update);
+  fx_expect_json(json_object_get(json_object_get(f.plan.podgroup, "spec"), "minResources"),
+                 "{\"count/pods\":null,\"pods\":null,\"cpu\":null,\"memory\":null}");
+  fx_close(&f);
 }
 
 /* A task with dependsOn waits until its dependency has minAvailable ready pods. */
@@ -671,6 +688,17 @@ static void test_unnamed_tasks(void **state) {
   assert_string_equal(fx_ann(pod, "volcano.sh/task-spec"), "default0");
   assert_string_equal(fx_ann(pod, "volcano.sh/template-uid"), "anon-default0");
   assert_string_equal(jstr(pod, "spec.hostname"), "anon-default0-1");
+  /* env plugin: the index of the pod in its task */
+  json_t *env = json_object_get(
+      json_array_get(json_object_get(json_object_get(pod, "spec"), "containers"), 0), "env");
+  bool vk = false;
+  size_t ei;
+  json_t *ev;
+  json_array_foreach(env, ei, ev) if (strcmp(jstr(ev, "name"), "VK_TASK_INDEX") == 0) {
+    assert_string_equal(jstr(ev, "value"), "1");
+    vk = true;
+  }
+  assert_true(vk);
   json_t *spec = json_object_get(f.plan.podgroup, "spec");
   fx_expect_json(json_object_get(spec, "minTaskMember"), "{\"default0\":2,\"default1\":1}");
   /* svc: the task's hosts under its name */
