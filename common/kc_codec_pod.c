@@ -610,6 +610,40 @@ static int owner(kc__cctx *c, Kiln__Pod *p, const json_t *meta) {
   return rc;
 }
 
+/* metadata.labels into packed_labels: key NUL value NUL, for each label. */
+static int pack_labels(kc__cctx *c, Kiln__Pod *p, const json_t *labels) {
+  size_t len = 0;
+  const char *k;
+  json_t *v;
+  json_object_foreach((json_t *)labels, k, v) {
+    if (!json_is_string(v)) {
+      size_t mark = kc__path_key(c, "labels");
+      kc__path_mapkey(c, k);
+      int rc = kc__fail(c, KC_EPARSE, "label value is not a string");
+      kc__path_pop(c, mark);
+      return rc;
+    }
+    len += strlen(k) + json_string_length(v) + 2;
+  }
+  if (len == 0)
+    return 0;
+  uint8_t *buf = malloc(len);
+  if (!buf)
+    return KC_ENOMEM;
+  size_t off = 0;
+  json_object_foreach((json_t *)labels, k, v) {
+    size_t kl = strlen(k) + 1, vl = json_string_length(v);
+    memcpy(buf + off, k, kl);
+    off += kl;
+    memcpy(buf + off, json_string_value(v), vl);
+    off += vl;
+    buf[off++] = '\0';
+  }
+  p->packed_labels.data = buf;
+  p->packed_labels.len = len;
+  return 0;
+}
+
 static int pod_meta(kc__cctx *c, Kiln__Pod *p, const json_t *meta) {
   json_t *ann, *labels;
   int rc = get_string(c, meta, "namespace", &p->namespace_);
@@ -628,7 +662,7 @@ static int pod_meta(kc__cctx *c, Kiln__Pod *p, const json_t *meta) {
   if (rc == 0)
     rc = get_object(c, meta, "labels", &labels);
   if (rc == 0 && labels)
-    rc = decode_field_at(c, &p->base, "labels", meta, "labels");
+    rc = pack_labels(c, p, labels);
   if (rc == 0 && ann) {
     size_t mark = kc__path_key(c, "annotations");
     rc = get_string(c, ann, "scheduling.k8s.io/group-name", &p->group_name);

@@ -358,8 +358,7 @@ int sch_pod_interpod_key_set(sch_pod_key *k, const Kiln__Pod *pod) {
   Kiln__Pod view = KILN__POD__INIT;
   node_static_view(&view, pod);
   view.namespace_ = pod->namespace_;
-  view.n_labels = pod->n_labels;
-  view.labels = pod->labels;
+  view.packed_labels = pod->packed_labels;
   view.inter_pod = pod->inter_pod;
   return pack_key(k, &view);
 }
@@ -396,9 +395,21 @@ void sch_pod_key_close(sch_pod_key *k) {
 /* ---- label selectors and inter-pod affinity terms ---- */
 
 const char *sch_pod_label(const Kiln__Pod *pod, const char *key) {
-  for (size_t i = 0; i < pod->n_labels; i++) {
-    if (str_eq(pod->labels[i]->key, key))
-      return pod->labels[i]->value ? pod->labels[i]->value : "";
+  const char *s = (const char *)pod->packed_labels.data;
+  const char *end = s + pod->packed_labels.len;
+  /* key NUL value NUL ...; a truncated tail (never written by the codec) ends the scan. */
+  while (s != NULL && s < end) {
+    const char *k = s;
+    const char *knul = memchr(k, '\0', (size_t)(end - k));
+    if (knul == NULL)
+      break;
+    const char *v = knul + 1;
+    const char *vnul = v < end ? memchr(v, '\0', (size_t)(end - v)) : NULL;
+    if (vnul == NULL)
+      break;
+    if (strcmp(k, key) == 0)
+      return v;
+    s = vnul + 1;
   }
   return NULL;
 }

@@ -97,7 +97,8 @@ bool sch_host_ports_conflict(const Kiln__Pod *pod, Kiln__HostPort *const *used, 
 /* The label every namespace carries (the API server sets it to the namespace's name). */
 #define SCH_LABEL_NAMESPACE_NAME "kubernetes.io/metadata.name"
 
-/* The value of label key on pod (borrowed), or NULL when the pod has no such label. */
+/* The value of label key on pod (borrowed, from its packed_labels), or NULL when the pod has
+ * no such label. */
 const char *sch_pod_label(const Kiln__Pod *pod, const char *key);
 
 /* Reads a label of some object: its value (borrowed) or NULL. */

@@ -37,12 +37,15 @@ static Kiln__InterPodTerms *T(Kiln__Pod *p) {
   return p->inter_pod;
 }
 
+/* Appends k NUL v NUL to the pod's packed labels. */
 static void pod_label(Kiln__Pod *p, const char *k, const char *v) {
-  Kiln__Pod__LabelsEntry *e = fx_alloc(sizeof(*e));
-  kiln__pod__labels_entry__init(e);
-  e->key = fx_str(k);
-  e->value = fx_str(v);
-  FX_APPEND(p->labels, p->n_labels, e);
+  size_t kl = strlen(k) + 1, vl = strlen(v) + 1, len = p->packed_labels.len;
+  uint8_t *d = realloc(p->packed_labels.data, len + kl + vl);
+  assert_non_null(d);
+  memcpy(d + len, k, kl);
+  memcpy(d + len + kl, v, vl);
+  p->packed_labels.data = d;
+  p->packed_labels.len = len + kl + vl;
 }
 
 /* A selector with matchLabels {k: v} (k NULL: the empty selector). */
@@ -590,7 +593,7 @@ static void test_scale(void **state) {
   int nseen[100] = {0};
   for (size_t i = 0; i < res->nbinds; i++) {
     const sch_task *t = &f->snap->tasks[res->binds[i].task];
-    int g = atoi(t->pod->labels[0]->value + 1);
+    int g = atoi(sch_pod_label(t->pod, "app") + 1);
     int32_t ni = res->binds[i].node;
     for (int k = 0; k < nseen[g]; k++)
       assert_int_not_equal(seen[g][k], ni);
