@@ -303,6 +303,36 @@ static void test_affinity(void **state) {
   fx_free(f);
 }
 
+/* A gang with required affinity to itself: the first pod may go anywhere (nothing matches
+ * yet and it matches its own term), the others follow it into its zone. */
+static void test_gang_self_affinity_session(void **state) {
+  (void)state;
+  fx *f = fx_new();
+  fx_queue(f, "default", 1);
+  fx_pg(f, "pg", "default", 4, "Inqueue");
+  zone_node(f, "a1", "z1");
+  zone_node(f, "a2", "z1");
+  zone_node(f, "b1", "z2");
+  zone_node(f, "b2", "z2");
+  for (int i = 0; i < 4; i++) {
+    char name[16];
+    snprintf(name, sizeof(name), "p-%d", i);
+    Kiln__Pod *p = labelled_pod(f, name, "pg", NULL, "team");
+    required_affinity(p, "app", "team", "zone");
+  }
+  fx_open(f, gang_yaml);
+  sch_result *res = run(f);
+  assert_int_equal(res->nbinds, 4);
+  char first = bound_to(f, res, "p-0")[0];
+  for (int i = 1; i < 4; i++) {
+    char name[16];
+    snprintf(name, sizeof(name), "p-%d", i);
+    assert_int_equal(bound_to(f, res, name)[0], first);
+  }
+  sch_result_free(res);
+  fx_free(f);
+}
+
 /* A gang whose pods repel each other per host: one per node, the extra one left with the
  * reason; a gang that cannot fit at all is discarded and its tentative pods stop counting. */
 static void test_gang_anti_affinity_session(void **state) {
@@ -637,6 +667,7 @@ int main(void) {
       cmocka_unit_test(test_anti_affinity_and_symmetry),
       cmocka_unit_test(test_affinity),
       cmocka_unit_test(test_gang_anti_affinity_session),
+      cmocka_unit_test(test_gang_self_affinity_session),
       cmocka_unit_test(test_spread_filter),
       cmocka_unit_test(test_spread_gang_session),
       cmocka_unit_test(test_scores),
