@@ -177,6 +177,11 @@ typedef struct sch_snapshot {
   kc_strmap queue_index;          /* name -> index + 1 */
   kc_strmap priority_class_index; /* name -> PriorityClass (borrowed) */
   int32_t default_priority;       /* the globalDefault class value, or 0 */
+  /* Inter-pod affinity and spread counts (sch_interpod.c), shared by the predicates and
+   * nodeorder plugins of the session on this snapshot: NULL until one of them asks. */
+  struct sch_ipa *interpod;
+  int32_t interpod_refs;
+  bool interpod_none; /* asked, and no pod has a term */
   /* Private storage. */
   int32_t *task_slots;
   char **owned;

@@ -223,6 +223,52 @@ void sch_ipa_free(sch_ipa *a) {
   free(a);
 }
 
+static void on_allocate(sch_session *ssn, void *ctx, const sch_task *t) {
+  (void)ssn;
+  sch_ipa_placed(ctx, t);
+}
+
+static void on_deallocate(sch_session *ssn, void *ctx, const sch_task *t) {
+  (void)ssn;
+  sch_ipa_removed(ctx, t);
+}
+
+int sch_ipa_acquire(sch_session *ssn, sch_ipa **out) {
+  sch_snapshot *snap = sch_session_snapshot(ssn);
+  *out = NULL;
+  if (snap->interpod != NULL) {
+    snap->interpod_refs++;
+    *out = snap->interpod;
+    return 0;
+  }
+  if (snap->interpod_none)
+    return 0;
+  sch_ipa *a = NULL;
+  int rc = sch_ipa_new(snap, 1, &a);
+  if (rc < 0)
+    return rc;
+  if (a == NULL) {
+    snap->interpod_none = true;
+    return 0;
+  }
+  if ((rc = sch_add_event_handler(ssn, on_allocate, on_deallocate, a)) < 0) {
+    sch_ipa_free(a);
+    return rc;
+  }
+  snap->interpod = a;
+  snap->interpod_refs = 1;
+  *out = a;
+  return 0;
+}
+
+void sch_ipa_release(sch_session *ssn, sch_ipa *a) {
+  sch_snapshot *snap = sch_session_snapshot(ssn);
+  if (a == NULL || snap->interpod != a || --snap->interpod_refs > 0)
+    return;
+  sch_ipa_free(a);
+  snap->interpod = NULL;
+}
+
 /* ---- counting ---- */
 
 /* Whether a task on a node counts as an existing pod: an evicted one (Releasing without a

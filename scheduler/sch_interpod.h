@@ -50,6 +50,13 @@ typedef enum {
 int sch_ipa_new(const sch_snapshot *snap, int64_t hard_weight, sch_ipa **out);
 void sch_ipa_free(sch_ipa *a);
 
+/* The session's shared state: the first plugin to ask creates it (*out NULL when no pod has
+ * a term) and registers the event handlers that keep it in step; later ones get the same
+ * state, so the predicates and nodeorder plugins count once. Each acquire that gave a state
+ * is paired with sch_ipa_release (the last one frees it). 0 or KC_ENOMEM. */
+int sch_ipa_acquire(sch_session *ssn, sch_ipa **out);
+void sch_ipa_release(sch_session *ssn, sch_ipa *a);
+
 /* Event handlers: t was placed on t->node (allocate, pipeline, undone eviction), or taken
  * off (undone allocation, eviction). */
 void sch_ipa_placed(sch_ipa *a, const sch_task *t);

@@ -236,16 +236,6 @@ static void batch_node_order(sch_session *ssn, void *ctx, const sch_task *t, con
   taint_order(ssn, st, t, nodes, n, scores);
 }
 
-static void on_allocate(sch_session *ssn, void *ctx, const sch_task *t) {
-  (void)ssn;
-  sch_ipa_placed(((nodeorder_state *)ctx)->ipa, t);
-}
-
-static void on_deallocate(sch_session *ssn, void *ctx, const sch_task *t) {
-  (void)ssn;
-  sch_ipa_removed(((nodeorder_state *)ctx)->ipa, t);
-}
-
 static int nodeorder_open(sch_session *ssn, const sch_plugin_conf *conf, void **state) {
   nodeorder_state *st = calloc(1, sizeof(*st));
   if (st == NULL)
@@ -275,9 +265,7 @@ static int nodeorder_open(sch_session *ssn, const sch_plugin_conf *conf, void **
   st->spread = sch_args_int(&conf->args, "podtopologyspread.weight", 2);
   int rc = 0;
   if (st->pod_affinity != 0 || st->spread != 0)
-    rc = sch_ipa_new(snap, 1, &st->ipa);
-  if (rc == 0 && st->ipa != NULL)
-    rc = sch_add_event_handler(ssn, on_allocate, on_deallocate, st);
+    rc = sch_ipa_acquire(ssn, &st->ipa);
   if (rc == 0)
     rc = sch_add_node_order_fn(ssn, node_order, st);
   if (rc == 0)
@@ -286,7 +274,6 @@ static int nodeorder_open(sch_session *ssn, const sch_plugin_conf *conf, void **
 }
 
 static void nodeorder_close(sch_session *ssn, void *state) {
-  (void)ssn;
   nodeorder_state *st = state;
   if (st) {
     free(st->cache);
@@ -294,7 +281,7 @@ static void nodeorder_close(sch_session *ssn, void *state) {
     free(st->counts);
     free(st->ipa_aff);
     free(st->ipa_spread);
-    sch_ipa_free(st->ipa);
+    sch_ipa_release(ssn, st->ipa);
     sch_pod_key_close(&st->shape_key);
     sch_pod_key_close(&st->shape_scratch);
   }

@@ -227,16 +227,6 @@ static int predicate(sch_session *ssn, void *ctx, const sch_task *t, const sch_n
   return SCH_FIT;
 }
 
-static void on_allocate(sch_session *ssn, void *ctx, const sch_task *t) {
-  (void)ssn;
-  sch_ipa_placed(((predicates_state *)ctx)->ipa, t);
-}
-
-static void on_deallocate(sch_session *ssn, void *ctx, const sch_task *t) {
-  (void)ssn;
-  sch_ipa_removed(((predicates_state *)ctx)->ipa, t);
-}
-
 static int open_interpod(sch_session *ssn, predicates_state *st, const sch_plugin_conf *conf) {
   static const char *const reasons[] = {
       [SCH_IPA_AFFINITY] = SCH_REASON_POD_AFFINITY,
@@ -251,7 +241,7 @@ static int open_interpod(sch_session *ssn, predicates_state *st, const sch_plugi
     st->ipa_checks |= SCH_IPA_CHECK_SPREAD;
   if (st->ipa_checks == 0)
     return 0;
-  int rc = sch_ipa_new(sch_session_snapshot(ssn), 1, &st->ipa);
+  int rc = sch_ipa_acquire(ssn, &st->ipa);
   if (rc < 0 || st->ipa == NULL) {
     st->ipa_checks = 0;
     return rc;
@@ -259,7 +249,7 @@ static int open_interpod(sch_session *ssn, predicates_state *st, const sch_plugi
   for (int i = SCH_IPA_AFFINITY; i <= SCH_IPA_SPREAD_LABEL; i++)
     if ((st->ipa_reason[i] = sch_session_reason(ssn, reasons[i])) < 0)
       return KC_ENOMEM;
-  return sch_add_event_handler(ssn, on_allocate, on_deallocate, st);
+  return 0;
 }
 
 static int predicates_open(sch_session *ssn, const sch_plugin_conf *conf, void **state) {
@@ -292,13 +282,12 @@ static int predicates_open(sch_session *ssn, const sch_plugin_conf *conf, void *
 }
 
 static void predicates_close(sch_session *ssn, void *state) {
-  (void)ssn;
   predicates_state *st = state;
   if (st) {
     sch_pod_key_close(&st->key);
     sch_pod_key_close(&st->scratch);
     free(st->verdicts);
-    sch_ipa_free(st->ipa);
+    sch_ipa_release(ssn, st->ipa);
   }
   free(state);
 }
