@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "ctl_int.h"
+#include "ctl_overlay.h"
 #include "ctl_shell_int.h"
 #include "kc_codec.h"
 #include "kc_error.h"
@@ -37,12 +38,21 @@ typedef struct {
   stage st;
   int outstanding;
   int err;
-  bool conflict, commands_ok, wrote_job;
-  char rv_before[64];
+  bool conflict, commands_ok;
   json_t *create_errors, *delete_errors; /* arrays of messages */
 } exec;
 
-typedef enum { C_PLAIN, C_POD_PATCH, C_POD_DELETE, C_POD_CREATE, C_STATUS, C_JOB_PATCH } call_kind;
+typedef enum {
+  C_PLAIN,
+  C_POD_PATCH,
+  C_POD_DELETE,
+  C_POD_CREATE,
+  C_STATUS,
+  C_JOB_PATCH,
+  C_JOB_GET, /* after a Conflict on the status: the Job as it is now */
+  C_PG_WRITE,
+  C_PG_DELETE,
+} call_kind;
 
 typedef struct {
   exec *x;
@@ -119,6 +129,18 @@ static void append_msg(json_t **arr, const char *a, const char *b) {
     json_array_append_new(*arr, json_string(buf));
 }
 
+/* The Job a write returned, newer than the cache until the watch brings it. */
+static void write_through_job(exec *x, const json_t *obj) {
+  Kiln__Job *job = NULL;
+  char e[128];
+  if (!obj)
+    return;
+  if (kc_job_decode(obj, &job, e, sizeof(e)) == 0)
+    ctl_write_through(&x->s->jobs_written, x->key, job, uv_hrtime());
+  else
+    KC_V(2, "job %s: cannot decode the written Job: %s", x->key, e);
+}
+
 static void on_result(const kc_api_result *res, void *data) {
   call *c = data;
   exec *x = c->x;
@@ -177,17 +199,55 @@ static void on_result(const kc_api_result *res, void *data) {
   case C_STATUS:
     if (err == 0) {
       s->stats.status_writes++;
-      x->wrote_job = true;
+      write_through_job(x, res->obj);
+    } else if (err == KC_ECONFLICT && !s->stopping) {
+      /* Someone else wrote the Job (or the cache and our last write are both behind): read
+       * it once, so the next sync starts from the server's copy instead of waiting for the
+       * watch and failing again. */
+      KC_V(2, "job %s: status write: %s; reading the Job", x->key, res->message);
+      note_error(x, err, true);
+      kc_ref ref = {.group = "batch.volcano.sh",
+                    .version = "v1alpha1",
+                    .resource = "jobs",
+                    .namespace = x->ns,
+                    .name = x->name};
+      c->kind = C_JOB_GET;
+      if (issue(x, c, KC_GET, &ref, NULL, NULL) == 0)
+        return;
+      call_done(c);
+      return;
     }
     break;
   case C_JOB_PATCH:
-    if (err == 0)
-      x->wrote_job = true;
     if (err == 0 && res->obj) {
       const char *rv = json_string_value(
           json_object_get(json_object_get(res->obj, "metadata"), "resourceVersion"));
       if (rv)
         snprintf(x->rv, sizeof(x->rv), "%s", rv);
+      write_through_job(x, res->obj);
+    }
+    break;
+  case C_JOB_GET:
+    if (err == 0)
+      write_through_job(x, res->obj);
+    call_done(c); /* the Conflict is already noted */
+    return;
+  case C_PG_WRITE:
+    if (err == 0 && res->obj && res->err == 0) {
+      Kiln__PodGroup *pg = NULL;
+      char e[128], pk[KEY_MAX];
+      if (kc_podgroup_decode(res->obj, &pg, e, sizeof(e)) == 0 &&
+          kc_store_key(pk, sizeof(pk), x->ns, c->name) == 0)
+        ctl_write_through(&s->pgs_written, pk, pg, uv_hrtime());
+      else
+        kc_msg_free(pg);
+    }
+    break;
+  case C_PG_DELETE:
+    if (err == 0) {
+      char pk[KEY_MAX];
+      if (kc_store_key(pk, sizeof(pk), x->ns, c->name) == 0)
+        ctl_written_drop(&s->pgs_written, pk);
     }
     break;
   default:
@@ -314,10 +374,10 @@ static void stage_create_deps(exec *x) {
       json_object_set_new(patch, "metadata", meta);
       json_object_set(patch, "spec", json_object_get(x->plan.podgroup, "spec"));
       ref.name = name;
-      start(x, C_PLAIN, name, KC_PATCH_MERGE, &ref, NULL, patch, false, false);
+      start(x, C_PG_WRITE, name, KC_PATCH_MERGE, &ref, NULL, patch, false, false);
       json_decref(patch);
     } else {
-      start(x, C_PLAIN, name, KC_CREATE, &ref, NULL, x->plan.podgroup, true, false);
+      start(x, C_PG_WRITE, name, KC_CREATE, &ref, NULL, x->plan.podgroup, true, false);
     }
   }
 }
@@ -406,7 +466,7 @@ static void stage_cleanup(exec *x) {
                   .resource = "podgroups",
                   .namespace = x->ns,
                   .name = x->plan.podgroup_name};
-    start(x, C_PLAIN, ref.name, KC_DELETE, &ref, NULL, NULL, false, true);
+    start(x, C_PG_DELETE, ref.name, KC_DELETE, &ref, NULL, NULL, false, true);
   }
   size_t i;
   json_t *o;
@@ -484,8 +544,6 @@ static void finish(exec *x) {
         kc_workqueue_add_after(s->queue, x->key, (uint64_t)p->requeue_after * 1000000000ull);
     }
   }
-  if (x->wrote_job)
-    ctl__mark_written(s, x->key, x->rv_before);
   s->inflight--;
   char key[KEY_MAX];
   snprintf(key, sizeof(key), "%s", x->key);
@@ -561,7 +619,6 @@ int ctl__exec_start(ctl_shell *s, const char *key, const Kiln__Job *job, const c
   snprintf(x->name, sizeof(x->name), "%s", m && m->name ? m->name : "");
   snprintf(x->uid, sizeof(x->uid), "%s", m && m->uid ? m->uid : "");
   snprintf(x->rv, sizeof(x->rv), "%s", job_rv ? job_rv : "");
-  snprintf(x->rv_before, sizeof(x->rv_before), "%s", x->rv);
   x->job = copy_job(job);
   x->plan = *plan; /* steals the plan's memory */
   ctl_plan_init(plan);

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "ctl_int.h"
+#include "ctl_overlay.h"
 #include "ctl_shell_int.h"
 #include "kc_codec.h"
 #include "kc_error.h"
@@ -174,7 +175,8 @@ static bool req_equal(const ctl_req *a, const ctl_request *b) {
          strcmp(a->task, b->task ? b->task : "") == 0 && strcmp(a->pod, b->pod ? b->pod : "") == 0;
 }
 
-int ctl__request(ctl_shell *s, const char *key, const ctl_request *req) {
+/* batch: a pod event (see CTL_SYNC_BATCH_NS). */
+static int request(ctl_shell *s, const char *key, const ctl_request *req, bool batch) {
   if (s->stopping)
     return 0;
   ctl_reqlist *l = kc_strmap_get(&s->reqs, key);
@@ -223,7 +225,17 @@ int ctl__request(ctl_shell *s, const char *key, const ctl_request *req) {
 enqueue:
   if (!s->all_synced)
     return 0; /* queued when the caches have synced */
+  if (batch && sync_only) {
+    ctl_keystate *ks = kc_strmap_get(&s->keys, key);
+    uint64_t now = uv_hrtime();
+    if (ks && now - ks->last_sync_ns < CTL_SYNC_BATCH_NS)
+      return kc_workqueue_add_after(s->queue, key, CTL_SYNC_BATCH_NS - (now - ks->last_sync_ns));
+  }
   return kc_workqueue_add(s->queue, key);
+}
+
+int ctl__request(ctl_shell *s, const char *key, const ctl_request *req) {
+  return request(s, key, req, false);
 }
 
 static void drop_key(ctl_shell *s, const char *key) {
@@ -247,7 +259,8 @@ static void drop_key(ctl_shell *s, const char *key) {
   }
   ctl__expect_drop_key(s, key);
   ctl__delay_drop_key(s, key);
-  if (kc_strmap_del(&s->stale, key, &old) == 0)
+  ctl_written_drop(&s->jobs_written, key);
+  if (kc_strmap_del(&s->keys, key, &old) == 0)
     free(old);
 }
 
@@ -329,7 +342,7 @@ static void pod_request(ctl_shell *s, const ctl_spod *p, ctl_event ev, bool has_
                    .job_version = p->pod.version,
                    .has_exit_code = has_exit,
                    .exit_code = exit_code};
-  int rc = ctl__request(s, key, &r);
+  int rc = request(s, key, &r, true);
   if (rc)
     KC_WARN("job %s: cannot queue %s for pod %s: %s", key, ctl_event_name(ev), p->pod.name,
             kc_strerror(rc));
@@ -462,6 +475,8 @@ static void on_pg_update(const char *key, void *old_obj, void *new_obj, void *ud
 }
 
 static void on_pg_delete(const char *key, void *obj, void *ud) {
+  ctl_shell *s = ud;
+  ctl_written_drop(&s->pgs_written, key);
   char jk[KEY_MAX];
   if (pg_job_key(obj, jk))
     simple_request(ud, jk, CTL_EV_OUT_OF_SYNC);
@@ -616,9 +631,9 @@ static int build_view(ctl_shell *s, const char *key, const Kiln__Job *job, ctl_j
   snprintf(name, sizeof(name), "%s-%s", meta_name(job->metadata),
            job->metadata && job->metadata->uid ? job->metadata->uid : "");
   kc_store_key(pk, sizeof(pk), meta_ns(job->metadata), name);
-  v->podgroup = kc_store_get(pgs, pk);
+  v->podgroup = ctl_newest(&s->pgs_written, pgs, pk, now_ns, NULL);
   if (!v->podgroup) /* before Volcano 1.5 the PodGroup was named after the Job */
-    v->podgroup = kc_store_get(pgs, key);
+    v->podgroup = ctl_newest(&s->pgs_written, pgs, key, now_ns, NULL);
 
   size_t n = kc_store_index_count(store(s, CTL_INF_PVCS), "ns", meta_ns(job->metadata));
   if (n) {
@@ -692,34 +707,36 @@ static ctl_request to_request(const ctl_req *r) {
   return q;
 }
 
-void ctl__mark_written(ctl_shell *s, const char *key, const char *rv) {
-  if (!rv || !*rv)
-    return;
-  ctl_stale *st = kc_strmap_get(&s->stale, key);
-  if (!st) {
-    if (!(st = calloc(1, sizeof(*st))))
-      return;
-    if (kc_strmap_put(&s->stale, key, st, NULL) < 0) {
-      free(st);
-      return;
-    }
+static ctl_keystate *keystate(ctl_shell *s, const char *key) {
+  ctl_keystate *ks = kc_strmap_get(&s->keys, key);
+  if (!ks && (ks = calloc(1, sizeof(*ks))) && kc_strmap_put(&s->keys, key, ks, NULL) < 0) {
+    free(ks);
+    ks = NULL;
   }
-  snprintf(st->rv, sizeof(st->rv), "%s", rv);
-  st->at_ns = uv_hrtime();
+  return ks;
 }
 
-/* Whether the cached Job is still the one our last write replaced (see ctl_stale). */
-static bool cache_behind(ctl_shell *s, const char *key) {
-  ctl_stale *st = kc_strmap_get(&s->stale, key);
-  if (!st)
-    return false;
-  const char *rv = kc_store_rv(store(s, CTL_INF_JOBS), key);
-  if (rv && strcmp(rv, st->rv) == 0 && uv_hrtime() - st->at_ns < CTL_STALE_WAIT_NS)
-    return true;
-  void *old;
-  if (kc_strmap_del(&s->stale, key, &old) == 0)
-    free(old);
-  return false;
+/* Defers a counters-only status write (see CTL_STATUS_BATCH_NS): clears
+ * plan->status_changed and schedules the sync that writes it. */
+static void batch_status(ctl_shell *s, const char *key, const Kiln__Job *job, ctl_plan *plan) {
+  ctl_keystate *ks = kc_strmap_get(&s->keys, key);
+  if (!plan->status_changed || !ctl_counters_only(job->status, &plan->status)) {
+    if (ks)
+      ks->status_due_ns = 0;
+    return;
+  }
+  uint64_t now = uv_hrtime();
+  if (!ks && !(ks = keystate(s, key)))
+    return; /* written now */
+  if (!ks->status_due_ns)
+    ks->status_due_ns = now;
+  if (now - ks->status_due_ns >= CTL_STATUS_BATCH_NS) {
+    ks->status_due_ns = 0;
+    return;
+  }
+  plan->status_changed = false;
+  s->stats.status_deferred++;
+  kc_workqueue_add_after(s->queue, key, CTL_STATUS_BATCH_NS - (now - ks->status_due_ns));
 }
 
 static void process_key(kc_workqueue *q, const char *qkey, void *ud) {
@@ -731,12 +748,11 @@ static void process_key(kc_workqueue *q, const char *qkey, void *ud) {
     kc_workqueue_done(q, key);
     return;
   }
-  const Kiln__Job *job = kc_store_get(store(s, CTL_INF_JOBS), key);
-  if (job && cache_behind(s, key)) {
-    kc_workqueue_done(q, key);
-    kc_workqueue_add_after(q, key, 20 * 1000000ull);
-    return;
-  }
+  const char *job_rv = NULL;
+  const Kiln__Job *job = kc_store_get(store(s, CTL_INF_JOBS), key)
+                             ? ctl_newest(&s->jobs_written, store(s, CTL_INF_JOBS), key,
+                                          uv_hrtime(), &job_rv)
+                             : NULL; /* not cached: deleted, whatever we wrote last */
   if (!job) {
     drop_key(s, key);
     kc_workqueue_forget(q, key);
@@ -781,10 +797,15 @@ static void process_key(kc_workqueue *q, const char *qkey, void *ud) {
   ctl_plan plan;
   ctl_plan_init(&plan);
   s->stats.syncs++;
+  ctl_keystate *ks = keystate(s, key);
+  if (ks)
+    ks->last_sync_ns = uv_hrtime();
   int rc = build_view(s, key, job, &v, &b);
   if (rc == 0)
     rc = ctl_job_sync(&v, &req, &plan);
   view_bufs_free(&b);
+  if (rc == 0)
+    batch_status(s, key, job, &plan);
   if (rc) {
     KC_ERROR("job %s: sync (%s) failed: %s", key, ctl_event_name(req.event), kc_strerror(rc));
     ctl_plan_close(&plan);
@@ -798,7 +819,7 @@ static void process_key(kc_workqueue *q, const char *qkey, void *ud) {
        ctl_event_name(req.event), ctl_action_name(plan.action), ctl_phase_name(plan.old_phase),
        ctl_phase_name(plan.status.phase), json_array_size(plan.pods_create), plan.npods_delete);
   l->busy = true;
-  rc = ctl__exec_start(s, key, job, kc_store_rv(store(s, CTL_INF_JOBS), key), &plan);
+  rc = ctl__exec_start(s, key, job, job_rv, &plan);
   if (rc) {
     l->busy = false;
     head->failures++;
@@ -976,7 +997,9 @@ int ctl_shell_new(uv_loop_t *loop, kc_client *c, const ctl_shell_options *opt, c
     s->opt.workers = 3;
   kc_strmap_init(&s->reqs, KC_STRMAP_COPY_KEYS);
   kc_strmap_init(&s->expect, KC_STRMAP_COPY_KEYS);
-  kc_strmap_init(&s->stale, KC_STRMAP_COPY_KEYS);
+  kc_strmap_init(&s->jobs_written, KC_STRMAP_COPY_KEYS);
+  kc_strmap_init(&s->pgs_written, KC_STRMAP_COPY_KEYS);
+  kc_strmap_init(&s->keys, KC_STRMAP_COPY_KEYS);
   /* Volcano's job queue: per-key backoff 5 ms to 180 s. */
   kc_workqueue_opts qo = {.name = "job",
                           .backoff_base_ns = 5 * 1000000ull,
@@ -1096,7 +1119,9 @@ void ctl_shell_free(ctl_shell *s) {
     ctl__delay_drop_key(s, s->delays->key);
   kc_strmap_close(&s->reqs, reqlist_free);
   kc_strmap_close(&s->expect, free_expect_map);
-  kc_strmap_close(&s->stale, free);
+  ctl_written_close(&s->jobs_written);
+  ctl_written_close(&s->pgs_written);
+  kc_strmap_close(&s->keys, free);
   kc_workqueue_free(s->queue);
   if (s->stop_timer_init) {
     uv_timer_stop(&s->stop_timer);

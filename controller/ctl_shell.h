@@ -46,7 +46,7 @@ void ctl_shell_free(ctl_shell *s);
 /* Counters for logs and tests. */
 typedef struct {
   uint64_t syncs, sync_errors, pods_created, pods_create_exists, pods_deleted, status_writes,
-      conflicts;
+      conflicts, status_deferred;
   int inflight;
 } ctl_shell_stats;
 void ctl_shell_get_stats(const ctl_shell *s, ctl_shell_stats *st);

@@ -1,0 +1,151 @@
+/* kiln-controller's write-through entries and status batching test (controller/ctl_overlay.c):
+ * a written object wins over an older cached one, loses to the same or a newer one, and a
+ * status differs "in counters only" exactly when nothing but the pod counts moved. */
+#include <jansson.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ctl_overlay.h"
+#include "kc_codec.h"
+
+#define SEC 1000000000ull
+
+static Kiln__Job *job_at(const char *rv, const char *phase, int running) {
+  char text[512];
+  snprintf(text, sizeof(text),
+           "{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
+           "\"metadata\":{\"name\":\"j\",\"namespace\":\"ns\",\"uid\":\"u\","
+           "\"resourceVersion\":\"%s\"},\"spec\":{\"tasks\":[]},"
+           "\"status\":{\"state\":{\"phase\":\"%s\"},\"running\":%d,\"minAvailable\":1,"
+           "\"taskStatusCount\":{\"t\":{\"phase\":{\"Running\":%d}}}}}",
+           rv, phase, running, running);
+  json_error_t e;
+  json_t *o = json_loads(text, 0, &e);
+  assert_non_null(o);
+  Kiln__Job *j = NULL;
+  char err[128];
+  assert_int_equal(kc_job_decode(o, &j, err, sizeof(err)), 0);
+  json_decref(o);
+  return j;
+}
+
+static void test_rv_cmp(void **state) {
+  (void)state;
+  assert_int_equal(ctl_rv_cmp("10", "9"), 1); /* numerically, not as text */
+  assert_int_equal(ctl_rv_cmp("9", "10"), -1);
+  assert_int_equal(ctl_rv_cmp("42", "42"), 0);
+  assert_int_equal(ctl_rv_cmp("abc", "42"), 2);
+  assert_int_equal(ctl_rv_cmp("", "42"), 2);
+  assert_int_equal(ctl_rv_cmp("-1", "42"), 2);
+  assert_int_equal(ctl_rv_cmp("99999999999999999999999", "42"), 2); /* overflow */
+}
+
+static void test_newest(void **state) {
+  (void)state;
+  kc_store *st;
+  assert_int_equal(kc_store_new(kc_msg_free, &st), 0);
+  kc_strmap m;
+  kc_strmap_init(&m, KC_STRMAP_COPY_KEYS);
+  const char *rv = NULL;
+  uint64_t now = 1000 * SEC;
+
+  /* Nothing anywhere. */
+  assert_null(ctl_newest(&m, st, "ns/j", now, &rv));
+  assert_null(rv);
+
+  /* Only cached. */
+  Kiln__Job *c100 = job_at("100", "Pending", 0);
+  assert_int_equal(kc_store_put(st, "ns/j", c100, "100"), 0);
+  assert_ptr_equal(ctl_newest(&m, st, "ns/j", now, &rv), c100);
+  assert_string_equal(rv, "100");
+
+  /* Our write returned 105: it wins while the cache still holds 100. */
+  Kiln__Job *w105 = job_at("105", "Running", 1);
+  ctl_write_through(&m, "ns/j", w105, now);
+  assert_ptr_equal(ctl_newest(&m, st, "ns/j", now + SEC, &rv), w105);
+  assert_string_equal(rv, "105");
+  assert_int_equal(kc_strmap_len(&m), 1);
+
+  /* The watch brings 105: the cached copy is used and the entry is gone. */
+  Kiln__Job *c105 = job_at("105", "Running", 1);
+  assert_int_equal(kc_store_put(st, "ns/j", c105, "105"), 0);
+  assert_ptr_equal(ctl_newest(&m, st, "ns/j", now + SEC, &rv), c105);
+  assert_int_equal(kc_strmap_len(&m), 0);
+
+  /* A write older than the cache (someone wrote after us and the watch has it) loses. */
+  ctl_write_through(&m, "ns/j", job_at("103", "Pending", 0), now);
+  assert_ptr_equal(ctl_newest(&m, st, "ns/j", now, &rv), c105);
+  assert_int_equal(kc_strmap_len(&m), 0);
+
+  /* An entry past its TTL is not trusted. */
+  Kiln__Job *w200 = job_at("200", "Running", 1);
+  ctl_write_through(&m, "ns/j", w200, now);
+  assert_ptr_equal(ctl_newest(&m, st, "ns/j", now + CTL_WRITTEN_TTL_NS - 1, NULL), w200);
+  assert_ptr_equal(ctl_newest(&m, st, "ns/j", now + CTL_WRITTEN_TTL_NS, NULL), c105);
+
+  /* Written but not cached yet (a PodGroup just created): the written one. */
+  Kiln__Job *w7 = job_at("7", "Pending", 0);
+  ctl_write_through(&m, "ns/new", w7, now);
+  assert_ptr_equal(ctl_newest(&m, st, "ns/new", now, &rv), w7);
+  ctl_written_drop(&m, "ns/new");
+  assert_null(ctl_newest(&m, st, "ns/new", now, NULL));
+
+  /* Versions that are not integers: used until the cache shows a different one. */
+  Kiln__Job *wx = job_at("x2", "Running", 1);
+  Kiln__Job *cx = job_at("x1", "Pending", 0);
+  assert_int_equal(kc_store_put(st, "ns/x", cx, "x1"), 0);
+  ctl_write_through(&m, "ns/x", wx, now);
+  assert_ptr_equal(ctl_newest(&m, st, "ns/x", now, NULL), wx);
+  Kiln__Job *cx2 = job_at("x2", "Running", 1);
+  assert_int_equal(kc_store_put(st, "ns/x", cx2, "x2"), 0);
+  assert_ptr_equal(ctl_newest(&m, st, "ns/x", now, NULL), cx2);
+
+  ctl_written_close(&m);
+  kc_store_free(st);
+}
+
+static void test_counters_only(void **state) {
+  (void)state;
+  Kiln__Job *stored = job_at("1", "Pending", 0);
+  ctl_status next;
+
+  /* Only running and taskStatusCount moved. */
+  ctl_status_init(&next);
+  assert_int_equal(ctl_status_from_pb(&next, stored->status), 0);
+  next.running = 1;
+  ctl_status_task(&next, "t")->count[CTL_POD_RUNNING] = 1;
+  assert_true(ctl_counters_only(stored->status, &next));
+
+  /* The phase moved too. */
+  next.phase = CTL_PHASE_RUNNING;
+  assert_false(ctl_counters_only(stored->status, &next));
+  ctl_status_close(&next);
+
+  /* retryCount and version are not counters. */
+  ctl_status_init(&next);
+  assert_int_equal(ctl_status_from_pb(&next, stored->status), 0);
+  next.retry_count = 1;
+  assert_false(ctl_counters_only(stored->status, &next));
+  ctl_status_close(&next);
+
+  /* No stored status: the first write is never deferred. */
+  ctl_status_init(&next);
+  assert_false(ctl_counters_only(NULL, &next));
+  ctl_status_close(&next);
+  kc_msg_free(stored);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_rv_cmp),
+      cmocka_unit_test(test_newest),
+      cmocka_unit_test(test_counters_only),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
