@@ -624,12 +624,17 @@ static int build_status(sch_session *ssn) {
       ps->condition.last_transition_time = ssn->opts.now;
     }
   }
-  /* Explanations: every pending task of ours that is still pending says why. */
+  /* Explanations: every pending task of ours that is still pending says why. A job that
+   * failed JobValid (a gang whose pods are still being created: NotEnoughTasks) was not
+   * tried: Volcano drops it from the session, so its pods get neither PodScheduled=False nor
+   * FailedScheduling; the PodGroup's condition says why. */
   for (int32_t ti = 0; ti < snap->ntasks; ti++) {
     sch_task *t = &snap->tasks[ti];
     if (t->job < 0 || t->status != SCH_TASK_PENDING)
       continue;
     const sch_job *j = &snap->jobs[t->job];
+    if (j->invalid)
+      continue;
     const sch_job_cond *c = &ssn->job_cond[t->job];
     const char *msg = NULL;
     if (t->why >= 0)

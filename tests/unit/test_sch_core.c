@@ -522,6 +522,11 @@ static void test_gang_not_enough_tasks(void **state) {
   assert_string_equal(ps->condition.reason, "NotEnoughTasks");
   assert_string_equal(ps->condition.message,
                       "Not enough valid tasks for gang-scheduling, valid: 2, min: 3");
+  /* The job was not tried (Volcano drops it from the session): its pods are not told
+   * FailedScheduling while the rest of the gang is being created. */
+  assert_int_equal(r->nwhy, 0);
+  for (size_t i = 0; i < r->nevents; i++)
+    assert_string_not_equal(r->events[i].reason, "FailedScheduling");
   sch_result_free(r);
   fx_free(f);
 }
