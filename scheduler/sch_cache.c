@@ -71,15 +71,35 @@ static void drop_assumed(sch_cache *cache, const char *key, bool confirmed) {
   }
 }
 
-static void pod_add(const char *key, void *obj, void *ud) {
-  const Kiln__Pod *p = obj;
+static void changed(sch_cache *cache, sch_cache_kind kind, const void *old_obj,
+                    const void *new_obj) {
+  if (cache->opt.on_change)
+    cache->opt.on_change(kind, old_obj, new_obj, cache->opt.ud);
+}
+
+static void pod_seen(sch_cache *cache, const char *key, const Kiln__Pod *p) {
   if (p->node_name && p->node_name[0])
-    drop_assumed(ud, key, true);
+    drop_assumed(cache, key, true);
+}
+
+static void pod_add(const char *key, void *obj, void *ud) {
+  pod_seen(ud, key, obj);
+  changed(ud, SCH_CACHE_PODS, NULL, obj);
 }
 
 static void pod_update(const char *key, void *old_obj, void *new_obj, void *ud) {
-  (void)old_obj;
-  pod_add(key, new_obj, ud);
+  pod_seen(ud, key, new_obj);
+  changed(ud, SCH_CACHE_PODS, old_obj, new_obj);
+}
+
+static void podgroup_add(const char *key, void *obj, void *ud) {
+  (void)key;
+  changed(ud, SCH_CACHE_PODGROUPS, NULL, obj);
+}
+
+static void podgroup_update(const char *key, void *old_obj, void *new_obj, void *ud) {
+  (void)key;
+  changed(ud, SCH_CACHE_PODGROUPS, old_obj, new_obj);
 }
 
 static void pod_delete(const char *key, void *obj, void *ud) {
@@ -129,6 +149,9 @@ int sch_cache_new(kc_client *c, const sch_cache_options *o, sch_cache **out) {
       h.on_add = pod_add;
       h.on_update = pod_update;
       h.on_delete = pod_delete;
+    } else if (i == INF_PODGROUP) {
+      h.on_add = podgroup_add;
+      h.on_update = podgroup_update;
     }
     int rc = kc_informer_new(c, &io, &h, &cache->inf[i]);
     if (rc) {

@@ -24,6 +24,15 @@
 
 typedef struct sch_cache sch_cache;
 
+/* The informers, for sch_cache_store and the on_change hook. */
+typedef enum {
+  SCH_CACHE_PODS,
+  SCH_CACHE_NODES,
+  SCH_CACHE_PODGROUPS,
+  SCH_CACHE_QUEUES,
+  SCH_CACHE_PRIORITY_CLASSES,
+} sch_cache_kind;
+
 typedef struct {
   const char *default_queue; /* borrowed; NULL: "default" */
   /* Gate for the cache's own writes (the default queue); NULL allows them. Returns 0 when
@@ -33,6 +42,10 @@ typedef struct {
   /* Told about a pod the cache cannot decode (an unparsable request, ...): it is left out
    * of scheduling; obj is its JSON (borrowed), err the decoder's message. May be NULL. */
   void (*on_bad_pod)(const json_t *obj, const char *err, void *ud);
+  /* Told about every pod and PodGroup the watch adds or changes (old_obj NULL for an add),
+   * after the store has it: the shell starts a session early for new work. Both objects
+   * are borrowed for the call. May be NULL. */
+  void (*on_change)(sch_cache_kind kind, const void *old_obj, const void *new_obj, void *ud);
 } sch_cache_options;
 
 /* *out is new; c and o's strings are borrowed and must outlive the cache. */
@@ -80,13 +93,6 @@ const Kiln__Queue *sch_cache_queue(const sch_cache *cache, const char *name);
 
 /* The informers' stores (borrowed): tools read them; unit tests fill them in place of an
  * API server. Only the loop thread may touch them. */
-typedef enum {
-  SCH_CACHE_PODS,
-  SCH_CACHE_NODES,
-  SCH_CACHE_PODGROUPS,
-  SCH_CACHE_QUEUES,
-  SCH_CACHE_PRIORITY_CLASSES,
-} sch_cache_kind;
 kc_store *sch_cache_store(sch_cache *cache, sch_cache_kind kind);
 
 typedef struct {

@@ -31,8 +31,9 @@ typedef struct {
   char *json;
   char *rv;
   bool in_flight;
-  unsigned fails;     /* failed writes in a row */
-  uint64_t retry_ms;  /* uv_now() before which a failed write is not retried */
+  unsigned fails;    /* failed writes in a row */
+  uint64_t retry_ms; /* uv_now() before which a failed write is not retried */
+  uint64_t sent_ms;  /* uv_now() when it was sent */
 } written;
 
 /* Status writes in flight at most: past this, the rest wait for a later period. */
@@ -52,11 +53,16 @@ struct sch_shell {
   struct timespec conf_mtime;
   off_t conf_size;
   ino_t conf_ino;
-  uv_timer_t timer;
-  bool closing, timer_closed;
+  uv_timer_t timer; /* the period */
+  uv_timer_t early; /* a session soon after new work */
+  bool closing;
+  int timers_open;
+  uint64_t last_session_ms; /* uv_now() when the last session started */
+  uint64_t period_ms;
   size_t writes_in_flight;
   kc_strmap pg_written;   /* "ns/name" -> written */
   kc_strmap q_written;    /* name -> written */
+  kc_strmap pg_held;      /* "ns/name" -> uv_now() + 1 when its changed status was first held */
   kc_strmap why_last;     /* pod "ns/name" -> explained (owned) */
   kc_strmap ev_last;      /* "kind\x1fkey\x1freason" -> last message (owned) */
   kc_strmap unsched_jobs; /* job keys with an unschedule_task_count series */
@@ -262,7 +268,7 @@ static void write_done(const kc_api_result *res, void *data) {
   free(w->key);
   free(w->what);
   free(w);
-  if (sh->closing && sh->timer_closed && sh->writes_in_flight == 0)
+  if (sh->closing && sh->timers_open == 0 && sh->writes_in_flight == 0)
     free(sh);
 }
 
@@ -303,6 +309,7 @@ static void patch_status(sch_shell *sh, kc_strmap *map, const char *key, const c
   nw->json = js;
   nw->in_flight = true;
   nw->fails = fails;
+  nw->sent_ms = uv_now(sh->loop);
   w->sh = sh;
   w->map = map;
   void *old = NULL;
@@ -338,9 +345,40 @@ static bool str_eq(const char *a, const char *b) {
   return strcmp(a ? a : "", b ? b : "") == 0;
 }
 
+bool sch_shell_pg_hold(bool binding, bool starting, uint64_t held_since_ms, uint64_t now_ms,
+                       uint64_t hold_ms) {
+  if (binding)
+    return true;
+  if (!starting)
+    return false;
+  return held_since_ms == 0 || now_ms < held_since_ms + hold_ms;
+}
+
+/* Whether a job has pods whose bind is in flight (assumed, not yet confirmed by the watch)
+ * and pods bound but not Running yet. */
+static void job_settling(sch_shell *sh, const sch_snapshot *snap, const sch_job *j, bool *binding,
+                         bool *starting) {
+  *binding = *starting = false;
+  if (j->count[SCH_TASK_BINDING] + j->count[SCH_TASK_BOUND] == 0)
+    return;
+  char key[512];
+  for (int32_t i = 0; i < j->ntasks && !*binding; i++) {
+    const sch_task *t = &snap->tasks[j->tasks[i]];
+    if (t->status != SCH_TASK_BINDING && t->status != SCH_TASK_BOUND)
+      continue;
+    if (kc_store_key(key, sizeof(key), t->pod->namespace_, t->pod->name) == 0 &&
+        sch_cache_assumed_node(sh->cache, key))
+      *binding = true;
+    else
+      *starting = true;
+  }
+}
+
 /* The PodGroup's status as the session wants it; written when it differs from the cached
- * one (conditions compared by type, status, reason and message: times do not count). */
-static void write_pod_group(sch_shell *sh, const sch_snapshot *snap, const sch_pg_status *ps) {
+ * one (conditions compared by type, status, reason and message: times do not count), and
+ * not while its pods are settling (sch_shell_pg_hold; next_held remembers since when). */
+static void write_pod_group(sch_shell *sh, const sch_snapshot *snap, const sch_pg_status *ps,
+                            kc_strmap *next_held, uint64_t now_ms) {
   const sch_job *j = &snap->jobs[ps->job];
   const Kiln__PodGroup *pg = j->pod_group;
   if (pg == NULL || pg->metadata == NULL)
@@ -402,6 +440,19 @@ static void write_pod_group(sch_shell *sh, const sch_snapshot *snap, const sch_p
     o->last_transition_time = ts;
     cptr[n++] = o;
     changed = true;
+  }
+  if (changed) {
+    /* Pods being bound, or bound and not Running yet: Running and the counts follow; one
+     * write then says both. The wait for Running starts once the binds are confirmed. */
+    bool binding, starting;
+    job_settling(sh, snap, j, &binding, &starting);
+    uintptr_t held = (uintptr_t)kc_strmap_get(&sh->pg_held, j->key);
+    uint64_t since = held ? (uint64_t)held - 1 : 0;
+    if (sch_shell_pg_hold(binding, starting, since, now_ms, sh->period_ms)) {
+      if (!binding)
+        kc_strmap_put(next_held, j->key, (void *)(uintptr_t)((since ? since : now_ms) + 1), NULL);
+      changed = false;
+    }
   }
   if (changed) {
     Kiln__PodGroupStatus st = KILN__POD_GROUP_STATUS__INIT;
@@ -467,6 +518,10 @@ static void write_queue(sch_shell *sh, const sch_snapshot *snap, const sch_queue
     return; /* made up by the snapshot: the cache creates it */
   const Kiln__Resource *have = q->queue->status ? q->queue->status->allocated : NULL;
   if (resource_matches(snap, &qs->allocated, have))
+    return;
+  /* At most one write per queue per period: early sessions do not add queue writes. */
+  const written *prev = kc_strmap_get(&sh->q_written, q->name);
+  if (prev && prev->fails == 0 && uv_now(sh->loop) < prev->sent_ms + sh->period_ms)
     return;
   Kiln__Resource res = KILN__RESOURCE__INIT;
   Kiln__ResourceQuantity sq[SCH_MAX_SCALARS];
@@ -624,6 +679,8 @@ static void evict_done(const kc_api_result *res, void *data) {
 
 /* ---- one cycle ---- */
 
+static void timer_cb(uv_timer_t *t);
+
 static void apply_result(sch_shell *sh, sch_snapshot *snap, const sch_result *res) {
   char key[512];
   /* Binds first: they are what users wait for. */
@@ -669,12 +726,17 @@ static void apply_result(sch_shell *sh, sch_snapshot *snap, const sch_result *re
     if ((size_t)snprintf(key, sizeof(key), "%s/%s", p->namespace_, p->group_name) < sizeof(key))
       kc_strmap_put(&foreign, key, NULL, NULL);
   }
+  kc_strmap next_held;
+  kc_strmap_init(&next_held, KC_STRMAP_COPY_KEYS);
+  uint64_t now_ms = uv_now(sh->loop);
   for (size_t i = 0; i < res->npod_groups; i++) {
     const sch_job *j = &snap->jobs[res->pod_groups[i].job];
     if (j->ntasks == 0 && kc_strmap_has(&foreign, j->key))
       continue;
-    write_pod_group(sh, snap, &res->pod_groups[i]);
+    write_pod_group(sh, snap, &res->pod_groups[i], &next_held, now_ms);
   }
+  kc_strmap_close(&sh->pg_held, NULL);
+  sh->pg_held = next_held;
   for (size_t i = 0; i < res->nqueues; i++)
     write_queue(sh, snap, &res->queues[i]);
 
@@ -756,6 +818,7 @@ int sch_shell_run_once(sch_shell *sh) {
   sch_cache_tick(sh->cache);
   if (may_write(sh) != 0)
     return 0; /* not the leader: only the leader schedules */
+  sh->last_session_ms = uv_now(sh->loop);
   uint64_t t0 = uv_hrtime();
   sch_cache_snap cs;
   int rc = sch_cache_snapshot(sh->cache, &cs);
@@ -820,9 +883,72 @@ err:
   return rc;
 }
 
-static void timer_cb(uv_timer_t *t) {
-  sch_shell *sh = container_of(t, sch_shell, timer);
+/* One session; the next is a full period later unless new work comes first. */
+static void session_now(sch_shell *sh) {
+  uv_timer_stop(&sh->early);
+  uv_timer_start(&sh->timer, timer_cb, sh->period_ms, sh->period_ms);
   sch_shell_run_once(sh);
+}
+
+static void timer_cb(uv_timer_t *t) {
+  session_now(container_of(t, sch_shell, timer));
+}
+
+static void early_cb(uv_timer_t *t) {
+  session_now(container_of(t, sch_shell, early));
+}
+
+uint64_t sch_shell_early_delay(uint64_t now_ms, uint64_t last_session_ms, uint64_t delay_ms,
+                               uint64_t min_gap_ms) {
+  uint64_t at = now_ms + delay_ms, earliest = last_session_ms + min_gap_ms;
+  return at >= earliest ? delay_ms : earliest - now_ms;
+}
+
+static bool ours(const char *sn, const char *const *names, size_t n) {
+  if (n == 0)
+    return str_eq(sn, "volcano");
+  for (size_t i = 0; i < n; i++)
+    if (str_eq(sn, names[i]))
+      return true;
+  return false;
+}
+
+static bool pg_pending(const Kiln__PodGroup *pg) {
+  const char *ph = pg && pg->status ? pg->status->phase : NULL;
+  return ph == NULL || ph[0] == '\0' || strcmp(ph, "Pending") == 0;
+}
+
+bool sch_shell_is_new_work(sch_cache_kind kind, const void *old_obj, const void *new_obj,
+                           const char *const *names, size_t n) {
+  if (new_obj == NULL)
+    return false;
+  if (kind == SCH_CACHE_PODS) {
+    const Kiln__Pod *p = new_obj;
+    return old_obj == NULL && (p->node_name == NULL || p->node_name[0] == '\0') &&
+           p->deletion_time == 0 &&
+           (p->phase == KILN__POD_PHASE__POD_PHASE_PENDING ||
+            p->phase == KILN__POD_PHASE__POD_PHASE_UNSET) &&
+           ours(p->scheduler_name, names, n);
+  }
+  if (kind == SCH_CACHE_PODGROUPS)
+    return old_obj == NULL || (pg_pending(new_obj) && !pg_pending(old_obj));
+  return false;
+}
+
+/* The cache's hook: new work arms the early timer (one session at a time: a session runs to
+ * its end on this thread, and the timer is armed at most once). */
+static void cache_changed(sch_cache_kind kind, const void *old_obj, const void *new_obj, void *ud) {
+  sch_shell *sh = ud;
+  if (sh->closing || sh->opt.early_session_ns <= 0 || uv_is_active((uv_handle_t *)&sh->early) ||
+      !sch_shell_is_new_work(kind, old_obj, new_obj, sh->opt.scheduler_names,
+                             sh->opt.nscheduler_names))
+    return;
+  uint64_t delay =
+      sch_shell_early_delay(uv_now(sh->loop), sh->last_session_ms,
+                            (uint64_t)(sh->opt.early_session_ns / 1000000), SCH_SHELL_MIN_GAP_MS);
+  if (uv_is_active((uv_handle_t *)&sh->timer) && uv_timer_get_due_in(&sh->timer) <= delay)
+    return; /* the period comes first anyway */
+  uv_timer_start(&sh->early, early_cb, delay, 0);
 }
 
 /* ---- lifecycle ---- */
@@ -864,7 +990,11 @@ int sch_shell_new(uv_loop_t *loop, kc_client *c, kc_event_recorder *events, kc_m
     sh->opt.schedule_period_ns = 1000000000LL;
   if (sh->opt.default_queue == NULL)
     sh->opt.default_queue = "default";
+  sh->period_ms = (uint64_t)(sh->opt.schedule_period_ns / 1000000);
+  if (sh->period_ms == 0)
+    sh->period_ms = 1;
   kc_strmap_init(&sh->pg_written, KC_STRMAP_COPY_KEYS);
+  kc_strmap_init(&sh->pg_held, KC_STRMAP_COPY_KEYS);
   kc_strmap_init(&sh->q_written, KC_STRMAP_COPY_KEYS);
   kc_strmap_init(&sh->why_last, KC_STRMAP_COPY_KEYS);
   kc_strmap_init(&sh->ev_last, KC_STRMAP_COPY_KEYS);
@@ -878,7 +1008,7 @@ int sch_shell_new(uv_loop_t *loop, kc_client *c, kc_event_recorder *events, kc_m
       goto fail;
     log_conf("using the default scheduler configuration", sh->conf);
   }
-  sch_cache_options co = {sh->opt.default_queue, shell_may_write, sh, bad_pod};
+  sch_cache_options co = {sh->opt.default_queue, shell_may_write, sh, bad_pod, cache_changed};
   rc = sch_cache_new(c, &co, &sh->cache);
   if (rc)
     goto fail;
@@ -898,6 +1028,13 @@ int sch_shell_new(uv_loop_t *loop, kc_client *c, kc_event_recorder *events, kc_m
     rc = KC_EIO;
     goto fail;
   }
+  sh->timers_open = 1;
+  if (uv_timer_init(loop, &sh->early) != 0) {
+    /* The period's timer is open: close it like sch_shell_free does. */
+    sch_shell_free(sh);
+    return KC_EIO;
+  }
+  sh->timers_open = 2;
   setup_metrics(sh);
   *out = sh;
   return 0;
@@ -907,6 +1044,7 @@ fail:
   sch_conf_free(sh->conf);
   kc_strmap_close(&sh->pg_written, free_written);
   kc_strmap_close(&sh->q_written, free_written);
+  kc_strmap_close(&sh->pg_held, NULL);
   kc_strmap_close(&sh->why_last, free_explained);
   kc_strmap_close(&sh->ev_last, free_str);
   kc_strmap_close(&sh->unsched_jobs, NULL);
@@ -918,17 +1056,13 @@ int sch_shell_start(sch_shell *sh) {
   int rc = sch_cache_start(sh->cache);
   if (rc)
     return rc;
-  uint64_t ms = (uint64_t)(sh->opt.schedule_period_ns / 1000000);
-  if (ms == 0)
-    ms = 1;
-  uv_timer_start(&sh->timer, timer_cb, ms, ms);
+  uv_timer_start(&sh->timer, timer_cb, sh->period_ms, sh->period_ms);
   return 0;
 }
 
 static void timer_closed(uv_handle_t *h) {
-  sch_shell *sh = container_of((uv_timer_t *)h, sch_shell, timer);
-  sh->timer_closed = true;
-  if (sh->writes_in_flight == 0)
+  sch_shell *sh = h->data;
+  if (--sh->timers_open == 0 && sh->writes_in_flight == 0)
     free(sh);
 }
 
@@ -944,10 +1078,22 @@ void sch_shell_free(sch_shell *sh) {
   sh->conf = NULL;
   kc_strmap_close(&sh->pg_written, free_written);
   kc_strmap_close(&sh->q_written, free_written);
+  kc_strmap_close(&sh->pg_held, NULL);
   kc_strmap_close(&sh->why_last, free_explained);
   kc_strmap_close(&sh->ev_last, free_str);
   kc_strmap_close(&sh->unsched_jobs, NULL);
+  int open = sh->timers_open;
+  if (open == 0) {
+    if (sh->writes_in_flight == 0)
+      free(sh);
+    return;
+  }
+  sh->timer.data = sh;
   uv_close((uv_handle_t *)&sh->timer, timer_closed);
+  if (open > 1) {
+    sh->early.data = sh;
+    uv_close((uv_handle_t *)&sh->early, timer_closed);
+  }
 }
 
 int sch_shell_dump(sch_shell *sh, const char *path) {

@@ -20,6 +20,7 @@
 #include "kc_error.h"
 #include "kc_store.h"
 #include "sch_cache.h"
+#include "sch_shell.h"
 
 typedef struct {
   uv_loop_t loop;
@@ -201,6 +202,76 @@ static void test_dump_round_trips(void **state) {
   assert_int_equal(sch_cache_dump(f->cache, "/nonexistent-dir/x.pb"), KC_EIO);
 }
 
+/* ---- the shell's rules ---- */
+
+static void test_new_work_is_a_pending_pod_of_ours_or_a_pending_pod_group(void **state) {
+  (void)state;
+  const char *names[] = {"volcano", "kiln"};
+  Kiln__Pod p = KILN__POD__INIT;
+  p.name = "p";
+  p.scheduler_name = "kiln";
+  p.phase = KILN__POD_PHASE__POD_PHASE_PENDING;
+  p.node_name = "";
+  assert_true(sch_shell_is_new_work(SCH_CACHE_PODS, NULL, &p, names, 2));
+  /* An update (our condition patch, a confirmation, a resync) is not new work. */
+  assert_false(sch_shell_is_new_work(SCH_CACHE_PODS, &p, &p, names, 2));
+  /* Another scheduler's pod; the default name without a list. */
+  assert_false(sch_shell_is_new_work(SCH_CACHE_PODS, NULL, &p, NULL, 0));
+  p.scheduler_name = "volcano";
+  assert_true(sch_shell_is_new_work(SCH_CACHE_PODS, NULL, &p, NULL, 0));
+  p.scheduler_name = "default-scheduler";
+  assert_false(sch_shell_is_new_work(SCH_CACHE_PODS, NULL, &p, names, 2));
+  p.scheduler_name = "volcano";
+  /* Already on a node, terminating, or finished: nothing to place. */
+  p.node_name = "n1";
+  assert_false(sch_shell_is_new_work(SCH_CACHE_PODS, NULL, &p, names, 2));
+  p.node_name = "";
+  p.deletion_time = 5;
+  assert_false(sch_shell_is_new_work(SCH_CACHE_PODS, NULL, &p, names, 2));
+  p.deletion_time = 0;
+  p.phase = KILN__POD_PHASE__POD_PHASE_SUCCEEDED;
+  assert_false(sch_shell_is_new_work(SCH_CACHE_PODS, NULL, &p, names, 2));
+
+  Kiln__PodGroup a = KILN__POD_GROUP__INIT, b = KILN__POD_GROUP__INIT;
+  Kiln__PodGroupStatus sa = KILN__POD_GROUP_STATUS__INIT, sb = KILN__POD_GROUP_STATUS__INIT;
+  a.status = &sa;
+  b.status = &sb;
+  /* A new PodGroup, whatever its phase; one that went back to Pending. */
+  assert_true(sch_shell_is_new_work(SCH_CACHE_PODGROUPS, NULL, &a, names, 2));
+  sa.phase = "Running";
+  sb.phase = "Pending";
+  assert_true(sch_shell_is_new_work(SCH_CACHE_PODGROUPS, &a, &b, names, 2));
+  /* Our own writes (Pending -> Inqueue -> Running) and resyncs are not. */
+  assert_false(sch_shell_is_new_work(SCH_CACHE_PODGROUPS, &b, &a, names, 2));
+  assert_false(sch_shell_is_new_work(SCH_CACHE_PODGROUPS, &b, &b, names, 2));
+  /* Nodes and queues never start a session early. */
+  assert_false(sch_shell_is_new_work(SCH_CACHE_NODES, NULL, &a, names, 2));
+}
+
+static void test_early_delay_keeps_the_gap_between_sessions(void **state) {
+  (void)state;
+  /* Long after the last session: the delay as asked. */
+  assert_int_equal(sch_shell_early_delay(10000, 5000, 20, 200), 20);
+  /* 50 ms after a session started: wait until 200 ms have passed since it. */
+  assert_int_equal(sch_shell_early_delay(10050, 10000, 20, 200), 150);
+  /* Exactly on the gap. */
+  assert_int_equal(sch_shell_early_delay(10180, 10000, 20, 200), 20);
+}
+
+static void test_pod_group_write_waits_for_binds_then_at_most_a_period(void **state) {
+  (void)state;
+  /* Nothing settling: written at once. */
+  assert_false(sch_shell_pg_hold(false, false, 0, 5000, 1000));
+  assert_false(sch_shell_pg_hold(false, false, 4000, 5000, 1000));
+  /* Binds in flight: held however long they take. */
+  assert_true(sch_shell_pg_hold(true, false, 0, 5000, 1000));
+  assert_true(sch_shell_pg_hold(true, true, 1000, 5000, 1000));
+  /* Bound, not Running yet: held for one period from the first hold. */
+  assert_true(sch_shell_pg_hold(false, true, 0, 5000, 1000));
+  assert_true(sch_shell_pg_hold(false, true, 5000, 5999, 1000));
+  assert_false(sch_shell_pg_hold(false, true, 5000, 6000, 1000));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_not_synced_before_start, setup, teardown),
@@ -209,6 +280,9 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(test_real_node_wins_over_assumption, setup, teardown),
       cmocka_unit_test_setup_teardown(test_dump_round_trips, setup, teardown),
+      cmocka_unit_test(test_new_work_is_a_pending_pod_of_ours_or_a_pending_pod_group),
+      cmocka_unit_test(test_early_delay_keeps_the_gap_between_sessions),
+      cmocka_unit_test(test_pod_group_write_waits_for_binds_then_at_most_a_period),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
