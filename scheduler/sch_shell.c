@@ -63,6 +63,7 @@ struct sch_shell {
   kc_strmap pg_written;   /* "ns/name" -> written */
   kc_strmap q_written;    /* name -> written */
   kc_strmap pg_held;      /* "ns/name" -> uv_now() + 1 when its changed status was first held */
+  kc_strmap pg_invalid;   /* "ns/name" -> uv_now() + 1 since when its job fails JobValid */
   kc_strmap why_last;     /* pod "ns/name" -> explained (owned) */
   kc_strmap ev_last;      /* "kind\x1fkey\x1freason" -> last message (owned) */
   kc_strmap unsched_jobs; /* job keys with an unschedule_task_count series */
@@ -345,6 +346,10 @@ static bool str_eq(const char *a, const char *b) {
   return strcmp(a ? a : "", b ? b : "") == 0;
 }
 
+bool sch_shell_pg_quiet(uint64_t invalid_since_ms, uint64_t now_ms, uint64_t quiet_ms) {
+  return now_ms < invalid_since_ms + quiet_ms;
+}
+
 bool sch_shell_pg_hold(bool binding, bool starting, uint64_t held_since_ms, uint64_t now_ms,
                        uint64_t hold_ms) {
   if (binding)
@@ -378,7 +383,7 @@ static void job_settling(sch_shell *sh, const sch_snapshot *snap, const sch_job 
  * one (conditions compared by type, status, reason and message: times do not count), and
  * not while its pods are settling (sch_shell_pg_hold; next_held remembers since when). */
 static void write_pod_group(sch_shell *sh, const sch_snapshot *snap, const sch_pg_status *ps,
-                            kc_strmap *next_held, uint64_t now_ms) {
+                            kc_strmap *next_held, kc_strmap *next_invalid, uint64_t now_ms) {
   const sch_job *j = &snap->jobs[ps->job];
   const Kiln__PodGroup *pg = j->pod_group;
   if (pg == NULL || pg->metadata == NULL)
@@ -399,6 +404,7 @@ static void write_pod_group(sch_shell *sh, const sch_snapshot *snap, const sch_p
   size_t n = 0;
   bool changed = !cur || !str_eq(cur->phase, phase) || cur->running != ps->running ||
                  cur->succeeded != ps->succeeded || cur->failed != ps->failed;
+  bool only_conditions = !changed;
   bool placed = false;
   char ts[32];
   rfc3339(ps->condition.last_transition_time ? ps->condition.last_transition_time
@@ -440,6 +446,17 @@ static void write_pod_group(sch_shell *sh, const sch_snapshot *snap, const sch_p
     o->last_transition_time = ts;
     cptr[n++] = o;
     changed = true;
+  }
+  if (changed && only_conditions && j->invalid) {
+    /* JobValid's verdict on a gang whose pods are still being created: its counts change
+     * every period until the gang is complete, minutes of writes for a large gang. Volcano
+     * drops such a job from the session and writes nothing; a gang that stays invalid gets
+     * the condition once it has been so for SCH_SHELL_INVALID_QUIET_MS. */
+    uintptr_t seen = (uintptr_t)kc_strmap_get(&sh->pg_invalid, j->key);
+    uint64_t since = seen ? (uint64_t)seen - 1 : now_ms;
+    kc_strmap_put(next_invalid, j->key, (void *)(uintptr_t)(since + 1), NULL);
+    if (sch_shell_pg_quiet(since, now_ms, SCH_SHELL_INVALID_QUIET_MS))
+      changed = false;
   }
   if (changed) {
     /* Pods being bound, or bound and not Running yet: Running and the counts follow; one
@@ -726,17 +743,20 @@ static void apply_result(sch_shell *sh, sch_snapshot *snap, const sch_result *re
     if ((size_t)snprintf(key, sizeof(key), "%s/%s", p->namespace_, p->group_name) < sizeof(key))
       kc_strmap_put(&foreign, key, NULL, NULL);
   }
-  kc_strmap next_held;
+  kc_strmap next_held, next_invalid;
   kc_strmap_init(&next_held, KC_STRMAP_COPY_KEYS);
+  kc_strmap_init(&next_invalid, KC_STRMAP_COPY_KEYS);
   uint64_t now_ms = uv_now(sh->loop);
   for (size_t i = 0; i < res->npod_groups; i++) {
     const sch_job *j = &snap->jobs[res->pod_groups[i].job];
     if (j->ntasks == 0 && kc_strmap_has(&foreign, j->key))
       continue;
-    write_pod_group(sh, snap, &res->pod_groups[i], &next_held, now_ms);
+    write_pod_group(sh, snap, &res->pod_groups[i], &next_held, &next_invalid, now_ms);
   }
   kc_strmap_close(&sh->pg_held, NULL);
   sh->pg_held = next_held;
+  kc_strmap_close(&sh->pg_invalid, NULL);
+  sh->pg_invalid = next_invalid;
   for (size_t i = 0; i < res->nqueues; i++)
     write_queue(sh, snap, &res->queues[i]);
 
@@ -995,6 +1015,7 @@ int sch_shell_new(uv_loop_t *loop, kc_client *c, kc_event_recorder *events, kc_m
     sh->period_ms = 1;
   kc_strmap_init(&sh->pg_written, KC_STRMAP_COPY_KEYS);
   kc_strmap_init(&sh->pg_held, KC_STRMAP_COPY_KEYS);
+  kc_strmap_init(&sh->pg_invalid, KC_STRMAP_COPY_KEYS);
   kc_strmap_init(&sh->q_written, KC_STRMAP_COPY_KEYS);
   kc_strmap_init(&sh->why_last, KC_STRMAP_COPY_KEYS);
   kc_strmap_init(&sh->ev_last, KC_STRMAP_COPY_KEYS);
@@ -1045,6 +1066,7 @@ fail:
   kc_strmap_close(&sh->pg_written, free_written);
   kc_strmap_close(&sh->q_written, free_written);
   kc_strmap_close(&sh->pg_held, NULL);
+  kc_strmap_close(&sh->pg_invalid, NULL);
   kc_strmap_close(&sh->why_last, free_explained);
   kc_strmap_close(&sh->ev_last, free_str);
   kc_strmap_close(&sh->unsched_jobs, NULL);
@@ -1079,6 +1101,7 @@ void sch_shell_free(sch_shell *sh) {
   kc_strmap_close(&sh->pg_written, free_written);
   kc_strmap_close(&sh->q_written, free_written);
   kc_strmap_close(&sh->pg_held, NULL);
+  kc_strmap_close(&sh->pg_invalid, NULL);
   kc_strmap_close(&sh->why_last, free_explained);
   kc_strmap_close(&sh->ev_last, free_str);
   kc_strmap_close(&sh->unsched_jobs, NULL);

@@ -7,8 +7,9 @@
  *
  * Fewer status writes than Volcano's loop, the same states: a PodGroup whose pods are
  * being bound, or are bound and not Running yet, is written once they are (at most one
- * period after the binds are confirmed), so Running and its count go out in one PATCH; a
- * Queue's status is written at most once per period.
+ * period after the binds are confirmed), so Running and its count go out in one PATCH; the
+ * JobValid condition of a gang whose pods are still being created is not written (for
+ * SCH_SHELL_INVALID_QUIET_MS); a Queue's status is written at most once per period.
  *
  * all on the loop thread. The session is a pure function of the snapshot and the
  * configuration (sch_framework.h); nothing in the shell decides placement.
@@ -95,5 +96,12 @@ uint64_t sch_shell_early_delay(uint64_t now_ms, uint64_t last_session_ms, uint64
  * bounds how long the status waits after the binds are confirmed. */
 bool sch_shell_pg_hold(bool binding, bool starting, uint64_t held_since_ms, uint64_t now_ms,
                        uint64_t hold_ms);
+
+#define SCH_SHELL_INVALID_QUIET_MS 30000
+/* Whether a PodGroup whose only change is JobValid's condition (a gang that has fewer pods
+ * than minAvailable, invalid since invalid_since_ms) is left unwritten: for quiet_ms, the
+ * time a controller takes to create a gang's pods, after which a gang still incomplete is
+ * told why. */
+bool sch_shell_pg_quiet(uint64_t invalid_since_ms, uint64_t now_ms, uint64_t quiet_ms);
 
 #endif

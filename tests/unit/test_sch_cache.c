@@ -272,6 +272,13 @@ static void test_pod_group_write_waits_for_binds_then_at_most_a_period(void **st
   assert_false(sch_shell_pg_hold(false, true, 5000, 6000, 1000));
 }
 
+static void test_incomplete_gang_condition_is_quiet_for_a_while(void **state) {
+  (void)state;
+  assert_true(sch_shell_pg_quiet(5000, 5000, 30000));
+  assert_true(sch_shell_pg_quiet(5000, 34999, 30000));
+  assert_false(sch_shell_pg_quiet(5000, 35000, 30000));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_not_synced_before_start, setup, teardown),
@@ -283,6 +290,7 @@ int main(void) {
       cmocka_unit_test(test_new_work_is_a_pending_pod_of_ours_or_a_pending_pod_group),
       cmocka_unit_test(test_early_delay_keeps_the_gap_between_sessions),
       cmocka_unit_test(test_pod_group_write_waits_for_binds_then_at_most_a_period),
+      cmocka_unit_test(test_incomplete_gang_condition_is_quiet_for_a_while),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
