@@ -1,22 +1,22 @@
 /* kiln-controller: the Volcano-compatible job controller (vc-controller-manager's job
- * controller). Flags keep Volcano's names and defaults so its Deployment arguments work. */
-#include <signal.h>
+ * controller). Flags keep Volcano's names and defaults so its Deployment arguments work.
+ *
+ * main keeps what is the controller's own: its flags, the job controller shell (started
+ * when this replica leads, drained on the way out) and the words of its log lines. The
+ * process around them is kc_app (common/kc_app.h). */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <uv.h>
-
 #include "ctl_shell.h"
 #include "kc_api.h"
+#include "kc_app.h"
 #include "kc_cli.h"
-#include "kc_config.h"
 #include "kc_error.h"
-#include "kc_events.h"
 #include "kc_httpd.h"
 #include "kc_leader.h"
 #include "kc_log.h"
-#include "kc_metrics.h"
 
 static const char summary[] =
     "kiln-controller runs the Volcano-compatible job controller: it turns batch.volcano.sh Jobs\n"
@@ -24,31 +24,31 @@ static const char summary[] =
 
 #define SHUTDOWN_DEADLINE_MS 10000
 
+#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
+
 typedef struct {
-  uv_loop_t loop;
-  kc_config cfg;
-  bool cfg_loaded;
-  kc_client *client;
-  kc_metrics *metrics;
-  kc_event_recorder *events;
-  kc_leader *leader;
+  kc_app app;
   ctl_shell *shell;
-  kc_httpd *healthz, *metrics_srv;
-  uv_signal_t sigterm, sigint;
-  bool stopping;
-  int exit_code;
 } app;
 
 static int ready_check(void *ud, char *reason, size_t cap) {
   app *a = ud;
   /* A standby replica is healthy: kc_httpd's /healthz runs this check too, and a failing
    * standby would be restarted by its liveness probe for no reason. */
-  if (a->leader && !kc_leader_is_leader(a->leader))
+  if (a->app.leader && !kc_leader_is_leader(a->app.leader))
     return 0;
   if (a->shell && ctl_shell_synced(a->shell))
     return 0;
   snprintf(reason, cap, "caches not synced");
   return 1;
+}
+
+/* The shared parts go first: the client's calls end (cancelled) while the shell can still
+ * take the results. */
+static void release(app *a) {
+  kc_app_stopped(&a->app);
+  ctl_shell_free(a->shell);
+  a->shell = NULL;
 }
 
 static void stopped(void *ud) {
@@ -60,72 +60,39 @@ static void stopped(void *ud) {
           (unsigned long long)st.syncs, (unsigned long long)st.pods_created,
           (unsigned long long)st.pods_create_exists, (unsigned long long)st.pods_deleted,
           (unsigned long long)st.status_writes, st.inflight);
-  kc_leader_free(a->leader);
-  a->leader = NULL;
-  kc_event_recorder_free(a->events);
-  a->events = NULL;
-  /* The client first: its calls end (cancelled) while the shell can still take the results. */
-  kc_client_free(a->client);
-  a->client = NULL;
-  ctl_shell_free(a->shell);
-  a->shell = NULL;
-  kc_httpd_free(a->healthz);
-  kc_httpd_free(a->metrics_srv);
-  a->healthz = a->metrics_srv = NULL;
-  uv_close((uv_handle_t *)&a->sigterm, NULL);
-  uv_close((uv_handle_t *)&a->sigint, NULL);
+  release(a);
 }
 
-static void shutdown_app(app *a, int code) {
-  if (a->stopping)
-    return;
-  a->stopping = true;
-  a->exit_code = code;
+static void stop(kc_app *k, int signum) {
+  app *a = container_of(k, app, app);
+  if (signum)
+    KC_INFO("signal %d: shutting down", signum);
   /* Stop taking work, let the writes in flight finish (up to the deadline), then close. */
   ctl_shell_stop(a->shell, SHUTDOWN_DEADLINE_MS, stopped, a);
 }
 
-static void on_signal(uv_signal_t *h, int signum) {
-  app *a = h->data;
-  if (a->stopping) {
-    KC_WARN("second signal %d: exiting now", signum);
-    exit(1);
-  }
-  KC_INFO("signal %d: shutting down", signum);
-  shutdown_app(a, 0);
-}
-
-static void started_leading(void *ud) {
-  app *a = ud;
-  if (a->stopping)
-    return; /* leadership lost once already: this process is on its way out */
+static void started_leading(kc_app *k) {
+  app *a = container_of(k, app, app);
   KC_INFO("leading: starting the job controller");
   int rc = ctl_shell_start(a->shell);
   if (rc) {
     KC_ERROR("cannot start the job controller: %s", kc_strerror(rc));
-    shutdown_app(a, 1);
+    kc_app_stop(k, 1);
   }
 }
 
-static void stopped_leading(void *ud) {
-  app *a = ud;
-  /* Volcano exits here: a replica that lost the lease must not act on its caches. */
-  KC_ERROR("leader election lost; exiting");
-  shutdown_app(a, 1);
-}
-
-static void new_leader(const char *identity, void *ud) {
+static void new_leader(kc_app *k, const char *identity) {
   KC_INFO("new leader: %s", *identity ? identity : "<none>");
 }
 
-static int start_httpd(app *a, const char *addr, bool with_metrics, kc_httpd **out) {
-  kc_httpd_opts ho = {.address = addr,
-                      .metrics = with_metrics ? a->metrics : NULL,
-                      .ready = ready_check,
-                      .ready_ud = a};
-  int rc = kc_httpd_new(&a->loop, &ho, out);
-  if (rc == 0 && (rc = kc_httpd_start(*out)) != 0)
-    KC_ERROR("cannot serve on %s: %s", addr, kc_httpd_errmsg(*out));
+static const kc_app_hooks hooks = {
+    .stop = stop, .started_leading = started_leading, .new_leader = new_leader};
+
+static int serve(app *a, const char *addr, bool with_metrics) {
+  kc_httpd *h;
+  int rc = kc_app_serve(&a->app, addr, with_metrics, ready_check, a, &h);
+  if (rc && h)
+    KC_ERROR("cannot serve on %s: %s", addr, kc_httpd_errmsg(h));
   else if (rc)
     KC_ERROR("bad address %s: %s", addr, kc_strerror(rc));
   return rc;
@@ -196,8 +163,6 @@ int main(int argc, char **argv) {
     bad = "--listen-address must be host:port";
   else if (enable_healthz && kc_httpd_parse_address(healthz, host, sizeof(host), &port) != 0)
     bad = "--healthz-address must be host:port";
-  if (!bad && lopt.lock_object_namespace && *lopt.lock_object_namespace)
-    lopt.resource_namespace = lopt.lock_object_namespace;
   if (!bad && lopt.leader_elect && kc_leader_validate(&lopt, err, sizeof(err)) != 0)
     bad = err;
   if (bad) {
@@ -208,84 +173,51 @@ int main(int argc, char **argv) {
           common.kubeconfig ? common.kubeconfig : "<in-cluster>", copt.qps, copt.burst, workers);
 
   app a = {0};
-  if (uv_loop_init(&a.loop) != 0)
-    return 1;
-  rc = kc_config_load(&a.cfg, common.kubeconfig, common.master, err, sizeof(err));
-  if (rc) {
-    KC_ERROR("cannot load the client configuration: %s", err);
-    uv_loop_close(&a.loop);
+  if (kc_app_init(&a.app, &hooks, common.kubeconfig, common.master) != 0) {
+    kc_strv_free(&schedulers);
+    kc_strv_free(&controllers);
     return 1;
   }
-  a.cfg_loaded = true;
+  int code = 1;
   copt.user_agent = "kiln-controller/" KILN_VERSION;
-  if ((rc = kc_client_new(&a.loop, &a.cfg, &copt, &a.client)) ||
-      (rc = kc_metrics_new(&a.metrics)) ||
-      (rc = kc_event_recorder_new(a.client, "vc-controller-manager", NULL, &a.events))) {
+  if ((rc = kc_app_open(&a.app, &copt, "vc-controller-manager"))) {
     KC_ERROR("cannot set up the client: %s", kc_strerror(rc));
-    a.exit_code = 1;
-    goto out;
+    goto fail;
   }
-  if (lopt.leader_elect) {
-    kc_leader_callbacks cb = {.on_started_leading = started_leading,
-                              .on_stopped_leading = stopped_leading,
-                              .on_new_leader = new_leader,
-                              .ud = &a};
-    if ((rc = kc_leader_new(a.client, &lopt, NULL, &cb, &a.leader))) {
-      KC_ERROR("cannot set up leader election: %s", kc_strerror(rc));
-      a.exit_code = 1;
-      goto out;
-    }
+  if (lopt.leader_elect && (rc = kc_app_elect(&a.app, &lopt))) {
+    KC_ERROR("cannot set up leader election: %s", kc_strerror(rc));
+    goto fail;
   }
   ctl_shell_options so = {.workers = workers,
                           .max_requeue = max_requeue,
                           .default_scheduler = schedulers.n ? schedulers.v[0] : "volcano",
-                          .metrics = a.metrics,
-                          .leader = a.leader,
-                          .events = a.events};
-  if ((rc = ctl_shell_new(&a.loop, a.client, &so, &a.shell))) {
+                          .metrics = a.app.metrics,
+                          .leader = a.app.leader,
+                          .events = a.app.events};
+  if ((rc = ctl_shell_new(&a.app.loop, a.app.client, &so, &a.shell))) {
     KC_ERROR("cannot set up the job controller: %s", kc_strerror(rc));
-    a.exit_code = 1;
-    goto out;
+    goto fail;
   }
   bool same = enable_healthz && enable_metrics && strcmp(listen, healthz) == 0;
-  if ((enable_healthz && start_httpd(&a, healthz, same, &a.healthz) != 0) ||
-      (enable_metrics && !same && start_httpd(&a, listen, true, &a.metrics_srv) != 0)) {
-    a.exit_code = 1;
-    goto out;
-  }
-  uv_signal_init(&a.loop, &a.sigterm);
-  uv_signal_init(&a.loop, &a.sigint);
-  a.sigterm.data = a.sigint.data = &a;
-  uv_signal_start(&a.sigterm, on_signal, SIGTERM);
-  uv_signal_start(&a.sigint, on_signal, SIGINT);
-  if (a.leader) {
-    KC_INFO("leader election on lease %s/%s as %s", lopt.resource_namespace, lopt.resource_name,
-            kc_leader_identity(a.leader));
-    rc = kc_leader_start(a.leader);
-  } else {
+  if ((enable_healthz && serve(&a, healthz, same) != 0) ||
+      (enable_metrics && !same && serve(&a, listen, true) != 0))
+    goto fail;
+  /* With an elector the shell starts when this replica leads (started_leading). */
+  rc = kc_app_start(&a.app);
+  if (rc == 0 && !a.app.leader)
     rc = ctl_shell_start(a.shell);
-  }
   if (rc) {
     KC_ERROR("cannot start: %s", kc_strerror(rc));
-    shutdown_app(&a, 1);
+    kc_app_stop(&a.app, 1);
   }
-  uv_run(&a.loop, UV_RUN_DEFAULT);
-  KC_INFO("exiting with status %d", a.exit_code);
+  code = kc_app_run(&a.app);
+  KC_INFO("exiting with status %d", code);
   goto done;
-out:
-  kc_leader_free(a.leader);
-  kc_event_recorder_free(a.events);
-  kc_client_free(a.client);
-  ctl_shell_free(a.shell);
-  kc_httpd_free(a.healthz);
-  kc_httpd_free(a.metrics_srv);
-  uv_run(&a.loop, UV_RUN_DEFAULT);
+fail:
+  release(&a);
 done:
-  kc_metrics_free(a.metrics);
+  kc_app_close(&a.app);
   kc_strv_free(&schedulers);
   kc_strv_free(&controllers);
-  if (a.cfg_loaded)
-    kc_config_close(&a.cfg);
-  uv_loop_close(&a.loop);
-  return a.exit_code;
+  return code;
 }
