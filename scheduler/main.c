@@ -1,11 +1,13 @@
 /* kiln-scheduler: the Volcano-compatible batch scheduler.
  *
- * main wires the process together: flags (Volcano's names and defaults), the API client,
- * the event recorder, leader election (the write gate), the health and metrics servers,
- * and the scheduling shell (sch_shell.h), all on one libuv loop; SIGTERM/SIGINT shut down
- * cleanly, SIGUSR2 dumps the cache as a protobuf Snapshot. */
+ * main keeps what is the scheduler's own: its flags (Volcano's names and defaults), the
+ * scheduling shell (sch_shell.h), SIGUSR2 (dumps the cache as a protobuf Snapshot) and the
+ * words of its log lines. The process around them, on one libuv loop, is kc_app (the API
+ * client, the event recorder, leader election as the write gate, the health and metrics
+ * servers, a clean stop on SIGTERM/SIGINT). */
 #include <limits.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,14 +15,12 @@
 #include <uv.h>
 
 #include "kc_api.h"
+#include "kc_app.h"
 #include "kc_cli.h"
-#include "kc_config.h"
 #include "kc_error.h"
-#include "kc_events.h"
 #include "kc_httpd.h"
 #include "kc_leader.h"
 #include "kc_log.h"
-#include "kc_metrics.h"
 #include "sch_shell.h"
 
 static const char summary[] =
@@ -54,91 +54,55 @@ typedef struct {
   kc_leader_options leader;
 } sched_flags;
 
+#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
+
 /* The process: everything main owns, reachable from the loop's callbacks. */
 typedef struct {
-  uv_loop_t loop;
+  kc_app app;
   sched_flags *f;
-  kc_config cfg;
-  kc_client *client;
-  kc_event_recorder *events;
-  kc_metrics *metrics;
-  kc_httpd *metrics_srv, *healthz_srv;
-  kc_leader *leader;
   sch_shell *shell;
-  uv_signal_t sig_int, sig_term, sig_usr2;
+  uv_signal_t sig_usr2;
   uv_timer_t dump_timer; /* --dump-snapshot-and-exit: waits for the sync */
   char dump_path[PATH_MAX];
-  int exit_code;
-  bool stopping;
 } sched;
 
 static int may_write(void *ud) {
   sched *s = ud;
-  if (s->stopping)
+  if (s->app.stopping)
     return KC_ENOTLEADER;
-  return s->leader ? kc_leader_fence(s->leader) : 0;
+  return s->app.leader ? kc_leader_fence(s->app.leader) : 0;
 }
 
-static void stop(sched *s, int code) {
-  if (s->stopping)
-    return;
-  s->stopping = true;
-  s->exit_code = code;
-  uv_signal_stop(&s->sig_int);
-  uv_signal_stop(&s->sig_term);
+/* Nothing drains: the shell stops at once, binds in flight are abandoned. */
+static void stop(kc_app *app, int signum) {
+  sched *s = container_of(app, sched, app);
+  if (signum)
+    KC_INFO("received %s, shutting down", strsignal(signum));
   uv_signal_stop(&s->sig_usr2);
-  uv_close((uv_handle_t *)&s->sig_int, NULL);
-  uv_close((uv_handle_t *)&s->sig_term, NULL);
   uv_close((uv_handle_t *)&s->sig_usr2, NULL);
   if (!uv_is_closing((uv_handle_t *)&s->dump_timer))
     uv_close((uv_handle_t *)&s->dump_timer, NULL);
   sch_shell_free(s->shell);
   s->shell = NULL;
-  kc_leader_free(s->leader);
-  s->leader = NULL;
-  kc_httpd_free(s->metrics_srv);
-  s->metrics_srv = NULL;
-  kc_httpd_free(s->healthz_srv);
-  s->healthz_srv = NULL;
-  kc_event_recorder_free(s->events);
-  s->events = NULL;
-  kc_client_free(s->client);
-  s->client = NULL;
+  kc_app_stopped(app);
 }
 
-static void on_signal(uv_signal_t *h, int signum) {
+static void on_usr2(uv_signal_t *h, int signum) {
   sched *s = h->data;
-  if (signum == SIGUSR2) {
-    sch_shell_dump(s->shell, s->dump_path);
-    return;
-  }
-  KC_INFO("received %s, shutting down", strsignal(signum));
-  stop(s, 0);
+  sch_shell_dump(s->shell, s->dump_path);
 }
 
-static void on_started_leading(void *ud) {
-  (void)ud;
+static void on_started_leading(kc_app *app) {
   KC_INFO("became the leader: scheduling");
 }
 
-static void deferred_stop(uv_timer_t *t) {
-  stop(t->data, 1);
-}
-
-static void on_stopped_leading(void *ud) {
-  sched *s = ud;
-  /* Volcano exits here, and so do we: a new leader may already be writing. Writes are
-   * already fenced; the elector is freed on the next turn of the loop, not from inside
-   * its own callback. */
-  KC_ERROR("leader election lost; exiting");
-  uv_timer_start(&s->dump_timer, deferred_stop, 0, 0);
-}
-
-static void on_new_leader(const char *identity, void *ud) {
-  sched *s = ud;
-  if (s->leader && strcmp(identity, kc_leader_identity(s->leader)) != 0)
+static void on_new_leader(kc_app *app, const char *identity) {
+  if (app->leader && strcmp(identity, kc_leader_identity(app->leader)) != 0)
     KC_INFO("the leader is now %s", identity[0] ? identity : "<none>");
 }
+
+static const kc_app_hooks hooks = {
+    .stop = stop, .started_leading = on_started_leading, .new_leader = on_new_leader};
 
 static void dump_tick(uv_timer_t *t) {
   sched *s = t->data;
@@ -146,38 +110,27 @@ static void dump_tick(uv_timer_t *t) {
   if (sch_shell_ready(s->shell, reason, sizeof(reason)) != 0)
     return;
   int rc = sch_shell_dump(s->shell, s->dump_path);
-  stop(s, rc == 0 ? 0 : 1);
+  kc_app_stop(&s->app, rc == 0 ? 0 : 1);
 }
 
 static int start_http(sched *s) {
   sched_flags *f = s->f;
+  kc_httpd *h;
   int rc;
   bool same =
       f->enable_metrics && f->enable_healthz && strcmp(f->listen_address, f->healthz_address) == 0;
   if (f->enable_metrics) {
-    kc_httpd_opts ho = {.address = f->listen_address,
-                        .metrics = s->metrics,
-                        .ready = sch_shell_ready,
-                        .ready_ud = s->shell};
-    rc = kc_httpd_new(&s->loop, &ho, &s->metrics_srv);
-    if (rc == 0)
-      rc = kc_httpd_start(s->metrics_srv);
+    rc = kc_app_serve(&s->app, f->listen_address, true, sch_shell_ready, s->shell, &h);
     if (rc) {
-      KC_ERROR("metrics server: %s",
-               s->metrics_srv ? kc_httpd_errmsg(s->metrics_srv) : kc_strerror(rc));
+      KC_ERROR("metrics server: %s", h ? kc_httpd_errmsg(h) : kc_strerror(rc));
       return rc;
     }
     KC_INFO("serving /metrics on %s", f->listen_address);
   }
   if (f->enable_healthz && !same) {
-    kc_httpd_opts ho = {
-        .address = f->healthz_address, .ready = sch_shell_ready, .ready_ud = s->shell};
-    rc = kc_httpd_new(&s->loop, &ho, &s->healthz_srv);
-    if (rc == 0)
-      rc = kc_httpd_start(s->healthz_srv);
+    rc = kc_app_serve(&s->app, f->healthz_address, false, sch_shell_ready, s->shell, &h);
     if (rc) {
-      KC_ERROR("healthz server: %s",
-               s->healthz_srv ? kc_httpd_errmsg(s->healthz_srv) : kc_strerror(rc));
+      KC_ERROR("healthz server: %s", h ? kc_httpd_errmsg(h) : kc_strerror(rc));
       return rc;
     }
     KC_INFO("serving /healthz and /readyz on %s", f->healthz_address);
@@ -188,17 +141,17 @@ static int start_http(sched *s) {
 static int run(sched *s, kc_cli_common *common) {
   sched_flags *f = s->f;
   char err[512] = "";
-  int rc = kc_config_load(&s->cfg, common->kubeconfig, common->master, err, sizeof(err));
-  if (rc) {
-    KC_ERROR("cannot load the client configuration: %s", err);
+  int rc = kc_app_init(&s->app, &hooks, common->kubeconfig, common->master);
+  if (rc)
     return rc;
-  }
   if (f->schedule_period_ns <= 0) {
     KC_ERROR("--schedule-period must be positive");
+    kc_app_close(&s->app);
     return KC_EINVAL;
   }
   if (f->leader.leader_elect && kc_leader_validate(&f->leader, err, sizeof(err)) != 0) {
     KC_ERROR("leader election: %s", err);
+    kc_app_close(&s->app);
     return KC_EINVAL;
   }
   if (f->enable_pprof)
@@ -211,19 +164,11 @@ static int run(sched *s, kc_cli_common *common) {
     snprintf(s->dump_path, sizeof(s->dump_path), "%s/volcano-scheduler-%d.snapshot.pb",
              f->cache_dump_dir ? f->cache_dump_dir : "/tmp", (int)uv_os_getpid());
 
-  if ((rc = uv_loop_init(&s->loop)) != 0)
-    return kc_err_from_uv(rc);
   /* The handles stop() closes exist from here on, so every failure below can use it. */
-  uv_signal_init(&s->loop, &s->sig_int);
-  uv_signal_init(&s->loop, &s->sig_term);
-  uv_signal_init(&s->loop, &s->sig_usr2);
-  uv_timer_init(&s->loop, &s->dump_timer);
-  s->sig_int.data = s->sig_term.data = s->sig_usr2.data = s->dump_timer.data = s;
-  rc = kc_client_new(&s->loop, &s->cfg, &f->client, &s->client);
-  if (rc == 0)
-    rc = kc_event_recorder_new(s->client, f->scheduler_names.v[0], NULL, &s->events);
-  if (rc == 0)
-    rc = kc_metrics_new(&s->metrics);
+  uv_signal_init(&s->app.loop, &s->sig_usr2);
+  uv_timer_init(&s->app.loop, &s->dump_timer);
+  s->sig_usr2.data = s->dump_timer.data = s;
+  rc = kc_app_open(&s->app, &f->client, f->scheduler_names.v[0]);
   sch_shell_options so = {0};
   so.scheduler_names = f->scheduler_names.v;
   so.nscheduler_names = f->scheduler_names.n;
@@ -238,45 +183,36 @@ static int run(sched *s, kc_cli_common *common) {
   so.may_write = may_write;
   so.ud = s;
   if (rc == 0)
-    rc = sch_shell_new(&s->loop, s->client, s->events, s->metrics, &so, &s->shell);
-  if (rc == 0) {
-    uv_signal_start(&s->sig_int, on_signal, SIGINT);
-    uv_signal_start(&s->sig_term, on_signal, SIGTERM);
-    uv_signal_start(&s->sig_usr2, on_signal, SIGUSR2);
-  }
+    rc = sch_shell_new(&s->app.loop, s->app.client, s->app.events, s->app.metrics, &so,
+                       &s->shell);
+  if (rc == 0)
+    uv_signal_start(&s->sig_usr2, on_usr2, SIGUSR2);
   if (rc == 0 && f->dump_and_exit) {
-    rc = sch_shell_start(s->shell);
+    rc = kc_app_start(&s->app);
+    if (rc == 0)
+      rc = sch_shell_start(s->shell);
     if (rc == 0)
       uv_timer_start(&s->dump_timer, dump_tick, 100, 100);
   } else if (rc == 0) {
     rc = start_http(s);
-    if (rc == 0 && f->leader.leader_elect) {
-      kc_leader_callbacks cb = {on_started_leading, on_stopped_leading, on_new_leader, s};
-      if (f->leader.lock_object_namespace && f->leader.lock_object_namespace[0])
-        f->leader.resource_namespace = f->leader.lock_object_namespace;
-      rc = kc_leader_new(s->client, &f->leader, NULL, &cb, &s->leader);
-      if (rc == 0)
-        rc = kc_leader_start(s->leader);
-      if (rc == 0)
-        KC_INFO("leader election on lease %s/%s as %s", f->leader.resource_namespace,
-                f->leader.resource_name, kc_leader_identity(s->leader));
-    }
+    /* The shell runs on a standby replica too; may_write keeps its writes to the leader. */
+    if (rc == 0 && f->leader.leader_elect)
+      rc = kc_app_elect(&s->app, &f->leader);
+    if (rc == 0)
+      rc = kc_app_start(&s->app);
     if (rc == 0)
       rc = sch_shell_start(s->shell);
   }
   if (rc) {
     KC_ERROR("cannot start: %s", kc_strerror(rc));
-    stop(s, 1);
+    kc_app_stop(&s->app, 1);
   } else {
     KC_INFO("scheduling every %gs as %s (%zu scheduler name(s))",
             (double)f->schedule_period_ns / 1e9, f->scheduler_names.v[0], f->scheduler_names.n);
   }
-  uv_run(&s->loop, UV_RUN_DEFAULT);
-  rc = s->exit_code ? KC_EIO : 0;
-  if (uv_loop_close(&s->loop) != 0)
+  rc = kc_app_run(&s->app) ? KC_EIO : 0;
+  if (kc_app_close(&s->app) != 0)
     KC_WARN("the loop still had handles at exit");
-  kc_metrics_free(s->metrics);
-  kc_config_close(&s->cfg);
   return rc;
 }
 
