@@ -74,5 +74,8 @@ int kc_node_decode(const json_t *json, Kiln__Node **out, char *err, size_t errle
 /* RFC 3339 timestamp ("2026-11-29T16:01:51Z", optional fraction and offset) to Unix
  * seconds. Returns 0 or KC_EPARSE. */
 int kc_time_parse(const char *s, int64_t *out);
+/* The same to Unix milliseconds (a fraction's first three digits count; leap seconds, 60, are
+ * refused as Go's time.Parse refuses them). */
+int kc_rfc3339_parse(const char *s, int64_t *ms);
 
 #endif

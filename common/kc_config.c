@@ -27,8 +27,7 @@ static int fail(char *err, size_t errlen, int code, const char *fmt, ...) {
   return code;
 }
 
-/* Frees s after overwriting it, for anything that may hold a secret. */
-static void free_secret(void *p, size_t len) {
+void kc_secret_free(void *p, size_t len) {
   if (!p)
     return;
   volatile unsigned char *v = p;
@@ -41,7 +40,7 @@ static void exec_free(kc_exec_config *x);
 
 static void pem_close(kc_pem *p) {
   free(p->file);
-  free_secret(p->data, p->len);
+  kc_secret_free(p->data, p->len);
   memset(p, 0, sizeof(*p));
 }
 
@@ -56,7 +55,7 @@ void kc_config_close(kc_config *c) {
   pem_close(&c->cert);
   pem_close(&c->key);
   if (c->token)
-    free_secret(c->token, strlen(c->token));
+    kc_secret_free(c->token, strlen(c->token));
   free(c->token_file);
   free(c->namespace);
   free(c->context);
@@ -119,7 +118,7 @@ int kc_base64_decode(const char *in, size_t len, unsigned char **out, size_t *ou
   *outlen = n;
   return 0;
 bad:
-  free_secret(buf, len / 4 * 3 + 4);
+  kc_secret_free(buf, len / 4 * 3 + 4);
   return KC_EPARSE;
 }
 
@@ -167,7 +166,7 @@ static int read_file(const char *path, size_t max, char **out, size_t *outlen) {
   rc = 0;
 out:
   if (buf)
-    free_secret(buf, cap);
+    kc_secret_free(buf, cap);
   fclose(f);
   return rc;
 }
@@ -204,7 +203,7 @@ static int read_trimmed(const char *path, char **out) {
   if (rc)
     return rc;
   *out = trim_dup(buf, len);
-  free_secret(buf, len);
+  kc_secret_free(buf, len);
   return *out ? 0 : KC_ENOMEM;
 }
 
@@ -447,7 +446,7 @@ static void exec_free(kc_exec_config *x) {
     free(x->args[i]);
   free(x->args);
   for (size_t i = 0; i < x->nenv; i++)
-    free_secret(x->env[i], strlen(x->env[i])); /* env values often carry secrets */
+    kc_secret_free(x->env[i], strlen(x->env[i])); /* env values often carry secrets */
   free(x->env);
   free(x->api_version);
   free(x->install_hint);
@@ -744,7 +743,7 @@ int kc_config_load_kubeconfig(kc_config *c, const char *path, const char *contex
   if (rc)
     return fail(err, errlen, rc, "kubeconfig %s: %s", path, kc_strerror(rc));
   if (!(dir = dir_of(path))) {
-    free_secret(text, len);
+    kc_secret_free(text, len);
     return KC_ENOMEM;
   }
   char inner[384];
@@ -753,7 +752,7 @@ int kc_config_load_kubeconfig(kc_config *c, const char *path, const char *contex
   if (rc)
     fail(err, errlen, rc, "kubeconfig %s: %s", path, inner);
   free(dir);
-  free_secret(text, len);
+  kc_secret_free(text, len);
   return rc;
 }
 
@@ -824,7 +823,7 @@ out:
     free(files[k]);
     free(dirs[k]);
     free(names[k]);
-    free_secret(texts[k], lens[k]);
+    kc_secret_free(texts[k], lens[k]);
   }
   return rc;
 }
@@ -1032,12 +1031,12 @@ const char *kc_config_token(kc_config *c, uint64_t now_ns, bool force) {
     return c->token;
   }
   if (c->token && strcmp(c->token, fresh) == 0) {
-    free_secret(fresh, strlen(fresh));
+    kc_secret_free(fresh, strlen(fresh));
     return c->token;
   }
   if (c->token) {
     KC_V(2, "token file %s changed; using the new token", c->token_file);
-    free_secret(c->token, strlen(c->token));
+    kc_secret_free(c->token, strlen(c->token));
   }
   c->token = fresh;
   return c->token;

@@ -124,4 +124,8 @@ const char *kc_config_token(kc_config *c, uint64_t now_ns, bool force);
  * (NUL-terminated past *outlen for convenience). KC_EPARSE on bad input. */
 int kc_base64_decode(const char *in, size_t len, unsigned char **out, size_t *outlen);
 
+/* Overwrites len bytes at p, then frees it: for anything that held a secret (token, key).
+ * NULL is a no-op. */
+void kc_secret_free(void *p, size_t len);
+
 #endif

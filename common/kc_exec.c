@@ -1,5 +1,6 @@
 #include "kc_exec.h"
 
+#include "kc_codec.h"
 #include "kc_error.h"
 #include "kc_log.h"
 
@@ -32,22 +33,13 @@ static int fail(char *err, size_t errlen, int code, const char *fmt, ...) {
   return code;
 }
 
-static void wipe_free(void *p, size_t len) {
-  if (!p)
-    return;
-  volatile unsigned char *v = p;
-  for (size_t i = 0; i < len; i++)
-    v[i] = 0;
-  free(p);
-}
-
 void kc_exec_cred_close(kc_exec_cred *cred) {
   if (!cred)
     return;
   if (cred->token)
-    wipe_free(cred->token, strlen(cred->token));
-  wipe_free(cred->cert, cred->cert_len);
-  wipe_free(cred->key, cred->key_len);
+    kc_secret_free(cred->token, strlen(cred->token));
+  kc_secret_free(cred->cert, cred->cert_len);
+  kc_secret_free(cred->key, cred->key_len);
   memset(cred, 0, sizeof(*cred));
 }
 
@@ -56,73 +48,6 @@ bool kc_exec_cred_expired(const kc_exec_cred *cred, int64_t now_ms) {
 }
 
 /* ---- RFC 3339 ---- */
-
-static bool digits(const char *s, int n, int *out) {
-  int v = 0;
-  for (int i = 0; i < n; i++) {
-    if (s[i] < '0' || s[i] > '9')
-      return false;
-    v = v * 10 + (s[i] - '0');
-  }
-  *out = v;
-  return true;
-}
-
-/* Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar. */
-static int64_t days_from_civil(int64_t y, int m, int d) {
-  y -= m <= 2;
-  int64_t era = (y >= 0 ? y : y - 399) / 400;
-  int64_t yoe = y - era * 400;
-  int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + doe - 719468;
-}
-
-int kc_rfc3339_parse(const char *s, int64_t *ms) {
-  int y, mo, d, h, mi, se;
-  if (strlen(s) < 20 || !digits(s, 4, &y) || s[4] != '-' || !digits(s + 5, 2, &mo) || s[7] != '-' ||
-      !digits(s + 8, 2, &d) || s[10] != 'T' || !digits(s + 11, 2, &h) || s[13] != ':' ||
-      !digits(s + 14, 2, &mi) || s[16] != ':' || !digits(s + 17, 2, &se))
-    return KC_EPARSE;
-  static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-  if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || (mo == 2 && d == 29 && !leap) || h > 23 ||
-      mi > 59 || se > 59)
-    return KC_EPARSE;
-  const char *p = s + 19;
-  int frac_ms = 0;
-  if (*p == '.') {
-    p++;
-    int n = 0;
-    while (*p >= '0' && *p <= '9') {
-      if (n < 3)
-        frac_ms = frac_ms * 10 + (*p - '0');
-      n++;
-      p++;
-    }
-    if (n == 0)
-      return KC_EPARSE;
-    for (; n < 3; n++)
-      frac_ms *= 10;
-  }
-  int off = 0;
-  if (*p == 'Z') {
-    p++;
-  } else if (*p == '+' || *p == '-') {
-    int oh, om;
-    if (!digits(p + 1, 2, &oh) || p[3] != ':' || !digits(p + 4, 2, &om) || oh > 23 || om > 59)
-      return KC_EPARSE;
-    off = (oh * 60 + om) * (*p == '-' ? -1 : 1);
-    p += 6;
-  } else {
-    return KC_EPARSE;
-  }
-  if (*p)
-    return KC_EPARSE;
-  int64_t secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se - off * 60;
-  *ms = secs * 1000 + frac_ms;
-  return 0;
-}
 
 /* ---- output ---- */
 
@@ -311,7 +236,7 @@ struct kc_exec_run {
 };
 
 static void run_free(kc_exec_run *r) {
-  wipe_free(r->buf, r->cap);
+  kc_secret_free(r->buf, r->cap);
   volatile char *chunk = r->chunk; /* the last piece read holds the token too */
   for (size_t i = 0; i < sizeof(r->chunk); i++)
     chunk[i] = 0;
@@ -450,7 +375,7 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
     }
     if (r->buf)
       memcpy(nb, r->buf, r->len);
-    wipe_free(r->buf, r->cap);
+    kc_secret_free(r->buf, r->cap);
     r->buf = nb;
     r->cap = cap;
   }
@@ -556,7 +481,7 @@ int kc_exec_start(uv_loop_t *loop, const kc_config *c, kc_exec_cb cb, void *data
     }
     uv_timer_start(&r->timer, on_timeout, r->timeout_ms, 0);
   }
-  wipe_free(info, strlen(info));
+  kc_secret_free(info, strlen(info));
   free(env);
   free(argv);
   if (out)
@@ -564,7 +489,7 @@ int kc_exec_start(uv_loop_t *loop, const kc_config *c, kc_exec_cb cb, void *data
   return 0;
 fail:
   if (info)
-    wipe_free(info, strlen(info));
+    kc_secret_free(info, strlen(info));
   free(env);
   free(argv);
   run_free(r);

@@ -51,10 +51,6 @@ int kc_exec_parse(const kc_exec_config *x, const char *out, size_t len, kc_exec_
  * when provideClusterInfo is set, spec.cluster from c). *out is a new string. */
 int kc_exec_info(const kc_config *c, char **out);
 
-/* Parses an RFC 3339 time ("2026-01-02T03:04:05Z", fractions and offsets allowed) into Unix
- * milliseconds. KC_EPARSE if it is not one. */
-int kc_rfc3339_parse(const char *s, int64_t *ms);
-
 typedef struct kc_exec_run kc_exec_run;
 
 /* Called once when a run ends, from the loop. On success rc is 0 and cred may be taken over

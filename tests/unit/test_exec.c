@@ -18,6 +18,7 @@
 #include <uv.h>
 
 #include "kc_api.h"
+#include "kc_codec.h"
 #include "kc_config.h"
 #include "kc_error.h"
 #include "kc_exec.h"
