@@ -321,7 +321,9 @@ static bool extended_resource(const char *name) {
 
 static int put_prefixed(rlist *l, const char *prefix, const char *name, const kc_quantity *q) {
   char key[CTL_NAME_MAX];
-  snprintf(key, sizeof(key), "%s%s", prefix, name);
+  int n = snprintf(key, sizeof(key), "%s%s", prefix, name);
+  if (n < 0 || (size_t)n >= sizeof(key))
+    return 0; /* no such name is a valid resource name: skipped, as a quota would not count it */
   return rl_put(l, key, q, false);
 }
 
