@@ -14,19 +14,6 @@
 #define SECRET_FILE_MAX (1u << 20)  /* token, CA and namespace files */
 #define TOKEN_PERIOD_NS (60ull * 1000000000ull)
 
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...) {
-  if (err && errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return code;
-}
-
 void kc_secret_free(void *p, size_t len) {
   if (!p)
     return;
@@ -232,7 +219,7 @@ static int get_str(yaml_document_t *d, yaml_node_t *map, const char *key, const 
   if (!n)
     return 0;
   if (n->type != YAML_SCALAR_NODE)
-    return fail(err, errlen, KC_EPARSE, "%s.%s: expected a string", where, key);
+    return kc_errorf(err, errlen, KC_EPARSE, "%s.%s: expected a string", where, key);
   const char *s = scalar(n);
   if (s[0] && !(n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE && strcmp(s, "null") == 0))
     *out = s;
@@ -266,22 +253,22 @@ static int find_named(src_doc *docs, size_t n, const char *key, const char *inne
           strcmp(scalar(list), "~") == 0)))
       continue;
     if (list->type != YAML_SEQUENCE_NODE)
-      return fail(err, errlen, KC_EPARSE, "%s%s: expected a list", pfx, key);
+      return kc_errorf(err, errlen, KC_EPARSE, "%s%s: expected a list", pfx, key);
     any_list = true;
     int i = 0;
     for (yaml_node_item_t *it = list->data.sequence.items.start;
          it < list->data.sequence.items.top; it++, i++) {
       yaml_node_t *e = yaml_document_get_node(d, *it);
       if (!e || e->type != YAML_MAPPING_NODE)
-        return fail(err, errlen, KC_EPARSE, "%s%s[%d]: expected a mapping", pfx, key, i);
+        return kc_errorf(err, errlen, KC_EPARSE, "%s%s[%d]: expected a mapping", pfx, key, i);
       const char *nm = scalar(map_get(d, e, "name"));
       if (!nm)
-        return fail(err, errlen, KC_EPARSE, "%s%s[%d].name: missing", pfx, key, i);
+        return kc_errorf(err, errlen, KC_EPARSE, "%s%s[%d].name: missing", pfx, key, i);
       if (strcmp(nm, name) != 0)
         continue;
       yaml_node_t *body = map_get(d, e, inner);
       if (!body || body->type != YAML_MAPPING_NODE)
-        return fail(err, errlen, KC_EPARSE, "%s%s[%d].%s: missing or not a mapping", pfx, key, i,
+        return kc_errorf(err, errlen, KC_EPARSE, "%s%s[%d].%s: missing or not a mapping", pfx, key, i,
                     inner);
       *out = body;
       *src = &docs[k];
@@ -291,8 +278,8 @@ static int find_named(src_doc *docs, size_t n, const char *key, const char *inne
   }
   const char *pfx = n == 1 ? docs[0].pfx : "";
   if (!any_list)
-    return fail(err, errlen, KC_EINVAL, "%s%s: missing (looking for \"%s\")", pfx, key, name);
-  return fail(err, errlen, KC_EINVAL, "%s%s: no entry named \"%s\"", pfx, key, name);
+    return kc_errorf(err, errlen, KC_EINVAL, "%s%s: missing (looking for \"%s\")", pfx, key, name);
+  return kc_errorf(err, errlen, KC_EINVAL, "%s%s: no entry named \"%s\"", pfx, key, name);
 }
 
 /* Fills pem from "<file_key>" or "<data_key>" (base64). Both present is an error, as in
@@ -306,7 +293,7 @@ static int get_pem(yaml_document_t *d, yaml_node_t *map, const char *where, cons
       (rc = get_str(d, map, data_key, where, &data, err, errlen)))
     return rc;
   if (file && data)
-    return fail(err, errlen, KC_EINVAL, "%s: both %s and %s are set", where, file_key, data_key);
+    return kc_errorf(err, errlen, KC_EINVAL, "%s: both %s and %s are set", where, file_key, data_key);
   if (file) {
     if (!(pem->file = resolve_path(base_dir, file)))
       return KC_ENOMEM;
@@ -315,12 +302,12 @@ static int get_pem(yaml_document_t *d, yaml_node_t *map, const char *where, cons
     size_t n;
     rc = kc_base64_decode(data, strlen(data), &bytes, &n);
     if (rc == KC_EPARSE)
-      return fail(err, errlen, rc, "%s.%s: invalid base64", where, data_key);
+      return kc_errorf(err, errlen, rc, "%s.%s: invalid base64", where, data_key);
     if (rc)
       return rc;
     if (n == 0) {
       free(bytes);
-      return fail(err, errlen, KC_EINVAL, "%s.%s: empty", where, data_key);
+      return kc_errorf(err, errlen, KC_EINVAL, "%s.%s: empty", where, data_key);
     }
     pem->data = bytes;
     pem->len = n;
@@ -339,7 +326,7 @@ static int get_bool(yaml_document_t *d, yaml_node_t *map, const char *key, const
   if (strcmp(s, "true") == 0 || strcmp(s, "True") == 0 || strcmp(s, "TRUE") == 0)
     *out = true;
   else if (strcmp(s, "false") != 0 && strcmp(s, "False") != 0 && strcmp(s, "FALSE") != 0)
-    return fail(err, errlen, KC_EPARSE, "%s.%s: \"%s\" is not true or false", where, key, s);
+    return kc_errorf(err, errlen, KC_EPARSE, "%s.%s: \"%s\" is not true or false", where, key, s);
   return 0;
 }
 
@@ -348,7 +335,7 @@ static int set_master(kc_config *c, const char *master, char *err, size_t errlen
   while (n && master[n - 1] == '/')
     n--;
   if (n == 0)
-    return fail(err, errlen, KC_EINVAL, "--master: empty");
+    return kc_errorf(err, errlen, KC_EINVAL, "--master: empty");
   free(c->server);
   /* A bare host:port means https, as in client-go's DefaultServerURL for TLS configs. */
   if (strstr(master, "://")) {
@@ -365,7 +352,7 @@ static int set_master(kc_config *c, const char *master, char *err, size_t errlen
 static int check_server(const char *server, const char *where, char *err, size_t errlen) {
   if (strncmp(server, "https://", 8) == 0 || strncmp(server, "http://", 7) == 0)
     return 0;
-  return fail(err, errlen, KC_EINVAL, "%s: \"%s\" is not an http(s) URL", where, server);
+  return kc_errorf(err, errlen, KC_EINVAL, "%s: \"%s\" is not an http(s) URL", where, server);
 }
 
 /* client-go accepts http, https and socks5 proxies. Go's SOCKS5 dialer lets the proxy resolve
@@ -376,7 +363,7 @@ static int set_proxy(kc_config *c, const char *proxy, const char *where, char *e
   if (strncmp(proxy, "socks5://", 9) == 0)
     rest = proxy + 9;
   else if (strncmp(proxy, "http://", 7) != 0 && strncmp(proxy, "https://", 8) != 0)
-    return fail(err, errlen, KC_EINVAL,
+    return kc_errorf(err, errlen, KC_EINVAL,
                 "%s.proxy-url: \"%s\": unsupported scheme, must be http, https, or socks5", where,
                 proxy);
   if (rest) {
@@ -407,20 +394,20 @@ static int parse_cluster(kc_config *c, src_doc *docs, size_t ndocs, const char *
       (rc = get_bool(d, cl, "disable-compression", where, &c->disable_compression, err, errlen)))
     return rc;
   if (insecure && strcmp(insecure, "false") != 0)
-    return fail(err, errlen, KC_EINVAL,
+    return kc_errorf(err, errlen, KC_EINVAL,
                 "%s.insecure-skip-tls-verify: not supported, Kiln always verifies TLS", where);
   if (sni) {
     /* It goes into a URL and a CURLOPT_CONNECT_TO entry: a host name or address only. */
     for (const char *p = sni; *p; p++)
       if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
             *p == '.' || *p == '-' || *p == '_' || *p == ':' || *p == '[' || *p == ']'))
-        return fail(err, errlen, KC_EINVAL, "%s.tls-server-name: \"%s\" is not a host name",
+        return kc_errorf(err, errlen, KC_EINVAL, "%s.tls-server-name: \"%s\" is not a host name",
                     where, sni);
     if (!(c->tls_server_name = strdup(sni)))
       return KC_ENOMEM;
   }
   if (!server && !have_master)
-    return fail(err, errlen, KC_EINVAL, "%s.server: missing", where);
+    return kc_errorf(err, errlen, KC_EINVAL, "%s.server: missing", where);
   if (server) {
     char w[420];
     snprintf(w, sizeof(w), "%s.server", where);
@@ -459,7 +446,7 @@ static int parse_exec(kc_config *c, yaml_document_t *d, yaml_node_t *ex, const c
   char w[420];
   snprintf(w, sizeof(w), "%s.exec", where);
   if (ex->type != YAML_MAPPING_NODE)
-    return fail(err, errlen, KC_EPARSE, "%s: expected a mapping", w);
+    return kc_errorf(err, errlen, KC_EPARSE, "%s: expected a mapping", w);
   kc_exec_config *x = calloc(1, sizeof(*x));
   if (!x)
     return KC_ENOMEM;
@@ -474,28 +461,28 @@ static int parse_exec(kc_config *c, yaml_document_t *d, yaml_node_t *ex, const c
       (rc = get_bool(d, ex, "provideClusterInfo", w, &x->provide_cluster_info, err, errlen)))
     return rc;
   if (!command)
-    return fail(err, errlen, KC_EINVAL, "%s.command: missing", w);
+    return kc_errorf(err, errlen, KC_EINVAL, "%s.command: missing", w);
   if (!api)
-    return fail(err, errlen, KC_EINVAL, "%s.apiVersion: missing", w);
+    return kc_errorf(err, errlen, KC_EINVAL, "%s.apiVersion: missing", w);
   bool v1 = strcmp(api, "client.authentication.k8s.io/v1") == 0;
   if (!v1 && strcmp(api, "client.authentication.k8s.io/v1beta1") != 0)
-    return fail(err, errlen, KC_EINVAL,
+    return kc_errorf(err, errlen, KC_EINVAL,
                 "%s.apiVersion: \"%s\" is not client.authentication.k8s.io/v1 or /v1beta1", w,
                 api);
   /* v1 requires the mode; v1beta1 defaults it to IfAvailable (clientcmd's defaulting). */
   if (!mode && v1)
-    return fail(err, errlen, KC_EINVAL, "%s.interactiveMode: missing (required by %s)", w, api);
+    return kc_errorf(err, errlen, KC_EINVAL, "%s.interactiveMode: missing (required by %s)", w, api);
   if (!mode || strcmp(mode, "IfAvailable") == 0)
     x->interactive = KC_EXEC_IF_AVAILABLE;
   else if (strcmp(mode, "Never") == 0)
     x->interactive = KC_EXEC_NEVER;
   else if (strcmp(mode, "Always") == 0)
-    return fail(err, errlen, KC_EINVAL,
+    return kc_errorf(err, errlen, KC_EINVAL,
                 "%s.interactiveMode: Always needs a terminal on standard input, and Kiln runs "
                 "without one (use IfAvailable or Never)",
                 w);
   else
-    return fail(err, errlen, KC_EINVAL, "%s.interactiveMode: invalid value \"%s\"", w, mode);
+    return kc_errorf(err, errlen, KC_EINVAL, "%s.interactiveMode: invalid value \"%s\"", w, mode);
   /* A command with a '/' is a path relative to the kubeconfig; a bare name is looked up in
    * PATH (clientcmd's ResolveLocalPaths). */
   x->command = strchr(command, '/') ? resolve_path(base_dir, command) : strdup(command);
@@ -506,14 +493,14 @@ static int parse_exec(kc_config *c, yaml_document_t *d, yaml_node_t *ex, const c
   if (args && !(args->type == YAML_SCALAR_NODE && !scalar(args)[0]) &&
       !(args->type == YAML_SCALAR_NODE && strcmp(scalar(args), "null") == 0)) {
     if (args->type != YAML_SEQUENCE_NODE)
-      return fail(err, errlen, KC_EPARSE, "%s.args: expected a list", w);
+      return kc_errorf(err, errlen, KC_EPARSE, "%s.args: expected a list", w);
     size_t n = (size_t)(args->data.sequence.items.top - args->data.sequence.items.start);
     if (!(x->args = calloc(n ? n : 1, sizeof(char *))))
       return KC_ENOMEM;
     for (size_t i = 0; i < n; i++) {
       const char *a = scalar(yaml_document_get_node(d, args->data.sequence.items.start[i]));
       if (!a)
-        return fail(err, errlen, KC_EPARSE, "%s.args[%zu]: expected a string", w, i);
+        return kc_errorf(err, errlen, KC_EPARSE, "%s.args[%zu]: expected a string", w, i);
       if (!(x->args[i] = strdup(a)))
         return KC_ENOMEM;
       x->nargs++;
@@ -523,7 +510,7 @@ static int parse_exec(kc_config *c, yaml_document_t *d, yaml_node_t *ex, const c
   if (env && !(env->type == YAML_SCALAR_NODE && (!scalar(env)[0] ||
                                                  strcmp(scalar(env), "null") == 0))) {
     if (env->type != YAML_SEQUENCE_NODE)
-      return fail(err, errlen, KC_EPARSE, "%s.env: expected a list", w);
+      return kc_errorf(err, errlen, KC_EPARSE, "%s.env: expected a list", w);
     size_t n = (size_t)(env->data.sequence.items.top - env->data.sequence.items.start);
     if (!(x->env = calloc(n ? n : 1, sizeof(char *))))
       return KC_ENOMEM;
@@ -532,15 +519,15 @@ static int parse_exec(kc_config *c, yaml_document_t *d, yaml_node_t *ex, const c
       char we[440];
       snprintf(we, sizeof(we), "%s.env[%zu]", w, i);
       if (!e || e->type != YAML_MAPPING_NODE)
-        return fail(err, errlen, KC_EPARSE, "%s: expected a mapping", we);
+        return kc_errorf(err, errlen, KC_EPARSE, "%s: expected a mapping", we);
       const char *name, *value;
       if ((rc = get_str(d, e, "name", we, &name, err, errlen)) ||
           (rc = get_str(d, e, "value", we, &value, err, errlen)))
         return rc;
       if (!name)
-        return fail(err, errlen, KC_EINVAL, "%s.name: missing", we);
+        return kc_errorf(err, errlen, KC_EINVAL, "%s.name: missing", we);
       if (strchr(name, '='))
-        return fail(err, errlen, KC_EINVAL, "%s.name: \"%s\" contains '='", we, name);
+        return kc_errorf(err, errlen, KC_EINVAL, "%s.name: \"%s\" contains '='", we, name);
       size_t len = strlen(name) + (value ? strlen(value) : 0) + 2;
       if (!(x->env[i] = malloc(len)))
         return KC_ENOMEM;
@@ -566,7 +553,7 @@ static int parse_user(kc_config *c, src_doc *docs, size_t ndocs, const char *nam
                                             "as-groups"};
   for (size_t i = 0; i < sizeof(unsupported) / sizeof(unsupported[0]); i++)
     if (map_get(d, u, unsupported[i]))
-      return fail(err, errlen, KC_EINVAL,
+      return kc_errorf(err, errlen, KC_EINVAL,
                   "%s.%s: not supported (use a token, a client certificate or exec)", where,
                   unsupported[i]);
   const char *token, *token_file;
@@ -579,7 +566,7 @@ static int parse_user(kc_config *c, src_doc *docs, size_t ndocs, const char *nam
     return rc;
   bool has_cert = c->cert.file || c->cert.data, has_key = c->key.file || c->key.data;
   if (has_cert != has_key)
-    return fail(err, errlen, KC_EINVAL, "%s: %s without %s", where,
+    return kc_errorf(err, errlen, KC_EINVAL, "%s: %s without %s", where,
                 has_cert ? "client-certificate" : "client-key",
                 has_cert ? "client-key" : "client-certificate");
   yaml_node_t *ex = map_get(d, u, "exec");
@@ -597,10 +584,10 @@ static int parse_user(kc_config *c, src_doc *docs, size_t ndocs, const char *nam
     if (!(c->token_file = resolve_path(base_dir, token_file)))
       return KC_ENOMEM;
     if ((rc = read_trimmed(c->token_file, &c->token)))
-      return fail(err, errlen, rc, "%s.tokenFile: cannot read %s: %s", where, c->token_file,
+      return kc_errorf(err, errlen, rc, "%s.tokenFile: cannot read %s: %s", where, c->token_file,
                   kc_strerror(rc));
     if (!c->token[0])
-      return fail(err, errlen, KC_EINVAL, "%s.tokenFile: %s is empty", where, c->token_file);
+      return kc_errorf(err, errlen, KC_EINVAL, "%s.tokenFile: %s is empty", where, c->token_file);
   } else if (token && !(c->token = strdup(token))) {
     return KC_ENOMEM;
   }
@@ -622,7 +609,7 @@ static int parse_docs(kc_config *c, src_doc *docs, size_t n, const char *context
   }
   if (!ctx_name) {
     if (!have_master)
-      return fail(err, errlen, KC_EINVAL, "%scurrent-context: missing and no context was given",
+      return kc_errorf(err, errlen, KC_EINVAL, "%scurrent-context: missing and no context was given",
                   n == 1 ? docs[0].pfx : "");
   } else {
     yaml_node_t *cx;
@@ -637,7 +624,7 @@ static int parse_docs(kc_config *c, src_doc *docs, size_t n, const char *context
         (rc = get_str(&src->doc, cx, "namespace", where, &ns, err, errlen)))
       return rc;
     if (!cluster)
-      return fail(err, errlen, KC_EINVAL, "%s.cluster: missing", where);
+      return kc_errorf(err, errlen, KC_EINVAL, "%s.cluster: missing", where);
     if (!(c->context = strdup(ctx_name)) || (ns && !(c->namespace = strdup(ns))))
       return KC_ENOMEM;
     if ((rc = parse_cluster(c, docs, n, cluster, have_master, err, errlen)))
@@ -662,7 +649,7 @@ static int load_doc(src_doc *d, const char *text, size_t len, char *err, size_t 
   yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
   int rc = 0;
   if (!yaml_parser_load(&parser, &d->doc)) {
-    rc = fail(err, errlen, KC_EPARSE, "%sline %zu column %zu: %s", d->pfx,
+    rc = kc_errorf(err, errlen, KC_EPARSE, "%sline %zu column %zu: %s", d->pfx,
               parser.problem_mark.line + 1, parser.problem_mark.column + 1,
               parser.problem ? parser.problem : "invalid YAML");
     yaml_parser_delete(&parser);
@@ -672,7 +659,7 @@ static int load_doc(src_doc *d, const char *text, size_t len, char *err, size_t 
   d->root = yaml_document_get_root_node(&d->doc);
   if (d->root && d->root->type != YAML_MAPPING_NODE) {
     yaml_document_delete(&d->doc);
-    return fail(err, errlen, KC_EPARSE, "%stop level: not a mapping", d->pfx);
+    return kc_errorf(err, errlen, KC_EPARSE, "%stop level: not a mapping", d->pfx);
   }
   return 0;
 }
@@ -684,7 +671,7 @@ int kc_config_parse_merged(kc_config *c, const char *const *texts, const size_t 
   c->token_period_ns = TOKEN_PERIOD_NS;
   src_doc *docs = calloc(n ? n : 1, sizeof(*docs));
   if (!docs)
-    return fail(err, errlen, KC_ENOMEM, "kubeconfig: out of memory");
+    return kc_errorf(err, errlen, KC_ENOMEM, "kubeconfig: out of memory");
   size_t loaded = 0;
   int rc = 0;
   for (; loaded < n; loaded++) {
@@ -696,7 +683,7 @@ int kc_config_parse_merged(kc_config *c, const char *const *texts, const size_t 
       break;
   }
   if (rc == 0 && n == 1 && !docs[0].root)
-    rc = fail(err, errlen, KC_EPARSE, "top level: not a mapping");
+    rc = kc_errorf(err, errlen, KC_EPARSE, "top level: not a mapping");
   if (rc == 0) {
     /* Empty texts take no part in the merge. */
     size_t m = 0;
@@ -714,7 +701,7 @@ int kc_config_parse_merged(kc_config *c, const char *const *texts, const size_t 
   free(docs);
   if (rc) {
     if (rc == KC_ENOMEM)
-      fail(err, errlen, rc, "kubeconfig: out of memory");
+      kc_errorf(err, errlen, rc, "kubeconfig: out of memory");
     kc_config_close(c);
   }
   return rc;
@@ -741,7 +728,7 @@ int kc_config_load_kubeconfig(kc_config *c, const char *path, const char *contex
   memset(c, 0, sizeof(*c));
   int rc = read_file(path, KUBECONFIG_MAX, &text, &len);
   if (rc)
-    return fail(err, errlen, rc, "kubeconfig %s: %s", path, kc_strerror(rc));
+    return kc_errorf(err, errlen, rc, "kubeconfig %s: %s", path, kc_strerror(rc));
   if (!(dir = dir_of(path))) {
     kc_secret_free(text, len);
     return KC_ENOMEM;
@@ -750,7 +737,7 @@ int kc_config_load_kubeconfig(kc_config *c, const char *path, const char *contex
   inner[0] = '\0';
   rc = kc_config_parse_kubeconfig(c, text, len, dir, context, master, inner, sizeof(inner));
   if (rc)
-    fail(err, errlen, rc, "kubeconfig %s: %s", path, inner);
+    kc_errorf(err, errlen, rc, "kubeconfig %s: %s", path, inner);
   free(dir);
   kc_secret_free(text, len);
   return rc;
@@ -785,7 +772,7 @@ int kc_config_load_kubeconfigs(kc_config *c, const char *paths, const char *cont
     }
     if (n == KUBECONFIG_FILES_MAX) {
       free(f);
-      rc = fail(err, errlen, KC_ERANGE, "KUBECONFIG: more than %d files", KUBECONFIG_FILES_MAX);
+      rc = kc_errorf(err, errlen, KC_ERANGE, "KUBECONFIG: more than %d files", KUBECONFIG_FILES_MAX);
       goto out;
     }
     int r = read_file(f, KUBECONFIG_MAX, &texts[n], &lens[n]);
@@ -795,7 +782,7 @@ int kc_config_load_kubeconfigs(kc_config *c, const char *paths, const char *cont
       continue;
     }
     if (r) {
-      rc = fail(err, errlen, r, "kubeconfig %s: %s", f, kc_strerror(r));
+      rc = kc_errorf(err, errlen, r, "kubeconfig %s: %s", f, kc_strerror(r));
       free(f);
       goto out;
     }
@@ -811,14 +798,14 @@ int kc_config_load_kubeconfigs(kc_config *c, const char *paths, const char *cont
     snprintf(names[n - 1], m, "kubeconfig %s", f);
   }
   if (n == 0) {
-    rc = fail(err, errlen, KC_ENOENT, "kubeconfig: none of %s exists", paths);
+    rc = kc_errorf(err, errlen, KC_ENOENT, "kubeconfig: none of %s exists", paths);
     goto out;
   }
   rc = kc_config_parse_merged(c, (const char *const *)texts, lens, (const char *const *)dirs,
                               (const char *const *)names, n, context, master, err, errlen);
 out:
   if (rc == KC_ENOMEM)
-    fail(err, errlen, rc, "kubeconfig: out of memory");
+    kc_errorf(err, errlen, rc, "kubeconfig: out of memory");
   for (size_t k = 0; k < n; k++) {
     free(files[k]);
     free(dirs[k]);
@@ -893,7 +880,7 @@ int kc_config_in_cluster(kc_config *c, const char *sa_dir, char *err, size_t err
   const char *host = getenv("KUBERNETES_SERVICE_HOST");
   const char *port = getenv("KUBERNETES_SERVICE_PORT");
   if (!host || !host[0] || !port || !port[0])
-    return fail(err, errlen, KC_EINVAL,
+    return kc_errorf(err, errlen, KC_EINVAL,
                 "in-cluster: KUBERNETES_SERVICE_HOST and "
                 "KUBERNETES_SERVICE_PORT must be set");
   char path[512];
@@ -910,11 +897,11 @@ int kc_config_in_cluster(kc_config *c, const char *sa_dir, char *err, size_t err
   if (!(c->token_file = strdup(path)))
     goto out;
   if ((rc = read_trimmed(path, &c->token))) {
-    fail(err, errlen, rc, "in-cluster: cannot read %s: %s", path, kc_strerror(rc));
+    kc_errorf(err, errlen, rc, "in-cluster: cannot read %s: %s", path, kc_strerror(rc));
     goto out;
   }
   if (!c->token[0]) {
-    rc = fail(err, errlen, KC_EINVAL, "in-cluster: %s is empty", path);
+    rc = kc_errorf(err, errlen, KC_EINVAL, "in-cluster: %s is empty", path);
     goto out;
   }
   snprintf(path, sizeof(path), "%s/ca.crt", sa_dir);
@@ -926,7 +913,7 @@ int kc_config_in_cluster(kc_config *c, const char *sa_dir, char *err, size_t err
   if (rc == KC_ENOENT)
     rc = (c->namespace = strdup("default")) ? 0 : KC_ENOMEM;
   if (rc)
-    fail(err, errlen, rc, "in-cluster: cannot read %s: %s", path, kc_strerror(rc));
+    kc_errorf(err, errlen, rc, "in-cluster: cannot read %s: %s", path, kc_strerror(rc));
 out:
   if (rc)
     kc_config_close(c);
@@ -985,7 +972,7 @@ int kc_config_load(kc_config *c, const char *kubeconfig, const char *master, cha
       return 0;
     }
     if (!(paths = default_kubeconfig()))
-      return fail(err, errlen, KC_EINVAL,
+      return kc_errorf(err, errlen, KC_EINVAL,
                   "no configuration: give --kubeconfig or --master "
                   "(%s; no $KUBECONFIG or ~/.kube/config)",
                   ierr);

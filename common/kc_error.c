@@ -1,5 +1,7 @@
 #include "kc_error.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <uv.h>
@@ -96,4 +98,14 @@ int kc_err_from_uv(int uverr) {
   case UV_EMSGSIZE: return KC_ETOOBIG;
   default: return KC_EIO;
   }
+}
+
+int kc_errorf(char *err, size_t errlen, int code, const char *fmt, ...) {
+  if (err && errlen) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+  }
+  return code;
 }

@@ -3,6 +3,8 @@
 #ifndef KC_ERROR_H
 #define KC_ERROR_H
 
+#include <stddef.h>
+
 /* XX(name, message). Kubernetes Status.reason values keep their API spelling
  * in the message so that callers can report them verbatim. */
 #define KC_ERRNO_MAP(XX)                                                   \
@@ -47,6 +49,10 @@ typedef enum {
 
 /* The message for an error code, or "unknown error". Never NULL, static. */
 const char *kc_strerror(int err);
+/* Formats a message into err (errlen bytes; NULL or 0: no message) and returns code: the one
+ * way a function that takes an error buffer reports a failure. */
+int kc_errorf(char *err, size_t errlen, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* The symbolic name ("KC_ENOTFOUND"), static. */
 const char *kc_err_name(int err);
 /* Maps a Kubernetes Status.reason string to a code; KC_EHTTP when unknown. */

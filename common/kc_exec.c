@@ -20,19 +20,6 @@
 
 extern char **environ;
 
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...) {
-  if (err && errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return code;
-}
-
 void kc_exec_cred_close(kc_exec_cred *cred) {
   if (!cred)
     return;
@@ -58,7 +45,7 @@ static int status_str(json_t *status, const char *key, const char **out, char *e
   if (!v || json_is_null(v))
     return 0;
   if (!json_is_string(v))
-    return fail(err, errlen, KC_EPARSE, "decoding stdout: status.%s: not a string", key);
+    return kc_errorf(err, errlen, KC_EPARSE, "decoding stdout: status.%s: not a string", key);
   if (json_string_length(v))
     *out = json_string_value(v);
   return 0;
@@ -71,49 +58,49 @@ int kc_exec_parse(const kc_exec_config *x, const char *out, size_t len, kc_exec_
   json_t *o = json_loadb(out, len, 0, &je);
   int rc;
   if (!o)
-    return fail(err, errlen, KC_EPARSE, "decoding stdout: line %d column %d: %s", je.line,
+    return kc_errorf(err, errlen, KC_EPARSE, "decoding stdout: line %d column %d: %s", je.line,
                 je.column, je.text);
   const char *kind = json_string_value(json_object_get(o, "kind"));
   const char *api = json_string_value(json_object_get(o, "apiVersion"));
   json_t *status = json_object_get(o, "status");
   const char *token, *cert, *key, *exp;
   if (!json_is_object(o)) {
-    rc = fail(err, errlen, KC_EPARSE, "decoding stdout: not a JSON object");
+    rc = kc_errorf(err, errlen, KC_EPARSE, "decoding stdout: not a JSON object");
   } else if (!kind || strcmp(kind, "ExecCredential") != 0) {
-    rc = fail(err, errlen, KC_EPARSE, "decoding stdout: kind is \"%s\", want ExecCredential",
+    rc = kc_errorf(err, errlen, KC_EPARSE, "decoding stdout: kind is \"%s\", want ExecCredential",
               kind ? kind : "");
   } else if (!api || strcmp(api, x->api_version) != 0) {
-    rc = fail(err, errlen, KC_EINVAL,
+    rc = kc_errorf(err, errlen, KC_EINVAL,
               "exec plugin is configured to use API version %s, plugin returned version %s",
               x->api_version, api ? api : "(none)");
   } else if (!status || json_is_null(status)) {
-    rc = fail(err, errlen, KC_EINVAL, "exec plugin didn't return a status field");
+    rc = kc_errorf(err, errlen, KC_EINVAL, "exec plugin didn't return a status field");
   } else if (!json_is_object(status)) {
-    rc = fail(err, errlen, KC_EPARSE, "decoding stdout: status: not an object");
+    rc = kc_errorf(err, errlen, KC_EPARSE, "decoding stdout: status: not an object");
   } else if ((rc = status_str(status, "token", &token, err, errlen)) ||
              (rc = status_str(status, "clientCertificateData", &cert, err, errlen)) ||
              (rc = status_str(status, "clientKeyData", &key, err, errlen)) ||
              (rc = status_str(status, "expirationTimestamp", &exp, err, errlen))) {
     /* err is set */
   } else if (!token && !cert && !key) {
-    rc = fail(err, errlen, KC_EINVAL, "exec plugin didn't return a token or cert/key pair");
+    rc = kc_errorf(err, errlen, KC_EINVAL, "exec plugin didn't return a token or cert/key pair");
   } else if (!cert != !key) {
-    rc = fail(err, errlen, KC_EINVAL, "exec plugin returned only certificate or key, not both");
+    rc = kc_errorf(err, errlen, KC_EINVAL, "exec plugin returned only certificate or key, not both");
   } else if (cert && (!strstr(cert, "-----BEGIN ") || !strstr(key, "-----BEGIN "))) {
     /* curl checks the pair itself at the handshake; this catches base64 given for PEM. */
-    rc = fail(err, errlen, KC_EINVAL,
+    rc = kc_errorf(err, errlen, KC_EINVAL,
               "failed parsing client key/certificate: status.%s is not PEM (clientCertificateData "
               "and clientKeyData hold PEM text, not base64)",
               strstr(cert, "-----BEGIN ") ? "clientKeyData" : "clientCertificateData");
   } else if (exp && kc_rfc3339_parse(exp, &cred->expiry_ms) != 0) {
-    rc = fail(err, errlen, KC_EPARSE,
+    rc = kc_errorf(err, errlen, KC_EPARSE,
               "decoding stdout: status.expirationTimestamp: \"%s\" is not an RFC 3339 time", exp);
   } else {
     rc = 0;
     if ((token && !(cred->token = strdup(token))) ||
         (cert && (!(cred->cert = strdup(cert)) || !(cred->key = strdup(key))))) {
       kc_exec_cred_close(cred);
-      rc = fail(err, errlen, KC_ENOMEM, "exec plugin: out of memory");
+      rc = kc_errorf(err, errlen, KC_ENOMEM, "exec plugin: out of memory");
     } else if (cert) {
       cred->cert_len = strlen(cred->cert);
       cred->key_len = strlen(cred->key);
@@ -251,30 +238,30 @@ static void deliver(kc_exec_run *r) {
   kc_exec_cred cred = {0};
   int rc;
   if (r->spawn_err == UV_ENOENT) {
-    rc = fail(msg, sizeof(msg), KC_ENOENT,
+    rc = kc_errorf(msg, sizeof(msg), KC_ENOENT,
               "exec: executable %s not found (a client-go credential plugin named in the "
               "kubeconfig that is not installed)%s%s",
               r->command, r->install_hint ? "\n\n" : "", r->install_hint ? r->install_hint : "");
   } else if (r->spawn_err) {
-    rc = fail(msg, sizeof(msg), KC_EIO, "exec: cannot run %s: %s", r->command,
+    rc = kc_errorf(msg, sizeof(msg), KC_EIO, "exec: cannot run %s: %s", r->command,
               uv_strerror(r->spawn_err));
   } else if (r->timed_out) {
-    rc = fail(msg, sizeof(msg), KC_ETIMEDOUT,
+    rc = kc_errorf(msg, sizeof(msg), KC_ETIMEDOUT,
               "exec: executable %s did not finish within %.1f s and was killed (Kiln gives a "
               "credential plugin at most that long)",
               r->command, (double)r->timeout_ms / 1000.0);
   } else if (r->overflow) {
-    rc = fail(msg, sizeof(msg), KC_ETOOBIG,
+    rc = kc_errorf(msg, sizeof(msg), KC_ETOOBIG,
               "exec: executable %s wrote more than %zu bytes to standard output", r->command,
               KC_EXEC_OUTPUT_MAX);
   } else if (r->term_signal) {
-    rc = fail(msg, sizeof(msg), KC_EIO, "exec: executable %s was killed by signal %d", r->command,
+    rc = kc_errorf(msg, sizeof(msg), KC_EIO, "exec: executable %s was killed by signal %d", r->command,
               r->term_signal);
   } else if (r->exit_status) {
-    rc = fail(msg, sizeof(msg), KC_EIO, "exec: executable %s failed with exit code %lld",
+    rc = kc_errorf(msg, sizeof(msg), KC_EIO, "exec: executable %s failed with exit code %lld",
               r->command, (long long)r->exit_status);
   } else if (r->read_err) {
-    rc = fail(msg, sizeof(msg), KC_EIO, "exec: reading the output of %s: %s", r->command,
+    rc = kc_errorf(msg, sizeof(msg), KC_EIO, "exec: reading the output of %s: %s", r->command,
               uv_strerror(r->read_err));
   } else {
     rc = kc_exec_parse(&r->cfg, r->buf ? r->buf : "", r->len, &cred, msg, sizeof(msg));
