@@ -305,6 +305,22 @@ static int parse_tiers(parser *p, yaml_node_t *seq, sch_conf *c) {
   return 0;
 }
 
+/* A Volcano action Kiln does not build: logged as an error and remembered, not fatal, so
+ * that the operator's tiers and the other actions still apply. */
+static int skip_action(sch_conf *c, const char *name) {
+  char **v = realloc(c->skipped, (c->nskipped + 1) * sizeof(*v));
+  if (!v)
+    return KC_ENOMEM;
+  c->skipped = v;
+  if (!(v[c->nskipped] = strdup(name)))
+    return KC_ENOMEM;
+  c->nskipped++;
+  KC_ERROR("scheduler config: action \"%s\" is not implemented by kiln-scheduler; skipping "
+           "that action, the others run",
+           name);
+  return 0;
+}
+
 static int parse_actions(parser *p, const char *s, sch_conf *c) {
   char *copy = strdup(s);
   if (!copy)
@@ -326,6 +342,10 @@ static int parse_actions(parser *p, const char *s, sch_conf *c) {
     if (!*tok)
       continue;
     const sch_action *a = sch_action_find(tok);
+    if (!a && sch_action_volcano(tok)) {
+      rc = skip_action(c, tok);
+      continue;
+    }
     if (!a) {
       rc = fail(p, KC_ENOENT, "unknown action \"%s\"", tok);
       break;
@@ -368,7 +388,7 @@ static int parse_configurations(parser *p, yaml_node_t *seq, sch_conf *c) {
     }
     if (!ac->name)
       return fail(p, KC_EPARSE, "configurations: an entry has no name");
-    if (!sch_action_find(ac->name))
+    if (!sch_action_find(ac->name) && !sch_action_volcano(ac->name))
       return fail(p, KC_ENOENT, "configurations: unknown action \"%s\"", ac->name);
   }
   return 0;
@@ -479,6 +499,9 @@ void sch_conf_free(sch_conf *c) {
     args_free(&c->configurations[i].args);
   }
   free(c->configurations);
+  for (size_t i = 0; i < c->nskipped; i++)
+    free(c->skipped[i]);
+  free(c->skipped);
   free(c);
 }
 

@@ -299,6 +299,10 @@ typedef struct sch_conf {
   size_t ntiers;
   sch_action_conf *configurations; /* per-action arguments */
   size_t nconfigurations;
+  /* Actions the file lists that Volcano has and Kiln does not build (owned names): they
+   * were skipped, each with an error in the log. */
+  char **skipped;
+  size_t nskipped;
 } sch_conf;
 
 /* ------------------------------------------------------------------------------------ */
@@ -507,6 +511,8 @@ typedef struct sch_action {
 /* The registry (sch_registry.c): NULL when the name is not registered. */
 const sch_plugin *sch_plugin_find(const char *name);
 const sch_action *sch_action_find(const char *name);
+/* Whether Volcano registers an action of that name (implemented here or not). */
+bool sch_action_volcano(const char *name);
 
 /* ------------------------------------------------------------------------------------ */
 /* Session lifecycle and output                                                         */

@@ -45,6 +45,20 @@ const sch_plugin *sch_plugin_find(const char *name) {
   return NULL;
 }
 
+/* Every action name Volcano registers (pkg/scheduler/actions/factory.go). A configuration
+ * that names one Kiln has not built is still the operator's configuration: that action is
+ * skipped with an error and the rest of the file applies. */
+static const char *const volcano_actions[] = {
+    "enqueue", "allocate", "backfill", "preempt", "reclaim", "shuffle", "gangpreempt", "gangreclaim",
+};
+
+bool sch_action_volcano(const char *name) {
+  for (size_t i = 0; i < sizeof(volcano_actions) / sizeof(volcano_actions[0]); i++)
+    if (strcmp(volcano_actions[i], name) == 0)
+      return true;
+  return false;
+}
+
 const sch_action *sch_action_find(const char *name) {
   for (size_t i = 0; i < sizeof(actions) / sizeof(actions[0]); i++)
     if (strcmp(actions[i]->name, name) == 0)

@@ -112,7 +112,12 @@ static void log_conf(const char *what, const sch_conf *conf) {
   size_t np = 0;
   for (size_t t = 0; t < conf->ntiers; t++)
     np += conf->tiers[t].nplugins;
-  KC_INFO("%s: actions \"%s\", %zu tiers, %zu plugins", what, acts, conf->ntiers, np);
+  char skipped[256] = "";
+  off = 0;
+  for (size_t i = 0; i < conf->nskipped && off < sizeof(skipped); i++)
+    off += (size_t)snprintf(skipped + off, sizeof(skipped) - off, "%s%s",
+                            i ? ", " : "; not implemented, skipped: ", conf->skipped[i]);
+  KC_INFO("%s: actions \"%s\"%s, %zu tiers, %zu plugins", what, acts, skipped, conf->ntiers, np);
 }
 
 /* Reads and parses the file; on success replaces sh->conf. */

@@ -159,7 +159,9 @@ static void test_conf_invalid(void **state) {
        KC_EINVAL, "enableJobReady"},
       {"tiers: []\n", KC_EPARSE, "actions"},
       {"- a\n- b\n", KC_EPARSE, "mapping"},
-      {"actions: allocate\nconfigurations:\n- name: shuffle\n", KC_ENOENT, "shuffle"},
+      {"actions: allocate\nconfigurations:\n- name: reshuffle\n", KC_ENOENT, "reshuffle"},
+      {"actions: \"allocate, preemptt\"\n", KC_ENOENT, "preemptt"},
+      {"actions: gangreclaim\n", KC_EINVAL, "no actions"},
       {"actions: allocate\ntiers:\n- plugins:\n  - name: drf\n    enableHierarchy: true\n"
        "  - name: proportion\n",
        KC_EINVAL, "proportion"},
@@ -172,6 +174,32 @@ static void test_conf_invalid(void **state) {
       fail_msg("case %zu: rc %d err '%s'", i, rc, err);
     assert_null(c);
   }
+}
+
+/* A Volcano action Kiln does not build is skipped alone: the other actions and every tier
+ * of the file still apply. */
+static void test_conf_skips_unbuilt_action(void **state) {
+  (void)state;
+  static const char y[] = "actions: \"enqueue, gangpreempt, allocate, gangreclaim, backfill\"\n"
+                          "tiers:\n- plugins:\n  - name: priority\n  - name: gang\n"
+                          "    enablePreemptable: false\n"
+                          "configurations:\n- name: gangpreempt\n  arguments:\n    maxDomains: 2\n";
+  sch_conf *c = NULL;
+  char err[256] = "";
+  assert_int_equal(sch_conf_parse(y, strlen(y), &c, err, sizeof(err)), 0);
+  assert_int_equal(c->nactions, 3);
+  assert_string_equal(c->actions[0]->name, "enqueue");
+  assert_string_equal(c->actions[1]->name, "allocate");
+  assert_string_equal(c->actions[2]->name, "backfill");
+  assert_int_equal(c->nskipped, 2);
+  assert_string_equal(c->skipped[0], "gangpreempt");
+  assert_string_equal(c->skipped[1], "gangreclaim");
+  assert_int_equal(c->ntiers, 1);
+  assert_int_equal(c->tiers[0].nplugins, 2);
+  assert_false(c->tiers[0].plugins[1].enabled & (1u << SCH_EXT_PREEMPTABLE));
+  assert_true(sch_action_volcano("shuffle"));
+  assert_false(sch_action_volcano("shufle"));
+  sch_conf_free(c);
 }
 
 /* ---- snapshot ---- */
@@ -751,6 +779,7 @@ int main(void) {
       cmocka_unit_test(test_conf_default),
       cmocka_unit_test(test_conf_custom),
       cmocka_unit_test(test_conf_invalid),
+      cmocka_unit_test(test_conf_skips_unbuilt_action),
       cmocka_unit_test(test_snapshot_accounting),
       cmocka_unit_test(test_statement_discard_and_commit),
       cmocka_unit_test(test_enqueue_gating),
