@@ -1,15 +1,16 @@
-/* kiln-controller: the Volcano-compatible job controller (vc-controller-manager's job
- * controller). Flags keep Volcano's names and defaults so its Deployment arguments work.
+/* kiln-controller: Volcano's vc-controller-manager. Flags keep Volcano's names and defaults so
+ * its Deployment arguments work.
  *
- * main keeps what is the controller's own: its flags, the job controller shell (started
- * when this replica leads, drained on the way out) and the words of its log lines. The
- * process around them is kc_app (common/kc_app.h). */
+ * main keeps what is the process's own: its flags, the manager of the controllers that
+ * --controllers selects (ctl_controllers.h; started when this replica leads, drained on the
+ * way out) and the words of its log lines. The process around them is kc_app
+ * (common/kc_app.h). */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctl_shell.h"
+#include "ctl_controllers.h"
 #include "kc_api.h"
 #include "kc_app.h"
 #include "kc_cli.h"
@@ -19,8 +20,9 @@
 #include "kc_log.h"
 
 static const char summary[] =
-    "kiln-controller runs the Volcano-compatible job controller: it turns batch.volcano.sh Jobs\n"
-    "into PodGroups and pods and drives their phase machine.";
+    "kiln-controller runs Volcano's controllers (vc-controller-manager): the job controller turns\n"
+    "batch.volcano.sh Jobs into PodGroups and pods, the queue controller keeps Queue states, the\n"
+    "podgroup controller groups plain pods, and the gc controller deletes finished Jobs.";
 
 #define SHUTDOWN_DEADLINE_MS 10000
 
@@ -28,7 +30,7 @@ static const char summary[] =
 
 typedef struct {
   kc_app app;
-  ctl_shell *shell;
+  ctl_manager *mgr;
 } app;
 
 static int ready_check(void *ud, char *reason, size_t cap) {
@@ -37,29 +39,23 @@ static int ready_check(void *ud, char *reason, size_t cap) {
    * standby would be restarted by its liveness probe for no reason. */
   if (a->app.leader && !kc_leader_is_leader(a->app.leader))
     return 0;
-  if (a->shell && ctl_shell_synced(a->shell))
+  if (a->mgr && ctl_manager_synced(a->mgr))
     return 0;
   snprintf(reason, cap, "caches not synced");
   return 1;
 }
 
-/* The shared parts go first: the client's calls end (cancelled) while the shell can still
- * take the results. */
+/* The shared parts go first: the client's calls end (cancelled) while the controllers can
+ * still take the results. */
 static void release(app *a) {
   kc_app_stopped(&a->app);
-  ctl_shell_free(a->shell);
-  a->shell = NULL;
+  ctl_manager_free(a->mgr);
+  a->mgr = NULL;
 }
 
 static void stopped(void *ud) {
   app *a = ud;
-  ctl_shell_stats st;
-  ctl_shell_get_stats(a->shell, &st);
-  KC_INFO("stopped: %llu syncs, %llu pods created (%llu already existed), %llu deleted, %llu "
-          "status writes, %d plans abandoned",
-          (unsigned long long)st.syncs, (unsigned long long)st.pods_created,
-          (unsigned long long)st.pods_create_exists, (unsigned long long)st.pods_deleted,
-          (unsigned long long)st.status_writes, st.inflight);
+  KC_INFO("stopped");
   release(a);
 }
 
@@ -68,15 +64,15 @@ static void stop(kc_app *k, int signum) {
   if (signum)
     KC_INFO("signal %d: shutting down", signum);
   /* Stop taking work, let the writes in flight finish (up to the deadline), then close. */
-  ctl_shell_stop(a->shell, SHUTDOWN_DEADLINE_MS, stopped, a);
+  ctl_manager_stop(a->mgr, SHUTDOWN_DEADLINE_MS, stopped, a);
 }
 
 static void started_leading(kc_app *k) {
   app *a = container_of(k, app, app);
-  KC_INFO("leading: starting the job controller");
-  int rc = ctl_shell_start(a->shell);
+  KC_INFO("leading: starting %zu controllers", ctl_manager_running(a->mgr));
+  int rc = ctl_manager_start(a->mgr);
   if (rc) {
-    KC_ERROR("cannot start the job controller: %s", kc_strerror(rc));
+    KC_ERROR("cannot start the controllers: %s", kc_strerror(rc));
     kc_app_stop(k, 1);
   }
 }
@@ -117,8 +113,9 @@ int main(int argc, char **argv) {
        "Volcano will handle pods whose .spec.SchedulerName is same as scheduler-name", "[volcano]",
        NULL, false, NULL},
       {"worker-threads", KC_FLAG_INT, &workers,
-       "The number of Jobs synced at once (Kiln runs them on one event loop).", "3", NULL, false,
-       NULL},
+       "The number of threads syncing job operations concurrently. Larger number = faster job "
+       "updating, but more CPU load (Kiln: Jobs synced at once on its one event loop)",
+       "3", NULL, false, NULL},
       {"max-requeue-num", KC_FLAG_INT, &max_requeue,
        "The number of times a job, queue or command will be requeued before it is dropped out "
        "of the queue (-1: unlimited)",
@@ -132,18 +129,30 @@ int main(int argc, char **argv) {
       {"enable-metrics", KC_FLAG_BOOL, &enable_metrics, "Enable the metrics function", "false",
        NULL, false, NULL},
       {"controllers", KC_FLAG_STRINGS, &controllers,
-       "Controllers to enable; Kiln runs the job controller (accepted for compatibility).", "[*]",
-       NULL, true, NULL},
-      {"worker-threads-for-podgroup", KC_FLAG_INT, &wt_pg, "Accepted for compatibility.", "5", NULL,
-       false, NULL},
-      {"worker-threads-for-queue", KC_FLAG_INT, &wt_queue, "Accepted for compatibility.", "5", NULL,
-       false, NULL},
-      {"worker-threads-for-gc", KC_FLAG_INT, &wt_gc, "Accepted for compatibility.", "1", NULL,
-       false, NULL},
-      {"worker-threads-for-cronjob", KC_FLAG_INT, &wt_cron, "Accepted for compatibility.", "3",
-       NULL, false, NULL},
-      {"inherit-owner-annotations", KC_FLAG_BOOL, &inherit, "Accepted for compatibility.", "true",
-       NULL, false, NULL},
+       "Specify controller gates. Use '*' for all controllers, all knownController: "
+       "[job-controller], and we can use '-' to "
+       "disable controllers, e.g. \"*,-job-controller,-queue-controller\" to disable job and "
+       "queue controllers. As in Volcano, an entry that names a controller decides for it and "
+       "the others run only when '*' is listed.",
+       "[*]", NULL, true, NULL},
+      {"worker-threads-for-podgroup", KC_FLAG_INT, &wt_pg,
+       "The number of threads syncing podgroup operations. The larger the number, the faster "
+       "the podgroup processing, but requires more CPU load.",
+       "5", NULL, false, NULL},
+      {"worker-threads-for-queue", KC_FLAG_INT, &wt_queue,
+       "The number of threads syncing queue operations. The larger the number, the faster the "
+       "queue processing, but requires more CPU load.",
+       "5", NULL, false, NULL},
+      {"worker-threads-for-gc", KC_FLAG_INT, &wt_gc,
+       "The number of threads for recycling jobs. The larger the number, the faster the job "
+       "recycling, but requires more CPU load.",
+       "1", NULL, false, NULL},
+      {"worker-threads-for-cronjob", KC_FLAG_INT, &wt_cron,
+       "The number of threads syncing cronjob operations.", "3", NULL, false, NULL},
+      {"inherit-owner-annotations", KC_FLAG_BOOL, &inherit,
+       "Enable inherit owner annotations for pods when create podgroup; it is enabled by "
+       "default",
+       "true", NULL, false, NULL},
   };
   int rc = kc_cli_parse("kiln-controller", summary, flags, sizeof(flags) / sizeof(flags[0]),
                         &common, argc, argv);
@@ -157,6 +166,10 @@ int main(int argc, char **argv) {
     bad = "--kube-api-qps and --kube-api-burst must not be negative";
   else if (workers < 1)
     bad = "--worker-threads must be at least 1";
+  else if (wt_pg < 1 || wt_queue < 1 || wt_gc < 1 || wt_cron < 1)
+    bad = "--worker-threads-for-podgroup, -queue, -gc and -cronjob must be at least 1";
+  else if (ctl_controllers_check(controllers.v, controllers.n, err, sizeof(err)) != 0)
+    bad = err;
   else if (max_requeue < -1)
     bad = "--max-requeue-num must be -1 (unlimited) or more";
   else if (enable_metrics && kc_httpd_parse_address(listen, host, sizeof(host), &port) != 0)
@@ -188,24 +201,32 @@ int main(int argc, char **argv) {
     KC_ERROR("cannot set up leader election: %s", kc_strerror(rc));
     goto fail;
   }
-  ctl_shell_options so = {.workers = workers,
-                          .max_requeue = max_requeue,
-                          .default_scheduler = schedulers.n ? schedulers.v[0] : "volcano",
-                          .metrics = a.app.metrics,
-                          .leader = a.app.leader,
-                          .events = a.app.events};
-  if ((rc = ctl_shell_new(&a.app.loop, a.app.client, &so, &a.shell))) {
-    KC_ERROR("cannot set up the job controller: %s", kc_strerror(rc));
+  ctl_env env = {.loop = &a.app.loop,
+                 .client = a.app.client,
+                 .metrics = a.app.metrics,
+                 .leader = a.app.leader,
+                 .events = a.app.events,
+                 .schedulers = schedulers.v,
+                 .nschedulers = schedulers.n,
+                 .workers = workers,
+                 .workers_pg = wt_pg,
+                 .workers_queue = wt_queue,
+                 .workers_gc = wt_gc,
+                 .workers_cron = wt_cron,
+                 .max_requeue = max_requeue,
+                 .inherit_owner_annotations = inherit};
+  if ((rc = ctl_manager_new(&env, controllers.v, controllers.n, &a.mgr))) {
+    KC_ERROR("cannot set up the controllers: %s", kc_strerror(rc));
     goto fail;
   }
   bool same = enable_healthz && enable_metrics && strcmp(listen, healthz) == 0;
   if ((enable_healthz && serve(&a, healthz, same) != 0) ||
       (enable_metrics && !same && serve(&a, listen, true) != 0))
     goto fail;
-  /* With an elector the shell starts when this replica leads (started_leading). */
+  /* With an elector the controllers start when this replica leads (started_leading). */
   rc = kc_app_start(&a.app);
   if (rc == 0 && !a.app.leader)
-    rc = ctl_shell_start(a.shell);
+    rc = ctl_manager_start(a.mgr);
   if (rc) {
     KC_ERROR("cannot start: %s", kc_strerror(rc));
     kc_app_stop(&a.app, 1);
