@@ -13,6 +13,7 @@
 
 #include "ctl_int.h"
 #include "kc_error.h"
+#include "plugins/ctl_plugin.h"
 
 /* ---- argument parsing ("--flag=value" or "--flag value") ---- */
 
@@ -420,12 +421,31 @@ static int ssh_pod_create(ctl_ctx *c, const Kiln__StringList *args, json_t *pod,
   return 0;
 }
 
+/* ---- shared with the training plugins (controller/plugins) ---- */
+
+bool ctl__plugin_marked(ctl_ctx *c, const char *plugin) { return marked(c, plugin); }
+void ctl__plugin_mark(ctl_ctx *c, const char *plugin, bool on) { mark(c, plugin, on); }
+json_t *ctl__plugin_meta(const Kiln__Job *job, const char *name) { return meta_for(job, name); }
+int ctl__plugin_delete(ctl_ctx *c, const char *api, const char *kind, const char *name) {
+  return delete_obj(c, api, kind, name);
+}
+void ctl__plugin_template_host(const Kiln__TaskSpec *t, char *host, size_t hl, char *sub,
+                               size_t sl) {
+  template_host(t, host, hl, sub, sl);
+}
+
 /* ---- the table ---- */
 
 static const ctl_plugin plugins[] = {
     {"env", env_job_add, env_pod_create, NULL, env_job_delete},
     {"svc", svc_job_add, svc_pod_create, svc_job_update, svc_job_delete},
     {"ssh", ssh_job_add, ssh_pod_create, NULL, ssh_job_delete},
+    {"pytorch", ctl__pytorch_job_add, ctl__pytorch_pod_create, NULL, ctl__pytorch_job_delete},
+    {"tensorflow", ctl__tensorflow_job_add, ctl__tensorflow_pod_create, NULL,
+     ctl__tensorflow_job_delete},
+    {"mpi", ctl__mpi_job_add, ctl__mpi_pod_create, NULL, ctl__mpi_job_delete},
+    {"ray", ctl__ray_job_add, ctl__ray_pod_create, NULL, ctl__ray_job_delete},
+    {"hcclrank", NULL, ctl__hcclrank_pod_create, NULL, NULL},
 };
 
 const ctl_plugin *ctl__plugin_find(const char *name) {
@@ -443,9 +463,11 @@ int ctl__plugins_job_add(ctl_ctx *c, char *errbuf, size_t len) {
       snprintf(errbuf, len, "unable to get plugin %s", spec->plugins[i]->key);
       return KC_ENOENT;
     }
-  for (size_t i = 0; i < spec->n_plugins; i++) {
-    const ctl_plugin *p = ctl__plugin_find(spec->plugins[i]->key);
-    int rc = p->on_job_add ? p->on_job_add(c, spec->plugins[i]->value) : 0;
+  ctl_plugin_use use[CTL_PLUGIN_USES_MAX];
+  size_t n = ctl__plugins_used(spec, use, CTL_PLUGIN_USES_MAX);
+  for (size_t i = 0; i < n; i++) {
+    const ctl_plugin *p = ctl__plugin_find(use[i].name);
+    int rc = p->on_job_add ? p->on_job_add(c, use[i].args) : 0;
     if (rc)
       return rc;
   }
@@ -453,10 +475,11 @@ int ctl__plugins_job_add(ctl_ctx *c, char *errbuf, size_t len) {
 }
 
 int ctl__plugins_job_update(ctl_ctx *c) {
-  const Kiln__JobSpec *spec = c->v->job->spec;
-  for (size_t i = 0; i < spec->n_plugins; i++) {
-    const ctl_plugin *p = ctl__plugin_find(spec->plugins[i]->key);
-    int rc = p && p->on_job_update ? p->on_job_update(c, spec->plugins[i]->value) : 0;
+  ctl_plugin_use use[CTL_PLUGIN_USES_MAX];
+  size_t n = ctl__plugins_used(c->v->job->spec, use, CTL_PLUGIN_USES_MAX);
+  for (size_t i = 0; i < n; i++) {
+    const ctl_plugin *p = ctl__plugin_find(use[i].name);
+    int rc = p && p->on_job_update ? p->on_job_update(c, use[i].args) : 0;
     if (rc)
       return rc;
   }
@@ -464,10 +487,11 @@ int ctl__plugins_job_update(ctl_ctx *c) {
 }
 
 int ctl__plugins_job_delete(ctl_ctx *c) {
-  const Kiln__JobSpec *spec = c->v->job->spec;
-  for (size_t i = 0; i < spec->n_plugins; i++) {
-    const ctl_plugin *p = ctl__plugin_find(spec->plugins[i]->key);
-    int rc = p && p->on_job_delete ? p->on_job_delete(c, spec->plugins[i]->value) : 0;
+  ctl_plugin_use use[CTL_PLUGIN_USES_MAX];
+  size_t n = ctl__plugins_used(c->v->job->spec, use, CTL_PLUGIN_USES_MAX);
+  for (size_t i = 0; i < n; i++) {
+    const ctl_plugin *p = ctl__plugin_find(use[i].name);
+    int rc = p && p->on_job_delete ? p->on_job_delete(c, use[i].args) : 0;
     if (rc)
       return rc;
   }
@@ -475,11 +499,11 @@ int ctl__plugins_job_delete(ctl_ctx *c) {
 }
 
 int ctl__plugins_pod_create(ctl_ctx *c, json_t *pod, const Kiln__TaskSpec *task, int index) {
-  const Kiln__JobSpec *spec = c->v->job->spec;
-  for (size_t i = 0; i < spec->n_plugins; i++) {
-    const ctl_plugin *p = ctl__plugin_find(spec->plugins[i]->key);
-    int rc =
-        p && p->on_pod_create ? p->on_pod_create(c, spec->plugins[i]->value, pod, task, index) : 0;
+  ctl_plugin_use use[CTL_PLUGIN_USES_MAX];
+  size_t n = ctl__plugins_used(c->v->job->spec, use, CTL_PLUGIN_USES_MAX);
+  for (size_t i = 0; i < n; i++) {
+    const ctl_plugin *p = ctl__plugin_find(use[i].name);
+    int rc = p && p->on_pod_create ? p->on_pod_create(c, use[i].args, pod, task, index) : 0;
     if (rc)
       return rc;
   }
