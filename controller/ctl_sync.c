@@ -660,9 +660,11 @@ static void set_if_absent(json_t *o, const char *key, const char *val) {
     json_object_set_new(o, key, json_string(val));
 }
 
-/* tmpl is the task's parsed template (borrowed, may be NULL). */
+/* tmpl is the task's parsed template (borrowed, may be NULL). NULL when out of memory, or when
+ * a plugin refused the pod: then *plugin_rc holds its error. */
 static json_t *create_job_pod(ctl_ctx *c, const Kiln__TaskSpec *t, const json_t *tmpl, int index,
-                              const claim_names *claims) {
+                              const claim_names *claims, int *plugin_rc) {
+  *plugin_rc = 0;
   const Kiln__Job *job = c->v->job;
   const char *jname = ctl__job_name(job);
   const char *tname = t->name ? t->name : "";
@@ -770,7 +772,7 @@ static json_t *create_job_pod(ctl_ctx *c, const Kiln__TaskSpec *t, const json_t 
     json_object_set_new(labels, CTL_KEY_FORWARDING, json_string("true"));
     json_object_set_new(ann, CTL_KEY_FORWARDING, json_string("true"));
   }
-  if (ctl__plugins_pod_create(c, pod, t, index) != 0) {
+  if ((*plugin_rc = ctl__plugins_pod_create(c, pod, t, index)) != 0) {
     json_decref(pod);
     return NULL;
   }
@@ -842,7 +844,7 @@ static int sync_pods(ctl_ctx *c, const claim_names *claims) {
           c->plan->requeue_after = 5; /* dependency pods will also requeue on update */
           continue;
         }
-        json_t *pod = create_job_pod(c, t, tmpl, (int)i, claims);
+        json_t *pod = create_job_pod(c, t, tmpl, (int)i, claims, &rc);
         if (!pod || (rc = ctl__append(&c->plan->pods_create, pod))) {
           rc = rc ? rc : KC_ENOMEM;
           goto out;
