@@ -46,31 +46,34 @@ static const char *role(const settings *s, const char *task) {
 }
 
 /* New: the cluster object, keys in Go's struct order (ps, worker, chief, evaluator), a role
- * with no hosts left out (omitempty). */
+ * with no hosts left out (omitempty). A task takes the first role its name matches (Go's
+ * switch), and a later task of the same role replaces an earlier one. */
 static json_t *cluster_spec(const Kiln__Job *job, const settings *s) {
   const char *const roles[] = {s->ps, s->worker, s->chief, s->evaluator};
   const char *const keys[] = {"ps", "worker", "chief", "evaluator"};
+  json_t *hosts[4] = {NULL, NULL, NULL, NULL};
+  for (size_t ti = 0; ti < job->spec->n_tasks; ti++) {
+    const Kiln__TaskSpec *t = job->spec->tasks[ti];
+    size_t r = 0;
+    while (r < 4 && strcmp(t->name ? t->name : "", roles[r]) != 0)
+      r++;
+    if (r == 4)
+      continue;
+    json_decref(hosts[r]);
+    hosts[r] = json_array();
+    for (int32_t i = 0; i < t->replicas; i++) {
+      char d[CTL_NAME_MAX * 3], h[CTL_NAME_MAX * 3 + 24];
+      ctl__domain_name(job, t, (int)i, d, sizeof(d));
+      snprintf(h, sizeof(h), "%s:%lld", d, (long long)s->port);
+      json_array_append_new(hosts[r], json_string(h));
+    }
+  }
   json_t *cluster = json_object();
   for (size_t r = 0; r < 4; r++) {
-    json_t *hosts = NULL;
-    /* the last task of that name wins, as Go's switch over the tasks overwrites */
-    for (size_t ti = 0; ti < job->spec->n_tasks; ti++) {
-      const Kiln__TaskSpec *t = job->spec->tasks[ti];
-      if (!t->name || strcmp(t->name, roles[r]) != 0)
-        continue;
-      json_decref(hosts);
-      hosts = json_array();
-      for (int32_t i = 0; i < t->replicas; i++) {
-        char d[CTL_NAME_MAX * 3], h[CTL_NAME_MAX * 3 + 24];
-        ctl__domain_name(job, t, (int)i, d, sizeof(d));
-        snprintf(h, sizeof(h), "%s:%lld", d, (long long)s->port);
-        json_array_append_new(hosts, json_string(h));
-      }
-    }
-    if (hosts && json_array_size(hosts))
-      json_object_set_new(cluster, keys[r], hosts);
+    if (hosts[r] && json_array_size(hosts[r]))
+      json_object_set_new(cluster, keys[r], hosts[r]);
     else
-      json_decref(hosts);
+      json_decref(hosts[r]);
   }
   return cluster;
 }

@@ -310,6 +310,14 @@ static void test_tensorflow(void **state) {
                       "\"index\":0}}");
   fx_close(&f);
 
+  /* one name for two roles: the cluster takes it as ps (Go's switch order there), the task
+   * type says worker (the order of Volcano's getTaskType) */
+  run(&f, mkjob("td", "{\"tensorflow\":[\"--ps=worker\"]}", task("worker", 2, NULL), NULL, NULL));
+  assert_string_equal(env(container(&f, "td-worker-0", "containers"), "TF_CONFIG"),
+                      "{\"cluster\":{\"ps\":[\"td-worker-0.td:2222\",\"td-worker-1.td:2222\"]},"
+                      "\"task\":{\"type\":\"worker\",\"index\":0}}");
+  fx_close(&f);
+
   /* stand-alone: one task, one replica, no TF_CONFIG */
   run(&f, mkjob("ts", "{\"tensorflow\":[]}", task("worker", 1, NULL), NULL, NULL));
   assert_null(env(container(&f, "ts-worker-0", "containers"), "TF_CONFIG"));
