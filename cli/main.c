@@ -1,0 +1,453 @@
+/* vcctl (also kubectl-vcctl, vsub, vjobs, vqueues, vsuspend, vresume, vcancel by the name it is
+ * called by): one function per verb over vc_conn's request/response. A failure prints
+ * Volcano's "Failed to <verb> <noun>: <error>" on stdout and exits with status 255. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kc_error.h"
+#include "vc.h"
+
+#define ERRLEN 1200
+
+typedef struct {
+  const vc_args *a;
+  vc_conn *conn;
+  char err[ERRLEN];
+} run_ctx;
+
+static int failf(run_ctx *x, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int failf(run_ctx *x, int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(x->err, sizeof(x->err), fmt, ap);
+  va_end(ap);
+  return code;
+}
+
+/* One call; the connection is made on the first, so a bad command line is reported before
+ * the configuration is even read. */
+static int raw(run_ctx *x, kc_verb verb, const kc_ref *ref, const kc_query *q, json_t *body,
+               vc_reply *r) {
+  memset(r, 0, sizeof(*r));
+  if (x->conn == NULL) {
+    int rc = vc_conn_open(x->a->kubeconfig, x->a->master, &x->conn, r->message,
+                          sizeof(r->message));
+    if (rc != 0)
+      return r->err = rc;
+  }
+  return vc_call(x->conn, verb, ref, q, body, r);
+}
+
+/* The server's words for a failed call (a Status message such as
+ * `jobs.batch.volcano.sh "x" not found`), as client-go's error prints them. */
+static int call(run_ctx *x, kc_verb verb, const kc_ref *ref, const kc_query *q, json_t *body,
+                vc_reply *r) {
+  int rc = raw(x, verb, ref, q, body, r);
+  if (rc != 0)
+    failf(x, rc, "%s", r->message);
+  return rc;
+}
+
+#define JOBS(ns, name) {"batch.volcano.sh", "v1alpha1", "jobs", ns, name, NULL}
+#define QUEUES(name) {"scheduling.volcano.sh", "v1beta1", "queues", NULL, name, NULL}
+#define PODGROUPS(ns, name) {"scheduling.volcano.sh", "v1beta1", "podgroups", ns, name, NULL}
+#define COMMANDS(ns) {"bus.volcano.sh", "v1alpha1", "commands", ns, NULL, NULL}
+
+/* ---- jobs ---- */
+
+static int read_job_file(run_ctx *x, json_t **out) {
+  const char *f = x->a->filename;
+  if (strstr(f, ".yaml") == NULL && strstr(f, ".yml") == NULL)
+    return failf(x, KC_EINVAL, "only support yaml file");
+  FILE *fp = fopen(f, "rb");
+  if (fp == NULL)
+    return failf(x, KC_EIO, "failed to read file, err: open %s: %s", f, strerror(errno));
+  char *buf = NULL;
+  size_t len = 0, cap = 0;
+  for (;;) {
+    if (len + 4096 > cap) {
+      char *nb = cap < (16u << 20) ? realloc(buf, cap = cap ? cap * 2 : 8192) : NULL;
+      if (nb == NULL) {
+        free(buf);
+        fclose(fp);
+        return failf(x, KC_ETOOBIG, "failed to read file, err: %s is too large", f);
+      }
+      buf = nb;
+    }
+    size_t n = fread(buf + len, 1, cap - len, fp);
+    len += n;
+    if (n == 0)
+      break;
+  }
+  fclose(fp);
+  char perr[512];
+  int rc = vc_yaml_to_json(buf, len, out, perr, sizeof(perr));
+  free(buf);
+  if (rc != 0)
+    return failf(x, rc, "Failed to unmarshal file, err:  %s", perr);
+  return 0;
+}
+
+static int job_run(run_ctx *x) {
+  const vc_args *a = x->a;
+  if ((a->name == NULL || !a->name[0]) && (a->filename == NULL || !a->filename[0]))
+    return failf(x, KC_EINVAL, "job name cannot be left blank");
+  json_t *job = NULL;
+  int rc;
+  if (a->filename && a->filename[0]) {
+    json_t *ignored = NULL;
+    /* Volcano checks the resource flags even when the job comes from a file. */
+    if ((rc = vc_resource_list(a->requests, &ignored, x->err, sizeof(x->err))) == 0) {
+      json_decref(ignored);
+      rc = vc_resource_list(a->limits, &ignored, x->err, sizeof(x->err));
+      json_decref(ignored);
+    }
+    if (rc == 0)
+      rc = read_job_file(x, &job);
+  } else {
+    rc = vc_job_from_flags(a, &job, x->err, sizeof(x->err));
+  }
+  if (rc != 0)
+    return rc;
+  kc_ref ref = JOBS(a->namespace, NULL);
+  vc_reply r;
+  rc = call(x, KC_CREATE, &ref, NULL, job, &r);
+  json_decref(job);
+  if (rc == 0)
+    printf("run job %s successfully\n", vc_str(r.obj, "metadata.name"));
+  vc_reply_clear(&r);
+  return rc;
+}
+
+static bool job_matches(const vc_args *a, const json_t *j) {
+  if (a->queue && a->queue[0] && strcmp(a->queue, vc_str(j, "spec.queue")) != 0)
+    return false;
+  if (a->scheduler && a->scheduler[0] && strcmp(a->scheduler, vc_str(j, "spec.schedulerName")) != 0)
+    return false;
+  return a->selector == NULL || strstr(vc_str(j, "metadata.name"), a->selector) != NULL;
+}
+
+static int job_list(run_ctx *x) {
+  const vc_args *a = x->a;
+  kc_ref ref = JOBS(a->all_namespaces ? NULL : a->namespace, NULL);
+  vc_reply r;
+  int rc = call(x, KC_LIST, &ref, NULL, NULL, &r);
+  if (rc != 0)
+    return rc;
+  json_t *kept = json_array(), *list = json_pack("{s:o}", "items", kept);
+  size_t i;
+  json_t *j;
+  json_array_foreach(json_object_get(r.obj, "items"), i, j) {
+    if (job_matches(a, j))
+      json_array_append(kept, j);
+  }
+  if (json_array_size(kept) == 0)
+    printf("No resources found\n");
+  else
+    vc_print_jobs(stdout, list, a->all_namespaces);
+  json_decref(list);
+  vc_reply_clear(&r);
+  return 0;
+}
+
+/* The job's PodGroup: "<job>-<uid>" since Volcano 1.5, "<job>" before. NULL when neither. */
+static json_t *job_podgroup(run_ctx *x, const json_t *job) {
+  char name[512];
+  const char *ns = vc_str(job, "metadata.namespace");
+  snprintf(name, sizeof(name), "%s-%s", vc_str(job, "metadata.name"), vc_str(job, "metadata.uid"));
+  for (int i = 0; i < 2; i++) {
+    kc_ref ref = PODGROUPS(ns, i == 0 ? name : vc_str(job, "metadata.name"));
+    vc_reply r;
+    if (raw(x, KC_GET, &ref, NULL, NULL, &r) == 0)
+      return r.obj;
+    vc_reply_clear(&r);
+  }
+  return NULL;
+}
+
+static int job_view(run_ctx *x) {
+  const vc_args *a = x->a;
+  if (a->name == NULL || !a->name[0]) {
+    if (a->list_if_no_name)
+      return job_list(x);
+    return failf(x, KC_EINVAL, "job name (specified by --name or -N) is mandatory to view a "
+                               "particular job");
+  }
+  kc_ref ref = JOBS(a->namespace, a->name);
+  vc_reply r;
+  int rc = call(x, KC_GET, &ref, NULL, NULL, &r);
+  if (rc != 0)
+    return rc;
+  json_t *pg = job_podgroup(x, r.obj);
+  /* The job's own events; Volcano matches event names "<job>.*", the field selector asks
+   * the server for exactly the events about this object. */
+  char sel[600];
+  snprintf(sel, sizeof(sel), "involvedObject.name=%s,involvedObject.kind=Job", a->name);
+  kc_ref eref = {NULL, "v1", "events", a->namespace, NULL, NULL};
+  kc_query q = {.field_selector = sel};
+  vc_reply ev;
+  raw(x, KC_LIST, &eref, &q, NULL, &ev);
+  vc_print_job_view(stdout, r.obj, pg, ev.obj, (int64_t)time(NULL));
+  vc_reply_clear(&ev);
+  json_decref(pg);
+  vc_reply_clear(&r);
+  return 0;
+}
+
+static int job_command(run_ctx *x, const char *action, const char *verb) {
+  const vc_args *a = x->a;
+  if (a->name == NULL || !a->name[0])
+    return failf(x, KC_EINVAL, "job name is mandatory to %s a particular job", verb);
+  kc_ref ref = JOBS(a->namespace, a->name);
+  vc_reply r;
+  int rc = call(x, KC_GET, &ref, NULL, NULL, &r);
+  if (rc != 0)
+    return rc;
+  json_t *cmd = NULL;
+  rc = vc_command_for(r.obj, "batch.volcano.sh/v1alpha1", "Job",
+                      vc_str(r.obj, "metadata.namespace"), action, &cmd);
+  vc_reply_clear(&r);
+  if (rc != 0)
+    return failf(x, rc, "cannot build the %s Command: %s", action, kc_strerror(rc));
+  kc_ref cref = COMMANDS(a->namespace);
+  rc = call(x, KC_CREATE, &cref, NULL, cmd, &r);
+  json_decref(cmd);
+  vc_reply_clear(&r);
+  return rc;
+}
+
+static int job_delete(run_ctx *x, bool cancel) {
+  const vc_args *a = x->a;
+  if (a->name == NULL || !a->name[0])
+    return failf(x, KC_EINVAL, "job name is mandatory to %s a particular job",
+                 cancel ? "cancel" : "delete");
+  kc_ref ref = JOBS(a->namespace, a->name);
+  vc_reply r;
+  int rc = call(x, KC_DELETE, &ref, NULL, NULL, &r);
+  vc_reply_clear(&r);
+  if (rc == 0)
+    printf("%s job %s successfully\n", cancel ? "cancel" : "delete", a->name);
+  return rc;
+}
+
+/* ---- queues ---- */
+
+static int list_podgroups(run_ctx *x, vc_reply *pgs, const char *queue) {
+  kc_ref ref = PODGROUPS(NULL, NULL);
+  int rc = raw(x, KC_LIST, &ref, NULL, NULL, pgs);
+  if (rc != 0 && queue)
+    return failf(x, rc, "failed to list podgroup for queue %s with err: %s", queue, pgs->message);
+  if (rc != 0)
+    return failf(x, rc, "failed to list podgroups with err: %s", pgs->message);
+  return 0;
+}
+
+static int queue_list(run_ctx *x) {
+  kc_ref ref = QUEUES(NULL);
+  vc_reply r, pgs = {0};
+  int rc = call(x, KC_LIST, &ref, NULL, NULL, &r);
+  if (rc == 0 && json_array_size(json_object_get(r.obj, "items")) == 0)
+    printf("No resources found\n");
+  else if (rc == 0 && (rc = list_podgroups(x, &pgs, NULL)) == 0)
+    vc_print_queues(stdout, r.obj, pgs.obj);
+  vc_reply_clear(&pgs);
+  vc_reply_clear(&r);
+  return rc;
+}
+
+static int queue_get(run_ctx *x) {
+  const vc_args *a = x->a;
+  if (a->name == NULL || !a->name[0]) {
+    if (a->list_if_no_name)
+      return queue_list(x);
+    return failf(x, KC_EINVAL, "name is mandatory to get the particular queue details");
+  }
+  kc_ref ref = QUEUES(a->name);
+  vc_reply r, pgs = {0};
+  int rc = call(x, KC_GET, &ref, NULL, NULL, &r);
+  if (rc == 0 && (rc = list_podgroups(x, &pgs, a->name)) == 0)
+    vc_print_queue(stdout, r.obj, pgs.obj);
+  vc_reply_clear(&pgs);
+  vc_reply_clear(&r);
+  return rc;
+}
+
+static int queue_create(run_ctx *x) {
+  const vc_args *a = x->a;
+  json_t *q = vc_queue_new(a->name, a->weight, a->state);
+  if (q == NULL)
+    return failf(x, KC_ENOMEM, "out of memory");
+  kc_ref ref = QUEUES(NULL);
+  vc_reply r;
+  int rc = call(x, KC_CREATE, &ref, NULL, q, &r);
+  json_decref(q);
+  vc_reply_clear(&r);
+  return rc;
+}
+
+static int queue_delete(run_ctx *x) {
+  if (x->a->name == NULL || !x->a->name[0])
+    return failf(x, KC_EINVAL, "queue name must be specified");
+  kc_ref ref = QUEUES(x->a->name);
+  vc_reply r;
+  int rc = call(x, KC_DELETE, &ref, NULL, NULL, &r);
+  vc_reply_clear(&r);
+  return rc;
+}
+
+static int queue_operate(run_ctx *x) {
+  const vc_args *a = x->a;
+  if (a->name == NULL || !a->name[0])
+    return failf(x, KC_EINVAL, "Queue name must be specified");
+  const char *act = a->action ? a->action : "";
+  kc_ref ref = QUEUES(a->name);
+  vc_reply r;
+  int rc;
+  if (strcmp(act, "update") == 0) {
+    if (a->weight == 0)
+      return failf(x, KC_EINVAL, "When update queue %s, weight must be specified, the value "
+                                 "must be greater than 0", a->name);
+    json_t *patch = json_pack("{s:{s:i}}", "spec", "weight", a->weight);
+    rc = call(x, KC_PATCH_MERGE, &ref, NULL, patch, &r);
+    json_decref(patch);
+    vc_reply_clear(&r);
+    return rc;
+  }
+  const char *action = strcmp(act, "open") == 0 ? "OpenQueue"
+                       : strcmp(act, "close") == 0 ? "CloseQueue" : NULL;
+  if (act[0] == '\0')
+    return failf(x, KC_EINVAL, "Action can not be null");
+  if (action == NULL)
+    return failf(x, KC_EINVAL, "Action %s invalid, valid actions are open, close and update", act);
+  if ((rc = call(x, KC_GET, &ref, NULL, NULL, &r)) != 0)
+    return rc;
+  json_t *cmd = NULL;
+  /* Volcano's vcctl puts queue Commands in the "default" namespace. */
+  rc = vc_command_for(r.obj, "scheduling.volcano.sh/v1beta1", "Queue", "default", action, &cmd);
+  vc_reply_clear(&r);
+  if (rc != 0)
+    return failf(x, rc, "cannot build the %s Command: %s", action, kc_strerror(rc));
+  kc_ref cref = COMMANDS("default");
+  rc = call(x, KC_CREATE, &cref, NULL, cmd, &r);
+  json_decref(cmd);
+  vc_reply_clear(&r);
+  return rc;
+}
+
+/* ---- pods ---- */
+
+static const char *label(const json_t *o, const char *key) {
+  return json_string_value(json_object_get(vc_at(o, "metadata.labels"), key));
+}
+
+static bool has_pod(const json_t *items, const char *name) {
+  size_t i;
+  json_t *p;
+  json_array_foreach(items, i, p) {
+    if (strcmp(vc_str(p, "metadata.name"), name) == 0)
+      return true;
+  }
+  return false;
+}
+
+/* Pods of a queue: the vcjob pods labelled with it, then other pods annotated with it. */
+static json_t *pods_of_queue(const json_t *all, const char *queue) {
+  json_t *items = json_array();
+  size_t i;
+  json_t *p;
+  json_array_foreach(json_object_get(all, "items"), i, p) {
+    const char *l = label(p, "volcano.sh/queue-name");
+    if (l && strcmp(l, queue) == 0)
+      json_array_append(items, p);
+  }
+  json_array_foreach(json_object_get(all, "items"), i, p) {
+    const char *an = json_string_value(
+        json_object_get(vc_at(p, "metadata.annotations"), "scheduling.volcano.sh/queue-name"));
+    if (an && strcmp(an, queue) == 0 && !has_pod(items, vc_str(p, "metadata.name")))
+      json_array_append(items, p);
+  }
+  return json_pack("{s:o}", "items", items);
+}
+
+static int pod_list(run_ctx *x) {
+  const vc_args *a = x->a;
+  bool by_job = a->job && a->job[0], by_queue = a->queue && a->queue[0];
+  char sel[600];
+  snprintf(sel, sizeof(sel), by_job ? "volcano.sh/job-name in (%s)" : "volcano.sh/job-name",
+           by_job ? a->job : "");
+  kc_ref ref = {NULL, "v1", "pods", a->all_namespaces ? NULL : a->namespace, NULL, NULL};
+  kc_query q = {.label_selector = (by_queue && !by_job) ? NULL : sel};
+  vc_reply r;
+  int rc = call(x, KC_LIST, &ref, &q, NULL, &r);
+  if (rc != 0)
+    return rc;
+  json_t *pods = json_incref(r.obj);
+  if (by_job && by_queue) {
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(pods, "items"), i, p) {
+      const char *l = label(p, "volcano.sh/queue-name");
+      if (l && strcmp(l, a->queue) != 0)
+        rc = failf(x, KC_EINVAL, "the input vcjob %s does not match the queue %s", a->job,
+                   a->queue);
+    }
+  } else if (by_queue) {
+    json_decref(pods);
+    pods = pods_of_queue(r.obj, a->queue);
+  }
+  if (rc == 0 && json_array_size(json_object_get(pods, "items")) == 0)
+    printf("No resources found\n");
+  else if (rc == 0)
+    vc_print_pods(stdout, pods, (int64_t)time(NULL));
+  json_decref(pods);
+  vc_reply_clear(&r);
+  return rc;
+}
+
+static int run(run_ctx *x) {
+  switch (x->a->verb) {
+  case VC_JOB_RUN: return job_run(x);
+  case VC_JOB_LIST: return job_list(x);
+  case VC_JOB_VIEW: return job_view(x);
+  case VC_JOB_SUSPEND: return job_command(x, "AbortJob", "suspend");
+  case VC_JOB_RESUME: return job_command(x, "ResumeJob", "resume");
+  case VC_JOB_DELETE: return job_delete(x, x->a->what[0] == '\0');
+  case VC_QUEUE_CREATE: return queue_create(x);
+  case VC_QUEUE_GET: return queue_get(x);
+  case VC_QUEUE_LIST: return queue_list(x);
+  case VC_QUEUE_OPERATE: return queue_operate(x);
+  case VC_QUEUE_DELETE: return queue_delete(x);
+  case VC_POD_LIST: return pod_list(x);
+  default: return failf(x, KC_EINVAL, "nothing to do");
+  }
+}
+
+int main(int argc, char **argv) {
+  vc_args a;
+  char err[ERRLEN];
+  const char *prog = vc_prog_name(argc > 0 ? argv[0] : NULL);
+  if (strcmp(prog, "kubectl-vcctl") == 0)
+    prog = "kubectl vcctl";
+  if (vc_args_parse(argc, argv, NULL, &a, err, sizeof(err)) != 0) {
+    fprintf(stderr, "Error: %s\nRun '%s --help' for usage.\n", err, prog);
+    return 1;
+  }
+  if (a.verb == VC_HELP) {
+    vc_usage(stdout, prog, &a);
+    return 0;
+  }
+  if (a.verb == VC_VERSION) {
+    printf("API Version: v1alpha1\nVersion: %s (kiln)\n", KILN_VERSION);
+    return 0;
+  }
+  run_ctx x = {.a = &a};
+  int rc = run(&x);
+  vc_conn_close(x.conn);
+  if (rc != 0) {
+    printf("Failed to%s%s: %s\n", a.what[0] ? " " : "", a.what, x.err);
+    return 255; /* os.Exit(-1) */
+  }
+  return 0;
+}

@@ -1,0 +1,302 @@
+/* The objects vcctl writes, built as Volcano's vcctl builds them, and the inputs they come
+ * from (resource lists, a command line, a YAML file). */
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#include "kc_error.h"
+#include "kc_quantity.h"
+#include "vc.h"
+
+/* resource.ParseQuantity's error text, which Volcano prints as it is. */
+#define QUANTITY_FORMAT_ERR                                                                        \
+  "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+
+int vc_resource_list(const char *spec, json_t **out, char *err, size_t errlen) {
+  *out = NULL;
+  if (spec == NULL || spec[0] == '\0')
+    return 0;
+  json_t *res = json_object();
+  if (res == NULL)
+    return KC_ENOMEM;
+  const char *p = spec;
+  for (;;) {
+    size_t n = strcspn(p, ",");
+    const char *eq = memchr(p, '=', n);
+    /* strings.Split(item, "=") must give exactly two parts. */
+    if (eq == NULL || memchr(eq + 1, '=', n - (size_t)(eq + 1 - p)) != NULL) {
+      json_decref(res);
+      return kc_errorf(err, errlen, KC_EINVAL,
+                       "invalid argument syntax %.*s, expected <resource>=<value>", (int)n, p);
+    }
+    size_t vlen = n - (size_t)(eq + 1 - p);
+    kc_quantity q;
+    if (kc_quantity_parsen(eq + 1, vlen, &q, NULL) != 0) {
+      json_decref(res);
+      return kc_errorf(err, errlen, KC_EINVAL, "%s", QUANTITY_FORMAT_ERR);
+    }
+    char key[256];
+    snprintf(key, sizeof(key), "%.*s", (int)(eq - p), p);
+    if (json_object_set_new(res, key, json_stringn(eq + 1, vlen)) != 0) {
+      json_decref(res);
+      return KC_ENOMEM;
+    }
+    if (p[n] == '\0')
+      break;
+    p += n + 1;
+  }
+  *out = res;
+  return 0;
+}
+
+/* google/shlex: words split at unquoted whitespace; '...' keeps everything, "..." allows
+ * \" \\ escapes, a backslash outside quotes escapes the next character; '#' at the start of a
+ * word begins a comment. Nothing is expanded. */
+int vc_shlex(const char *s, json_t **out, char *err, size_t errlen) {
+  json_t *words = json_array();
+  size_t cap = strlen(s) + 1;
+  char *w = malloc(cap);
+  if (words == NULL || w == NULL)
+    goto nomem;
+  size_t n = 0;
+  bool inword = false;
+  for (const char *p = s; *p;) {
+    char c = *p++;
+    if (!inword && isspace((unsigned char)c))
+      continue;
+    if (!inword && c == '#')
+      break;
+    if (isspace((unsigned char)c)) {
+      if (json_array_append_new(words, json_stringn(w, n)) != 0)
+        goto nomem;
+      n = 0;
+      inword = false;
+      continue;
+    }
+    inword = true;
+    if (c == '\\') {
+      if (*p == '\0')
+        goto bad_escape;
+      w[n++] = *p++;
+    } else if (c == '\'') {
+      while (*p && *p != '\'')
+        w[n++] = *p++;
+      if (*p++ == '\0')
+        goto unclosed;
+    } else if (c == '"') {
+      while (*p && *p != '"') {
+        if (*p == '\\' && (p[1] == '"' || p[1] == '\\'))
+          p++;
+        w[n++] = *p++;
+      }
+      if (*p++ == '\0')
+        goto unclosed;
+    } else {
+      w[n++] = c;
+    }
+  }
+  if (inword && json_array_append_new(words, json_stringn(w, n)) != 0)
+    goto nomem;
+  free(w);
+  *out = words;
+  return 0;
+unclosed:
+  free(w);
+  json_decref(words);
+  return kc_errorf(err, errlen, KC_EINVAL, "EOF found when expecting closing quote");
+bad_escape:
+  free(w);
+  json_decref(words);
+  return kc_errorf(err, errlen, KC_EINVAL, "EOF found after escape character");
+nomem:
+  free(w);
+  json_decref(words);
+  return KC_ENOMEM;
+}
+
+static json_t *resources(json_t *limits, json_t *requests) {
+  json_t *r = json_object();
+  if (r && limits)
+    json_object_set(r, "limits", limits);
+  if (r && requests)
+    json_object_set(r, "requests", requests);
+  return r;
+}
+
+int vc_job_from_flags(const vc_args *a, json_t **out, char *err, size_t errlen) {
+  json_t *req = NULL, *lim = NULL, *cmd = NULL;
+  *out = NULL;
+  int rc = vc_resource_list(a->requests, &req, err, errlen);
+  if (rc == 0)
+    rc = vc_resource_list(a->limits, &lim, err, errlen);
+  if (rc == 0 && a->command && a->command[0])
+    rc = vc_shlex(a->command, &cmd, err, errlen);
+  if (rc != 0)
+    goto done;
+  json_t *container = json_pack("{s:s, s:s, s:s, s:o}", "image", a->image ? a->image : "",
+                                "name", a->name, "imagePullPolicy", "IfNotPresent", "resources",
+                                resources(lim, req));
+  if (container && cmd)
+    json_object_set(container, "command", cmd);
+  json_t *job = container ? json_pack(
+      "{s:s, s:s, s:{s:s, s:s}, s:{s:i, s:s, s:[{s:i, s:{s:{s:s, s:{s:s}}, s:{s:s, s:[o]}}}]}}",
+      "apiVersion", "batch.volcano.sh/v1alpha1", "kind", "Job", "metadata", "name", a->name,
+      "namespace", a->namespace, "spec", "minAvailable", a->min, "schedulerName",
+      a->scheduler ? a->scheduler : "", "tasks", "replicas", a->replicas, "template", "metadata",
+      "name", a->name, "labels", "job.volcano.sh", a->name, "spec", "restartPolicy", "Never",
+      "containers", container) : NULL;
+  rc = job ? 0 : KC_ENOMEM;
+  *out = job;
+done:
+  json_decref(req);
+  json_decref(lim);
+  json_decref(cmd);
+  return rc;
+}
+
+static const char *meta_str(const json_t *obj, const char *key) {
+  return json_string_value(json_object_get(json_object_get(obj, "metadata"), key));
+}
+
+int vc_command_for(const json_t *obj, const char *api_version, const char *kind,
+                   const char *namespace, const char *action, json_t **out) {
+  const char *name = meta_str(obj, "name"), *uid = meta_str(obj, "uid");
+  *out = NULL;
+  if (name == NULL || uid == NULL)
+    return KC_EINVAL;
+  char gen[320], lower[64];
+  size_t i;
+  for (i = 0; action[i] && i < sizeof(lower) - 1; i++)
+    lower[i] = (char)tolower((unsigned char)action[i]);
+  lower[i] = '\0';
+  snprintf(gen, sizeof(gen), "%s-%s-", name, lower);
+  /* metav1.NewControllerRef: controller and blockOwnerDeletion both true. */
+  json_t *ref = json_pack("{s:s, s:s, s:s, s:s, s:b, s:b}", "apiVersion", api_version, "kind",
+                          kind, "name", name, "uid", uid, "controller", 1,
+                          "blockOwnerDeletion", 1);
+  if (ref == NULL)
+    return KC_ENOMEM;
+  json_t *cmd = json_pack("{s:s, s:s, s:{s:s, s:s, s:[O]}, s:O, s:s}", "apiVersion",
+                          "bus.volcano.sh/v1alpha1", "kind", "Command", "metadata",
+                          "generateName", gen, "namespace", namespace, "ownerReferences", ref,
+                          "target", ref, "action", action);
+  json_decref(ref);
+  *out = cmd;
+  return cmd ? 0 : KC_ENOMEM;
+}
+
+json_t *vc_queue_new(const char *name, int weight, const char *state) {
+  return json_pack("{s:s, s:s, s:{s:s}, s:{s:i}, s:{s:s}}", "apiVersion",
+                   "scheduling.volcano.sh/v1beta1", "kind", "Queue", "metadata", "name", name,
+                   "spec", "weight", weight, "status", "state", state ? state : "");
+}
+
+/* ---- YAML to JSON ---- */
+
+static bool match_all(const char *s, const char *const *words) {
+  for (; *words; words++)
+    if (strcmp(s, *words) == 0)
+      return true;
+  return false;
+}
+
+/* A plain scalar's value under YAML 1.1's resolution as go-yaml v2 applies it. */
+static json_t *plain_scalar(const char *s, size_t len) {
+  static const char *const nulls[] = {"", "~", "null", "Null", "NULL", NULL};
+  static const char *const trues[] = {"true", "True", "TRUE", "yes", "Yes", "YES",
+                                      "on",   "On",   "ON",   "y",   "Y",   NULL};
+  static const char *const falses[] = {"false", "False", "FALSE", "no", "No", "NO",
+                                       "off",   "Off",   "OFF",   "n",  "N",  NULL};
+  if (match_all(s, nulls))
+    return json_null();
+  if (match_all(s, trues))
+    return json_true();
+  if (match_all(s, falses))
+    return json_false();
+  char *end;
+  errno = 0;
+  long long i = strtoll(s, &end, 10);
+  if (len > 0 && *end == '\0' && errno == 0 && (isdigit((unsigned char)s[0]) ||
+                                                ((s[0] == '-' || s[0] == '+') && len > 1)))
+    return json_integer(i);
+  errno = 0;
+  double d = strtod(s, &end);
+  bool numeric = len > 0 && *end == '\0' && errno == 0 && strpbrk(s, "xXnNiI") == NULL;
+  if (numeric)
+    return json_real(d);
+  return json_stringn(s, len);
+}
+
+static json_t *convert(yaml_document_t *doc, yaml_node_t *node, int depth) {
+  if (node == NULL || depth > 64)
+    return NULL;
+  switch (node->type) {
+  case YAML_SCALAR_NODE: {
+    const char *v = (const char *)node->data.scalar.value;
+    size_t len = node->data.scalar.length;
+    if (node->data.scalar.style == YAML_PLAIN_SCALAR_STYLE)
+      return plain_scalar(v, len);
+    return json_stringn(v, len);
+  }
+  case YAML_SEQUENCE_NODE: {
+    json_t *arr = json_array();
+    for (yaml_node_item_t *it = node->data.sequence.items.start;
+         arr && it < node->data.sequence.items.top; it++) {
+      json_t *v = convert(doc, yaml_document_get_node(doc, *it), depth + 1);
+      if (v == NULL || json_array_append_new(arr, v) != 0) {
+        json_decref(arr);
+        return NULL;
+      }
+    }
+    return arr;
+  }
+  case YAML_MAPPING_NODE: {
+    json_t *obj = json_object();
+    for (yaml_node_pair_t *p = node->data.mapping.pairs.start;
+         obj && p < node->data.mapping.pairs.top; p++) {
+      yaml_node_t *k = yaml_document_get_node(doc, p->key);
+      json_t *v = convert(doc, yaml_document_get_node(doc, p->value), depth + 1);
+      if (k == NULL || k->type != YAML_SCALAR_NODE || v == NULL ||
+          json_object_setn_new(obj, (const char *)k->data.scalar.value, k->data.scalar.length,
+                               v) != 0) {
+        json_decref(v);
+        json_decref(obj);
+        return NULL;
+      }
+    }
+    return obj;
+  }
+  default:
+    return NULL;
+  }
+}
+
+int vc_yaml_to_json(const char *text, size_t len, json_t **out, char *err, size_t errlen) {
+  yaml_parser_t parser;
+  yaml_document_t doc;
+  *out = NULL;
+  if (!yaml_parser_initialize(&parser))
+    return KC_ENOMEM;
+  yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+  int rc = 0;
+  if (!yaml_parser_load(&parser, &doc)) {
+    rc = kc_errorf(err, errlen, KC_EPARSE, "yaml: line %zu: %s", parser.problem_mark.line + 1,
+                   parser.problem ? parser.problem : "invalid YAML");
+    yaml_parser_delete(&parser);
+    return rc;
+  }
+  yaml_node_t *root = yaml_document_get_root_node(&doc);
+  json_t *v = root ? convert(&doc, root, 0) : json_object();
+  if (v == NULL || !json_is_object(v)) {
+    json_decref(v);
+    rc = kc_errorf(err, errlen, KC_EPARSE,
+                   "error unmarshaling JSON: the document is not a mapping with string keys");
+  } else {
+    *out = v;
+  }
+  yaml_document_delete(&doc);
+  yaml_parser_delete(&parser);
+  return rc;
+}
