@@ -1,0 +1,255 @@
+/* Cron schedules (robfig/cron v3 ParseStandard and Next) and the CronJob schedule arithmetic
+ * (mostRecentScheduleTime, nextScheduleTimeDuration) on a fake clock: every time is given. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ctl_cron.h"
+#include "kc_codec.h"
+#include "kc_error.h"
+
+static int64_t ts(const char *s) {
+  int64_t ms = 0;
+  assert_int_equal(kc_rfc3339_parse(s, &ms), 0);
+  return ms;
+}
+
+static ctl_cron parse_ok(const char *spec) {
+  ctl_cron c;
+  char err[256] = "";
+  int rc = ctl_cron_parse(spec, &c, err, sizeof(err));
+  if (rc)
+    fail_msg("%s: %s", spec, err);
+  return c;
+}
+
+static void expect_next(const char *spec, const char *from, const char *want) {
+  ctl_cron c = parse_ok(spec);
+  int64_t got = ctl_cron_next(&c, ts(from));
+  if (!want) {
+    assert_true(got == CTL_CRON_NEVER);
+    return;
+  }
+  char buf[64];
+  assert_int_equal(ctl_cron_rfc3339(got, "", buf, sizeof(buf)), 0);
+  if (got != ts(want))
+    fail_msg("%s from %s: got %s, want %s", spec, from, buf, want);
+}
+
+static void test_parse_errors(void **state) {
+  (void)state;
+  static const struct {
+    const char *spec, *msg;
+  } cases[] = {
+      {"", "empty spec string"},
+      {"* * * *", "expected exactly 5 fields, found 4: [* * * *]"},
+      {"* * * * * *", "expected exactly 5 fields, found 6: [* * * * * *]"},
+      {"61 * * * *", "end of range (61) above maximum (59): 61"},
+      {"* 24 * * *", "end of range (24) above maximum (23): 24"},
+      {"* * 0 * *", "beginning of range (0) below minimum (1): 0"},
+      {"* * * * 7", "end of range (7) above maximum (6): 7"},
+      {"5-3 * * * *", "beginning of range (5) beyond end of range (3): 5-3"},
+      {"*/0 * * * *", "step of range should be a positive number: */0"},
+      {"1-2-3 * * * *", "too many hyphens: 1-2-3"},
+      {"*/2/3 * * * *", "too many slashes: */2/3"},
+      {"x * * * *", "failed to parse int from x: strconv.Atoi: parsing \"x\": invalid syntax"},
+      {"* * * foo *", "failed to parse int from foo"},
+      {"@fortnightly", "unrecognized descriptor: @fortnightly"},
+      {"@every 1x", "failed to parse duration @every 1x: time: unknown unit \"x\" in duration"},
+      {"@every", "unrecognized descriptor: @every"},
+      {"TZ=Mars/Olympus 0 * * * *",
+       "provided bad location Mars/Olympus: unknown time zone Mars/Olympus"},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    ctl_cron c;
+    char err[256] = "";
+    int rc = ctl_cron_parse(cases[i].spec, &c, err, sizeof(err));
+    if (rc != KC_EPARSE || strncmp(err, cases[i].msg, strlen(cases[i].msg)) != 0)
+      fail_msg("%s: rc %d err \"%s\", want \"%s\"", cases[i].spec, rc, err, cases[i].msg);
+  }
+}
+
+static void test_next_fields(void **state) {
+  (void)state;
+  expect_next("TZ=UTC */15 * * * *", "2026-12-01T10:07:30Z", "2026-12-01T10:15:00Z");
+  expect_next("TZ=UTC * * * * *", "2026-12-01T10:07:00Z", "2026-12-01T10:08:00Z");
+  expect_next("TZ=UTC * * * * *", "2026-12-01T10:07:59.999Z", "2026-12-01T10:08:00Z");
+  expect_next("TZ=UTC 0 0 * * *", "2026-12-31T23:59:59Z", "2027-01-01T00:00:00Z");
+  expect_next("TZ=UTC 0 0 29 2 *", "2026-03-01T00:00:00Z", "2028-02-29T00:00:00Z");
+  expect_next("TZ=UTC 0 0 31 2 *", "2026-03-01T00:00:00Z", NULL);
+  /* Names, ranges and a step from a single value (5/20 = 5,25,45). */
+  expect_next("TZ=UTC 0 9 * JAN-mar Mon-FRI", "2026-12-01T10:00:00Z", "2027-01-01T09:00:00Z");
+  expect_next("TZ=UTC 5/20 * * * *", "2026-12-01T10:26:00Z", "2026-12-01T10:45:00Z");
+  expect_next("TZ=UTC 1,3-4 * * * *", "2026-12-01T10:02:00Z", "2026-12-01T10:03:00Z");
+  /* Day of month OR day of week when both are restricted (Friday 2026-12-04, the 13th is a
+   * Sunday); AND when one is a star, even with a step of 1. */
+  expect_next("TZ=UTC 0 0 13 * 5", "2026-12-01T00:00:00Z", "2026-12-04T00:00:00Z");
+  expect_next("TZ=UTC 0 0 */1 * 5", "2026-12-01T00:00:00Z", "2026-12-04T00:00:00Z");
+  expect_next("TZ=UTC 0 0 ? * 0", "2026-12-01T00:00:00Z", "2026-12-06T00:00:00Z");
+  /* Descriptors. */
+  expect_next("TZ=UTC @hourly", "2026-12-01T10:00:00Z", "2026-12-01T11:00:00Z");
+  expect_next("TZ=UTC @daily", "2026-12-01T10:00:00Z", "2026-12-02T00:00:00Z");
+  expect_next("TZ=UTC @weekly", "2026-12-01T10:00:00Z", "2026-12-06T00:00:00Z");
+  expect_next("TZ=UTC @monthly", "2026-12-01T10:00:00Z", "2027-01-01T00:00:00Z");
+  expect_next("TZ=UTC @yearly", "2026-12-01T10:00:00Z", "2027-01-01T00:00:00Z");
+  expect_next("@every 1m30s", "2026-12-01T10:00:00.250Z", "2026-12-01T10:01:30Z");
+  expect_next("@every 100ms", "2026-12-01T10:00:00Z", "2026-12-01T10:00:01Z");
+}
+
+static void test_next_zones(void **state) {
+  (void)state;
+  expect_next("TZ=America/New_York 0 9 * * *", "2026-12-01T00:00:00Z", "2026-12-01T14:00:00Z");
+  expect_next("CRON_TZ=Asia/Tokyo 0 9 * * *", "2026-12-01T00:00:00Z", "2026-12-02T00:00:00Z");
+  expect_next("TZ=Asia/Kolkata 0 * * * *", "2026-12-01T00:00:00Z", "2026-12-01T00:30:00Z");
+  /* Spring forward in New York on 2026-03-08: 02:30 does not exist that day; robfig skips to
+   * the next day's 02:30 EDT. In summer the offset is -4. */
+  expect_next("TZ=America/New_York 30 2 * * *", "2026-03-08T05:00:00Z", "2026-03-09T06:30:00Z");
+  expect_next("TZ=America/New_York 0 9 * * *", "2026-07-01T00:00:00Z", "2026-07-01T13:00:00Z");
+  /* The process' TZ is back as it was. */
+  assert_null(getenv("TZ"));
+}
+
+static void test_tz_check(void **state) {
+  (void)state;
+  char err[128];
+  assert_int_equal(ctl_tz_check("America/New_York", err, sizeof(err)), 0);
+  assert_int_equal(ctl_tz_check("UTC", err, sizeof(err)), 0);
+  assert_int_equal(ctl_tz_check("", err, sizeof(err)), 0);
+  assert_int_equal(ctl_tz_check("Mars/Olympus", err, sizeof(err)), KC_EINVAL);
+  assert_string_equal(err, "unknown time zone Mars/Olympus");
+  assert_int_equal(ctl_tz_check("../../etc/passwd", err, sizeof(err)), KC_EINVAL);
+  assert_string_equal(err, "time: invalid location name");
+  assert_int_equal(ctl_tz_check("/etc/passwd", err, sizeof(err)), KC_EINVAL);
+  /* A file of the tree that is not TZif (zone1970.tab). */
+  assert_int_equal(ctl_tz_check("zone1970.tab", err, sizeof(err)), KC_EINVAL);
+}
+
+static void test_format(void **state) {
+  (void)state;
+  char out[128];
+  bool in;
+  assert_int_equal(ctl_cron_format("0 * * * *", "Asia/Tokyo", out, sizeof(out), &in), 0);
+  assert_string_equal(out, "TZ=Asia/Tokyo 0 * * * *");
+  assert_false(in);
+  assert_int_equal(ctl_cron_format("TZ=UTC 0 * * * *", "Asia/Tokyo", out, sizeof(out), &in), 0);
+  assert_string_equal(out, "TZ=UTC 0 * * * *");
+  assert_true(in);
+  assert_int_equal(ctl_cron_format("0 * * * *", "Mars/Olympus", out, sizeof(out), &in), 0);
+  assert_string_equal(out, "0 * * * *");
+  assert_int_equal(ctl_cron_format("0 * * * *", NULL, out, sizeof(out), &in), 0);
+  assert_string_equal(out, "0 * * * *");
+  char small[8];
+  assert_int_equal(ctl_cron_format("0 * * * *", NULL, small, sizeof(small), &in), KC_ETOOBIG);
+}
+
+static void test_rfc3339(void **state) {
+  (void)state;
+  char out[64];
+  int64_t t = ts("2026-12-01T15:00:00Z");
+  assert_int_equal(ctl_cron_rfc3339(t, "America/New_York", out, sizeof(out)), 0);
+  assert_string_equal(out, "2026-12-01T10:00:00-05:00");
+  assert_int_equal(ctl_cron_rfc3339(t, "Asia/Kolkata", out, sizeof(out)), 0);
+  assert_string_equal(out, "2026-12-01T20:30:00+05:30");
+  assert_int_equal(ctl_cron_rfc3339(t, NULL, out, sizeof(out)), 0);
+  assert_string_equal(out, "2026-12-01T15:00:00Z");
+  assert_int_equal(ctl_cron_rfc3339(t, "Europe/London", out, sizeof(out)), 0);
+  assert_string_equal(out, "2026-12-01T15:00:00Z");
+}
+
+/* mostRecentScheduleTime for "every minute", created at 10:00:10. */
+static void test_most_recent(void **state) {
+  (void)state;
+  ctl_cron c = parse_ok("TZ=UTC * * * * *");
+  ctl_cron_times t = {ts("2026-12-01T10:00:10Z"), CTL_CRON_NEVER, -1};
+  int64_t e, r;
+  ctl_missed m;
+  char err[128];
+  /* Not yet due. */
+  assert_int_equal(ctl_cron_most_recent(&c, &t, ts("2026-12-01T10:00:40Z"), true, &e, &r, &m,
+                                        err, sizeof(err)), 0);
+  assert_true(r == CTL_CRON_NEVER);
+  assert_int_equal(m, CTL_MISSED_NONE);
+  assert_true(e == t.created_ms);
+  /* One due. */
+  assert_int_equal(ctl_cron_most_recent(&c, &t, ts("2026-12-01T10:01:30Z"), true, &e, &r, &m,
+                                        err, sizeof(err)), 0);
+  assert_true(r == ts("2026-12-01T10:01:00Z"));
+  assert_int_equal(m, CTL_MISSED_NONE);
+  /* Exactly on the second schedule: both are due, the latest counts. */
+  assert_int_equal(ctl_cron_most_recent(&c, &t, ts("2026-12-01T10:02:00Z"), true, &e, &r, &m,
+                                        err, sizeof(err)), 0);
+  assert_true(r == ts("2026-12-01T10:02:00Z"));
+  assert_int_equal(m, CTL_MISSED_FEW);
+  /* A few missed: the most recent one only. */
+  assert_int_equal(ctl_cron_most_recent(&c, &t, ts("2026-12-01T10:05:30Z"), true, &e, &r, &m,
+                                        err, sizeof(err)), 0);
+  assert_true(r == ts("2026-12-01T10:05:00Z"));
+  assert_int_equal(m, CTL_MISSED_FEW);
+  /* More than 100 missed. */
+  assert_int_equal(ctl_cron_most_recent(&c, &t, ts("2026-12-01T12:00:30Z"), true, &e, &r, &m,
+                                        err, sizeof(err)), 0);
+  assert_true(r == ts("2026-12-01T12:00:00Z"));
+  assert_int_equal(m, CTL_MISSED_MANY);
+  /* lastScheduleTime takes over from the creation time. */
+  t.last_schedule_ms = ts("2026-12-01T10:05:00Z");
+  assert_int_equal(ctl_cron_most_recent(&c, &t, ts("2026-12-01T10:05:30Z"), true, &e, &r, &m,
+                                        err, sizeof(err)), 0);
+  assert_true(r == CTL_CRON_NEVER);
+  /* startingDeadlineSeconds: 10 s late is too late, 40 s is not. */
+  t.last_schedule_ms = CTL_CRON_NEVER;
+  t.deadline_s = 10;
+  assert_int_equal(ctl_cron_most_recent(&c, &t, ts("2026-12-01T10:05:30Z"), true, &e, &r, &m,
+                                        err, sizeof(err)), 0);
+  assert_true(r == CTL_CRON_NEVER);
+  assert_true(e == ts("2026-12-01T10:05:20Z"));
+  t.deadline_s = 40;
+  assert_int_equal(ctl_cron_most_recent(&c, &t, ts("2026-12-01T10:05:30Z"), true, &e, &r, &m,
+                                        err, sizeof(err)), 0);
+  assert_true(r == ts("2026-12-01T10:05:00Z"));
+  /* The deadline does not count for the requeue delay. */
+  assert_int_equal(ctl_cron_most_recent(&c, &t, ts("2026-12-01T10:05:30Z"), false, &e, &r, &m,
+                                        err, sizeof(err)), 0);
+  assert_true(e == t.created_ms);
+  /* A date that never comes. */
+  ctl_cron never = parse_ok("TZ=UTC 0 0 31 2 *");
+  assert_int_equal(ctl_cron_most_recent(&never, &t, ts("2026-12-01T10:05:30Z"), true, &e, &r,
+                                        &m, err, sizeof(err)), KC_ERANGE);
+  assert_string_equal(err, "time difference between two schedules is less than 1 second");
+}
+
+static void test_requeue(void **state) {
+  (void)state;
+  ctl_cron c = parse_ok("TZ=UTC * * * * *");
+  ctl_cron_times t = {ts("2026-12-01T10:00:10Z"), CTL_CRON_NEVER, -1};
+  /* Nothing due yet: the next minute plus 100 ms. */
+  assert_int_equal(ctl_cron_requeue_ms(&c, &t, ts("2026-12-01T10:00:40Z")), 20100);
+  /* Just scheduled 10:01: the next one, 10:02. */
+  t.last_schedule_ms = ts("2026-12-01T10:01:00Z");
+  assert_int_equal(ctl_cron_requeue_ms(&c, &t, ts("2026-12-01T10:01:00.500Z")), 59600);
+  /* Behind (missed ones): from now. */
+  assert_int_equal(ctl_cron_requeue_ms(&c, &t, ts("2026-12-01T10:03:30Z")), 30100);
+  /* A schedule that never comes is looked at once a day. */
+  ctl_cron never = parse_ok("TZ=UTC 0 0 31 2 *");
+  assert_int_equal(ctl_cron_requeue_ms(&never, &t, ts("2026-12-01T10:03:30Z")),
+                   24 * 3600 * 1000);
+  /* @every 90s from the creation time. */
+  ctl_cron every = parse_ok("@every 90s");
+  t.last_schedule_ms = CTL_CRON_NEVER;
+  assert_int_equal(ctl_cron_requeue_ms(&every, &t, ts("2026-12-01T10:00:40Z")), 60100);
+}
+
+int main(void) {
+  unsetenv("TZ");
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_parse_errors), cmocka_unit_test(test_next_fields),
+      cmocka_unit_test(test_next_zones),   cmocka_unit_test(test_tz_check),
+      cmocka_unit_test(test_format),       cmocka_unit_test(test_rfc3339),
+      cmocka_unit_test(test_most_recent),  cmocka_unit_test(test_requeue),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
