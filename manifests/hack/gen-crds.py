@@ -9,6 +9,15 @@ The sources are ordinary CRD YAML with three extensions that this script resolve
                                  name `resourceList` is a map of resource quantities.
   x-kiln-ref: <name>             replaced by a copy of x-kiln-definitions/<name> of the same file.
   x-kiln-definitions             (top level) the shared pieces above; dropped from the output.
+  x-kiln-crd-ref: <file>#<prop>  replaced by the schema of property <prop> (dotted path below
+                                 openAPIV3Schema) of another source, resolved in that file;
+                                 its update-only rules (those reading oldSelf) are dropped, as
+                                 an embedded copy is a template that may be edited. So the
+                                 CronJob's, JobTemplate's and JobFlow's Job specs are the Job
+                                 CRD's own spec, rules included, and follow it when it changes.
+                                 x-kiln-drop: [keys] next to it removes top-level keys of the
+                                 copy (a JobFlow's patch is a partial spec: no required tasks);
+                                 x-kubernetes-validations in it drops every rule of the copy.
 
 Keys written next to an x-kiln-* marker (description, x-kubernetes-validations) override or
 extend the inserted schema. Every field outside the generated Kubernetes types must carry a
@@ -194,6 +203,60 @@ class Resolver:
         return out
 
 
+def drop_update_rules(node):
+    """Removes the rules that read oldSelf (they hold a Job's spec fixed after creation)."""
+    if isinstance(node, list):
+        for value in node:
+            drop_update_rules(value)
+        return
+    if not isinstance(node, dict):
+        return
+    rules = node.get("x-kubernetes-validations")
+    if rules is not None:
+        kept = [r for r in rules if "oldSelf" not in r.get("rule", "")]
+        if kept:
+            node["x-kubernetes-validations"] = kept
+        else:
+            node.pop("x-kubernetes-validations")
+    for key, value in node.items():
+        if key != "x-kubernetes-validations":
+            drop_update_rules(value)
+
+
+def drop_all_rules(node):
+    """Removes every CEL rule below node (a partial spec is not validated as a whole one)."""
+    if isinstance(node, list):
+        for value in node:
+            drop_all_rules(value)
+    elif isinstance(node, dict):
+        node.pop("x-kubernetes-validations", None)
+        for value in node.values():
+            drop_all_rules(value)
+
+
+def crd_ref(ref, resolver, path):
+    """The expanded schema x-kiln-crd-ref names (see the module docstring)."""
+    fname, _, prop = ref.partition("#")
+    src_path = os.path.join(SRC_DIR, fname)
+    if not prop or not os.path.exists(src_path):
+        raise GenError("%s: bad x-kiln-crd-ref %s" % (path, ref))
+    with open(src_path, encoding="utf-8") as f:
+        src = yaml.safe_load(f)
+    definitions = src.pop("x-kiln-definitions", {}) or {}
+    node = src["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    for part in prop.split("."):
+        props = node.get("properties", {})
+        if part not in props:
+            raise GenError("%s: x-kiln-crd-ref %s: no property %s" % (path, ref, part))
+        node = props[part]
+    missing = []
+    out = expand(node, resolver, definitions, path, missing)
+    if missing:
+        raise GenError("%s: fields without a description: %s" % (fname, ", ".join(missing)))
+    drop_update_rules(out)
+    return out
+
+
 def expand(node, resolver, definitions, path, missing, generated=False):
     """Resolves x-kiln-* markers below node, and records fields without a description."""
     if isinstance(node, list):
@@ -208,6 +271,15 @@ def expand(node, resolver, definitions, path, missing, generated=False):
         if extra_rules:
             base["x-kubernetes-validations"] = extra_rules
         return expand(base, resolver, definitions, path, missing, True)
+    if "x-kiln-crd-ref" in node:
+        base = crd_ref(node.pop("x-kiln-crd-ref"), resolver, path)
+        drop = node.pop("x-kiln-drop", [])
+        for key in drop:
+            base.pop(key, None)
+        if "x-kubernetes-validations" in drop:
+            drop_all_rules(base)
+        base.update(node)
+        return base
     if "x-kiln-ref" in node:
         name = node.pop("x-kiln-ref")
         if name not in definitions:
