@@ -8,10 +8,12 @@
 #include "kc_log.h"
 
 extern const ctl_controller_def ctl_job_controller;
+extern const ctl_controller_def ctl_cronjob_controller;
 
 /* Start order is Volcano's registration order; add a controller here. */
 const ctl_controller_def *const ctl_controllers[] = {
     &ctl_job_controller,
+    &ctl_cronjob_controller,
     NULL,
 };
 

@@ -35,6 +35,7 @@ typedef struct {
   int workers_queue; /* --worker-threads-for-queue */
   int workers_gc;    /* --worker-threads-for-gc */
   int workers_cron;  /* --worker-threads-for-cronjob */
+  double cron_clock_speed; /* --cronjob-test-clock-speed (tests only); 0 or 1: the wall clock */
   int max_requeue;   /* --max-requeue-num; -1 unlimited */
   bool inherit_owner_annotations; /* --inherit-owner-annotations */
 } ctl_env;

@@ -189,7 +189,8 @@ static int parse_range(const char *s, size_t n, const bounds *r, uint64_t *out, 
   int start, end, rc;
   uint64_t extra = 0;
   bool single = !dash;
-  if ((rn == 1 && (s[0] == '*' || s[0] == '?'))) {
+  size_t low = dash ? (size_t)(dash - s) : rn;
+  if (low == 1 && (s[0] == '*' || s[0] == '?')) { /* robfig ignores a high end after `*` */
     start = r->min;
     end = r->max;
     extra = CTL_CRON_STAR;

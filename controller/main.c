@@ -103,6 +103,7 @@ int main(int argc, char **argv) {
   kc_strv schedulers = {.v = sched_def, .n = 1};
   kc_strv controllers = {.v = ctrl_def, .n = 1};
   int workers = 3, max_requeue = 15, wt_pg = 5, wt_queue = 5, wt_gc = 1, wt_cron = 3;
+  double cron_speed = 1;
   const char *listen = ":8081", *healthz = ":11251";
   bool enable_healthz = false, enable_metrics = false, inherit = true;
   const kc_flag flags[] = {
@@ -149,6 +150,10 @@ int main(int argc, char **argv) {
        "1", NULL, false, NULL},
       {"worker-threads-for-cronjob", KC_FLAG_INT, &wt_cron,
        "The number of threads syncing cronjob operations.", "3", NULL, false, NULL},
+      {"cronjob-test-clock-speed", KC_FLAG_DOUBLE, &cron_speed,
+       "For tests only: the cronjob controller's clock runs this many times faster than the "
+       "wall clock from the start (60: an every-minute CronJob fires every second).",
+       "1", NULL, false, NULL},
       {"inherit-owner-annotations", KC_FLAG_BOOL, &inherit,
        "Enable inherit owner annotations for pods when create podgroup; it is enabled by "
        "default",
@@ -166,6 +171,8 @@ int main(int argc, char **argv) {
     bad = "--kube-api-qps and --kube-api-burst must not be negative";
   else if (workers < 1)
     bad = "--worker-threads must be at least 1";
+  else if (cron_speed < 1 || cron_speed > 3600)
+    bad = "--cronjob-test-clock-speed must be between 1 and 3600";
   else if (wt_pg < 1 || wt_queue < 1 || wt_gc < 1 || wt_cron < 1)
     bad = "--worker-threads-for-podgroup, -queue, -gc and -cronjob must be at least 1";
   else if (ctl_controllers_check(controllers.v, controllers.n, err, sizeof(err)) != 0)
@@ -213,6 +220,7 @@ int main(int argc, char **argv) {
                  .workers_queue = wt_queue,
                  .workers_gc = wt_gc,
                  .workers_cron = wt_cron,
+                 .cron_clock_speed = cron_speed,
                  .max_requeue = max_requeue,
                  .inherit_owner_annotations = inherit};
   if ((rc = ctl_manager_new(&env, controllers.v, controllers.n, &a.mgr))) {
