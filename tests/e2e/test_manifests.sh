@@ -12,7 +12,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 MANIFESTS=$KILN_ROOT/manifests
 INVALID_DIR=$E2E_DIR/manifests-invalid
 CRDS=(jobs.batch.volcano.sh commands.bus.volcano.sh podgroups.scheduling.volcano.sh
-      queues.scheduling.volcano.sh)
+      queues.scheduling.volcano.sh cronjobs.batch.volcano.sh jobtemplates.flow.volcano.sh
+      jobflows.flow.volcano.sh)
 
 # install: apply the whole install. On a fresh cluster kubectl cannot map the default Queue
 # until the CRDs applied in the same call are established, so a first pass may fail on that
@@ -267,7 +268,15 @@ test_rbac_matrix() {
     "kiln-controller watch jobs.batch.volcano.sh - yes"
     "kiln-controller update jobs.batch.volcano.sh/status default yes"
     "kiln-controller update jobs.batch.volcano.sh/finalizers default yes"
-    "kiln-controller create jobs.batch.volcano.sh default no"
+    "kiln-controller create jobs.batch.volcano.sh default yes"
+    "kiln-controller watch cronjobs.batch.volcano.sh - yes"
+    "kiln-controller update cronjobs.batch.volcano.sh/status default yes"
+    "kiln-controller update cronjobs.batch.volcano.sh default no"
+    "kiln-controller create cronjobs.batch.volcano.sh default no"
+    "kiln-controller watch jobflows.flow.volcano.sh - yes"
+    "kiln-controller update jobflows.flow.volcano.sh/status default yes"
+    "kiln-controller update jobtemplates.flow.volcano.sh/status default yes"
+    "kiln-controller delete jobtemplates.flow.volcano.sh default no"
     "kiln-controller delete commands.bus.volcano.sh default yes"
     "kiln-controller create commands.bus.volcano.sh default no"
     "kiln-controller create podgroups.scheduling.volcano.sh default yes"
@@ -370,6 +379,12 @@ test_printer_columns_and_short_names() {
   local out ns
   out=$(kubectl api-resources --api-group=batch.volcano.sh --no-headers 2>&1)
   expect_match 'vcjob,vj +batch.volcano.sh/v1alpha1 +true +Job' "$out" "Job short names"
+  expect_match 'cronvcjob,cronvj +batch.volcano.sh/v1alpha1 +true +CronJob' "$out" "CronJob short names"
+  out=$(kubectl api-resources --api-group=flow.volcano.sh --no-headers 2>&1)
+  expect_match 'jf +flow.volcano.sh/v1alpha1 +true +JobFlow' "$out" "JobFlow short name"
+  expect_match 'jt +flow.volcano.sh/v1alpha1 +true +JobTemplate' "$out" "JobTemplate short name"
+  expect_eq "Status Age" "$(jsonpath crd/jobflows.flow.volcano.sh '{.spec.versions[0].additionalPrinterColumns[*].name}')" \
+    "JobFlow columns"
   out=$(kubectl api-resources --api-group=scheduling.volcano.sh --no-headers 2>&1)
   expect_match 'pg,podgroup-v1beta1 +scheduling.volcano.sh/v1beta1 +true +PodGroup' "$out"
   expect_match 'q,queue-v1beta1 +scheduling.volcano.sh/v1beta1 +false +Queue' "$out"
