@@ -1060,6 +1060,10 @@ int ctl_job_sync(const ctl_job_view *view, const ctl_request *req, ctl_plan *pla
     return rc;
   }
   json_t *before = ctl_status_to_json(&plan->status);
+  if (!before) {
+    ctl__named_job_close(&named);
+    return KC_ENOMEM;
+  }
   plan->old_phase = plan->status.phase;
   snprintf(plan->podgroup_name, sizeof(plan->podgroup_name), "%s-%s", ctl__job_name(job),
            ctl__job_uid(job));
@@ -1156,6 +1160,8 @@ int ctl_job_sync(const ctl_job_view *view, const ctl_request *req, ctl_plan *pla
   }
 done:;
   json_t *after = ctl_status_to_json(&plan->status);
+  if (!after && !rc)
+    rc = KC_ENOMEM;
   plan->status_changed = !json_equal(before, after);
   json_decref(before);
   json_decref(after);

@@ -353,58 +353,92 @@ int ctl__status_copy(ctl_status *dst, const ctl_status *src) {
   return 0;
 }
 
-json_t *ctl_status_to_json(const ctl_status *st) {
+/* Every jansson call below can fail for want of memory. The status is PUT whole, so a
+ * missing field would erase it on the server: any failure makes the whole result NULL. */
+static bool put(json_t *o, const char *key, json_t *v) {
+  return json_object_set_new(o, key, v) == 0; /* steals v, and fails on NULL v or NULL o */
+}
+
+static bool put_time(json_t *o, const char *key, int64_t t) {
   char tbuf[40];
-  json_t *o = json_object();
+  ctl__time_format(t, tbuf, sizeof(tbuf));
+  return put(o, key, json_string(tbuf));
+}
+
+static json_t *state_json(const ctl_status *st) {
   json_t *state = json_object();
-  json_object_set_new(o, "state", state);
-  json_object_set_new(state, "phase", json_string(ctl_phase_name(st->phase)));
+  bool ok = put(state, "phase", json_string(ctl_phase_name(st->phase)));
   if (st->reason[0])
-    json_object_set_new(state, "reason", json_string(st->reason));
+    ok = ok && put(state, "reason", json_string(st->reason));
   if (st->message[0])
-    json_object_set_new(state, "message", json_string(st->message));
-  if (st->last_transition) {
-    ctl__time_format(st->last_transition, tbuf, sizeof(tbuf));
-    json_object_set_new(state, "lastTransitionTime", json_string(tbuf));
+    ok = ok && put(state, "message", json_string(st->message));
+  if (st->last_transition)
+    ok = ok && put_time(state, "lastTransitionTime", st->last_transition);
+  if (!ok) {
+    json_decref(state);
+    return NULL;
   }
-  json_object_set_new(o, "minAvailable", json_integer(st->min_available));
-  json_object_set_new(o, "pending", json_integer(st->pending));
-  json_object_set_new(o, "running", json_integer(st->running));
-  json_object_set_new(o, "succeeded", json_integer(st->succeeded));
-  json_object_set_new(o, "failed", json_integer(st->failed));
-  json_object_set_new(o, "terminating", json_integer(st->terminating));
-  json_object_set_new(o, "unknown", json_integer(st->unknown));
-  json_object_set_new(o, "version", json_integer(st->version));
-  json_object_set_new(o, "retryCount", json_integer(st->retry_count));
-  if (st->has_running_duration) {
+  return state;
+}
+
+static json_t *tasks_json(const ctl_status *st) {
+  json_t *tsc = json_object();
+  bool ok = tsc != NULL;
+  for (size_t i = 0; ok && i < st->ntasks; i++) {
+    json_t *ph = json_object();
+    for (int p = 0; ph && ok && p < CTL_POD_PHASE_COUNT; p++)
+      if (st->tasks[i].count[p])
+        ok = put(ph, pod_phase_names[p], json_integer(st->tasks[i].count[p]));
+    ok = ok && put(tsc, st->tasks[i].name, json_pack("{s:o}", "phase", ph));
+  }
+  if (!ok) {
+    json_decref(tsc);
+    return NULL;
+  }
+  return tsc;
+}
+
+static json_t *conditions_json(const ctl_status *st) {
+  json_t *a = json_array();
+  bool ok = a != NULL;
+  for (size_t i = 0; ok && i < st->nconds; i++) {
+    json_t *c = json_object();
+    ok = put(c, "status", json_string(ctl_phase_name(st->conds[i].phase))) &&
+         put_time(c, "lastTransitionTime", st->conds[i].time) && json_array_append(a, c) == 0;
+    json_decref(c);
+  }
+  if (!ok) {
+    json_decref(a);
+    return NULL;
+  }
+  return a;
+}
+
+json_t *ctl_status_to_json(const ctl_status *st) {
+  json_t *o = json_object();
+  bool ok = put(o, "state", state_json(st));
+  static const char *const names[] = {"minAvailable", "pending",     "running", "succeeded",
+                                      "failed",       "terminating", "unknown", "version",
+                                      "retryCount"};
+  const int32_t vals[] = {st->min_available, st->pending,     st->running,
+                          st->succeeded,     st->failed,      st->terminating,
+                          st->unknown,       st->version,     st->retry_count};
+  for (size_t i = 0; ok && i < sizeof(names) / sizeof(names[0]); i++)
+    ok = put(o, names[i], json_integer(vals[i]));
+  if (ok && st->has_running_duration) {
+    char tbuf[40];
     ctl_duration_format(st->running_duration, tbuf, sizeof(tbuf));
-    json_object_set_new(o, "runningDuration", json_string(tbuf));
+    ok = put(o, "runningDuration", json_string(tbuf));
   }
-  if (st->ntasks) {
-    json_t *tsc = json_object();
-    for (size_t i = 0; i < st->ntasks; i++) {
-      json_t *ph = json_object();
-      for (int p = 0; p < CTL_POD_PHASE_COUNT; p++)
-        if (st->tasks[i].count[p])
-          json_object_set_new(ph, pod_phase_names[p], json_integer(st->tasks[i].count[p]));
-      json_t *t = json_object();
-      json_object_set_new(t, "phase", ph);
-      json_object_set_new(tsc, st->tasks[i].name, t);
-    }
-    json_object_set_new(o, "taskStatusCount", tsc);
-  }
-  if (st->controlled && json_object_size(st->controlled))
-    json_object_set(o, "controlledResources", st->controlled);
-  if (st->nconds) {
-    json_t *a = json_array();
-    for (size_t i = 0; i < st->nconds; i++) {
-      json_t *c = json_object();
-      json_object_set_new(c, "status", json_string(ctl_phase_name(st->conds[i].phase)));
-      ctl__time_format(st->conds[i].time, tbuf, sizeof(tbuf));
-      json_object_set_new(c, "lastTransitionTime", json_string(tbuf));
-      json_array_append_new(a, c);
-    }
-    json_object_set_new(o, "conditions", a);
+  if (ok && st->ntasks)
+    ok = put(o, "taskStatusCount", tasks_json(st));
+  if (ok && st->controlled && json_object_size(st->controlled))
+    ok = json_object_set(o, "controlledResources", st->controlled) == 0;
+  if (ok && st->nconds)
+    ok = put(o, "conditions", conditions_json(st));
+  if (!ok) {
+    json_decref(o);
+    return NULL;
   }
   return o;
 }

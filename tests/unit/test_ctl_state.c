@@ -326,6 +326,53 @@ static void test_running_duration(void **state) {
   fx_close(&f);
 }
 
+/* jansson's allocator failing at the k-th allocation, for every k until the encoding
+ * succeeds: the status is either complete or absent (NULL), never missing fields, since a
+ * PUT of it replaces the whole status. */
+static int alloc_left = -1;
+
+static void *failing_malloc(size_t n) {
+  if (alloc_left == 0)
+    return NULL;
+  if (alloc_left > 0)
+    alloc_left--;
+  return malloc(n);
+}
+
+static void test_status_json_out_of_memory(void **state) {
+  fx f;
+  setup(&f, "Running", 0, "");
+  fx_pod(&f, "w", 0, R);
+  assert_int_equal(fx_sync_action(&f, CTL_ACT_ABORT_JOB), 0);
+  ctl_task_count *tc = ctl_status_task(&f.plan.status, "w");
+  assert_non_null(tc);
+  tc->count[0] = 1;
+  json_t *full = ctl_status_to_json(&f.plan.status);
+  assert_non_null(full);
+  assert_non_null(json_object_get(full, "conditions"));
+  int k;
+  for (k = 0; k < 10000; k++) {
+    alloc_left = k;
+    json_set_alloc_funcs(failing_malloc, free);
+    json_t *st = ctl_status_to_json(&f.plan.status);
+    bool exhausted = alloc_left == 0;
+    alloc_left = -1;
+    json_set_alloc_funcs(malloc, free);
+    if (st) {
+      if (!json_equal(st, full)) {
+        char *got = json_dumps(st, JSON_SORT_KEYS);
+        fail_msg("allocation %d failed and the status came back incomplete: %s", k, got);
+      }
+      json_decref(st);
+      if (!exhausted)
+        break; /* no allocation failed: every k has been tried */
+    }
+  }
+  assert_true(k > 10); /* the sweep did fail allocations */
+  json_decref(full);
+  fx_close(&f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_rows),
@@ -335,6 +382,7 @@ int main(void) {
       cmocka_unit_test(test_init_status),
       cmocka_unit_test(test_condition_dedup),
       cmocka_unit_test(test_running_duration),
+      cmocka_unit_test(test_status_json_out_of_memory),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
