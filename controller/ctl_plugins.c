@@ -135,50 +135,76 @@ static void env_key(const char *task, const char *suffix, char *out, size_t len)
   snprintf(out, len, "VC_%s%s", up, suffix);
 }
 
-/* The ConfigMap data: per task <task>.host, VC_<TASK>_HOSTS and VC_<TASK>_NUM. */
-static json_t *svc_hosts(const Kiln__Job *job) {
-  json_t *data = json_object();
+/* Host i of task t into h (len bytes); returns its length. */
+static size_t svc_host(const Kiln__Job *job, const Kiln__TaskSpec *t, const char *host,
+                       const char *sub, size_t i, char *h, size_t len) {
   const char *jname = ctl__job_name(job);
-  for (size_t ti = 0; ti < job->spec->n_tasks; ti++) {
-    const Kiln__TaskSpec *t = job->spec->tasks[ti];
-    const char *tname = t->name ? t->name : "";
-    char host[CTL_NAME_MAX], sub[CTL_NAME_MAX], key[CTL_NAME_MAX + 16], num[16];
-    template_host(t, host, sizeof(host), sub, sizeof(sub));
-    bool fixed = host[0] != '\0';
-    json_t *lines = json_array();
-    for (int32_t i = 0; i < t->replicas; i++) {
-      char h[CTL_NAME_MAX * 3];
-      if (fixed)
-        snprintf(h, sizeof(h), "%s.%s", host, sub[0] ? sub : jname);
-      else
-        snprintf(h, sizeof(h), "%s-%s-%d.%s", jname, tname, (int)i, sub[0] ? sub : jname);
-      json_array_append_new(lines, json_string(h));
-      if (fixed)
-        break;
-    }
-    size_t n = json_array_size(lines), total = 1;
-    for (size_t i = 0; i < n; i++)
-      total += strlen(json_string_value(json_array_get(lines, i))) + 1;
-    char *nl = calloc(1, total), *comma = calloc(1, total);
-    for (size_t i = 0; nl && comma && i < n; i++) {
-      if (i) {
-        strcat(nl, "\n");
-        strcat(comma, ",");
-      }
-      strcat(nl, json_string_value(json_array_get(lines, i)));
-      strcat(comma, json_string_value(json_array_get(lines, i)));
-    }
+  int w = host[0] ? snprintf(h, len, "%s.%s", host, sub[0] ? sub : jname)
+                  : snprintf(h, len, "%s-%s-%zu.%s", jname, t->name ? t->name : "", i,
+                             sub[0] ? sub : jname);
+  return w < 0 ? 0 : ((size_t)w < len ? (size_t)w : len - 1);
+}
+
+/* The host names of task t joined by sep into one new string (free()): the exact size is
+ * measured first, then the names are written once each, so a large task costs linear time
+ * and no more memory than the result. NULL when out of memory. */
+static char *svc_host_list(const Kiln__Job *job, const Kiln__TaskSpec *t, char sep, size_t *n) {
+  char host[CTL_NAME_MAX], sub[CTL_NAME_MAX], h[CTL_NAME_MAX * 3];
+  template_host(t, host, sizeof(host), sub, sizeof(sub));
+  /* A hostname in the template names one host for every replica. */
+  size_t count = host[0] ? 1 : (t->replicas > 0 ? (size_t)t->replicas : 0);
+  size_t cap = 1, len = 0;
+  for (size_t i = 0; i < count; i++)
+    cap += svc_host(job, t, host, sub, i, h, sizeof(h)) + 1;
+  char *out = malloc(cap);
+  if (!out)
+    return NULL;
+  for (size_t i = 0; i < count; i++) {
+    if (i)
+      out[len++] = sep;
+    size_t hl = svc_host(job, t, host, sub, i, h, sizeof(h));
+    memcpy(out + len, h, hl);
+    len += hl;
+  }
+  out[len] = '\0';
+  *n = count;
+  return out;
+}
+
+/* One task's three keys into data. Returns false when out of memory. */
+static bool svc_task_hosts(json_t *data, const Kiln__Job *job, const Kiln__TaskSpec *t) {
+  const char *tname = t->name ? t->name : "";
+  char key[CTL_NAME_MAX + 16], num[24];
+  size_t n = 0;
+  char *nl = svc_host_list(job, t, '\n', &n), *comma = svc_host_list(job, t, ',', &n);
+  bool ok = nl && comma;
+  if (ok) {
     snprintf(key, sizeof(key), "%s.host", tname);
-    json_object_set_new(data, key, json_string(nl ? nl : ""));
+    ok = json_object_set_new(data, key, json_string(nl)) == 0;
+  }
+  if (ok) {
     env_key(tname, "_HOSTS", key, sizeof(key));
-    json_object_set_new(data, key, json_string(comma ? comma : ""));
+    ok = json_object_set_new(data, key, json_string(comma)) == 0;
+  }
+  if (ok) {
     env_key(tname, "_NUM", key, sizeof(key));
     snprintf(num, sizeof(num), "%zu", n);
-    json_object_set_new(data, key, json_string(num));
-    free(nl);
-    free(comma);
-    json_decref(lines);
+    ok = json_object_set_new(data, key, json_string(num)) == 0;
   }
+  free(nl);
+  free(comma);
+  return ok;
+}
+
+/* The ConfigMap data: per task <task>.host, VC_<TASK>_HOSTS and VC_<TASK>_NUM; NULL when
+ * out of memory (an empty or partial list would tell the pods a wrong cluster). */
+static json_t *svc_hosts(const Kiln__Job *job) {
+  json_t *data = json_object();
+  for (size_t ti = 0; data && ti < job->spec->n_tasks; ti++)
+    if (!svc_task_hosts(data, job, job->spec->tasks[ti])) {
+      json_decref(data);
+      return NULL;
+    }
   return data;
 }
 

@@ -1,5 +1,6 @@
 /* Job plugins: env, svc, ssh (objects, pod mutations, idempotence, delete), unknown names,
  * and the real OpenSSL key generator. */
+#include "failalloc.h"
 #include "test_ctl_util.h"
 
 static const char pending[] = "{\"state\":{\"phase\":\"Pending\"},\"minAvailable\":3}";
@@ -282,12 +283,50 @@ static void test_default_ops(void **state) {
   assert_string_not_equal(a, b);
 }
 
+/* The svc host lists under memory pressure: with the k-th allocation of the sync refused,
+ * for every k until none is, the sync either fails or writes the complete lists, never an
+ * empty or partial one. */
+static void test_svc_hosts_out_of_memory(void **state) {
+  fx f;
+  const char *started = "{\"state\":{\"phase\":\"Running\"},\"controlledResources\":{"
+                        "\"plugin-svc\":\"svc\",\"plugin-ssh\":\"ssh\",\"plugin-env\":\"env\"}}";
+  fx_init(&f, "job-svc-ssh.json", started);
+  fx_pg(&f, "Running", NULL);
+  assert_int_equal(fx_sync_action(&f, CTL_ACT_SYNC_JOB), 0);
+  json_t *want = json_deep_copy(json_object_get(json_array_get(f.plan.objects_update, 0), "data"));
+  assert_non_null(want);
+  assert_string_equal(json_string_value(json_object_get(want, "VC_NODE_NUM")), "3");
+  fx_close(&f);
+  long k;
+  for (k = 0; k < 100000; k++) {
+    fx_init(&f, "job-svc-ssh.json", started);
+    fx_pg(&f, "Running", NULL);
+    failalloc_after(k);
+    int rc = fx_sync_action(&f, CTL_ACT_SYNC_JOB);
+    failalloc_off();
+    long refused = failalloc_failed;
+    if (rc == 0) {
+      json_t *cm = json_array_get(f.plan.objects_update, 0);
+      if (!json_equal(json_object_get(cm, "data"), want)) {
+        char *got = json_dumps(json_object_get(cm, "data"), JSON_SORT_KEYS);
+        fail_msg("allocation %ld refused, the sync succeeded with host lists %s", k, got);
+      }
+    }
+    fx_close(&f);
+    if (!refused)
+      break;
+  }
+  print_message("swept %ld allocations\n", k);
+  assert_true(k > 5);
+  json_decref(want);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_add_objects),    cmocka_unit_test(test_idempotent),
       cmocka_unit_test(test_pod_mutations),  cmocka_unit_test(test_delete),
       cmocka_unit_test(test_unknown_plugin), cmocka_unit_test(test_svc_args),
-      cmocka_unit_test(test_default_ops),
+      cmocka_unit_test(test_default_ops),    cmocka_unit_test(test_svc_hosts_out_of_memory),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
