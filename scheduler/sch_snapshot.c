@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "kc_codec.h"
 #include "kc_error.h"
 #include "kc_log.h"
 #include "sch_int.h"
@@ -112,15 +112,13 @@ static void res_from(sch_snapshot *s, const Kiln__Resource *r, sch_resource *out
   }
 }
 
-/* RFC 3339 "2026-11-29T16:00:00Z" -> Unix seconds; 0 when absent or unparsable. */
+/* RFC 3339 -> Unix seconds through the common parser (fractions, UTC offsets); 0 when
+ * absent or unparsable, which orders such an object first, as a zero time does in Volcano. */
 static int64_t parse_time(const char *ts) {
-  if (!ts || !*ts)
+  int64_t t = 0;
+  if (!ts || !*ts || kc_time_parse(ts, &t) != 0)
     return 0;
-  struct tm tm = {0};
-  const char *end = strptime(ts, "%Y-%m-%dT%H:%M:%S", &tm);
-  if (!end)
-    return 0;
-  return (int64_t)timegm(&tm);
+  return t;
 }
 
 static int put_index(kc_strmap *m, const char *key, int32_t idx) {

@@ -773,6 +773,28 @@ static void test_queue_share_exhausted(void **state) {
   fx_free(f);
 }
 
+/* Creation times with UTC offsets order jobs by the instant they name: 10:00+05:00 is
+ * 05:00Z, older than 06:00Z, so that gang goes first on a node with room for one. */
+static void test_creation_time_offsets(void **state) {
+  (void)state;
+  fx *f = fx_new();
+  fx_node(f, "n1", 1000, GI, 110);
+  Kiln__PodGroup *late = fx_pg(f, "a-late", "default", 1, "Inqueue");
+  free(late->metadata->creation_timestamp);
+  late->metadata->creation_timestamp = fx_str("2026-01-01T06:00:00Z");
+  Kiln__PodGroup *early = fx_pg(f, "z-early", "default", 1, "Inqueue");
+  free(early->metadata->creation_timestamp);
+  early->metadata->creation_timestamp = fx_str("2026-01-01T10:00:00.5+05:00");
+  fx_pod(f, "latepod", "a-late", 1000, 0, NULL);
+  fx_pod(f, "earlypod", "z-early", 1000, 0, NULL);
+  fx_open(f, core_conf);
+  sch_result *r = run(f);
+  assert_int_equal(r->nbinds, 1);
+  assert_non_null(bound_node(f, r, "earlypod"));
+  sch_result_free(r);
+  fx_free(f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_resource_arith),
@@ -794,6 +816,7 @@ int main(void) {
       cmocka_unit_test(test_node_search_window),
       cmocka_unit_test(test_pg_phases),
       cmocka_unit_test(test_queue_share_exhausted),
+      cmocka_unit_test(test_creation_time_offsets),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
