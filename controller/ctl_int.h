@@ -29,6 +29,7 @@ typedef struct {
   ctl_action action;
   bool initiated; /* status was just initialised (phase was empty) */
   bool blocked;   /* initiation failed: keep the phase, create nothing */
+  char errmsg[192]; /* why an effect failed, for the event that reports it */
 } ctl_ctx;
 
 /* A state's status update (Volcano UpdateStatusFn): true when the phase changed. */
@@ -64,6 +65,9 @@ void ctl__apply_policies(const Kiln__Job *job, const ctl_request *req, ctl_actio
 /* Plan helpers; all return 0 or KC_ENOMEM. */
 int ctl__event(ctl_plan *p, ctl_event_type type, const char *reason, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* Fills p->failure_reason/message: the event a failing sync leaves for the shell. */
+void ctl__failure(ctl_plan *p, const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 int ctl__delete_pod(ctl_plan *p, const char *name, const char *reason);
 int ctl__cancel(ctl_plan *p, ctl_scope scope, const char *name, uint32_t events);
 int ctl__append(json_t **arr, json_t *obj); /* steals obj */

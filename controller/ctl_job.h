@@ -118,13 +118,22 @@ typedef struct {
 
 /* Effects the core needs but must not perform itself (STYLE 8). */
 typedef struct {
-  /* n random characters from [0-9a-z] into buf (n+1 bytes). */
-  void (*rand_str)(void *ctx, char *buf, size_t n);
+  /* n random characters from [0-9a-z] into buf (n+1 bytes). Returns 0, or a negative kc
+   * error when the random source fails (buf is then ""): never a predictable name. */
+  int (*rand_str)(void *ctx, char *buf, size_t n);
   /* A new RSA key pair: *priv a PEM private key, *pub an OpenSSH "ssh-rsa ..." line, both
-   * new (free()). Returns 0 or a negative kc error. */
+   * new (free()). Returns 0 or a negative kc error (KC_EIO: no random material). */
   int (*ssh_keygen)(void *ctx, char **priv, char **pub);
   void *ctx;
 } ctl_ops;
+
+/* A source of random bytes: fills buf with n bytes and returns 0, or returns a negative kc
+ * error. The default effects take one as their ctx (NULL: OpenSSL's RAND_bytes), so that a
+ * test can make the source fail. */
+typedef struct {
+  int (*bytes)(void *arg, unsigned char *buf, size_t n);
+  void *arg;
+} ctl_random;
 
 /* Real randomness and keys (OpenSSL); for the shell. */
 extern const ctl_ops ctl_default_ops;
@@ -264,6 +273,10 @@ typedef struct {
   size_t ncancels;
   int64_t requeue_after; /* seconds, 0: none */
   bool delete_job;       /* ttlSecondsAfterFinished elapsed */
+  /* When ctl_job_sync fails: the Warning event that says why (failure_reason "" when it has
+   * none). The shell records it, drops the rest of the plan and retries with backoff. */
+  char failure_reason[64];
+  char failure_message[256];
 } ctl_plan;
 
 void ctl_plan_init(ctl_plan *p);

@@ -366,8 +366,11 @@ static int ssh_job_add(ctl_ctx *c, const Kiln__StringList *args) {
     return 0;
   char *priv = NULL, *pub = NULL, *cfg = NULL;
   int rc = c->v->ops->ssh_keygen(c->v->ops->ctx, &priv, &pub);
-  if (rc)
+  if (rc) {
+    snprintf(c->errmsg, sizeof(c->errmsg), "ssh: cannot generate the key pair: %s",
+             rc == KC_EIO ? "the random source failed" : kc_strerror(rc));
     return rc;
+  }
   /* The port goes into every Host entry: accept only a real port number. */
   const char *parg = arg_value(args, "--ssh-port");
   char port[8] = "22";
@@ -493,9 +496,15 @@ int ctl__plugins_job_add(ctl_ctx *c, char *errbuf, size_t len) {
   size_t n = ctl__plugins_used(spec, use, CTL_PLUGIN_USES_MAX);
   for (size_t i = 0; i < n; i++) {
     const ctl_plugin *p = ctl__plugin_find(use[i].name);
+    c->errmsg[0] = '\0';
     int rc = p->on_job_add ? p->on_job_add(c, use[i].args) : 0;
-    if (rc)
+    if (rc) {
+      if (c->errmsg[0])
+        snprintf(errbuf, len, "%s", c->errmsg);
+      else
+        snprintf(errbuf, len, "%s: %s", p->name, kc_strerror(rc));
       return rc;
+    }
   }
   return 0;
 }
@@ -538,16 +547,28 @@ int ctl__plugins_pod_create(ctl_ctx *c, json_t *pod, const Kiln__TaskSpec *task,
 
 /* ---- default effects: OpenSSL randomness and RSA keys ---- */
 
-static void default_rand_str(void *ctx, char *buf, size_t n) {
+static int draw(void *ctx, unsigned char *buf, size_t n) {
+  const ctl_random *src = ctx;
+  if (src)
+    return src->bytes(src->arg, buf, n);
+  return RAND_bytes(buf, (int)n) == 1 ? 0 : KC_EIO;
+}
+
+static int default_rand_str(void *ctx, char *buf, size_t n) {
   static const char alphabet[] = "0123456789abcdefghijklmnopqrstuvwxyz";
   unsigned char r[64];
   if (n > sizeof(r))
     n = sizeof(r);
-  if (RAND_bytes(r, (int)n) != 1)
-    memset(r, 0, sizeof(r));
+  int rc = draw(ctx, r, n);
+  if (rc) {
+    /* Never a fallback: names made of zeros would be the same for every job. */
+    buf[0] = '\0';
+    return rc;
+  }
   for (size_t i = 0; i < n; i++)
     buf[i] = alphabet[r[i] % 36];
   buf[n] = '\0';
+  return 0;
 }
 
 /* RFC 4253 string/mpint encoding into buf at *off. */
@@ -571,13 +592,23 @@ static void put_mpint(unsigned char *buf, size_t *off, const BIGNUM *bn) {
 }
 
 static int default_ssh_keygen(void *ctx, char **priv, char **pub) {
-  int rc = KC_ENOMEM;
+  *priv = *pub = NULL;
+  /* EVP_RSA_gen draws from OpenSSL's generator, the one RAND_bytes reads. Drawing through
+   * the source first stops a failed generator here with KC_EIO (and lets a test fail it);
+   * EVP_RSA_gen failing on its own is KC_EIO too: no key is ever made without randomness. */
+  unsigned char probe[32];
+  int rc = draw(ctx, probe, sizeof(probe));
+  OPENSSL_cleanse(probe, sizeof(probe));
+  if (rc)
+    return rc;
   EVP_PKEY *key = EVP_RSA_gen(2048);
+  if (!key)
+    return KC_EIO;
+  rc = KC_ENOMEM;
   BIO *bio = NULL;
   BIGNUM *n = NULL, *e = NULL;
   unsigned char *blob = NULL, *enc = NULL;
-  *priv = *pub = NULL;
-  if (!key || !(bio = BIO_new(BIO_s_mem())))
+  if (!(bio = BIO_new(BIO_s_mem())))
     goto out;
   /* PKCS#1 "RSA PRIVATE KEY", the form Volcano writes. */
   if (!PEM_write_bio_PrivateKey_traditional(bio, key, NULL, NULL, 0, NULL, NULL))

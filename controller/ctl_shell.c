@@ -807,7 +807,11 @@ static void process_key(kc_workqueue *q, const char *qkey, void *ud) {
   if (rc == 0)
     batch_status(s, key, job, &plan);
   if (rc) {
-    KC_ERROR("job %s: sync (%s) failed: %s", key, ctl_event_name(req.event), kc_strerror(rc));
+    KC_ERROR("job %s: sync (%s) failed: %s%s%s", key, ctl_event_name(req.event), kc_strerror(rc),
+             plan.failure_reason[0] ? ": " : "", plan.failure_message);
+    /* The one event the failed sync left to say why; the rest of its plan is not carried out. */
+    if (plan.failure_reason[0])
+      ctl__record_event(s, job, CTL_EVENT_WARNING, plan.failure_reason, plan.failure_message);
     ctl_plan_close(&plan);
     head->failures++;
     s->stats.sync_errors++;

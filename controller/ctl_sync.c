@@ -76,7 +76,12 @@ static int job_io(ctl_ctx *c, claim_names *claims, bool initiate) {
       char rnd[16];
       int tries = 0;
       do {
-        c->v->ops->rand_str(c->v->ops->ctx, rnd, 12);
+        if ((rc = c->v->ops->rand_str(c->v->ops->ctx, rnd, 12))) {
+          ctl__failure(c->plan, "PVCError",
+                       "Failed to create PVC, err: no name for the claim: %s",
+                       rc == KC_EIO ? "the random source failed" : kc_strerror(rc));
+          goto out;
+        }
         snprintf(name, sizeof(name), "%s-pvc-%s", ctl__job_name(job), rnd);
       } while (pvc_exists(c->v, name) && ++tries < 8);
       json_t *pspec = NULL;
@@ -661,7 +666,8 @@ static void set_if_absent(json_t *o, const char *key, const char *val) {
 }
 
 /* tmpl is the task's parsed template (borrowed, may be NULL). NULL when out of memory, or when
- * a plugin refused the pod: then *plugin_rc holds its error. */
+ * a plugin refused the pod or no volume name could be drawn: then *plugin_rc holds the
+ * error (and c->errmsg, when set, says why). */
 static json_t *create_job_pod(ctl_ctx *c, const Kiln__TaskSpec *t, const json_t *tmpl, int index,
                               const claim_names *claims, int *plugin_rc) {
   *plugin_rc = 0;
@@ -706,7 +712,14 @@ static json_t *create_job_pod(ctl_ctx *c, const Kiln__TaskSpec *t, const json_t 
     }
     if (!vname) {
       char rnd[16];
-      c->v->ops->rand_str(c->v->ops->ctx, rnd, 12);
+      int rc = c->v->ops->rand_str(c->v->ops->ctx, rnd, 12);
+      if (rc) {
+        snprintf(c->errmsg, sizeof(c->errmsg), "no name for the volume of claim %s: %s",
+                 claims->names[i], rc == KC_EIO ? "the random source failed" : kc_strerror(rc));
+        *plugin_rc = rc;
+        json_decref(pod);
+        return NULL;
+      }
       snprintf(buf, sizeof(buf), "%s-%s", jname, rnd);
       json_array_append_new(vols, json_pack("{s:s, s:{s:s}}", "name", buf, "persistentVolumeClaim",
                                             "claimName", claims->names[i]));
@@ -844,7 +857,10 @@ static int sync_pods(ctl_ctx *c, const claim_names *claims) {
           c->plan->requeue_after = 5; /* dependency pods will also requeue on update */
           continue;
         }
+        c->errmsg[0] = '\0';
         json_t *pod = create_job_pod(c, t, tmpl, (int)i, claims, &rc);
+        if (!pod && c->errmsg[0])
+          ctl__failure(c->plan, "FailedCreate", "Error creating pods: %s", c->errmsg);
         if (!pod || (rc = ctl__append(&c->plan->pods_create, pod))) {
           rc = rc ? rc : KC_ENOMEM;
           goto out;
@@ -949,8 +965,12 @@ int ctl__sync_job(ctl_ctx *c, ctl_update_fn fn) {
       snprintf(st->message, sizeof(st->message), "%s", err);
       return 0;
     }
-    if (rc)
+    if (rc) {
+      /* No fallback (a key from no randomness would be guessable): the sync fails, says
+       * why, and is retried with backoff as Volcano retries a failed initiateJob. */
+      ctl__failure(c->plan, "PluginError", "Execute plugin when job add failed, err: %s", err);
       return rc;
+    }
     if ((rc = job_io(c, &claims, true)))
       goto out;
     if (c->blocked)

@@ -493,6 +493,14 @@ int ctl__event(ctl_plan *p, ctl_event_type type, const char *reason, const char 
   return 0;
 }
 
+void ctl__failure(ctl_plan *p, const char *reason, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(p->failure_message, sizeof(p->failure_message), fmt, ap);
+  va_end(ap);
+  copy_str(p->failure_reason, sizeof(p->failure_reason), reason);
+}
+
 /* Callers visit each pod once, so no duplicate check (it would be quadratic in a mass kill). */
 int ctl__delete_pod(ctl_plan *p, const char *name, const char *reason) {
   ctl_pod_delete *d = realloc(p->pods_delete, (p->npods_delete + 1) * sizeof(*d));

@@ -276,8 +276,8 @@ static void test_default_ops(void **state) {
   free(priv);
   free(pub);
   char a[13], b[13];
-  ctl_default_ops.rand_str(NULL, a, 12);
-  ctl_default_ops.rand_str(NULL, b, 12);
+  assert_int_equal(ctl_default_ops.rand_str(NULL, a, 12), 0);
+  assert_int_equal(ctl_default_ops.rand_str(NULL, b, 12), 0);
   assert_int_equal(strlen(a), 12);
   assert_true(strspn(a, "0123456789abcdefghijklmnopqrstuvwxyz") == 12);
   assert_string_not_equal(a, b);
@@ -321,12 +321,78 @@ static void test_svc_hosts_out_of_memory(void **state) {
   json_decref(want);
 }
 
+/* A random source that has failed (OpenSSL's RAND_bytes returning 0). */
+static int broken_source(void *arg, unsigned char *buf, size_t n) {
+  (*(int *)arg)++;
+  memset(buf, 0, n);
+  return KC_EIO;
+}
+
+/* With the random source failing, the default effects report the failure: no name made
+ * of zeros, no key pair. */
+static void test_default_ops_broken_source(void **state) {
+  int draws = 0;
+  ctl_random src = {broken_source, &draws};
+  ctl_ops ops = ctl_default_ops;
+  ops.ctx = &src;
+  char name[13] = "x";
+  int rc = ops.rand_str(ops.ctx, name, 12);
+  if (rc == 0)
+    fail_msg("a failed random source gave the name \"%s\"", name);
+  assert_int_equal(rc, KC_EIO);
+  assert_string_equal(name, "");
+  char *priv = NULL, *pub = NULL;
+  assert_int_equal(ops.ssh_keygen(ops.ctx, &priv, &pub), KC_EIO);
+  assert_null(priv);
+  assert_null(pub);
+  assert_true(draws >= 2);
+}
+
+static int failing_keygen(void *ctx, char **priv, char **pub) {
+  *priv = *pub = NULL;
+  return KC_EIO;
+}
+
+static int failing_rand(void *ctx, char *buf, size_t n) {
+  buf[0] = '\0';
+  return KC_EIO;
+}
+
+/* The ssh plugin with no random material: the sync fails with an error and leaves the
+ * PluginError event that says why; no Secret, no pod, nothing else of the plan. The same
+ * for a generated claim name. */
+static void test_ssh_without_randomness(void **state) {
+  fx f;
+  fx_init(&f, "job-svc-ssh.json", pending);
+  fx_ops.ssh_keygen = failing_keygen;
+  ctl_request req = {.event = CTL_EV_OUT_OF_SYNC};
+  assert_int_equal(fx_sync(&f, &req), KC_EIO);
+  assert_string_equal(f.plan.failure_reason, "PluginError");
+  assert_string_equal(f.plan.failure_message,
+                      "Execute plugin when job add failed, err: ssh: cannot generate the key "
+                      "pair: the random source failed");
+  assert_null(find_obj(f.plan.objects_create, "Secret"));
+  assert_int_equal(json_array_size(f.plan.pods_create), 0);
+  fx_close(&f);
+
+  fx_init(&f, "job-pvc.json", NULL);
+  fx_ops.rand_str = failing_rand;
+  f.pvcs[0] = "shared-datasets";
+  f.v.npvcs = 1;
+  assert_int_equal(fx_sync(&f, &req), KC_EIO);
+  assert_string_equal(f.plan.failure_reason, "PVCError");
+  assert_string_equal(f.plan.failure_message,
+                      "Failed to create PVC, err: no name for the claim: the random source failed");
+  fx_close(&f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_add_objects),    cmocka_unit_test(test_idempotent),
       cmocka_unit_test(test_pod_mutations),  cmocka_unit_test(test_delete),
       cmocka_unit_test(test_unknown_plugin), cmocka_unit_test(test_svc_args),
-      cmocka_unit_test(test_default_ops),    cmocka_unit_test(test_svc_hosts_out_of_memory),
+      cmocka_unit_test(test_default_ops),    cmocka_unit_test(test_default_ops_broken_source),
+      cmocka_unit_test(test_ssh_without_randomness),    cmocka_unit_test(test_svc_hosts_out_of_memory),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -32,12 +32,13 @@ typedef struct {
   int rand_calls;
 } fx;
 
-static inline void fake_rand(void *ctx, char *buf, size_t n) {
+static inline int fake_rand(void *ctx, char *buf, size_t n) {
   int *calls = ctx;
   for (size_t i = 0; i < n; i++)
     buf[i] = (char)('a' + (int)((i + (size_t)*calls) % 26));
   buf[n] = '\0';
   (*calls)++;
+  return 0;
 }
 
 static inline int fake_keygen(void *ctx, char **priv, char **pub) {
