@@ -240,22 +240,21 @@ int ctl__request(ctl_shell *s, const char *key, const ctl_request *req) {
 
 static void drop_key(ctl_shell *s, const char *key) {
   void *old = NULL;
-  if (kc_strmap_del(&s->reqs, key, &old) == 0) {
-    ctl_reqlist *l = old;
-    if (l->busy && l->head) {
-      /* The head is executing; keep it owned by a list that is freed when it finishes. */
-      kc_strmap_put(&s->reqs, key, l, NULL);
-      ctl_req *n = l->head->next;
-      l->head->next = NULL;
-      l->tail = l->head;
-      l->n = 1;
-      for (ctl_req *r = n, *nx; r; r = nx) {
-        nx = r->next;
-        free(r);
-      }
-    } else {
-      reqlist_free(l);
+  ctl_reqlist *l = kc_strmap_get(&s->reqs, key);
+  if (l && l->busy && l->head) {
+    /* The head is executing; it stays in its list, in the map, and is freed when it
+     * finishes. Trimmed in place: taking the list out and putting it back could fail for
+     * want of memory and lose the executing request. */
+    ctl_req *n = l->head->next;
+    l->head->next = NULL;
+    l->tail = l->head;
+    l->n = 1;
+    for (ctl_req *r = n, *nx; r; r = nx) {
+      nx = r->next;
+      free(r);
     }
+  } else if (kc_strmap_del(&s->reqs, key, &old) == 0) {
+    reqlist_free(old);
   }
   ctl__expect_drop_key(s, key);
   ctl__delay_drop_key(s, key);

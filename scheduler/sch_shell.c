@@ -364,6 +364,30 @@ bool sch_shell_pg_hold(bool binding, bool starting, uint64_t held_since_ms, uint
   return held_since_ms == 0 || now_ms < held_since_ms + hold_ms;
 }
 
+bool sch_shell_pg_quiet_track(const kc_strmap *prev, kc_strmap *next, const char *key,
+                              uint64_t now_ms, uint64_t quiet_ms) {
+  uintptr_t seen = (uintptr_t)kc_strmap_get(prev, key);
+  uint64_t since = seen ? (uint64_t)seen - 1 : now_ms;
+  /* Out of memory: the start would be forgotten and the quiet time never end; write now. */
+  if (kc_strmap_put(next, key, (void *)(uintptr_t)(since + 1), NULL) < 0)
+    return false;
+  return sch_shell_pg_quiet(since, now_ms, quiet_ms);
+}
+
+bool sch_shell_pg_hold_track(const kc_strmap *prev, kc_strmap *next, const char *key,
+                             bool binding, bool starting, uint64_t now_ms, uint64_t hold_ms) {
+  uintptr_t held = (uintptr_t)kc_strmap_get(prev, key);
+  uint64_t since = held ? (uint64_t)held - 1 : 0;
+  if (!sch_shell_pg_hold(binding, starting, since, now_ms, hold_ms))
+    return false;
+  /* Binds in flight hold with no clock. A settling hold needs its start kept; when it
+   * cannot be (out of memory) the status goes out now rather than be held for ever. */
+  if (!binding &&
+      kc_strmap_put(next, key, (void *)(uintptr_t)((since ? since : now_ms) + 1), NULL) < 0)
+    return false;
+  return true;
+}
+
 /* Whether a job has pods whose bind is in flight (assumed, not yet confirmed by the watch)
  * and pods bound but not Running yet. */
 static void job_settling(sch_shell *sh, const sch_snapshot *snap, const sch_job *j, bool *binding,
@@ -457,10 +481,8 @@ static void write_pod_group(sch_shell *sh, const sch_snapshot *snap, const sch_p
      * every period until the gang is complete, minutes of writes for a large gang. Volcano
      * drops such a job from the session and writes nothing; a gang that stays invalid gets
      * the condition once it has been so for SCH_SHELL_INVALID_QUIET_MS. */
-    uintptr_t seen = (uintptr_t)kc_strmap_get(&sh->pg_invalid, j->key);
-    uint64_t since = seen ? (uint64_t)seen - 1 : now_ms;
-    kc_strmap_put(next_invalid, j->key, (void *)(uintptr_t)(since + 1), NULL);
-    if (sch_shell_pg_quiet(since, now_ms, SCH_SHELL_INVALID_QUIET_MS))
+    if (sch_shell_pg_quiet_track(&sh->pg_invalid, next_invalid, j->key, now_ms,
+                                 SCH_SHELL_INVALID_QUIET_MS))
       changed = false;
   }
   if (changed) {
@@ -468,13 +490,9 @@ static void write_pod_group(sch_shell *sh, const sch_snapshot *snap, const sch_p
      * write then says both. The wait for Running starts once the binds are confirmed. */
     bool binding, starting;
     job_settling(sh, snap, j, &binding, &starting);
-    uintptr_t held = (uintptr_t)kc_strmap_get(&sh->pg_held, j->key);
-    uint64_t since = held ? (uint64_t)held - 1 : 0;
-    if (sch_shell_pg_hold(binding, starting, since, now_ms, sh->period_ms)) {
-      if (!binding)
-        kc_strmap_put(next_held, j->key, (void *)(uintptr_t)((since ? since : now_ms) + 1), NULL);
+    if (sch_shell_pg_hold_track(&sh->pg_held, next_held, j->key, binding, starting, now_ms,
+                                sh->period_ms))
       changed = false;
-    }
   }
   if (changed) {
     Kiln__PodGroupStatus st = KILN__POD_GROUP_STATUS__INIT;
@@ -741,12 +759,16 @@ static void apply_result(sch_shell *sh, sch_snapshot *snap, const sch_result *re
    * this session sees it with no tasks and would report it unschedulable. */
   kc_strmap foreign;
   kc_strmap_init(&foreign, KC_STRMAP_COPY_KEYS);
+  /* Out of memory while listing them: any PodGroup with no task of ours may be another
+   * scheduler's, so none such is written this period. */
+  bool foreign_unknown = false;
   for (int32_t ti = 0; ti < snap->ntasks; ti++) {
     const Kiln__Pod *p = snap->tasks[ti].pod;
     if (snap->tasks[ti].job >= 0 || p->group_name == NULL || p->group_name[0] == '\0')
       continue;
-    if ((size_t)snprintf(key, sizeof(key), "%s/%s", p->namespace_, p->group_name) < sizeof(key))
-      kc_strmap_put(&foreign, key, NULL, NULL);
+    if ((size_t)snprintf(key, sizeof(key), "%s/%s", p->namespace_, p->group_name) < sizeof(key) &&
+        kc_strmap_put(&foreign, key, NULL, NULL) < 0)
+      foreign_unknown = true;
   }
   kc_strmap next_held, next_invalid;
   kc_strmap_init(&next_held, KC_STRMAP_COPY_KEYS);
@@ -754,7 +776,7 @@ static void apply_result(sch_shell *sh, sch_snapshot *snap, const sch_result *re
   uint64_t now_ms = uv_now(sh->loop);
   for (size_t i = 0; i < res->npod_groups; i++) {
     const sch_job *j = &snap->jobs[res->pod_groups[i].job];
-    if (j->ntasks == 0 && kc_strmap_has(&foreign, j->key))
+    if (j->ntasks == 0 && (foreign_unknown || kc_strmap_has(&foreign, j->key)))
       continue;
     write_pod_group(sh, snap, &res->pod_groups[i], &next_held, &next_invalid, now_ms);
   }
@@ -783,7 +805,7 @@ static void apply_result(sch_shell *sh, sch_snapshot *snap, const sch_result *re
     } else {
       const sch_job *j = &snap->jobs[e->object];
       if (j->pod_group == NULL || j->pod_group->metadata == NULL ||
-          (j->ntasks == 0 && kc_strmap_has(&foreign, j->key)))
+          (j->ntasks == 0 && (foreign_unknown || kc_strmap_has(&foreign, j->key))))
         continue;
       o.kind = "PodGroup";
       o.namespace = j->namespace;
@@ -799,6 +821,7 @@ static void apply_result(sch_shell *sh, sch_snapshot *snap, const sch_result *re
   /* Explanations, and the unschedulable metrics. */
   kc_strmap jobs_now;
   kc_strmap_init(&jobs_now, KC_STRMAP_COPY_KEYS);
+  bool counts_short = false; /* out of memory counting: the per-job gauges keep their values */
   int budget = EXPLAIN_BUDGET;
   uint64_t now = uv_hrtime();
   for (size_t i = 0; i < res->nwhy; i++) {
@@ -807,7 +830,8 @@ static void apply_result(sch_shell *sh, sch_snapshot *snap, const sch_result *re
     if (t->job >= 0) {
       const char *jk = snap->jobs[t->job].key;
       intptr_t c = (intptr_t)kc_strmap_get(&jobs_now, jk);
-      kc_strmap_put(&jobs_now, jk, (void *)(c + 1), NULL);
+      if (kc_strmap_put(&jobs_now, jk, (void *)(c + 1), NULL) < 0)
+        counts_short = true;
     }
   }
   kc_strmap_close(&sh->why_last, free_explained);
@@ -815,6 +839,13 @@ static void apply_result(sch_shell *sh, sch_snapshot *snap, const sch_result *re
   if (sh->m_attempt_ok) {
     kc_counter_add(sh->m_attempt_ok, (double)res->nbinds);
     kc_counter_add(sh->m_attempt_unsched, (double)res->nwhy);
+  }
+  if (counts_short) {
+    /* The per-job gauges keep last period's values rather than show a partial count. */
+    kc_strmap_close(&jobs_now, NULL);
+    return;
+  }
+  if (sh->m_attempt_ok) {
     kc_gauge_set(sh->m_unsched_jobs, (double)kc_strmap_len(&jobs_now));
     size_t pos = 0;
     kc_strmap_slot *s;

@@ -104,4 +104,11 @@ bool sch_shell_pg_hold(bool binding, bool starting, uint64_t held_since_ms, uint
  * told why. */
 bool sch_shell_pg_quiet(uint64_t invalid_since_ms, uint64_t now_ms, uint64_t quiet_ms);
 
+/* The two rules above with their memory: since when the PodGroup key has been held (or
+ * invalid) is read from prev and kept in next, the maps of this period and the next. */
+bool sch_shell_pg_quiet_track(const kc_strmap *prev, kc_strmap *next, const char *key,
+                              uint64_t now_ms, uint64_t quiet_ms);
+bool sch_shell_pg_hold_track(const kc_strmap *prev, kc_strmap *next, const char *key,
+                             bool binding, bool starting, uint64_t now_ms, uint64_t hold_ms);
+
 #endif

@@ -14,6 +14,7 @@
 
 #include <uv.h>
 
+#include "failalloc.h"
 #include "kc_api.h"
 #include "kc_codec.h"
 #include "kc_config.h"
@@ -279,8 +280,45 @@ static void test_incomplete_gang_condition_is_quiet_for_a_while(void **state) {
   assert_false(sch_shell_pg_quiet(5000, 35000, 30000));
 }
 
+/* The holds remember since when in the next period's map. When that memory cannot be
+ * written (allocation refused) the status goes out now: a hold that forgot its start would
+ * begin again every period and the status would never be written. */
+static void test_pod_group_hold_without_memory_writes(void **state) {
+  (void)state;
+  kc_strmap prev, next;
+  kc_strmap_init(&prev, KC_STRMAP_COPY_KEYS);
+  kc_strmap_init(&next, KC_STRMAP_COPY_KEYS);
+  /* with memory: held, and remembered */
+  assert_true(sch_shell_pg_quiet_track(&prev, &next, "ns/pg", 5000, 30000));
+  assert_true(kc_strmap_has(&next, "ns/pg"));
+  kc_strmap_close(&next, NULL);
+  kc_strmap_init(&next, KC_STRMAP_COPY_KEYS);
+  assert_true(sch_shell_pg_hold_track(&prev, &next, "ns/pg", false, true, 5000, 1000));
+  assert_true(kc_strmap_has(&next, "ns/pg"));
+  kc_strmap_close(&next, NULL);
+  /* without: written now */
+  kc_strmap_init(&next, KC_STRMAP_COPY_KEYS);
+  failalloc_after(0);
+  bool quiet = sch_shell_pg_quiet_track(&prev, &next, "ns/pg", 5000, 30000);
+  failalloc_off();
+  assert_int_equal(failalloc_failed, 1);
+  assert_false(quiet);
+  failalloc_after(0);
+  bool held = sch_shell_pg_hold_track(&prev, &next, "ns/pg", false, true, 5000, 1000);
+  failalloc_off();
+  assert_int_equal(failalloc_failed, 1);
+  assert_false(held);
+  /* binds in flight hold without memory: the hold ends with them, not with a clock */
+  failalloc_after(0);
+  assert_true(sch_shell_pg_hold_track(&prev, &next, "ns/pg", true, false, 5000, 1000));
+  failalloc_off();
+  kc_strmap_close(&next, NULL);
+  kc_strmap_close(&prev, NULL);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_pod_group_hold_without_memory_writes),
       cmocka_unit_test_setup_teardown(test_not_synced_before_start, setup, teardown),
       cmocka_unit_test_setup_teardown(test_snapshot_borrows_every_store, setup, teardown),
       cmocka_unit_test_setup_teardown(test_assumed_pod_is_bound_in_snapshot_until_forgotten, setup,
