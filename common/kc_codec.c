@@ -138,6 +138,24 @@ static int64_t sat_add(int64_t a, int64_t b) {
   return r;
 }
 
+int kc__resource_put(Kiln__Resource *res, const char *name, const kc_quantity *q) {
+  if (strcmp(name, "cpu") == 0) {
+    res->milli_cpu = sat_add(res->milli_cpu, kc_quantity_milli(q));
+  } else if (strcmp(name, "memory") == 0) {
+    res->memory = sat_add(res->memory, kc_quantity_value(q));
+  } else if (strcmp(name, "pods") == 0) {
+    res->pods = sat_add(res->pods, kc_quantity_value(q));
+  } else if (strcmp(name, "ephemeral-storage") == 0) {
+    res->ephemeral_storage = sat_add(res->ephemeral_storage, kc_quantity_value(q));
+  } else {
+    Kiln__ResourceQuantity *s = kc__resource_scalar(res, name);
+    if (!s)
+      return KC_ENOMEM;
+    s->milli_value = sat_add(s->milli_value, kc_quantity_milli(q));
+  }
+  return 0;
+}
+
 int kc__resource_list_add(kc__cctx *c, const json_t *obj, Kiln__Resource *res) {
   if (!json_is_object(obj))
     return kc__fail(c, KC_EINVAL, "expected object");
@@ -164,20 +182,8 @@ int kc__resource_list_add(kc__cctx *c, const json_t *obj, Kiln__Resource *res) {
     if (rc < 0)
       return kc__fail(c, rc, "invalid quantity \"%.40s\": %s at offset %zu", text, kc_strerror(rc),
                       off);
-    if (strcmp(name, "cpu") == 0) {
-      res->milli_cpu = sat_add(res->milli_cpu, kc_quantity_milli(&q));
-    } else if (strcmp(name, "memory") == 0) {
-      res->memory = sat_add(res->memory, kc_quantity_value(&q));
-    } else if (strcmp(name, "pods") == 0) {
-      res->pods = sat_add(res->pods, kc_quantity_value(&q));
-    } else if (strcmp(name, "ephemeral-storage") == 0) {
-      res->ephemeral_storage = sat_add(res->ephemeral_storage, kc_quantity_value(&q));
-    } else {
-      Kiln__ResourceQuantity *s = kc__resource_scalar(res, name);
-      if (!s)
-        return kc__fail(c, KC_ENOMEM, "out of memory");
-      s->milli_value = sat_add(s->milli_value, kc_quantity_milli(&q));
-    }
+    if (kc__resource_put(res, name, &q) < 0)
+      return kc__fail(c, KC_ENOMEM, "out of memory");
     kc__path_pop(c, mark);
   }
   return 0;

@@ -8,6 +8,7 @@
 
 #include <protobuf-c/protobuf-c.h>
 
+#include "kc_quantity.h"
 #include "resource.pb-c.h"
 
 #define KC__PATH_MAX 192
@@ -34,6 +35,9 @@ int kc__dup_string(kc__cctx *c, const json_t *v, char **out);
 
 /* Adds a ResourceList object into res; the path of c must name the object. */
 int kc__resource_list_add(kc__cctx *c, const json_t *obj, Kiln__Resource *res);
+/* Adds q under name into res (cpu in millis, memory/pods/ephemeral-storage in units, any
+ * other name a scalar in millis), saturating. Returns 0 or KC_ENOMEM. */
+int kc__resource_put(Kiln__Resource *res, const char *name, const kc_quantity *q);
 /* The generic decoder on a sub-tree: a new message of desc (*out NULL on error), or one
  * field (by proto name) of an existing message. The path of c must name j or v. */
 int kc__decode_message(kc__cctx *c, const ProtobufCMessageDescriptor *desc, const json_t *j,

@@ -2,10 +2,8 @@
  *
  * Only what the scheduler reads is kept, so that a cache of many pods stays small: empty
  * strings are never allocated (the proto3 default stays in place), and resources are
- * reduced to integers at decode time. Requests follow kube-scheduler's PodRequests rule:
- * containers and restartable init containers (sidecars) run together; each ordinary init
- * container runs alone on top of the sidecars started before it; the pod needs the
- * larger of the two, plus its overhead. */
+ * reduced to integers at decode time. Requests follow Kubernetes' PodRequests rule in
+ * kc_podres.c, the one the controller uses too (pod-level resources included). */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -14,6 +12,7 @@
 #include "kc_codec.h"
 #include "kc_codec_int.h"
 #include "kc_error.h"
+#include "kc_podres.h"
 
 /* ---- small JSON accessors that report the path ---- */
 
@@ -216,47 +215,6 @@ static void res_reset(Kiln__Resource *r) {
   kiln__resource__init(r);
 }
 
-static int64_t sat_add(int64_t a, int64_t b) {
-  int64_t r;
-  if (__builtin_add_overflow(a, b, &r))
-    return b > 0 ? INT64_MAX : INT64_MIN;
-  return r;
-}
-
-static int64_t max64(int64_t a, int64_t b) {
-  return a > b ? a : b;
-}
-
-/* d = d + s (add) or max(d, s) per resource. */
-static int res_merge(Kiln__Resource *d, const Kiln__Resource *s, bool add) {
-  d->milli_cpu = add ? sat_add(d->milli_cpu, s->milli_cpu) : max64(d->milli_cpu, s->milli_cpu);
-  d->memory = add ? sat_add(d->memory, s->memory) : max64(d->memory, s->memory);
-  d->pods = add ? sat_add(d->pods, s->pods) : max64(d->pods, s->pods);
-  d->ephemeral_storage = add ? sat_add(d->ephemeral_storage, s->ephemeral_storage)
-                             : max64(d->ephemeral_storage, s->ephemeral_storage);
-  for (size_t i = 0; i < s->n_scalar; i++) {
-    Kiln__ResourceQuantity *q = kc__resource_scalar(d, s->scalar[i]->name);
-    if (!q)
-      return KC_ENOMEM;
-    int64_t v = s->scalar[i]->milli_value;
-    q->milli_value = add ? sat_add(q->milli_value, v) : max64(q->milli_value, v);
-  }
-  return 0;
-}
-
-/* A new Resource equal to a (+ b when b is not NULL), with pods set to one. */
-static Kiln__Resource *res_sum_new(const Kiln__Resource *a, const Kiln__Resource *b) {
-  Kiln__Resource *r = kc__resource_new();
-  if (!r)
-    return NULL;
-  if (res_merge(r, a, true) < 0 || (b && res_merge(r, b, true) < 0)) {
-    kc_msg_free(r);
-    return NULL;
-  }
-  r->pods = 1;
-  return r;
-}
-
 /* ---- taints and tolerations ---- */
 
 static int taint_effect(kc__cctx *c, const json_t *obj, Kiln__TaintEffect *out) {
@@ -427,13 +385,25 @@ static int container(kc__cctx *c, Kiln__Pod *p, const json_t *ct, Kiln__Resource
   return rc;
 }
 
-static int pod_resources(kc__cctx *c, Kiln__Pod *p, const json_t *spec) {
-  Kiln__Resource sum, sidecars, init_max, one, tmp;
-  kiln__resource__init(&sum);
-  kiln__resource__init(&sidecars);
-  kiln__resource__init(&init_max);
+/* A new Resource from an effective ResourceList, with pods set to one; NULL when out of
+ * memory. */
+static Kiln__Resource *res_from_list(const kc_reslist *l) {
+  Kiln__Resource *r = kc__resource_new();
+  for (size_t i = 0; r && i < l->n; i++)
+    if (kc__resource_put(r, l->e[i].name, &l->e[i].q) < 0) {
+      kc_msg_free(r);
+      return NULL;
+    }
+  if (r)
+    r->pods = 1;
+  return r;
+}
+
+/* Every container's requests are checked (an error names the path) and host ports are
+ * collected here; the totals come from the rule the controller shares (kc_podres.h). */
+static int check_containers(kc__cctx *c, Kiln__Pod *p, const json_t *spec) {
+  Kiln__Resource one;
   kiln__resource__init(&one);
-  kiln__resource__init(&tmp);
   json_t *containers, *inits, *overhead;
   int rc = get_array(c, spec, "containers", &containers);
   if (rc == 0)
@@ -445,8 +415,6 @@ static int pod_resources(kc__cctx *c, Kiln__Pod *p, const json_t *spec) {
     kc__path_index(c, i);
     rc = container(c, p, json_array_get(containers, i), &one, NULL, true);
     if (rc == 0)
-      rc = res_merge(&sum, &one, true);
-    if (rc == 0)
       kc__path_pop(c, mark);
   }
   for (size_t i = 0; rc == 0 && inits && i < json_array_size(inits); i++) {
@@ -454,20 +422,6 @@ static int pod_resources(kc__cctx *c, Kiln__Pod *p, const json_t *spec) {
     kc__path_index(c, i);
     bool sidecar = false;
     rc = container(c, p, json_array_get(inits, i), &one, &sidecar, false);
-    if (rc == 0 && sidecar) {
-      rc = res_merge(&sum, &one, true);
-      if (rc == 0)
-        rc = res_merge(&sidecars, &one, true);
-      if (rc == 0)
-        rc = res_merge(&init_max, &sidecars, false);
-    } else if (rc == 0) {
-      res_reset(&tmp);
-      rc = res_merge(&tmp, &one, true);
-      if (rc == 0)
-        rc = res_merge(&tmp, &sidecars, true);
-      if (rc == 0)
-        rc = res_merge(&init_max, &tmp, false);
-    }
     if (rc == 0)
       kc__path_pop(c, mark);
   }
@@ -478,29 +432,34 @@ static int pod_resources(kc__cctx *c, Kiln__Pod *p, const json_t *spec) {
     if (rc == 0)
       kc__path_pop(c, mark);
   }
-  if (rc == 0) {
-    p->container_requests = res_sum_new(&sum, &one);
-    rc = res_merge(&sum, &init_max, false);
-    if (rc == 0)
-      p->requests = res_sum_new(&sum, &one);
-    if (rc == 0 && (!p->container_requests || !p->requests))
-      rc = KC_ENOMEM;
-    if (rc < 0)
-      rc = kc__fail(c, rc, "out of memory");
-  }
-  if (rc == 0) {
-    const Kiln__Resource *r = p->requests;
-    bool none = r->milli_cpu == 0 && r->memory == 0;
-    for (size_t i = 0; none && i < r->n_scalar; i++)
-      none = r->scalar[i]->milli_value == 0;
-    p->best_effort = none;
-  }
-  res_reset(&sum);
-  res_reset(&sidecars);
-  res_reset(&init_max);
   res_reset(&one);
-  res_reset(&tmp);
   return rc;
+}
+
+static int pod_resources(kc__cctx *c, Kiln__Pod *p, const json_t *spec) {
+  int rc = check_containers(c, p, spec);
+  if (rc < 0)
+    return rc;
+  kc_reslist all = {0}, run = {0};
+  rc = kc_pod_resources(spec, "requests", 0, &all);
+  if (rc == 0)
+    rc = kc_pod_resources(spec, "requests", KC_PODRES_NO_INIT, &run);
+  if (rc == 0) {
+    p->requests = res_from_list(&all);
+    p->container_requests = res_from_list(&run);
+    if (!p->requests || !p->container_requests)
+      rc = KC_ENOMEM;
+  }
+  kc_reslist_free(&all);
+  kc_reslist_free(&run);
+  if (rc < 0)
+    return kc__fail(c, rc, "out of memory");
+  const Kiln__Resource *r = p->requests;
+  bool none = r->milli_cpu == 0 && r->memory == 0;
+  for (size_t i = 0; none && i < r->n_scalar; i++)
+    none = r->scalar[i]->milli_value == 0;
+  p->best_effort = none;
+  return 0;
 }
 
 /* aff.<key>.requiredDuringScheduling... and preferredDuringScheduling... into the two

@@ -8,6 +8,7 @@
 #include "kc_codec.h"
 #include "kc_error.h"
 #include "kc_log.h"
+#include "kc_podres.h"
 #include "kc_quantity.h"
 #include "kc_strmap.h"
 
@@ -141,157 +142,6 @@ static int32_t priority_of(const ctl_job_view *v, const char *pc) {
  * requests.hugepages-<size>; requests.<extended> and <extended>. Quantities keep the
  * format of their first addend, as resource.Quantity.Add does. */
 
-typedef struct {
-  char name[CTL_NAME_MAX];
-  kc_quantity q;
-} rl_entry;
-
-typedef struct {
-  rl_entry *e;
-  size_t n, cap;
-} rlist;
-
-static rl_entry *rl_find(rlist *l, const char *name) {
-  for (size_t i = 0; i < l->n; i++)
-    if (strcmp(l->e[i].name, name) == 0)
-      return &l->e[i];
-  return NULL;
-}
-
-/* Sets (replace) or adds q under name. Returns 0 or KC_ENOMEM. */
-static int rl_put(rlist *l, const char *name, const kc_quantity *q, bool add) {
-  rl_entry *e = rl_find(l, name);
-  if (e) {
-    if (!add) {
-      e->q = *q;
-    } else {
-      if (e->q.nano == 0)
-        e->q.format = q->format;
-      e->q.nano += q->nano;
-    }
-    return 0;
-  }
-  if (l->n == l->cap) {
-    size_t nc = l->cap ? l->cap * 2 : 8;
-    rl_entry *ne = realloc(l->e, nc * sizeof(*ne));
-    if (!ne)
-      return KC_ENOMEM;
-    l->e = ne;
-    l->cap = nc;
-  }
-  e = &l->e[l->n++];
-  snprintf(e->name, sizeof(e->name), "%s", name);
-  e->q = *q;
-  return 0;
-}
-
-static void rl_free(rlist *l) {
-  free(l->e);
-  memset(l, 0, sizeof(*l));
-}
-
-/* A quantity written as a string or a bare JSON number; false when unparsable (the API
- * server has already rejected such a template, so it is skipped). */
-static bool json_quantity(const json_t *v, kc_quantity *q) {
-  char num[64];
-  const char *text;
-  if (json_is_string(v))
-    text = json_string_value(v);
-  else if (json_is_integer(v))
-    snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(v)), text = num;
-  else if (json_is_real(v))
-    snprintf(num, sizeof(num), "%.15g", json_real_value(v)), text = num;
-  else
-    return false;
-  return kc_quantity_parse(text, q, NULL) == 0;
-}
-
-/* Adds a ResourceList object into l (addResourceList). */
-static int rl_add_json(rlist *l, const json_t *list) {
-  const char *name;
-  json_t *v;
-  json_object_foreach((json_t *)list, name, v) {
-    kc_quantity q;
-    if (json_quantity(v, &q) && rl_put(l, name, &q, true))
-      return KC_ENOMEM;
-  }
-  return 0;
-}
-
-/* Keeps, per name, the larger of l and m (maxResourceList). */
-static int rl_max(rlist *l, const rlist *m) {
-  for (size_t i = 0; i < m->n; i++) {
-    rl_entry *e = rl_find(l, m->e[i].name);
-    if (e && kc_quantity_cmp(&m->e[i].q, &e->q) <= 0)
-      continue;
-    if (rl_put(l, m->e[i].name, &m->e[i].q, false))
-      return KC_ENOMEM;
-  }
-  return 0;
-}
-
-static int rl_add_list(rlist *l, const rlist *m) {
-  for (size_t i = 0; i < m->n; i++)
-    if (rl_put(l, m->e[i].name, &m->e[i].q, true))
-      return KC_ENOMEM;
-  return 0;
-}
-
-/* The pod's effective requests or limits (PodRequests / PodLimits): the containers
- * summed, restartable init containers (sidecars) added, the largest init container (with
- * the sidecars started before it) taken where it exceeds that, pod-level cpu and memory
- * overriding, and the overhead added (to limits only where a limit exists). */
-static int pod_effective(const json_t *spec, const char *kind, rlist *out) {
-  rlist side = {0}, init = {0}, tmp = {0};
-  int rc = 0;
-  size_t i;
-  json_t *ct;
-  json_array_foreach(json_object_get(spec, "containers"), i, ct) {
-    if ((rc = rl_add_json(out, json_object_get(json_object_get(ct, "resources"), kind))))
-      goto out;
-  }
-  json_array_foreach(json_object_get(spec, "initContainers"), i, ct) {
-    const json_t *r = json_object_get(json_object_get(ct, "resources"), kind);
-    const char *rp = json_string_value(json_object_get(ct, "restartPolicy"));
-    tmp.n = 0;
-    if (rp && strcmp(rp, "Always") == 0) {
-      if ((rc = rl_add_json(out, r)) || (rc = rl_add_json(&side, r)) ||
-          (rc = rl_add_list(&tmp, &side)))
-        goto out;
-    } else if ((rc = rl_add_json(&tmp, r)) || (rc = rl_add_list(&tmp, &side))) {
-      goto out;
-    }
-    if ((rc = rl_max(&init, &tmp)))
-      goto out;
-  }
-  if ((rc = rl_max(out, &init)))
-    goto out;
-  const json_t *pod_level = json_object_get(json_object_get(spec, "resources"), kind);
-  static const char *const supported[] = {"cpu", "memory"};
-  for (size_t k = 0; k < 2; k++) {
-    kc_quantity q;
-    if (json_quantity(json_object_get(pod_level, supported[k]), &q) &&
-        (rc = rl_put(out, supported[k], &q, false)))
-      goto out;
-  }
-  const char *name;
-  json_t *v;
-  json_object_foreach(json_object_get(spec, "overhead"), name, v) {
-    kc_quantity q;
-    if (!json_quantity(v, &q))
-      continue;
-    if (strcmp(kind, "limits") == 0 && !rl_find(out, name))
-      continue;
-    if ((rc = rl_put(out, name, &q, true)))
-      goto out;
-  }
-out:
-  rl_free(&side);
-  rl_free(&init);
-  rl_free(&tmp);
-  return rc;
-}
-
 /* Kubernetes' IsNativeResource: no domain, or a kubernetes.io domain. */
 static bool native_resource(const char *name) {
   return !strchr(name, '/') || strstr(name, "kubernetes.io/");
@@ -324,45 +174,45 @@ static bool extended_resource(const char *name) {
          qualified_part(slash + 1, strlen(slash + 1), false) && (size_t)(slash - name) + 9 <= 253;
 }
 
-static int put_prefixed(rlist *l, const char *prefix, const char *name, const kc_quantity *q) {
+static int put_prefixed(kc_reslist *l, const char *prefix, const char *name, const kc_quantity *q) {
   char key[CTL_NAME_MAX];
   int n = snprintf(key, sizeof(key), "%s%s", prefix, name);
   if (n < 0 || (size_t)n >= sizeof(key))
     return 0; /* no such name is a valid resource name: skipped, as a quota would not count it */
-  return rl_put(l, key, q, false);
+  return kc_reslist_put(l, key, q, false);
 }
 
 /* One pod's quota usage (Volcano util.GetPodQuotaUsage) into *out (cleared first). */
-static int pod_usage(const json_t *spec, rlist *out) {
-  rlist req = {0}, lim = {0};
+static int pod_usage(const json_t *spec, kc_reslist *out) {
+  kc_reslist req = {0}, lim = {0};
   kc_quantity one;
   kc_quantity_from_value(&one, 1, KC_QFMT_DECIMAL_SI);
   out->n = 0;
-  int rc = pod_effective(spec, "requests", &req);
+  int rc = kc_pod_resources(spec, "requests", 0, &req);
   if (!rc)
-    rc = pod_effective(spec, "limits", &lim);
+    rc = kc_pod_resources(spec, "limits", 0, &lim);
   if (!rc)
-    rc = rl_put(out, "count/pods", &one, false);
+    rc = kc_reslist_put(out, "count/pods", &one, false);
   if (!rc)
-    rc = rl_put(out, "pods", &one, false);
+    rc = kc_reslist_put(out, "pods", &one, false);
   static const char *const compute[] = {"cpu", "memory", "ephemeral-storage"};
   for (size_t k = 0; k < 3 && !rc; k++) {
-    rl_entry *e = rl_find(&req, compute[k]);
-    if (e && !(rc = rl_put(out, compute[k], &e->q, false)))
+    kc_res_entry *e = kc_reslist_find(&req, compute[k]);
+    if (e && !(rc = kc_reslist_put(out, compute[k], &e->q, false)))
       rc = put_prefixed(out, "requests.", compute[k], &e->q);
-    if (!rc && (e = rl_find(&lim, compute[k])))
+    if (!rc && (e = kc_reslist_find(&lim, compute[k])))
       rc = put_prefixed(out, "limits.", compute[k], &e->q);
   }
   for (size_t i = 0; i < req.n && !rc; i++) {
     const char *name = req.e[i].name;
-    if (strncmp(name, "hugepages-", 10) == 0 && !(rc = rl_put(out, name, &req.e[i].q, false)))
+    if (strncmp(name, "hugepages-", 10) == 0 && !(rc = kc_reslist_put(out, name, &req.e[i].q, false)))
       rc = put_prefixed(out, "requests.", name, &req.e[i].q);
     /* requests.<extended>, and (Volcano's addition) the bare name next to it */
     if (!rc && extended_resource(name) && !(rc = put_prefixed(out, "requests.", name, &req.e[i].q)))
-      rc = rl_put(out, name, &req.e[i].q, false);
+      rc = kc_reslist_put(out, name, &req.e[i].q, false);
   }
-  rl_free(&req);
-  rl_free(&lim);
+  kc_reslist_free(&req);
+  kc_reslist_free(&lim);
   return rc;
 }
 
@@ -390,8 +240,8 @@ static json_t *min_resources(const ctl_job_view *v) {
   size_t n = spec->n_tasks;
   task_prio *tp = calloc(n ? n : 1, sizeof(*tp));
   int32_t *take = calloc(n ? n : 1, sizeof(*take));
-  rlist *usage = calloc(n ? n : 1, sizeof(*usage));
-  rlist total = {0};
+  kc_reslist *usage = calloc(n ? n : 1, sizeof(*usage));
+  kc_reslist total = {0};
   json_t *out = NULL;
   if (!tp || !take || !usage)
     goto done;
@@ -441,7 +291,7 @@ static json_t *min_resources(const ctl_job_view *v) {
   for (size_t i = 0; i < n; i++) {
     size_t o = tp[i].order;
     for (int32_t k = 0; k < take[o]; k++)
-      if (rl_add_list(&total, &usage[o]))
+      if (kc_reslist_add(&total, &usage[o]))
         goto done;
   }
   out = json_object();
@@ -452,8 +302,8 @@ static json_t *min_resources(const ctl_job_view *v) {
   }
 done:
   for (size_t i = 0; usage && i < n; i++)
-    rl_free(&usage[i]);
-  rl_free(&total);
+    kc_reslist_free(&usage[i]);
+  kc_reslist_free(&total);
   free(usage);
   free(take);
   free(tp);

@@ -724,11 +724,37 @@ static void test_memory(void **state) {
   json_decref(nj);
 }
 
+/* Pod-level spec.resources (cpu, memory) are the pod's total: they replace what the
+ * containers and init containers add up to, and the overhead still comes on top, the same
+ * rule the controller counts a PodGroup's minResources with. */
+static void test_pod_level_resources(void **state) {
+  (void)state;
+  json_t *j = parse("{\"metadata\":{\"name\":\"pl\"},\"spec\":{"
+                    "\"resources\":{\"requests\":{\"cpu\":\"4\",\"memory\":\"8Gi\"}},"
+                    "\"overhead\":{\"cpu\":\"10m\"},"
+                    "\"initContainers\":[{\"name\":\"i\",\"resources\":{\"requests\":"
+                    "{\"cpu\":\"6\"}}}],"
+                    "\"containers\":[{\"name\":\"a\",\"resources\":{\"requests\":"
+                    "{\"cpu\":\"1\",\"memory\":\"1Gi\",\"nvidia.com/gpu\":\"1\"}}}]}}");
+  Kiln__Pod *p;
+  char err[KC_CODEC_ERR_MAX];
+  if (kc_pod_decode(j, &p, err, sizeof(err)) != 0)
+    fail_msg("decode: %s", err);
+  assert_int_equal(p->requests->milli_cpu, 4010);
+  assert_int_equal(p->requests->memory, 8 * GI);
+  assert_int_equal(scalar(p->requests, "nvidia.com/gpu"), 1000);
+  assert_int_equal(p->container_requests->milli_cpu, 4010);
+  assert_int_equal(p->container_requests->memory, 8 * GI);
+  kc_msg_free(p);
+  json_decref(j);
+}
+
 int main(void) {
   find_data_dir();
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_pod),
       cmocka_unit_test(test_pod_best_effort),
+      cmocka_unit_test(test_pod_level_resources),
       cmocka_unit_test(test_node),
       cmocka_unit_test(test_roundtrip),
       cmocka_unit_test(test_typed_wrappers),
