@@ -389,7 +389,16 @@ static json_t *tasks_json(const ctl_status *st) {
     for (int p = 0; ph && ok && p < CTL_POD_PHASE_COUNT; p++)
       if (st->tasks[i].count[p])
         ok = put(ph, pod_phase_names[p], json_integer(st->tasks[i].count[p]));
-    ok = ok && put(tsc, st->tasks[i].name, json_pack("{s:o}", "phase", ph));
+    json_t *t = json_object();
+    if (!ok) {
+      json_decref(ph);
+      json_decref(t);
+    } else if (!put(t, "phase", ph)) { /* steals ph, even when it fails */
+      json_decref(t);
+      ok = false;
+    } else {
+      ok = put(tsc, st->tasks[i].name, t); /* steals t */
+    }
   }
   if (!ok) {
     json_decref(tsc);
