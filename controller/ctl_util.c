@@ -365,6 +365,14 @@ static bool put_time(json_t *o, const char *key, int64_t t) {
   return put(o, key, json_string(tbuf));
 }
 
+/* o when everything went in, else NULL (o released). */
+static json_t *all_or_nothing(json_t *o, bool ok) {
+  if (ok)
+    return o;
+  json_decref(o);
+  return NULL;
+}
+
 static json_t *state_json(const ctl_status *st) {
   json_t *state = json_object();
   bool ok = put(state, "phase", json_string(ctl_phase_name(st->phase)));
@@ -374,11 +382,7 @@ static json_t *state_json(const ctl_status *st) {
     ok = ok && put(state, "message", json_string(st->message));
   if (st->last_transition)
     ok = ok && put_time(state, "lastTransitionTime", st->last_transition);
-  if (!ok) {
-    json_decref(state);
-    return NULL;
-  }
-  return state;
+  return all_or_nothing(state, ok);
 }
 
 static json_t *tasks_json(const ctl_status *st) {
@@ -400,11 +404,7 @@ static json_t *tasks_json(const ctl_status *st) {
       ok = put(tsc, st->tasks[i].name, t); /* steals t */
     }
   }
-  if (!ok) {
-    json_decref(tsc);
-    return NULL;
-  }
-  return tsc;
+  return all_or_nothing(tsc, ok);
 }
 
 static json_t *conditions_json(const ctl_status *st) {
@@ -416,11 +416,7 @@ static json_t *conditions_json(const ctl_status *st) {
          put_time(c, "lastTransitionTime", st->conds[i].time) && json_array_append(a, c) == 0;
     json_decref(c);
   }
-  if (!ok) {
-    json_decref(a);
-    return NULL;
-  }
-  return a;
+  return all_or_nothing(a, ok);
 }
 
 json_t *ctl_status_to_json(const ctl_status *st) {
@@ -445,11 +441,7 @@ json_t *ctl_status_to_json(const ctl_status *st) {
     ok = json_object_set(o, "controlledResources", st->controlled) == 0;
   if (ok && st->nconds)
     ok = put(o, "conditions", conditions_json(st));
-  if (!ok) {
-    json_decref(o);
-    return NULL;
-  }
-  return o;
+  return all_or_nothing(o, ok);
 }
 
 /* ---- plan ---- */
