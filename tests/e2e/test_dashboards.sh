@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# The Grafana dashboard (manifests/dashboards/kiln.json) queries only metrics the running
+# processes export: kiln-scheduler and kiln-controller run here with their metrics servers,
+# jobs that complete, fail and cannot be placed give every labelled family a series, and
+# every metric name in every panel's query must then appear in one of the two /metrics pages.
+# The Prometheus scrape configuration must name the metrics Services and ports of manifests/.
+# shellcheck shell=bash
+SUITE=dashboards
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+D=$KILN_CLUSTER_DIR
+DASH=$KILN_ROOT/manifests/dashboards/kiln.json
+SCRAPE=$KILN_ROOT/manifests/dashboards/prometheus-scrape.yaml
+mkdir -p "$D/logs" "$D/pids"
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+CTL_HEALTH=$(free_port) CTL_METRICS=$(free_port) SCH_HEALTH=$(free_port) SCH_METRICS=$(free_port)
+
+start() { # NAME BINARY HEALTH_PORT METRICS_PORT
+  "$2" --kubeconfig "$KUBECONFIG" --leader-elect=false --enable-healthz \
+    --healthz-address "127.0.0.1:$3" --enable-metrics --listen-address "127.0.0.1:$4" \
+    >"$D/logs/$1.log" 2>&1 </dev/null &
+  echo $! >"$D/pids/$1.pid"
+  echo "$2" >"$D/pids/$1.exe" # tests/cluster/down checks it before a kill
+}
+
+# The metric names a PromQL expression reads (functions, keywords, label names and matchers
+# left out), one per line.
+dashboard_metrics() {
+  python3 - "$DASH" <<'EOF'
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+words = {"sum", "rate", "irate", "increase", "histogram_quantile", "topk", "max", "min", "avg",
+         "count", "by", "without", "on", "ignoring", "group_left", "group_right", "and", "or",
+         "unless", "offset", "bool"}
+exprs = [t["expr"] for p in d["panels"] for t in p.get("targets", [])]
+exprs += [v["query"]["query"] for v in d["templating"]["list"] if isinstance(v.get("query"), dict)]
+names = set()
+for e in exprs:
+    e = re.sub(r'\{[^}]*\}', '', e)                      # label matchers
+    e = re.sub(r'\[[^\]]*\]', '', e)                     # range selectors
+    e = re.sub(r'\b(by|without)\s*\([^)]*\)', '', e)     # grouping labels
+    e = re.sub(r'label_values\(([a-zA-Z_:][a-zA-Z0-9_:]*),[^)]*\)', r'\1', e)
+    for tok in re.findall(r'[a-zA-Z_:][a-zA-Z0-9_:]*', e):
+        if tok not in words:
+            names.add(tok)
+for n in sorted(names):
+    print(n)
+EOF
+}
+
+# exported NAME PAGE: NAME is a family on the page, or a histogram's _bucket/_sum/_count series.
+exported() {
+  local n=$1 page=$2 base=${1%_bucket}
+  base=${base%_sum}
+  base=${base%_count}
+  grep -q "^$n[{ ]" <<<"$page" && return 0
+  [ "$base" != "$n" ] && grep -qx "# TYPE $base histogram" <<<"$page"
+}
+
+job() { # NAME ANNOTATIONS NODE_SELECTOR
+  cat <<EOF
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: $1}
+spec:
+  minAvailable: 1
+  schedulerName: volcano
+  tasks:
+  - name: main
+    replicas: 1
+    template:
+      metadata:
+        annotations: {$2}
+      spec:
+        restartPolicy: Never
+        nodeSelector: {$3}
+        containers:
+        - {name: c, image: busybox, resources: {requests: {cpu: 100m}}}
+EOF
+}
+
+test_every_panel_metric_is_exported() {
+  local ns names page missing=() n
+  names=$(dashboard_metrics)
+  [ "$(wc -l <<<"$names")" -ge 20 ] || fail "the dashboard reads only $(wc -l <<<"$names") metrics: $names"
+  ns=$(new_namespace dash)
+  job ok '"kwok.kiln.dev/run-for": "1s"' '' | kubectl apply -n "$ns" -f - >/dev/null
+  job bad '"kwok.kiln.dev/run-for": "1s", "kwok.kiln.dev/exit-code": "3"' '' |
+    kubectl apply -n "$ns" -f - >/dev/null
+  # Admitted (enqueue looks at quantities only), then no node matches: unschedulable tasks.
+  job nowhere '' 'dashboards.kiln.dev/none: "x"' | kubectl apply -n "$ns" -f - >/dev/null
+  local deadline=$((SECONDS + 120))
+  while :; do
+    page=$(curl -fsS "http://127.0.0.1:$SCH_METRICS/metrics"; curl -fsS "http://127.0.0.1:$CTL_METRICS/metrics")
+    missing=()
+    for n in $names; do exported "$n" "$page" || missing+=("$n"); done
+    [ ${#missing[@]} -eq 0 ] && break
+    [ $SECONDS -lt $deadline ] || fail "panels query metrics nobody exports: ${missing[*]}"
+    sleep 1
+  done
+  echo "    $(wc -l <<<"$names") metrics, all exported" >&2
+}
+
+test_a_metric_nobody_exports_is_caught() {
+  # The check above must be able to fail: a name no process has is reported.
+  local page
+  page=$(curl -fsS "http://127.0.0.1:$SCH_METRICS/metrics")
+  ! exported volcano_no_such_metric_total "$page" || fail "an unknown metric passed"
+  exported volcano_e2e_scheduling_latency_milliseconds_bucket "$page" || fail "a histogram bucket failed"
+}
+
+test_scrape_config_names_the_metrics_services() {
+  python3 - "$SCRAPE" "$KILN_ROOT/manifests" <<'EOF' || fail "scrape configuration and manifests disagree"
+import re, sys, yaml
+cfg = yaml.safe_load(open(sys.argv[1]))
+jobs = {j["job_name"]: j for j in cfg["scrape_configs"]}
+for proc, port in (("scheduler", 8080), ("controller", 8081)):
+    j = jobs["kiln-" + proc]
+    keep = [r for r in j["relabel_configs"] if r.get("action") == "keep"][0]
+    svc, pname = keep["regex"].split(";")
+    docs = [d for d in yaml.safe_load_all(open(f"{sys.argv[2]}/{proc}.yaml")) if d]
+    s = [d for d in docs if d["kind"] == "Service"][0]
+    assert s["metadata"]["name"] == svc, (svc, s["metadata"]["name"])
+    assert s["metadata"]["namespace"] in j["kubernetes_sd_configs"][0]["namespaces"]["names"]
+    ports = {p["name"]: p["port"] for p in s["spec"]["ports"]}
+    assert ports.get(pname) == port, (pname, ports)
+    assert s["metadata"]["annotations"]["prometheus.io/port"] == str(port)
+print("ok")
+EOF
+}
+
+# ---- setup ----
+kubectl apply --server-side -f "$KILN_ROOT/manifests/crd/" >/dev/null
+kubectl wait --for=condition=Established --timeout=60s crd/podgroups.scheduling.volcano.sh \
+  crd/queues.scheduling.volcano.sh crd/jobs.batch.volcano.sh >/dev/null 2>&1
+kubectl apply --server-side -f "$KILN_ROOT/manifests/queue-default.yaml" >/dev/null
+kubectl create namespace volcano-system >/dev/null 2>&1 || true
+start kiln-controller "$KILN_BUILD/controller/kiln-controller" "$CTL_HEALTH" "$CTL_METRICS"
+start kiln-scheduler "$KILN_BUILD/scheduler/kiln-scheduler" "$SCH_HEALTH" "$SCH_METRICS"
+for _ in $(seq 1 300); do
+  curl -fsS "http://127.0.0.1:$CTL_HEALTH/readyz" >/dev/null 2>&1 &&
+    curl -fsS "http://127.0.0.1:$SCH_HEALTH/readyz" >/dev/null 2>&1 && break
+  sleep 0.2
+done
+e2e_main "$@"
