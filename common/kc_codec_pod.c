@@ -12,6 +12,7 @@
 #include "kc_codec.h"
 #include "kc_codec_int.h"
 #include "kc_error.h"
+#include "kc_flags.h"
 #include "kc_podres.h"
 
 /* ---- small JSON accessors that report the path ---- */
@@ -652,8 +653,16 @@ static int pod_meta(kc__cctx *c, Kiln__Pod *p, const json_t *meta) {
   if (rc == 0) {
     /* Volcano reads the annotation first, then the label. */
     json_t *a = ann ? json_object_get(ann, "volcano.sh/preemptable") : NULL;
-    p->preemptable = a ? truthy(ann, "volcano.sh/preemptable")
-                       : labels && truthy(labels, "volcano.sh/preemptable");
+    json_t *l = labels ? json_object_get(labels, "volcano.sh/preemptable") : NULL;
+    p->preemptable = a ? truthy(ann, "volcano.sh/preemptable") : l && truthy(labels, "volcano.sh/preemptable");
+    p->not_preemptable = (a || l) && !p->preemptable;
+    /* cdp reads the label first, then the annotation. */
+    const char *cd = json_string_value(labels ? json_object_get(labels, "volcano.sh/cooldown-time") : NULL);
+    if (!cd)
+      cd = json_string_value(ann ? json_object_get(ann, "volcano.sh/cooldown-time") : NULL);
+    int64_t ns = 0;
+    if (cd && kc_parse_duration(cd, &ns) == 0 && ns > 0)
+      p->cooldown_ms = ns / 1000000;
   }
   if (rc == 0)
     rc = owner(c, p, meta);
@@ -676,6 +685,19 @@ static Kiln__PodPhase pod_phase(const char *s) {
     if (strcmp(s, phases[i].name) == 0)
       return phases[i].phase;
   return KILN__POD_PHASE__POD_PHASE_UNKNOWN;
+}
+
+/* The PodScheduled=True condition's lastTransitionTime (the cdp plugin's clock). */
+static int scheduled_since(kc__cctx *c, Kiln__Pod *p, const json_t *status) {
+  json_t *conds = json_object_get(status, "conditions");
+  for (size_t i = 0; json_is_array(conds) && i < json_array_size(conds); i++) {
+    json_t *cond = json_array_get(conds, i);
+    const char *type = json_string_value(json_object_get(cond, "type"));
+    const char *st = json_string_value(json_object_get(cond, "status"));
+    if (type && st && strcmp(type, "PodScheduled") == 0 && strcmp(st, "True") == 0)
+      return get_time(c, cond, "lastTransitionTime", &p->scheduled_time);
+  }
+  return 0;
 }
 
 int kc_pod_decode(const json_t *json, Kiln__Pod **out, char *err, size_t errlen) {
@@ -714,6 +736,8 @@ int kc_pod_decode(const json_t *json, Kiln__Pod **out, char *err, size_t errlen)
     rc = peek_string(&c, status, "phase", &phase);
     if (rc == 0)
       rc = get_string(&c, status, "nominatedNodeName", &p->nominated_node_name);
+    if (rc == 0)
+      rc = scheduled_since(&c, p, status);
     if (rc == 0)
       kc__path_pop(&c, mark);
   }

@@ -8,69 +8,19 @@
 #include "kc_log.h"
 #include "sch_int.h"
 
-/* ---- a binary heap of indexes ordered by a session comparator ---- */
-
-typedef int (*heap_cmp)(sch_session *ssn, int32_t a, int32_t b);
-
-typedef struct heap {
-  int32_t *v;
-  size_t n, cap;
-} heap;
-
-static int heap_push(sch_session *ssn, heap *h, heap_cmp cmp, int32_t x) {
-  if (h->n == h->cap) {
-    size_t cap = h->cap ? h->cap * 2 : 8;
-    int32_t *v = realloc(h->v, cap * sizeof(*v));
-    if (!v)
-      return KC_ENOMEM;
-    h->v = v;
-    h->cap = cap;
-  }
-  size_t i = h->n++;
-  while (i > 0) {
-    size_t p = (i - 1) / 2;
-    if (cmp(ssn, x, h->v[p]) >= 0)
-      break;
-    h->v[i] = h->v[p];
-    i = p;
-  }
-  h->v[i] = x;
-  return 0;
-}
-
-static int32_t heap_pop(sch_session *ssn, heap *h, heap_cmp cmp) {
-  int32_t top = h->v[0];
-  int32_t x = h->v[--h->n];
-  size_t i = 0;
-  for (;;) {
-    size_t c = 2 * i + 1;
-    if (c >= h->n)
-      break;
-    if (c + 1 < h->n && cmp(ssn, h->v[c + 1], h->v[c]) < 0)
-      c++;
-    if (cmp(ssn, h->v[c], x) >= 0)
-      break;
-    h->v[i] = h->v[c];
-    i = c;
-  }
-  if (h->n)
-    h->v[i] = x;
-  return top;
-}
-
-static int job_cmp(sch_session *ssn, int32_t a, int32_t b) {
+int sch__job_cmp(sch_session *ssn, int32_t a, int32_t b) {
   return sch_session_job_order(ssn, &ssn->snap->jobs[a], &ssn->snap->jobs[b]);
 }
-static int queue_cmp(sch_session *ssn, int32_t a, int32_t b) {
+int sch__queue_cmp(sch_session *ssn, int32_t a, int32_t b) {
   return sch_session_queue_order(ssn, &ssn->snap->queues[a], &ssn->snap->queues[b]);
 }
-static int task_cmp(const void *a, const void *b, void *arg) {
+int sch__task_cmp(const void *a, const void *b, void *arg) {
   sch_session *ssn = arg;
   return sch_session_task_order(ssn, &ssn->snap->tasks[*(const int32_t *)a],
                                 &ssn->snap->tasks[*(const int32_t *)b]);
 }
 
-static bool action_configured(const sch_session *ssn, const char *name) {
+bool sch__action_configured(const sch_session *ssn, const char *name) {
   for (size_t i = 0; ssn->conf && i < ssn->conf->nactions; i++)
     if (strcmp(ssn->conf->actions[i]->name, name) == 0)
       return true;
@@ -82,8 +32,8 @@ static bool action_configured(const sch_session *ssn, const char *name) {
 static int enqueue_execute(sch_session *ssn) {
   sch_snapshot *snap = ssn->snap;
   int rc = 0;
-  heap queues = {0};
-  heap *jobs = calloc((size_t)(snap->nqueues ? snap->nqueues : 1), sizeof(*jobs));
+  sch__heap queues = {0};
+  sch__heap *jobs = calloc((size_t)(snap->nqueues ? snap->nqueues : 1), sizeof(*jobs));
   if (!jobs)
     return KC_ENOMEM;
   for (int32_t ji = 0; ji < snap->njobs; ji++) {
@@ -94,23 +44,23 @@ static int enqueue_execute(sch_session *ssn) {
       KC_V(3, "enqueue: queue %s of job %s is not open", snap->queues[j->queue].name, j->key);
       continue;
     }
-    if (jobs[j->queue].n == 0 && (rc = heap_push(ssn, &queues, queue_cmp, j->queue)) < 0)
+    if (jobs[j->queue].n == 0 && (rc = sch__heap_push(ssn, &queues, sch__queue_cmp, j->queue)) < 0)
       goto out;
-    if ((rc = heap_push(ssn, &jobs[j->queue], job_cmp, ji)) < 0)
+    if ((rc = sch__heap_push(ssn, &jobs[j->queue], sch__job_cmp, ji)) < 0)
       goto out;
   }
   while (queues.n) {
-    int32_t qi = heap_pop(ssn, &queues, queue_cmp);
+    int32_t qi = sch__heap_pop(ssn, &queues, sch__queue_cmp);
     if (jobs[qi].n == 0)
       continue;
-    int32_t ji = heap_pop(ssn, &jobs[qi], job_cmp);
+    int32_t ji = sch__heap_pop(ssn, &jobs[qi], sch__job_cmp);
     sch_job *j = &snap->jobs[ji];
     if (!j->has_min_resources || sch_session_job_enqueueable(ssn, j)) {
       sch_session_job_enqueued(ssn, j);
       j->phase = SCH_PG_INQUEUE;
       KC_V(3, "enqueue: job %s is Inqueue", j->key);
     }
-    if (jobs[qi].n && (rc = heap_push(ssn, &queues, queue_cmp, qi)) < 0)
+    if (jobs[qi].n && (rc = sch__heap_push(ssn, &queues, sch__queue_cmp, qi)) < 0)
       goto out;
   }
 out:
@@ -366,7 +316,7 @@ static int allocate_job(sch_session *ssn, search *s, int32_t qi, int32_t ji, boo
     if (t->status == SCH_TASK_PENDING && !t->best_effort)
       tasks[n++] = j->tasks[i];
   }
-  qsort_r(tasks, n, sizeof(*tasks), task_cmp, ssn);
+  qsort_r(tasks, n, sizeof(*tasks), sch__task_cmp, ssn);
   rc = 0;
   for (size_t i = 0; i < n; i++) {
     sch_task *t = &snap->tasks[tasks[i]];
@@ -419,10 +369,10 @@ out:
 
 static int allocate_execute(sch_session *ssn) {
   sch_snapshot *snap = ssn->snap;
-  bool enqueue = action_configured(ssn, "enqueue");
+  bool enqueue = sch__action_configured(ssn, "enqueue");
   search s;
-  heap queues = {0};
-  heap *jobs = calloc((size_t)(snap->nqueues ? snap->nqueues : 1), sizeof(*jobs));
+  sch__heap queues = {0};
+  sch__heap *jobs = calloc((size_t)(snap->nqueues ? snap->nqueues : 1), sizeof(*jobs));
   int rc = search_init(&s, ssn);
   if (!jobs)
     rc = KC_ENOMEM;
@@ -446,13 +396,13 @@ static int allocate_execute(sch_session *ssn) {
         goto out;
       continue;
     }
-    if (jobs[j->queue].n == 0 && (rc = heap_push(ssn, &queues, queue_cmp, j->queue)) < 0)
+    if (jobs[j->queue].n == 0 && (rc = sch__heap_push(ssn, &queues, sch__queue_cmp, j->queue)) < 0)
       goto out;
-    if ((rc = heap_push(ssn, &jobs[j->queue], job_cmp, ji)) < 0)
+    if ((rc = sch__heap_push(ssn, &jobs[j->queue], sch__job_cmp, ji)) < 0)
       goto out;
   }
   while (queues.n) {
-    int32_t qi = heap_pop(ssn, &queues, queue_cmp);
+    int32_t qi = sch__heap_pop(ssn, &queues, sch__queue_cmp);
     if (sch_session_overused(ssn, &snap->queues[qi])) {
       for (size_t k = 0; k < jobs[qi].n; k++) {
         sch_job *j = &snap->jobs[jobs[qi].v[k]];
@@ -463,13 +413,13 @@ static int allocate_execute(sch_session *ssn) {
     }
     if (jobs[qi].n == 0)
       continue;
-    int32_t ji = heap_pop(ssn, &jobs[qi], job_cmp);
+    int32_t ji = sch__heap_pop(ssn, &jobs[qi], sch__job_cmp);
     bool again = false;
     if ((rc = allocate_job(ssn, &s, qi, ji, &again)) < 0)
       goto out;
-    if (again && (rc = heap_push(ssn, &jobs[qi], job_cmp, ji)) < 0)
+    if (again && (rc = sch__heap_push(ssn, &jobs[qi], sch__job_cmp, ji)) < 0)
       goto out;
-    if (jobs[qi].n && (rc = heap_push(ssn, &queues, queue_cmp, qi)) < 0)
+    if (jobs[qi].n && (rc = sch__heap_push(ssn, &queues, sch__queue_cmp, qi)) < 0)
       goto out;
   }
 out:

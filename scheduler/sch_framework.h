@@ -424,9 +424,8 @@ int sch_add_event_handler(sch_session *ssn, sch_task_event_fn allocate,
  *    ends the search at that tier; no vote at all is a yes;
  *  - job starving: the first tier with an opinion decides; none is a no;
  *  - overused: any plugin says yes;
- *  - preemptable/reclaimable: inside a tier the victims are the intersection of the
- *    deciding plugins' choices (an empty choice ends the tier); the first tier with an
- *    answer wins. */
+ *  - preemptable/reclaimable: the victims are the intersection of the choices of the
+ *    plugins that vote in the first tier where any plugin votes (possibly empty). */
 int sch_session_job_order(sch_session *ssn, const sch_job *l, const sch_job *r);
 int sch_session_queue_order(sch_session *ssn, const sch_queue *l, const sch_queue *r);
 int sch_session_task_order(sch_session *ssn, const sch_task *l, const sch_task *r);
@@ -450,6 +449,9 @@ int sch_session_reclaimable(sch_session *ssn, const sch_task *preemptor, const i
 
 /* Accessors. */
 sch_snapshot *sch_session_snapshot(sch_session *ssn);
+/* True while preempt or reclaim look for nodes: resources and pod count are what victims
+ * free, so predicates leave them out. */
+bool sch_session_preempting(const sch_session *ssn);
 const sch_session_options *sch_session_opts(const sch_session *ssn);
 /* The arguments of an action from the configuration's `configurations` (never NULL). */
 const sch_args *sch_session_action_args(const sch_session *ssn, const char *action);
@@ -477,6 +479,9 @@ void sch_statement_free(sch_statement *st);
 int sch_statement_allocate(sch_statement *st, int32_t task, int32_t node);
 /* Task -> Pipelined on node (placed on resources being released). */
 int sch_statement_pipeline(sch_statement *st, int32_t task, int32_t node);
+/* The same, after evictions made room on node: the commit also nominates the node for the
+ * pod (status.nominatedNodeName). */
+int sch_statement_pipeline_nominate(sch_statement *st, int32_t task, int32_t node);
 /* Task -> Releasing (a victim); fires deallocate handlers. reason is copied. */
 int sch_statement_evict(sch_statement *st, int32_t task, const char *reason);
 /* Applies: allocations become bind requests (task -> Binding), evictions become evict
@@ -574,6 +579,10 @@ typedef struct sch_result {
   size_t nbinds;
   sch_evict *evicts;
   size_t nevicts;
+  sch_bind *nominations; /* pipelined preemptors and the node freed for them */
+  size_t nnominations;
+  int64_t preempt_attempts; /* nodes the preempt action tried victims on */
+  int32_t last_victims;     /* victims the last of those tries chose */
   sch_pg_status *pod_groups; /* every non-shadow job */
   size_t npod_groups;
   sch_queue_status *queues;

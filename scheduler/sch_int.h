@@ -61,6 +61,7 @@ struct sch_session {
   int32_t *node_list;
   int32_t nnode_list;
   uint32_t next_node; /* where the next predicate scan starts */
+  bool preempting;    /* sch_session_preempting */
   /* Reason strings: id -> string, string -> id + 1. */
   char **reasons;
   size_t nreasons, cap_reasons;
@@ -69,7 +70,7 @@ struct sch_session {
   sch_job_cond *job_cond;
   /* Output under construction. */
   sch_result *res;
-  size_t cap_binds, cap_evicts, cap_events;
+  size_t cap_binds, cap_evicts, cap_events, cap_nominations;
 };
 
 /* Node accounting (Volcano NodeInfo.AddTask/RemoveTask) by the task's status; the task
@@ -82,6 +83,7 @@ int sch__job_condition(sch_session *ssn, const sch_job *j, bool unschedulable, c
                        const char *message);
 int sch__result_bind(sch_session *ssn, int32_t task, int32_t node);
 int sch__result_evict(sch_session *ssn, int32_t task, const char *reason);
+int sch__result_nominate(sch_session *ssn, int32_t task, int32_t node);
 int sch__result_event(sch_session *ssn, sch_event_kind kind, int32_t object, const char *type,
                       const char *reason, const char *message);
 
@@ -93,5 +95,34 @@ void sch__statement_keep(sch_statement *st);
 /* Fires the event handlers. */
 void sch__fire_allocate(sch_session *ssn, const sch_task *t);
 void sch__fire_deallocate(sch_session *ssn, const sch_task *t);
+
+/* A binary heap of indexes (sch_heap.c); zero-initialised is empty; free h->v. The
+ * comparator is negative when a goes first. */
+typedef int (*sch__heap_cmp)(sch_session *ssn, int32_t a, int32_t b);
+typedef struct sch__heap {
+  int32_t *v;
+  size_t n, cap;
+} sch__heap;
+int sch__heap_push(sch_session *ssn, sch__heap *h, sch__heap_cmp cmp, int32_t x);
+int32_t sch__heap_pop(sch_session *ssn, sch__heap *h, sch__heap_cmp cmp);
+
+/* The session's orders as heap comparators (job and queue indexes) and as a qsort_r
+ * comparator of task indexes (arg: the session). */
+int sch__job_cmp(sch_session *ssn, int32_t a, int32_t b);
+int sch__queue_cmp(sch_session *ssn, int32_t a, int32_t b);
+int sch__task_cmp(const void *a, const void *b, void *arg);
+/* Victim helpers shared by preempt and reclaim (sch_action_preempt.c). A task may be a
+ * victim of preemptor: Running or Bound, ours, not marked volcano.sh/preemptable "false",
+ * and best-effort when the preemptor is. */
+bool sch__may_be_victim(const sch_task *preemptor, const sch_task *t);
+/* Lowest first (Volcano BuildVictimsPriorityQueue). */
+void sch__sort_victims(sch_session *ssn, int32_t *v, size_t n);
+/* Volcano ValidateVictims: some victims, and with them t fits the node's future idle. */
+bool sch__victims_suffice(const sch_snapshot *snap, const sch_task *t, const sch_node *n,
+                          const int32_t *v, size_t nv);
+/* t's init request fits n's future idle. */
+bool sch__fits_future(const sch_task *t, const sch_node *n);
+/* The configuration lists the action. */
+bool sch__action_configured(const sch_session *ssn, const char *name);
 
 #endif

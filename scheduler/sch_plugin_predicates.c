@@ -174,7 +174,10 @@ static int predicate(sch_session *ssn, void *ctx, const sch_task *t, const sch_n
     st->mask = requested_dims(&t->init_resreq);
     use_template(st, t);
   }
-  unsigned short_dims = insufficient_dims(&t->init_resreq, st->mask, n);
+  /* Preempt and reclaim ask which nodes could take the task once victims go: room is
+   * their business (Volcano PredicateForPreemptAction). */
+  bool room = !sch_session_preempting(ssn);
+  unsigned short_dims = room ? insufficient_dims(&t->init_resreq, st->mask, n) : 0;
   if (short_dims != 0) {
     for (int d = 0; d < 2 + SCH_MAX_SCALARS; d++) {
       if (short_dims & (1u << d))
@@ -184,7 +187,7 @@ static int predicate(sch_session *ssn, void *ctx, const sch_task *t, const sch_n
   }
   /* A node that reports no pod capacity is treated as unlimited rather than full, so that
    * an odd node object does not silently absorb no work at all. */
-  if (n->max_pods > 0 && n->ntasks >= n->max_pods) {
+  if (room && n->max_pods > 0 && n->ntasks >= n->max_pods) {
     sch_fit_add(why, st->too_many_pods);
     return SCH_UNSCHEDULABLE;
   }

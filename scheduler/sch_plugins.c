@@ -245,11 +245,18 @@ static bool prio_victims(sch_session *ssn, void *ctx, const sch_task *preemptor,
   return true;
 }
 
+/* Starving while some task of the job is neither ready nor pipelined (the gang plugin, in
+ * the same tier, narrows it to "below minAvailable"). */
+static bool prio_starving(sch_session *ssn, void *ctx, const sch_job *j) {
+  return sch_job_ready_num(j) + sch_job_waiting_num(j) < j->ntasks;
+}
+
 static int prio_open(sch_session *ssn, const sch_plugin_conf *conf, void **state) {
   int rc;
   if ((rc = sch_add_job_order_fn(ssn, prio_job_order, NULL)) < 0 ||
       (rc = sch_add_task_order_fn(ssn, prio_task_order, NULL)) < 0 ||
-      (rc = sch_add_preemptable_fn(ssn, prio_victims, NULL)) < 0)
+      (rc = sch_add_preemptable_fn(ssn, prio_victims, NULL)) < 0 ||
+      (rc = sch_add_job_starving_fn(ssn, prio_starving, NULL)) < 0)
     return rc;
   return 0;
 }

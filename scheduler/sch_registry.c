@@ -18,6 +18,7 @@ extern const sch_plugin sch_plugin_proportion;
 extern const sch_action sch_action_enqueue;
 extern const sch_action sch_action_allocate;
 extern const sch_action sch_action_backfill;
+extern const sch_action sch_action_preempt;
 
 static const sch_plugin *const plugins[] = {
     &sch_plugin_gang,
@@ -36,6 +37,7 @@ static const sch_action *const actions[] = {
     &sch_action_enqueue,
     &sch_action_allocate,
     &sch_action_backfill,
+    &sch_action_preempt,
 };
 
 const sch_plugin *sch_plugin_find(const char *name) {

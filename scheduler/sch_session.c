@@ -235,51 +235,41 @@ bool sch_session_allocatable(sch_session *ssn, const sch_queue *q, const sch_tas
   return true;
 }
 
+/* Volcano's Preemptable/Reclaimable: the first plugin that votes starts the set, each
+ * later voter intersects it, an empty vote empties it; the tier in which anybody voted
+ * decides (an empty answer there is final: Volcano keeps its "initialised" flag across
+ * tiers, so a later tier can only intersect with nothing). */
 static int victims(sch_session *ssn, sch_cb_kind kind, const sch_task *preemptor,
                    const int32_t *cands, size_t n, int32_t *out) {
   const sch_cbs *c = &ssn->cbs[kind];
   int32_t *tmp = malloc((n ? n : 1) * sizeof(*tmp));
   if (!tmp)
     return KC_ENOMEM;
-  size_t i = 0;
-  int result = 0;
-  while (i < c->n) {
-    int tier = c->v[i].tier;
-    bool init = false, empty = false;
-    size_t nout = 0;
-    for (; i < c->n && c->v[i].tier == tier; i++) {
-      if (empty)
-        continue;
-      size_t k = 0;
-      if (!((sch_victims_fn)c->v[i].fn)(ssn, c->v[i].ctx, preemptor, cands, n, tmp, &k))
-        continue;
-      if (k == 0) {
-        empty = true;
-        nout = 0;
-        continue;
-      }
-      if (!init) {
-        memcpy(out, tmp, k * sizeof(*tmp));
-        nout = k;
-        init = true;
-      } else { /* intersection, keeping out's order */
-        size_t m = 0;
-        for (size_t a = 0; a < nout; a++)
-          for (size_t b = 0; b < k; b++)
-            if (out[a] == tmp[b]) {
-              out[m++] = out[a];
-              break;
-            }
-        nout = m;
-      }
-    }
-    if (init && !empty && nout > 0) {
-      result = (int)nout;
+  bool voted = false;
+  size_t nout = 0;
+  for (size_t i = 0; i < c->n; i++) {
+    if (voted && c->v[i].tier != c->v[i - 1].tier)
       break;
+    size_t k = 0;
+    if (!((sch_victims_fn)c->v[i].fn)(ssn, c->v[i].ctx, preemptor, cands, n, tmp, &k))
+      continue;
+    if (!voted) {
+      memcpy(out, tmp, k * sizeof(*tmp));
+      nout = k;
+      voted = true;
+      continue;
     }
+    size_t m = 0; /* intersection, in out's order */
+    for (size_t a = 0; a < nout; a++)
+      for (size_t b = 0; b < k; b++)
+        if (out[a] == tmp[b]) {
+          out[m++] = out[a];
+          break;
+        }
+    nout = m;
   }
   free(tmp);
-  return result;
+  return (int)nout;
 }
 
 int sch_session_preemptable(sch_session *ssn, const sch_task *preemptor, const int32_t *cands,
@@ -360,6 +350,10 @@ sch_snapshot *sch_session_snapshot(sch_session *ssn) {
   return ssn->snap;
 }
 
+bool sch_session_preempting(const sch_session *ssn) {
+  return ssn->preempting;
+}
+
 const sch_session_options *sch_session_opts(const sch_session *ssn) {
   return &ssn->opts;
 }
@@ -398,6 +392,13 @@ int sch__result_evict(sch_session *ssn, int32_t task, const char *reason) {
   if (!s)
     return KC_ENOMEM;
   r->evicts[r->nevicts++] = (sch_evict){task, s};
+  return 0;
+}
+
+int sch__result_nominate(sch_session *ssn, int32_t task, int32_t node) {
+  sch_result *r = ssn->res;
+  GROW(r->nominations, r->nnominations, ssn->cap_nominations);
+  r->nominations[r->nnominations++] = (sch_bind){task, node};
   return 0;
 }
 
@@ -692,6 +693,7 @@ void sch_result_free(sch_result *r) {
   for (size_t i = 0; i < r->nevicts; i++)
     free(r->evicts[i].reason);
   free(r->evicts);
+  free(r->nominations);
   free(r->pod_groups);
   free(r->queues);
   for (size_t i = 0; i < r->nevents; i++)

@@ -7,7 +7,9 @@
 #include "kc_error.h"
 #include "sch_int.h"
 
-typedef enum { OP_ALLOCATE, OP_PIPELINE, OP_EVICT } op_kind;
+/* OP_NOMINATE is a pipeline that followed evictions: its commit writes the node into the
+ * pod's status.nominatedNodeName (Volcano's Pipeline with evictionOccurred). */
+typedef enum { OP_ALLOCATE, OP_PIPELINE, OP_NOMINATE, OP_EVICT } op_kind;
 
 typedef struct op {
   op_kind kind;
@@ -72,6 +74,10 @@ int sch_statement_pipeline(sch_statement *st, int32_t task, int32_t node) {
   return place(st, task, node, SCH_TASK_PIPELINED, OP_PIPELINE);
 }
 
+int sch_statement_pipeline_nominate(sch_statement *st, int32_t task, int32_t node) {
+  return place(st, task, node, SCH_TASK_PIPELINED, OP_NOMINATE);
+}
+
 int sch_statement_evict(sch_statement *st, int32_t ti, const char *reason) {
   sch_snapshot *snap = st->ssn->snap;
   if (ti < 0 || ti >= snap->ntasks)
@@ -103,6 +109,7 @@ static void undo(sch_statement *st, op *o) {
   switch (o->kind) {
   case OP_ALLOCATE:
   case OP_PIPELINE:
+  case OP_NOMINATE:
     sch__node_remove_task(snap, o->task);
     sch_job_set_status(snap, o->task, o->prev_status);
     sch__fire_deallocate(st->ssn, t);
@@ -147,6 +154,11 @@ int sch_statement_commit(sch_statement *st) {
       sch_job_set_status(snap, o->task, SCH_TASK_BINDING);
       break;
     case OP_PIPELINE:
+      break;
+    case OP_NOMINATE:
+      rc = sch__result_nominate(st->ssn, o->task, t->node);
+      if (rc < 0)
+        goto fail;
       break;
     case OP_EVICT:
       rc = sch__result_evict(st->ssn, o->task, o->reason);

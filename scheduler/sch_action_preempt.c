@@ -1,0 +1,296 @@
+/* The preempt action (Volcano pkg/scheduler/actions/preempt), and the victim handling it
+ * shares with reclaim.
+ *
+ * Inside each queue, the starving jobs (JobStarving: fewer than minAvailable tasks ready or
+ * pipelined) are taken in job order. For each of a job's pending tasks in task order, the
+ * nodes that pass the predicates (resources aside: they are what preemption frees) are
+ * tried best score first: the running tasks there of other jobs of the same queue are the
+ * candidates, the Preemptable tier vote picks the victims, and victims are evicted lowest
+ * first until the task fits the node's future idle and the queue allows it; the task is
+ * then pipelined there (and the node nominated for it). The job's statement commits only
+ * when the job is pipelined (enough tasks placed or promised), otherwise every eviction is
+ * undone: a gang that cannot start does not cost anybody a pod. Then, inside each starving
+ * job, a pending task may take the place of lower tasks of the same job (committed task by
+ * task).
+ *
+ * Never victims: tasks not Running or Bound, pods marked volcano.sh/preemptable "false",
+ * other schedulers' pods, and any non-best-effort task when the preemptor is best-effort.
+ * A preemptor whose pod says preemptionPolicy: Never does not preempt. */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+
+#include "kc_error.h"
+#include "kc_log.h"
+#include "sch_int.h"
+
+/* Volcano PreemptableStatus. */
+static bool victim_status(sch_task_status s) {
+  return s == SCH_TASK_RUNNING || s == SCH_TASK_BOUND;
+}
+
+bool sch__may_be_victim(const sch_task *preemptor, const sch_task *t) {
+  if (t->job < 0 || !victim_status(t->status) || t->pod->not_preemptable)
+    return false;
+  return !preemptor->best_effort || t->best_effort;
+}
+
+static bool never_preempts(const sch_task *t) {
+  return t->pod->preemption_policy && strcmp(t->pod->preemption_policy, "Never") == 0;
+}
+
+/* Victim order (Volcano BuildVictimsPriorityQueue): the lowest goes first, i.e. the task
+ * order reversed inside a job, the job order reversed between jobs. */
+static int victim_cmp(const void *a, const void *b, void *arg) {
+  sch_session *ssn = arg;
+  const sch_snapshot *snap = ssn->snap;
+  const sch_task *l = &snap->tasks[*(const int32_t *)a], *r = &snap->tasks[*(const int32_t *)b];
+  if (l->job == r->job)
+    return -sch_session_task_order(ssn, l, r);
+  return -sch_session_job_order(ssn, &snap->jobs[l->job], &snap->jobs[r->job]);
+}
+
+void sch__sort_victims(sch_session *ssn, int32_t *v, size_t n) {
+  qsort_r(v, n, sizeof(*v), victim_cmp, ssn);
+}
+
+/* The nodes t may go on once resources are freed (predicates only), best score first. */
+static int ranked_nodes(sch_session *ssn, const sch_task *t, int32_t *out, double *scores,
+                        size_t *n) {
+  sch_snapshot *snap = ssn->snap;
+  *n = 0;
+  ssn->preempting = true;
+  for (int32_t k = 0; k < ssn->nnode_list; k++) {
+    int32_t ni = ssn->node_list[k];
+    sch_fit why = {0};
+    if (sch_session_predicate(ssn, t, &snap->nodes[ni], &why) == SCH_FIT)
+      out[(*n)++] = ni;
+  }
+  ssn->preempting = false;
+  if (*n < 2)
+    return 0;
+  sch_session_node_scores(ssn, t, out, *n, scores);
+  /* insertion sort by score, stable: equal scores keep the node list's order */
+  for (size_t i = 1; i < *n; i++)
+    for (size_t j = i; j > 0 && scores[j] > scores[j - 1]; j--) {
+      double s = scores[j];
+      scores[j] = scores[j - 1];
+      scores[j - 1] = s;
+      int32_t x = out[j];
+      out[j] = out[j - 1];
+      out[j - 1] = x;
+    }
+  return 0;
+}
+
+bool sch__fits_future(const sch_task *t, const sch_node *n) {
+  sch_resource fut;
+  sch_node_future_idle(n, &fut);
+  return sch_resource_less_equal(&t->init_resreq, &fut);
+}
+
+/* Volcano ValidateVictims: the victims free enough for the task. */
+bool sch__victims_suffice(const sch_snapshot *snap, const sch_task *t, const sch_node *n,
+                            const int32_t *v, size_t nv) {
+  sch_resource fut;
+  sch_node_future_idle(n, &fut);
+  for (size_t i = 0; i < nv; i++)
+    sch_resource_add(&fut, &snap->tasks[v[i]].resreq);
+  return nv > 0 && sch_resource_less_equal(&t->init_resreq, &fut);
+}
+
+/* Candidates on node ni for preemptor t: running tasks of other jobs of the same queue
+ * (between jobs), or of t's own job (inside a job). */
+static size_t candidates(const sch_snapshot *snap, const sch_task *t, int32_t ni, bool same_job,
+                         int32_t *out) {
+  size_t n = 0;
+  int32_t q = snap->jobs[t->job].queue;
+  for (int32_t k = snap->nodes[ni].task_head; k >= 0; k = snap->tasks[k].node_next) {
+    const sch_task *c = &snap->tasks[k];
+    if (!sch__may_be_victim(t, c))
+      continue;
+    if (same_job ? c->job == t->job : c->job != t->job && snap->jobs[c->job].queue == q)
+      out[n++] = k;
+  }
+  return n;
+}
+
+/* Evicts on node ni, lowest victim first, until t fits there and its queue allows it.
+ * *placed: t was pipelined onto ni. */
+static int evict_on(sch_session *ssn, sch_statement *st, int32_t ti, int32_t ni, int32_t *v,
+                    size_t nv, bool *placed) {
+  sch_snapshot *snap = ssn->snap;
+  const sch_task *t = &snap->tasks[ti];
+  const sch_node *node = &snap->nodes[ni];
+  const sch_queue *q = &snap->queues[snap->jobs[t->job].queue];
+  *placed = false;
+  sch__sort_victims(ssn, v, nv);
+  bool evicted = false;
+  for (size_t i = 0; i < nv; i++) {
+    if (sch_session_allocatable(ssn, q, t) && sch__fits_future(t, node))
+      break;
+    int rc = sch_statement_evict(st, v[i], "preempt");
+    if (rc == KC_ENOMEM)
+      return rc;
+    if (rc < 0)
+      continue;
+    const Kiln__Pod *vp = snap->tasks[v[i]].pod;
+    KC_V(3, "preempt: evicting %s/%s for %s/%s on %s", vp->namespace_, vp->name,
+         t->pod->namespace_, t->pod->name, node->name);
+    evicted = true;
+  }
+  ssn->res->preempt_attempts++;
+  if (!sch_session_allocatable(ssn, q, t) || !sch__fits_future(t, node))
+    return 0;
+  int rc = evicted ? sch_statement_pipeline_nominate(st, ti, ni) : sch_statement_pipeline(st, ti, ni);
+  if (rc == KC_ENOMEM)
+    return rc;
+  *placed = true; /* Volcano ignores a pipeline error: the next session corrects it */
+  return 0;
+}
+
+typedef struct work {
+  int32_t *nodes, *cands, *victims;
+  double *scores;
+} work;
+
+/* One preemptor task: the first node where victims make room. Volcano's preempt(). */
+static int preempt_task(sch_session *ssn, work *w, sch_statement *st, int32_t ti, bool same_job,
+                        bool *assigned) {
+  sch_snapshot *snap = ssn->snap;
+  const sch_task *t = &snap->tasks[ti];
+  *assigned = false;
+  if (never_preempts(t))
+    return 0;
+  size_t nn;
+  ranked_nodes(ssn, t, w->nodes, w->scores, &nn);
+  for (size_t k = 0; k < nn && !*assigned; k++) {
+    int32_t ni = w->nodes[k];
+    size_t nc = candidates(snap, t, ni, same_job, w->cands);
+    int nv = sch_session_preemptable(ssn, t, w->cands, nc, w->victims);
+    if (nv < 0)
+      return nv;
+    ssn->res->last_victims = nv;
+    if (!sch__victims_suffice(snap, t, &snap->nodes[ni], w->victims, (size_t)nv))
+      continue;
+    int rc = evict_on(ssn, st, ti, ni, w->victims, (size_t)nv, assigned);
+    if (rc < 0)
+      return rc;
+  }
+  return 0;
+}
+
+/* The job's pending tasks in task order into out; returns their count. */
+static size_t pending_tasks(sch_session *ssn, const sch_job *j, int32_t *out) {
+  size_t n = 0;
+  for (int32_t i = 0; i < j->ntasks; i++)
+    if (ssn->snap->tasks[j->tasks[i]].status == SCH_TASK_PENDING)
+      out[n++] = j->tasks[i];
+  qsort_r(out, n, sizeof(*out), sch__task_cmp, ssn);
+  return n;
+}
+
+/* Between jobs: the starving job takes from lower jobs of its queue, all or nothing. */
+static int preempt_job(sch_session *ssn, work *w, int32_t ji, int32_t *tasks, bool *assigned) {
+  sch_job *j = &ssn->snap->jobs[ji];
+  sch_statement *st = sch_statement_new(ssn);
+  if (!st)
+    return KC_ENOMEM;
+  size_t n = pending_tasks(ssn, j, tasks);
+  int rc = 0;
+  *assigned = false;
+  for (size_t i = 0; i < n && sch_session_job_starving(ssn, j); i++) {
+    if (ssn->snap->tasks[tasks[i]].status != SCH_TASK_PENDING)
+      continue;
+    if ((rc = preempt_task(ssn, w, st, tasks[i], false, assigned)) < 0)
+      goto out;
+  }
+  if (sch_session_job_pipelined(ssn, j)) {
+    rc = sch_statement_commit(st);
+  } else {
+    sch_statement_discard(st);
+    *assigned = false;
+  }
+out:
+  sch_statement_free(st);
+  return rc;
+}
+
+/* Inside a job: a pending task takes the place of lower tasks of the same job. */
+static int preempt_inside(sch_session *ssn, work *w, int32_t ji, int32_t *tasks) {
+  size_t n = pending_tasks(ssn, &ssn->snap->jobs[ji], tasks);
+  for (size_t i = 0; i < n; i++) {
+    sch_statement *st = sch_statement_new(ssn);
+    if (!st)
+      return KC_ENOMEM;
+    bool assigned = false;
+    int rc = preempt_task(ssn, w, st, tasks[i], true, &assigned);
+    if (rc == 0)
+      rc = sch_statement_commit(st);
+    sch_statement_free(st);
+    if (rc < 0)
+      return rc;
+    if (!assigned)
+      break;
+  }
+  return 0;
+}
+
+/* Jobs that may preempt: not Pending, valid, in a known queue, starving. */
+static bool preemptor_job(sch_session *ssn, sch_job *j) {
+  if (j->phase == SCH_PG_PENDING || j->queue < 0 || j->invalid)
+    return false;
+  sch_valid v;
+  if (!sch_session_job_valid(ssn, j, &v))
+    return false;
+  return sch_session_job_starving(ssn, j);
+}
+
+static int preempt_execute(sch_session *ssn) {
+  sch_snapshot *snap = ssn->snap;
+  size_t cap = (size_t)(snap->ntasks > snap->nnodes ? snap->ntasks : snap->nnodes) + 1;
+  work w = {malloc(cap * sizeof(int32_t)), malloc(cap * sizeof(int32_t)),
+            malloc(cap * sizeof(int32_t)), malloc(cap * sizeof(double))};
+  int32_t *tasks = malloc(cap * sizeof(*tasks));
+  int32_t *starving = malloc((size_t)(snap->njobs + 1) * sizeof(*starving));
+  sch__heap *jobs = calloc((size_t)snap->nqueues + 1, sizeof(*jobs));
+  size_t nstarving = 0;
+  int rc = KC_ENOMEM;
+  if (!w.nodes || !w.cands || !w.victims || !w.scores || !tasks || !starving || !jobs)
+    goto out;
+  rc = 0;
+  for (int32_t ji = 0; ji < snap->njobs; ji++) {
+    if (!preemptor_job(ssn, &snap->jobs[ji]))
+      continue;
+    starving[nstarving++] = ji;
+    if ((rc = sch__heap_push(ssn, &jobs[snap->jobs[ji].queue], sch__job_cmp, ji)) < 0)
+      goto out;
+  }
+  for (int32_t q = 0; q < snap->nqueues; q++) {
+    while (jobs[q].n) {
+      int32_t ji = sch__heap_pop(ssn, &jobs[q], sch__job_cmp);
+      bool assigned;
+      if ((rc = preempt_job(ssn, &w, ji, tasks, &assigned)) < 0)
+        goto out;
+      if (assigned && sch_session_job_starving(ssn, &snap->jobs[ji]) &&
+          (rc = sch__heap_push(ssn, &jobs[q], sch__job_cmp, ji)) < 0)
+        goto out;
+    }
+    for (size_t k = 0; k < nstarving; k++)
+      if (snap->jobs[starving[k]].queue == q && (rc = preempt_inside(ssn, &w, starving[k], tasks)) < 0)
+        goto out;
+  }
+out:
+  for (int32_t q = 0; jobs && q < snap->nqueues; q++)
+    free(jobs[q].v);
+  free(jobs);
+  free(starving);
+  free(tasks);
+  free(w.nodes);
+  free(w.cands);
+  free(w.victims);
+  free(w.scores);
+  return rc;
+}
+
+const sch_action sch_action_preempt = {"preempt", preempt_execute};

@@ -1,0 +1,350 @@
+/* Preemption: the victim callbacks of each plugin, Volcano's tier voting over them, and
+ * the preempt action on hand-built snapshots (victims, nominations, all-or-nothing gangs,
+ * preemptionPolicy Never, volcano.sh/preemptable "false"). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kc_error.h"
+#include "kc_log.h"
+#include <stdlib.h>
+#include "sch_conf.h"
+#include "sch_framework.h"
+#include "test_sch_plugins_fixture.h"
+
+static const char preempt_conf[] = "actions: \"enqueue, allocate, preempt\"\n"
+                                   "tiers:\n"
+                                   "- plugins:\n"
+                                   "  - name: priority\n"
+                                   "  - name: gang\n"
+                                   "  - name: conformance\n"
+                                   "- plugins:\n"
+                                   "  - name: predicates\n"
+                                   "  - name: nodeorder\n";
+
+static void priority_class(fx *f, const char *name, int32_t value) {
+  Kiln__PriorityClass *pc = fx_alloc(sizeof(*pc));
+  kiln__priority_class__init(pc);
+  pc->metadata = fx_meta(NULL, name);
+  pc->has_value = 1;
+  pc->value = value;
+  FX_APPEND(f->msg->priority_classes, f->msg->n_priority_classes, pc);
+}
+
+static sch_result *run(fx *f) {
+  sch_result *r = NULL;
+  assert_int_equal(sch_session_run(f->ssn), 0);
+  assert_int_equal(sch_session_close(f->ssn, &r), 0);
+  f->ssn = NULL;
+  assert_non_null(r);
+  return r;
+}
+
+static bool evicted(const fx *f, const sch_result *r, const char *pod) {
+  for (size_t i = 0; i < r->nevicts; i++)
+    if (r->evicts[i].task == fx_task(f, pod))
+      return true;
+  return false;
+}
+
+static const char *nominated(const fx *f, const sch_result *r, const char *pod) {
+  for (size_t i = 0; i < r->nnominations; i++)
+    if (r->nominations[i].task == fx_task(f, pod))
+      return f->snap->nodes[r->nominations[i].node].name;
+  return NULL;
+}
+
+/* Two 2-cpu nodes full of a low job (4 x 1 cpu, minMember low_min); a high gang of two
+ * 1-cpu pods waits. */
+static fx *full_cluster(int32_t low_min, Kiln__Pod **low, Kiln__Pod **high) {
+  fx *f = fx_new();
+  priority_class(f, "high", 1000);
+  fx_node(f, "n1", 2000, 8 * GI, 110);
+  fx_node(f, "n2", 2000, 8 * GI, 110);
+  fx_pg(f, "low", "default", low_min, "Running");
+  static const char *const ln[] = {"low-0", "low-1", "low-2", "low-3"};
+  for (int i = 0; i < 4; i++)
+    low[i] = fx_pod(f, ln[i], "low", 1000, GI, i < 2 ? "n1" : "n2");
+  Kiln__PodGroup *hp = fx_pg(f, "high", "default", 2, "Inqueue");
+  hp->spec->priority_class_name = fx_str("high");
+  high[0] = fx_pod(f, "high-0", "high", 1000, GI, NULL);
+  high[1] = fx_pod(f, "high-1", "high", 1000, GI, NULL);
+  high[0]->priority = high[1]->priority = 1000;
+  return f;
+}
+
+static void test_preempt_between_jobs(void **state) {
+  (void)state;
+  Kiln__Pod *low[4], *high[2];
+  fx *f = full_cluster(1, low, high);
+  fx_open(f, preempt_conf);
+  sch_result *r = run(f);
+  /* exactly the room the gang needs: two victims, the gang pipelined and nominated */
+  assert_int_equal(r->nevicts, 2);
+  assert_int_equal(r->nbinds, 0);
+  for (size_t i = 0; i < r->nevicts; i++)
+    assert_string_equal(r->evicts[i].reason, "preempt");
+  assert_non_null(nominated(f, r, "high-0"));
+  assert_non_null(nominated(f, r, "high-1"));
+  assert_true(r->preempt_attempts >= 2);
+  /* no node promised beyond what its victims free */
+  for (int32_t n = 0; n < f->snap->nnodes; n++) {
+    sch_resource fut;
+    sch_node_future_idle(&f->snap->nodes[n], &fut);
+    assert_true(fut.milli_cpu >= 0);
+  }
+  sch_result_free(r);
+  fx_free(f);
+}
+
+/* The low gang needs all four of its pods: nobody may take one. */
+static void test_preempt_keeps_min_available(void **state) {
+  (void)state;
+  Kiln__Pod *low[4], *high[2];
+  fx *f = full_cluster(4, low, high);
+  fx_open(f, preempt_conf);
+  sch_result *r = run(f);
+  assert_int_equal(r->nevicts, 0);
+  assert_int_equal(r->nnominations, 0);
+  sch_result_free(r);
+  fx_free(f);
+  /* minMember 3: one pod may go, but the gang needs two places: all or nothing */
+  f = full_cluster(3, low, high);
+  fx_open(f, preempt_conf);
+  r = run(f);
+  assert_int_equal(r->nevicts, 0);
+  assert_int_equal(r->nnominations, 0);
+  sch_result_free(r);
+  fx_free(f);
+}
+
+static void test_preempt_policy_never_and_not_preemptable(void **state) {
+  (void)state;
+  Kiln__Pod *low[4], *high[2];
+  fx *f = full_cluster(1, low, high);
+  high[0]->preemption_policy = fx_str("Never");
+  high[1]->preemption_policy = fx_str("Never");
+  fx_open(f, preempt_conf);
+  sch_result *r = run(f);
+  assert_int_equal(r->nevicts, 0);
+  sch_result_free(r);
+  fx_free(f);
+
+  f = full_cluster(1, low, high);
+  for (int i = 0; i < 4; i++)
+    low[i]->not_preemptable = true;
+  fx_open(f, preempt_conf);
+  r = run(f);
+  assert_int_equal(r->nevicts, 0);
+  sch_result_free(r);
+  fx_free(f);
+
+  /* only two marked: the other two make the room */
+  f = full_cluster(1, low, high);
+  low[0]->not_preemptable = low[2]->not_preemptable = true;
+  fx_open(f, preempt_conf);
+  r = run(f);
+  assert_int_equal(r->nevicts, 2);
+  assert_true(evicted(f, r, "low-1"));
+  assert_true(evicted(f, r, "low-3"));
+  sch_result_free(r);
+  fx_free(f);
+}
+
+/* Equal priority: nobody is a victim; another queue's pods are not preempt's business. */
+static void test_preempt_needs_lower_priority_same_queue(void **state) {
+  (void)state;
+  Kiln__Pod *low[4], *high[2];
+  fx *f = full_cluster(1, low, high);
+  Kiln__PodGroup *hp = f->msg->pod_groups[1];
+  free(hp->spec->priority_class_name);
+  hp->spec->priority_class_name = NULL;
+  high[0]->priority = high[1]->priority = 0;
+  fx_open(f, preempt_conf);
+  sch_result *r = run(f);
+  assert_int_equal(r->nevicts, 0);
+  sch_result_free(r);
+  fx_free(f);
+
+  f = full_cluster(1, low, high);
+  fx_queue(f, "other", 1);
+  hp = f->msg->pod_groups[1];
+  free(hp->spec->queue);
+  hp->spec->queue = fx_str("other");
+  fx_open(f, preempt_conf);
+  r = run(f);
+  assert_int_equal(r->nevicts, 0);
+  sch_result_free(r);
+  fx_free(f);
+}
+
+/* Inside one job: a pending high-priority task replaces a lower task of the same job. */
+static void test_preempt_inside_job(void **state) {
+  (void)state;
+  fx *f = fx_new();
+  fx_node(f, "n1", 2000, 8 * GI, 110);
+  fx_pg(f, "mixed", "default", 3, "Running");
+  fx_pod(f, "m-0", "mixed", 1000, GI, "n1");
+  fx_pod(f, "m-1", "mixed", 1000, GI, "n1");
+  Kiln__Pod *urgent = fx_pod(f, "m-urgent", "mixed", 1000, GI, NULL);
+  urgent->priority = 50;
+  fx_open(f, "actions: \"allocate, preempt\"\ntiers:\n- plugins:\n  - name: priority\n"
+             "  - name: conformance\n");
+  sch_result *r = run(f);
+  assert_int_equal(r->nevicts, 1);
+  assert_string_equal(nominated(f, r, "m-urgent"), "n1");
+  sch_result_free(r);
+  fx_free(f);
+}
+
+/* ---- victim callbacks, plugin by plugin ---- */
+
+static void test_priority_victims(void **state) {
+  (void)state;
+  fx *f = fx_new();
+  priority_class(f, "mid", 10);
+  fx_node(f, "n1", 8000, 8 * GI, 110);
+  Kiln__PodGroup *a = fx_pg(f, "a", "default", 1, "Running");
+  a->spec->priority_class_name = fx_str("mid");
+  fx_pg(f, "b", "default", 1, "Running");
+  Kiln__PodGroup *c = fx_pg(f, "c", "default", 1, "Running");
+  c->spec->priority_class_name = fx_str("mid");
+  fx_pod(f, "a0", "a", 100, 0, "n1");
+  fx_pod(f, "b0", "b", 100, 0, "n1");
+  fx_pod(f, "c0", "c", 100, 0, "n1");
+  Kiln__Pod *lowtask = fx_pod(f, "c1", "c", 100, 0, "n1");
+  lowtask->priority = -1;
+  Kiln__Pod *pre = fx_pod(f, "c-pre", "c", 100, 0, NULL);
+  pre->priority = 5;
+  fx_open(f, "actions: allocate\ntiers:\n- plugins:\n  - name: priority\n");
+  int32_t cands[] = {fx_task(f, "a0"), fx_task(f, "b0"), fx_task(f, "c0"), fx_task(f, "c1")};
+  int32_t out[4];
+  int n = sch_session_preemptable(f->ssn, &f->snap->tasks[fx_task(f, "c-pre")], cands, 4, out);
+  /* a: same job priority (not lower); b: lower job; c0 (priority 0 < 5) and c1: own job,
+   * lower task priority */
+  assert_int_equal(n, 3);
+  assert_int_equal(out[0], fx_task(f, "b0"));
+  assert_int_equal(out[1], fx_task(f, "c0"));
+  assert_int_equal(out[2], fx_task(f, "c1"));
+  fx_free(f);
+}
+
+/* gang with enablePreemptable: false does not vote; conformance alone decides. */
+static void test_gang_switch_off(void **state) {
+  (void)state;
+  fx *f = fx_new();
+  fx_node(f, "n1", 8000, 8 * GI, 110);
+  fx_pg(f, "g", "default", 2, "Running");
+  fx_pod(f, "g0", "g", 100, 0, "n1");
+  fx_pod(f, "g1", "g", 100, 0, "n1");
+  fx_pg(f, "hi", "default", 1, "Inqueue");
+  fx_pod(f, "pre", "hi", 100, 0, NULL);
+  fx_open(f, "actions: allocate\ntiers:\n- plugins:\n  - name: gang\n    enablePreemptable: false\n"
+             "  - name: conformance\n");
+  int32_t cands[] = {fx_task(f, "g0"), fx_task(f, "g1")};
+  int32_t out[2];
+  assert_int_equal(sch_session_preemptable(f->ssn, &f->snap->tasks[fx_task(f, "pre")], cands, 2, out),
+                   2);
+  fx_free(f);
+}
+
+/* ---- tier voting with scripted plugins ---- */
+
+typedef struct vscript {
+  bool vote;
+  const char *const *names; /* NULL-terminated victim names */
+} vscript;
+
+static vscript vscripts[4];
+static fx *vfx;
+
+static bool v_fn(sch_session *ssn, void *ctx, const sch_task *preemptor, const int32_t *cands,
+                 size_t n, int32_t *out, size_t *nout) {
+  vscript *s = ctx;
+  *nout = 0;
+  if (!s->vote)
+    return false;
+  for (size_t i = 0; i < n; i++)
+    for (const char *const *p = s->names; p && *p; p++)
+      if (cands[i] == fx_task(vfx, *p))
+        out[(*nout)++] = cands[i];
+  return true;
+}
+static int v_open(sch_session *ssn, const sch_plugin_conf *conf, void **state) {
+  return sch_add_preemptable_fn(ssn, v_fn, &vscripts[sch_args_int(&conf->args, "i", 0)]);
+}
+static const sch_plugin vplugin = {"vscript", v_open, NULL};
+
+static void test_victim_tier_voting(void **state) {
+  (void)state;
+  fx *f = vfx = fx_new();
+  fx_node(f, "n1", 8000, 8 * GI, 110);
+  fx_pg(f, "j", "default", 1, "Running");
+  fx_pod(f, "a", "j", 100, 0, "n1");
+  fx_pod(f, "b", "j", 100, 0, "n1");
+  fx_pod(f, "c", "j", 100, 0, "n1");
+  fx_pod(f, "p", NULL, 100, 0, NULL);
+  assert_int_equal(sch_snapshot_new(f->msg, NULL, &f->snap), 0);
+  sch_arg args[4] = {{"i", "0"}, {"i", "1"}, {"i", "2"}, {"i", "3"}};
+  sch_plugin_conf t0[2] = {{.plugin = &vplugin, .enabled = ~0u, .args = {&args[0], 1}},
+                           {.plugin = &vplugin, .enabled = ~0u, .args = {&args[1], 1}}};
+  sch_plugin_conf t1[2] = {{.plugin = &vplugin, .enabled = ~0u, .args = {&args[2], 1}},
+                           {.plugin = &vplugin, .enabled = ~0u, .args = {&args[3], 1}}};
+  sch_tier tiers[2] = {{t0, 2}, {t1, 2}};
+  const sch_action *acts[] = {sch_action_find("allocate")};
+  sch_conf conf = {.actions = acts, .nactions = 1, .tiers = tiers, .ntiers = 2};
+  static const char *const ab[] = {"a", "b", NULL}, *const bc[] = {"b", "c", NULL},
+                           *const none[] = {NULL}, *const abc[] = {"a", "b", "c", NULL},
+                           *const c[] = {"c", NULL};
+  struct {
+    vscript s[4];
+    int want;
+    const char *first;
+  } cases[] = {
+      /* intersection inside the deciding tier */
+      {{{true, ab}, {true, bc}, {true, abc}, {true, abc}}, 1, "b"},
+      /* the first tier with a voter decides, even with nothing: later tiers cannot revive */
+      {{{true, none}, {false, NULL}, {true, abc}, {true, abc}}, 0, NULL},
+      {{{true, ab}, {true, c}, {true, abc}, {true, abc}}, 0, NULL},
+      /* nobody in tier 0 votes: tier 1 decides */
+      {{{false, NULL}, {false, NULL}, {true, bc}, {true, abc}}, 2, "b"},
+      /* nobody votes at all: no victims */
+      {{{false, NULL}, {false, NULL}, {false, NULL}, {false, NULL}}, 0, NULL},
+  };
+  int32_t cands[] = {fx_task(f, "a"), fx_task(f, "b"), fx_task(f, "c")};
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    memcpy(vscripts, cases[i].s, sizeof(vscripts));
+    sch_session *ssn;
+    assert_int_equal(sch_session_open(f->snap, &conf, NULL, &ssn), 0);
+    int32_t out[3];
+    int n = sch_session_preemptable(ssn, &f->snap->tasks[fx_task(f, "p")], cands, 3, out);
+    if (n != cases[i].want)
+      fail_msg("case %zu: %d victims, want %d", i, n, cases[i].want);
+    if (cases[i].first)
+      assert_int_equal(out[0], fx_task(f, cases[i].first));
+    sch_result *r;
+    assert_int_equal(sch_session_close(ssn, &r), 0);
+    sch_result_free(r);
+  }
+  fx_free(f);
+}
+
+int main(void) {
+  if (getenv("V"))
+    kc_log_verbosity = 5;
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_preempt_between_jobs),
+      cmocka_unit_test(test_preempt_keeps_min_available),
+      cmocka_unit_test(test_preempt_policy_never_and_not_preemptable),
+      cmocka_unit_test(test_preempt_needs_lower_priority_same_queue),
+      cmocka_unit_test(test_preempt_inside_job),
+      cmocka_unit_test(test_priority_victims),
+      cmocka_unit_test(test_gang_switch_off),
+      cmocka_unit_test(test_victim_tier_voting),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
