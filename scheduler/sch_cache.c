@@ -22,6 +22,7 @@ struct sch_cache {
   sch_cache_options opt;
   kc_informer *inf[INF__COUNT];
   kc_strmap assumed; /* "ns/name" -> node name (owned) */
+  kc_strmap evicting; /* "ns/name" -> uid (owned) of a pod the scheduler is evicting */
   uint64_t generation;
   uint64_t confirmed, forgotten;
   bool queue_create_in_flight;
@@ -77,9 +78,20 @@ static void changed(sch_cache *cache, sch_cache_kind kind, const void *old_obj,
     cache->opt.on_change(kind, old_obj, new_obj, cache->opt.ud);
 }
 
+/* An eviction is confirmed once the pod carries a deletionTimestamp, is gone, or the
+ * name belongs to a new pod (the job controller recreates pods under the same name). */
+static void drop_evicting(sch_cache *cache, const char *key) {
+  void *old = NULL;
+  if (kc_strmap_del(&cache->evicting, key, &old) == 0)
+    free(old);
+}
+
 static void pod_seen(sch_cache *cache, const char *key, const Kiln__Pod *p) {
   if (p->node_name && p->node_name[0])
     drop_assumed(cache, key, true);
+  const char *uid = kc_strmap_get(&cache->evicting, key);
+  if (uid && (p->deletion_time || !p->uid || strcmp(uid, p->uid) != 0))
+    drop_evicting(cache, key);
 }
 
 static void pod_add(const char *key, void *obj, void *ud) {
@@ -105,6 +117,7 @@ static void podgroup_update(const char *key, void *old_obj, void *new_obj, void 
 static void pod_delete(const char *key, void *obj, void *ud) {
   (void)obj;
   drop_assumed(ud, key, true);
+  drop_evicting(ud, key);
 }
 
 /* ---- lifecycle ---- */
@@ -130,6 +143,7 @@ int sch_cache_new(kc_client *c, const sch_cache_options *o, sch_cache **out) {
   if (cache->opt.default_queue == NULL)
     cache->opt.default_queue = "default";
   kc_strmap_init(&cache->assumed, KC_STRMAP_COPY_KEYS);
+  kc_strmap_init(&cache->evicting, KC_STRMAP_COPY_KEYS);
   cache->alive = malloc(sizeof(bool));
   if (cache->alive == NULL) {
     free(cache);
@@ -182,6 +196,7 @@ void sch_cache_free(sch_cache *cache) {
   for (int i = 0; i < INF__COUNT; i++)
     kc_informer_free(cache->inf[i]);
   kc_strmap_close(&cache->assumed, free_str);
+  kc_strmap_close(&cache->evicting, free_str);
   if (cache->queue_create_in_flight)
     *cache->alive = false; /* the callback frees it */
   else
@@ -283,6 +298,28 @@ size_t sch_cache_nassumed(const sch_cache *cache) {
   return kc_strmap_len(&cache->assumed);
 }
 
+int sch_cache_evicting(sch_cache *cache, const char *key, const char *uid) {
+  char *u = strdup(uid ? uid : "");
+  if (u == NULL)
+    return KC_ENOMEM;
+  void *old = NULL;
+  int rc = kc_strmap_put(&cache->evicting, key, u, &old);
+  if (rc < 0) {
+    free(u);
+    return rc;
+  }
+  free(old);
+  return 0;
+}
+
+void sch_cache_evict_failed(sch_cache *cache, const char *key) {
+  drop_evicting(cache, key);
+}
+
+bool sch_cache_is_evicting(const sch_cache *cache, const char *key) {
+  return kc_strmap_has(&cache->evicting, key);
+}
+
 /* ---- lookups ---- */
 
 const Kiln__Pod *sch_cache_pod(const sch_cache *cache, const char *key) {
@@ -364,8 +401,9 @@ int sch_cache_snapshot(sch_cache *cache, sch_cache_snap *out) {
                      (void ***)&m->priority_classes, &m->n_priority_classes);
   if (rc)
     goto fail;
-  /* Assumed pods appear bound to their node: a shallow copy with node_name set. */
-  size_t na = kc_strmap_len(&cache->assumed);
+  /* Assumed pods appear bound to their node, pods being evicted appear deleted: shallow
+   * copies with node_name or deletion_time set. */
+  size_t na = kc_strmap_len(&cache->assumed) + kc_strmap_len(&cache->evicting);
   if (na > 0) {
     out->assumed = calloc(na, sizeof(*out->assumed));
     if (out->assumed == NULL) {
@@ -374,17 +412,22 @@ int sch_cache_snapshot(sch_cache *cache, sch_cache_snap *out) {
     }
     for (size_t i = 0; i < m->n_pods; i++) {
       const Kiln__Pod *p = m->pods[i];
-      if (p->node_name && p->node_name[0])
-        continue;
       char key[512];
-      if (kc_store_key(key, sizeof(key), p->namespace_, p->name) != 0)
+      if (out->nassumed >= na || kc_store_key(key, sizeof(key), p->namespace_, p->name) != 0)
         continue;
-      const char *node = kc_strmap_get(&cache->assumed, key);
-      if (node == NULL || out->nassumed >= na)
+      bool placed = p->node_name && p->node_name[0];
+      const char *node = placed ? NULL : kc_strmap_get(&cache->assumed, key);
+      const char *uid = p->deletion_time ? NULL : kc_strmap_get(&cache->evicting, key);
+      if (uid && (!p->uid || strcmp(uid, p->uid) != 0))
+        uid = NULL;
+      if (node == NULL && uid == NULL)
         continue;
       Kiln__Pod *c = &out->assumed[out->nassumed++];
       *c = *p;
-      c->node_name = (char *)node;
+      if (node)
+        c->node_name = (char *)node;
+      if (uid)
+        c->deletion_time = 1;
       m->pods[i] = c;
     }
   }

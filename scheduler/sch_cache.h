@@ -64,7 +64,8 @@ void sch_cache_tick(sch_cache *cache);
 /* A snapshot message of the cache. */
 typedef struct sch_cache_snap {
   Kiln__Snapshot msg; /* its arrays are owned; the objects are borrowed from the cache */
-  Kiln__Pod *assumed; /* shallow copies of assumed pods with node_name set */
+  Kiln__Pod *assumed; /* shallow copies of assumed pods with node_name set, and of pods
+                         being evicted with deletion_time set */
   size_t nassumed;
 } sch_cache_snap;
 
@@ -85,6 +86,14 @@ void sch_cache_forget(sch_cache *cache, const char *key);
 /* The node a pod is assumed on (borrowed), or NULL. */
 const char *sch_cache_assumed_node(const sch_cache *cache, const char *key);
 size_t sch_cache_nassumed(const sch_cache *cache);
+
+/* Marks the pod "ns/name" (uid) as being evicted: snapshots show it Releasing until the
+ * watch sees its deletionTimestamp, its deletion or a new pod under the name, so that no
+ * session picks it as a victim twice. 0 or KC_ENOMEM. */
+int sch_cache_evicting(sch_cache *cache, const char *key, const char *uid);
+/* The eviction did not happen: the pod counts as it is again. No-op when absent. */
+void sch_cache_evict_failed(sch_cache *cache, const char *key);
+bool sch_cache_is_evicting(const sch_cache *cache, const char *key);
 
 /* Lookups (borrowed until the next informer callback), NULL when absent. */
 const Kiln__Pod *sch_cache_pod(const sch_cache *cache, const char *key);

@@ -408,6 +408,8 @@ int sch_add_job_enqueueable_fn(sch_session *ssn, sch_job_vote_fn fn, void *ctx);
 int sch_add_job_enqueued_fn(sch_session *ssn, sch_job_event_fn fn, void *ctx);
 int sch_add_overused_fn(sch_session *ssn, sch_queue_bool_fn fn, void *ctx);
 int sch_add_allocatable_fn(sch_session *ssn, sch_allocatable_fn fn, void *ctx);
+/* Whether queue q may take resources from other queues for t (reclaim). */
+int sch_add_preemptive_fn(sch_session *ssn, sch_allocatable_fn fn, void *ctx);
 int sch_add_preemptable_fn(sch_session *ssn, sch_victims_fn fn, void *ctx);
 int sch_add_reclaimable_fn(sch_session *ssn, sch_victims_fn fn, void *ctx);
 int sch_add_event_handler(sch_session *ssn, sch_task_event_fn allocate,
@@ -419,7 +421,7 @@ int sch_add_event_handler(sch_session *ssn, sch_task_event_fn allocate,
  *  - predicate: every registered predicate must pass (the first failure is returned);
  *  - node order: the sum of every plugin's score (batch and per node);
  *  - job valid: the first plugin that fails the job decides;
- *  - job ready, allocatable: every plugin must agree;
+ *  - job ready, allocatable, preemptive: every plugin must agree;
  *  - job pipelined, job enqueueable: a Reject anywhere is final; inside a tier, a Permit
  *    ends the search at that tier; no vote at all is a yes;
  *  - job starving: the first tier with an opinion decides; none is a no;
@@ -441,6 +443,7 @@ bool sch_session_job_enqueueable(sch_session *ssn, const sch_job *j);
 void sch_session_job_enqueued(sch_session *ssn, const sch_job *j);
 bool sch_session_overused(sch_session *ssn, const sch_queue *q);
 bool sch_session_allocatable(sch_session *ssn, const sch_queue *q, const sch_task *t);
+bool sch_session_preemptive(sch_session *ssn, const sch_queue *q, const sch_task *t);
 /* Victims out (capacity n); returns their count, or a negative KC_E*. */
 int sch_session_preemptable(sch_session *ssn, const sch_task *preemptor, const int32_t *cands,
                             size_t n, int32_t *victims);

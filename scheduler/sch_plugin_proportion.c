@@ -14,6 +14,7 @@
  *   Allocatable: allocated + the task's resreq fits deserved in the dimensions it asks for.
  *   JobEnqueueable: minResources + allocated + inqueue - elastic fits the real capability
  *     (jobs without minResources pass); a permitted job's minResources join inqueue.
+ *   Preemptive (reclaim may take for the task): the same test as Allocatable.
  *   Reclaimable: victims from queues still above deserved after losing them.
  * Inqueue counts the minResources of Inqueue jobs and, for Running jobs with enough
  * allocated tasks, the part of minResources not yet allocated.
@@ -355,6 +356,9 @@ static int proportion_open(sch_session *ssn, const sch_plugin_conf *conf, void *
     rc = sch_add_overused_fn(ssn, overused, st);
   if (rc == 0)
     rc = sch_add_allocatable_fn(ssn, allocatable, st);
+  /* Volcano's Preemptive is the same test: the queue stays within deserved with the task. */
+  if (rc == 0)
+    rc = sch_add_preemptive_fn(ssn, allocatable, st);
   if (rc == 0)
     rc = sch_add_job_enqueueable_fn(ssn, job_enqueueable, st);
   if (rc == 0)

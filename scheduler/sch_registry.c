@@ -19,6 +19,7 @@ extern const sch_action sch_action_enqueue;
 extern const sch_action sch_action_allocate;
 extern const sch_action sch_action_backfill;
 extern const sch_action sch_action_preempt;
+extern const sch_action sch_action_reclaim;
 
 static const sch_plugin *const plugins[] = {
     &sch_plugin_gang,
@@ -38,6 +39,7 @@ static const sch_action *const actions[] = {
     &sch_action_allocate,
     &sch_action_backfill,
     &sch_action_preempt,
+    &sch_action_reclaim,
 };
 
 const sch_plugin *sch_plugin_find(const char *name) {

@@ -76,6 +76,9 @@ int sch_add_overused_fn(sch_session *ssn, sch_queue_bool_fn fn, void *ctx) {
 int sch_add_allocatable_fn(sch_session *ssn, sch_allocatable_fn fn, void *ctx) {
   return add_cb(ssn, SCH_CB_ALLOCATABLE, SCH_EXT_ALLOCATABLE, F(fn), NULL, ctx);
 }
+int sch_add_preemptive_fn(sch_session *ssn, sch_allocatable_fn fn, void *ctx) {
+  return add_cb(ssn, SCH_CB_PREEMPTIVE, SCH_EXT_PREEMPTIVE, F(fn), NULL, ctx);
+}
 int sch_add_preemptable_fn(sch_session *ssn, sch_victims_fn fn, void *ctx) {
   return add_cb(ssn, SCH_CB_PREEMPTABLE, SCH_EXT_PREEMPTABLE, F(fn), NULL, ctx);
 }
@@ -229,6 +232,14 @@ bool sch_session_overused(sch_session *ssn, const sch_queue *q) {
 
 bool sch_session_allocatable(sch_session *ssn, const sch_queue *q, const sch_task *t) {
   EACH(ssn, SCH_CB_ALLOCATABLE, cb) {
+    if (!((sch_allocatable_fn)cb->fn)(ssn, cb->ctx, q, t))
+      return false;
+  }
+  return true;
+}
+
+bool sch_session_preemptive(sch_session *ssn, const sch_queue *q, const sch_task *t) {
+  EACH(ssn, SCH_CB_PREEMPTIVE, cb) {
     if (!((sch_allocatable_fn)cb->fn)(ssn, cb->ctx, q, t))
       return false;
   }

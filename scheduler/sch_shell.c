@@ -15,6 +15,7 @@
 #include "kc_strmap.h"
 #include "sch_binder.h"
 #include "sch_cache.h"
+#include "sch_evictor.h"
 #include "sch_conf.h"
 #include "sch_framework.h"
 
@@ -73,6 +74,9 @@ struct sch_shell {
   kc_series *m_e2e, *m_open, *m_attempt_ok, *m_attempt_unsched, *m_attempt_err;
   kc_series *m_unsched_jobs, *m_bind_latency;
   kc_metric *m_action, *m_unsched_tasks, *m_q_cpu, *m_q_mem;
+  kc_series *m_preempt_attempts, *m_preempt_victims;
+  kc_metric *m_evictions;
+  sch_evictor *evictor;
 };
 
 static void free_written(void *p) {
@@ -227,6 +231,15 @@ static void setup_metrics(sch_shell *sh) {
                    queue_l, &sh->m_q_cpu);
   kc_metrics_gauge(r, "volcano_queue_allocated_memory_bytes", "Allocated memory for one queue",
                    queue_l, &sh->m_q_mem);
+  if (kc_metrics_gauge(r, "volcano_pod_preemption_victims", "Number of selected preemption victims",
+                       NULL, &m) == 0)
+    kc_metric_series(m, NULL, &sh->m_preempt_victims);
+  if (kc_metrics_counter(r, "volcano_total_preemption_attempts",
+                         "Total preemption attempts in the cluster till now", NULL, &m) == 0)
+    kc_metric_series(m, NULL, &sh->m_preempt_attempts);
+  kc_metrics_counter(r, "volcano_eviction_transactions_total",
+                     "Evictions the scheduler started, by the action that chose the victim",
+                     action_l, &sh->m_evictions);
   if (kc_metrics_histogram(r, "volcano_task_scheduling_latency_milliseconds",
                            "Task scheduling latency in milliseconds", stage_l, lat, 10, &m) == 0)
     kc_metric_series(m, (const char *const[]){"Bound"}, &sh->m_bind_latency);
@@ -710,11 +723,36 @@ static void swap_map(kc_strmap *cur, kc_strmap *next) {
   *cur = *next;
 }
 
-static void evict_done(const kc_api_result *res, void *data) {
-  char *key = data;
-  if (res->err && res->err != KC_ENOTFOUND && res->err != KC_ECANCELED)
-    KC_WARN("cannot evict %s: %s: %s", key, kc_strerror(res->err), res->message);
-  free(key);
+/* Victims (Volcano's Evict), the nodes freed for the preemptors, and the preemption
+ * metrics. */
+static void evict_and_nominate(sch_shell *sh, const sch_snapshot *snap, const sch_result *res) {
+  for (size_t i = 0; i < res->nevicts; i++) {
+    const sch_task *t = &snap->tasks[res->evicts[i].task];
+    const Kiln__PodGroup *pg = t->job >= 0 ? snap->jobs[t->job].pod_group : NULL;
+    const char *reason = res->evicts[i].reason;
+    int rc = sch_evictor_evict(sh->evictor, t->pod, pg, reason);
+    if (rc == KC_EEXISTS)
+      KC_WARN("%s/%s is already being evicted; not again", t->pod->namespace_, t->pod->name);
+    else if (rc < 0)
+      KC_ERROR("cannot start evicting %s/%s: %s", t->pod->namespace_, t->pod->name,
+               kc_strerror(rc));
+    kc_series *s;
+    if (rc == 0 && sh->m_evictions &&
+        kc_metric_series(sh->m_evictions, (const char *const[]){reason}, &s) == 0)
+      kc_counter_inc(s);
+  }
+  for (size_t i = 0; i < res->nnominations; i++) {
+    const sch_task *t = &snap->tasks[res->nominations[i].task];
+    if (sch_evictor_nominate(sh->evictor, t->pod, snap->nodes[res->nominations[i].node].name) < 0)
+      KC_ERROR("cannot nominate a node for %s/%s: out of memory", t->pod->namespace_,
+               t->pod->name);
+  }
+  if (res->preempt_attempts > 0) {
+    if (sh->m_preempt_attempts)
+      kc_counter_add(sh->m_preempt_attempts, (double)res->preempt_attempts);
+    if (sh->m_preempt_victims)
+      kc_gauge_set(sh->m_preempt_victims, res->last_victims);
+  }
 }
 
 /* ---- one cycle ---- */
@@ -736,25 +774,7 @@ static void apply_result(sch_shell *sh, sch_snapshot *snap, const sch_result *re
       KC_ERROR("cannot queue the bind of %s to %s: out of memory", key, node);
     }
   }
-  for (size_t i = 0; i < res->nevicts; i++) {
-    const Kiln__Pod *p = snap->tasks[res->evicts[i].task].pod;
-    char *k = strdup(p->name);
-    kc_ref ref = {NULL, "v1", "pods", p->namespace_, p->name, NULL};
-    kc_query q = {0};
-    q.precondition_uid = p->uid;
-    KC_INFO("evicting %s/%s: %s", p->namespace_, p->name, res->evicts[i].reason);
-    if (k == NULL || kc_api_call(sh->client, KC_DELETE, &ref, &q, NULL, evict_done, k) != 0)
-      free(k);
-    if (sh->events) {
-      kc_object_ref o = {.kind = "Pod",
-                         .namespace = p->namespace_,
-                         .name = p->name,
-                         .uid = p->uid,
-                         .api_version = "v1"};
-      kc_event_record(sh->events, &o, KC_EVENT_WARNING, "Evict", "Pod is evicted, because of %s",
-                      res->evicts[i].reason);
-    }
-  }
+  evict_and_nominate(sh, snap, res);
   /* A PodGroup whose pods all belong to another scheduler is that scheduler's to write:
    * this session sees it with no tasks and would report it unschedulable. */
   kc_strmap foreign;
@@ -1079,6 +1099,8 @@ int sch_shell_new(uv_loop_t *loop, kc_client *c, kc_event_recorder *events, kc_m
   bo.on_done = bind_done;
   bo.done_ud = sh;
   rc = sch_binder_new(loop, &bo, &sh->binder);
+  if (rc == 0)
+    rc = sch_evictor_new(c, events, sh->cache, &sh->evictor);
   if (rc)
     goto fail;
   if (uv_timer_init(loop, &sh->timer) != 0) {
@@ -1096,6 +1118,7 @@ int sch_shell_new(uv_loop_t *loop, kc_client *c, kc_event_recorder *events, kc_m
   *out = sh;
   return 0;
 fail:
+  sch_evictor_free(sh->evictor);
   sch_binder_free(sh->binder);
   sch_cache_free(sh->cache);
   sch_conf_free(sh->conf);
@@ -1130,6 +1153,8 @@ void sch_shell_free(sch_shell *sh) {
   sh->closing = true;
   sch_binder_free(sh->binder);
   sh->binder = NULL;
+  sch_evictor_free(sh->evictor);
+  sh->evictor = NULL;
   sch_cache_free(sh->cache);
   sh->cache = NULL;
   sch_conf_free(sh->conf);

@@ -201,6 +201,68 @@ static void test_preempt_inside_job(void **state) {
   fx_free(f);
 }
 
+/* ---- reclaim ---- */
+
+static const char reclaim_conf[] = "actions: \"enqueue, allocate, reclaim\"\n"
+                                   "tiers:\n"
+                                   "- plugins:\n"
+                                   "  - name: priority\n"
+                                   "  - name: gang\n"
+                                   "  - name: conformance\n"
+                                   "- plugins:\n"
+                                   "  - name: drf\n"
+                                   "  - name: predicates\n"
+                                   "  - name: proportion\n";
+
+/* Queue qa (weight 1) fills two 2-cpu nodes; queue qb (weight 1) has four pods waiting. */
+static fx *two_queues(Kiln__Queue **qa) {
+  fx *f = fx_new();
+  fx_node(f, "n1", 2000, 8 * GI, 110);
+  fx_node(f, "n2", 2000, 8 * GI, 110);
+  *qa = fx_queue(f, "qa", 1);
+  fx_queue(f, "qb", 1);
+  fx_pg(f, "a", "qa", 1, "Running");
+  fx_pg(f, "b", "qb", 1, "Inqueue");
+  static const char *const an[] = {"a-0", "a-1", "a-2", "a-3"};
+  static const char *const bn[] = {"b-0", "b-1", "b-2", "b-3"};
+  for (int i = 0; i < 4; i++) {
+    fx_pod(f, an[i], "a", 1000, GI, i < 2 ? "n1" : "n2");
+    fx_pod(f, bn[i], "b", 1000, GI, NULL);
+  }
+  return f;
+}
+
+static void test_reclaim_half(void **state) {
+  (void)state;
+  Kiln__Queue *qa;
+  fx *f = two_queues(&qa);
+  fx_open(f, reclaim_conf);
+  sch_result *r = run(f);
+  /* equal weights: qb deserves half of the four cpus, and takes exactly that */
+  assert_int_equal(r->nevicts, 2);
+  for (size_t i = 0; i < r->nevicts; i++) {
+    assert_string_equal(r->evicts[i].reason, "reclaim");
+    assert_int_equal(f->snap->tasks[r->evicts[i].task].job, fx_job(f, "a") - f->snap->jobs);
+  }
+  assert_int_equal(r->nnominations, 2);
+  sch_result_free(r);
+  fx_free(f);
+}
+
+static void test_reclaim_not_from_unreclaimable_queue(void **state) {
+  (void)state;
+  Kiln__Queue *qa;
+  fx *f = two_queues(&qa);
+  qa->spec->has_reclaimable = 1;
+  qa->spec->reclaimable = 0;
+  fx_open(f, reclaim_conf);
+  sch_result *r = run(f);
+  assert_int_equal(r->nevicts, 0);
+  assert_int_equal(r->nnominations, 0);
+  sch_result_free(r);
+  fx_free(f);
+}
+
 /* ---- victim callbacks, plugin by plugin ---- */
 
 static void test_priority_victims(void **state) {
@@ -342,6 +404,8 @@ int main(void) {
       cmocka_unit_test(test_preempt_policy_never_and_not_preemptable),
       cmocka_unit_test(test_preempt_needs_lower_priority_same_queue),
       cmocka_unit_test(test_preempt_inside_job),
+      cmocka_unit_test(test_reclaim_half),
+      cmocka_unit_test(test_reclaim_not_from_unreclaimable_queue),
       cmocka_unit_test(test_priority_victims),
       cmocka_unit_test(test_gang_switch_off),
       cmocka_unit_test(test_victim_tier_voting),
