@@ -654,12 +654,14 @@ static int pod_meta(kc__cctx *c, Kiln__Pod *p, const json_t *meta) {
     /* Volcano reads the annotation first, then the label. */
     json_t *a = ann ? json_object_get(ann, "volcano.sh/preemptable") : NULL;
     json_t *l = labels ? json_object_get(labels, "volcano.sh/preemptable") : NULL;
-    p->preemptable = a ? truthy(ann, "volcano.sh/preemptable") : l && truthy(labels, "volcano.sh/preemptable");
+    p->preemptable =
+        a ? truthy(ann, "volcano.sh/preemptable") : l && truthy(labels, "volcano.sh/preemptable");
     p->not_preemptable = (a || l) && !p->preemptable;
     /* cdp reads the label first, then the annotation. */
-    const char *cd = json_string_value(labels ? json_object_get(labels, "volcano.sh/cooldown-time") : NULL);
+    static const char cooldown[] = "volcano.sh/cooldown-time";
+    const char *cd = json_string_value(labels ? json_object_get(labels, cooldown) : NULL);
     if (!cd)
-      cd = json_string_value(ann ? json_object_get(ann, "volcano.sh/cooldown-time") : NULL);
+      cd = json_string_value(ann ? json_object_get(ann, cooldown) : NULL);
     int64_t ns = 0;
     if (cd && kc_parse_duration(cd, &ns) == 0 && ns > 0)
       p->cooldown_ms = ns / 1000000;

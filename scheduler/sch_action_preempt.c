@@ -142,7 +142,8 @@ static int evict_on(sch_session *ssn, sch_statement *st, int32_t ti, int32_t ni,
   ssn->res->preempt_attempts++;
   if (!sch_session_allocatable(ssn, q, t) || !sch__fits_future(t, node))
     return 0;
-  int rc = evicted ? sch_statement_pipeline_nominate(st, ti, ni) : sch_statement_pipeline(st, ti, ni);
+  int rc = evicted ? sch_statement_pipeline_nominate(st, ti, ni)
+                   : sch_statement_pipeline(st, ti, ni);
   if (rc == KC_ENOMEM)
     return rc;
   *placed = true; /* Volcano ignores a pipeline error: the next session corrects it */
@@ -276,9 +277,12 @@ static int preempt_execute(sch_session *ssn) {
           (rc = sch__heap_push(ssn, &jobs[q], sch__job_cmp, ji)) < 0)
         goto out;
     }
-    for (size_t k = 0; k < nstarving; k++)
-      if (snap->jobs[starving[k]].queue == q && (rc = preempt_inside(ssn, &w, starving[k], tasks)) < 0)
+    for (size_t k = 0; k < nstarving; k++) {
+      if (snap->jobs[starving[k]].queue != q)
+        continue;
+      if ((rc = preempt_inside(ssn, &w, starving[k], tasks)) < 0)
         goto out;
+    }
   }
 out:
   for (int32_t q = 0; jobs && q < snap->nqueues; q++)

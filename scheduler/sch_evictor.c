@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <jansson.h>
 
@@ -121,10 +122,14 @@ static void status_written(const kc_api_result *res, void *data) {
 /* Ready=False (Evict) and DisruptionTarget=True (PreemptionByScheduler): a strategic merge
  * patch merges conditions by type, so the pod's other conditions stay. */
 static json_t *status_patch(const char *msg) {
-  return json_pack("{s:{s:[{s:s,s:s,s:s,s:s},{s:s,s:s,s:s,s:s}]}}", "status", "conditions",
-                   "type", "Ready", "status", "False", "reason", "Evict", "message", msg, "type",
-                   "DisruptionTarget", "status", "True", "reason", "PreemptionByScheduler",
-                   "message", msg);
+  char now[32];
+  time_t t = time(NULL);
+  struct tm tm;
+  strftime(now, sizeof(now), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+  return json_pack("{s:{s:[{s:s,s:s,s:s,s:s,s:s},{s:s,s:s,s:s,s:s,s:s}]}}", "status",
+                   "conditions", "type", "Ready", "status", "False", "reason", "Evict", "message",
+                   msg, "lastTransitionTime", now, "type", "DisruptionTarget", "status", "True",
+                   "reason", "PreemptionByScheduler", "message", msg, "lastTransitionTime", now);
 }
 
 static void record(sch_evictor *ev, const Kiln__Pod *p, const Kiln__PodGroup *pg,

@@ -53,7 +53,8 @@ const sch_plugin *sch_plugin_find(const char *name) {
  * that names one Kiln has not built is still the operator's configuration: that action is
  * skipped with an error and the rest of the file applies. */
 static const char *const volcano_actions[] = {
-    "enqueue", "allocate", "backfill", "preempt", "reclaim", "shuffle", "gangpreempt", "gangreclaim",
+    "enqueue", "allocate",    "backfill",    "preempt",
+    "reclaim", "shuffle",     "gangpreempt", "gangreclaim",
 };
 
 bool sch_action_volcano(const char *name) {

@@ -7,7 +7,8 @@
  * (default: Volcano's). Prints, one per line and in this order:
  *
  *   bind NS/POD -> NODE [score S]     (S: the node-order score that chose it, when scored)
- *   evict NS/POD: REASON
+ *   evict NS/POD: REASON                (REASON: preempt, reclaim: the action that chose it)
+ *   nominate NS/POD -> NODE             (a preemptor pipelined onto the room its victims free)
  *   unschedulable NS/POD: WHY           (each pending task of ours that was not placed)
  *   podgroup NS/NAME: PHASE [CONDITION REASON: MESSAGE]
  *   summary: N binds, N evicts, N unschedulable, session S s
@@ -83,6 +84,11 @@ static void print_result(FILE *out, const sch_snapshot *snap, const sch_result *
     const sch_task *t = &snap->tasks[r->evicts[i].task];
     fprintf(out, "evict %s/%s: %s\n", pod_ns(t), pod_name(t),
             r->evicts[i].reason ? r->evicts[i].reason : "");
+  }
+  for (size_t i = 0; i < r->nnominations; i++) {
+    const sch_task *t = &snap->tasks[r->nominations[i].task];
+    fprintf(out, "nominate %s/%s -> %s\n", pod_ns(t), pod_name(t),
+            snap->nodes[r->nominations[i].node].name);
   }
   for (size_t i = 0; i < r->nwhy; i++) {
     const sch_task *t = &snap->tasks[r->why[i].task];

@@ -309,8 +309,8 @@ static void test_gang_switch_off(void **state) {
              "  - name: conformance\n");
   int32_t cands[] = {fx_task(f, "g0"), fx_task(f, "g1")};
   int32_t out[2];
-  assert_int_equal(sch_session_preemptable(f->ssn, &f->snap->tasks[fx_task(f, "pre")], cands, 2, out),
-                   2);
+  const sch_task *pre = &f->snap->tasks[fx_task(f, "pre")];
+  assert_int_equal(sch_session_preemptable(f->ssn, pre, cands, 2, out), 2);
   fx_free(f);
 }
 
