@@ -9,6 +9,7 @@ extern const sch_plugin sch_plugin_priority;
 extern const sch_plugin sch_plugin_conformance;
 /* Other plugins: one extern line each, below. */
 extern const sch_plugin sch_plugin_binpack;
+extern const sch_plugin sch_plugin_cdp;
 extern const sch_plugin sch_plugin_drf;
 extern const sch_plugin sch_plugin_nodeorder;
 extern const sch_plugin sch_plugin_overcommit;
@@ -27,6 +28,7 @@ static const sch_plugin *const plugins[] = {
     &sch_plugin_conformance,
     /* Other plugins: one line each, below. */
     &sch_plugin_binpack,
+    &sch_plugin_cdp,
     &sch_plugin_drf,
     &sch_plugin_nodeorder,
     &sch_plugin_overcommit,

@@ -8,6 +8,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <malloc.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +84,51 @@ static int64_t scalar(const Kiln__Resource *r, const char *name) {
 
 #define MI (1024LL * 1024)
 #define GI (1024LL * MI)
+
+/* Volcano's reading of volcano.sh/preemptable (annotation, then label; true without either;
+ * an invalid value is false) and volcano.sh/cooldown-time (label, then annotation), and the
+ * PodScheduled time that cdp counts from. */
+static void test_pod_preemption_keys(void **state) {
+  (void)state;
+  static const struct {
+    const char *meta;
+    bool not_preemptable;
+    int64_t cooldown_ms;
+  } cases[] = {
+      {"{}", false, 0},
+      {"{\"annotations\": {\"volcano.sh/preemptable\": \"false\"}}", true, 0},
+      {"{\"annotations\": {\"volcano.sh/preemptable\": \"true\"},"
+       " \"labels\": {\"volcano.sh/preemptable\": \"false\"}}",
+       false, 0},
+      {"{\"labels\": {\"volcano.sh/preemptable\": \"maybe\"}}", true, 0},
+      {"{\"labels\": {\"volcano.sh/cooldown-time\": \"10m\"},"
+       " \"annotations\": {\"volcano.sh/cooldown-time\": \"1m\"}}",
+       false, 600000},
+      {"{\"annotations\": {\"volcano.sh/cooldown-time\": \"90s\"}}", false, 90000},
+      {"{\"annotations\": {\"volcano.sh/cooldown-time\": \"soon\"}}", false, 0},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    char text[512];
+    snprintf(text, sizeof(text),
+             "{\"metadata\": %s, \"spec\": {}, \"status\": {\"phase\": \"Running\","
+             " \"conditions\": [{\"type\": \"Ready\", \"status\": \"True\"},"
+             " {\"type\": \"PodScheduled\", \"status\": \"True\","
+             " \"lastTransitionTime\": \"2026-11-29T16:01:51Z\"}]}}",
+             cases[i].meta);
+    json_t *j = json_loads(text, 0, NULL);
+    assert_non_null(j);
+    Kiln__Pod *p = NULL;
+    char err[KC_CODEC_ERR_MAX];
+    if (kc_pod_decode(j, &p, err, sizeof(err)) != 0)
+      fail_msg("case %zu: %s", i, err);
+    if (p->not_preemptable != cases[i].not_preemptable || p->cooldown_ms != cases[i].cooldown_ms)
+      fail_msg("case %zu: not_preemptable %d cooldown %lld", i, p->not_preemptable,
+               (long long)p->cooldown_ms);
+    assert_int_equal(p->scheduled_time, 1795968111);
+    kc_msg_free(p);
+    json_decref(j);
+  }
+}
 
 static void test_pod(void **state) {
   (void)state;
@@ -753,6 +799,7 @@ int main(void) {
   find_data_dir();
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_pod),
+      cmocka_unit_test(test_pod_preemption_keys),
       cmocka_unit_test(test_pod_best_effort),
       cmocka_unit_test(test_pod_level_resources),
       cmocka_unit_test(test_node),

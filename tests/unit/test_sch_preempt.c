@@ -314,6 +314,36 @@ static void test_gang_switch_off(void **state) {
   fx_free(f);
 }
 
+/* cdp: a running pod inside its cooldown time is no victim; after it, or without the key,
+ * it is. */
+static void test_cdp_victims(void **state) {
+  (void)state;
+  fx *f = fx_new();
+  fx_node(f, "n1", 8000, 8 * GI, 110);
+  fx_pg(f, "j", "default", 1, "Running");
+  Kiln__Pod *hot = fx_pod(f, "hot", "j", 100, 0, "n1");
+  Kiln__Pod *cold = fx_pod(f, "cold", "j", 100, 0, "n1");
+  fx_pod(f, "plain", "j", 100, 0, "n1");
+  hot->cooldown_ms = cold->cooldown_ms = 600000; /* 10m */
+  hot->scheduled_time = 1000000 - 60;           /* scheduled a minute ago */
+  cold->scheduled_time = 1000000 - 3600;        /* an hour ago */
+  fx_pod(f, "pre", NULL, 100, 0, NULL);
+  assert_int_equal(sch_snapshot_new(f->msg, NULL, &f->snap), 0);
+  static const char y[] = "actions: allocate\ntiers:\n- plugins:\n  - name: cdp\n";
+  assert_int_equal(sch_conf_parse(y, strlen(y), &f->conf, NULL, 0), 0);
+  sch_session_options o = SCH_SESSION_OPTIONS_DEFAULT;
+  o.now = 1000000;
+  assert_int_equal(sch_session_open(f->snap, f->conf, &o, &f->ssn), 0);
+  int32_t cands[] = {fx_task(f, "hot"), fx_task(f, "cold"), fx_task(f, "plain")};
+  int32_t out[3];
+  const sch_task *pre = &f->snap->tasks[fx_task(f, "pre")];
+  assert_int_equal(sch_session_preemptable(f->ssn, pre, cands, 3, out), 2);
+  assert_int_equal(out[0], fx_task(f, "cold"));
+  assert_int_equal(out[1], fx_task(f, "plain"));
+  assert_int_equal(sch_session_reclaimable(f->ssn, pre, cands, 3, out), 2);
+  fx_free(f);
+}
+
 /* ---- tier voting with scripted plugins ---- */
 
 typedef struct vscript {
@@ -408,6 +438,7 @@ int main(void) {
       cmocka_unit_test(test_reclaim_not_from_unreclaimable_queue),
       cmocka_unit_test(test_priority_victims),
       cmocka_unit_test(test_gang_switch_off),
+      cmocka_unit_test(test_cdp_victims),
       cmocka_unit_test(test_victim_tier_voting),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
