@@ -207,6 +207,16 @@ static inline void fx_open(fx *f, const char *yaml) {
   assert_int_equal(sch_session_open(f->snap, f->conf, NULL, &f->ssn), 0);
 }
 
+/* Runs the session's actions and closes it; the result is the caller's. */
+static inline sch_result *fx_run(fx *f) {
+  sch_result *r = NULL;
+  assert_int_equal(sch_session_run(f->ssn), 0);
+  assert_int_equal(sch_session_close(f->ssn, &r), 0);
+  f->ssn = NULL;
+  assert_non_null(r);
+  return r;
+}
+
 static inline void fx_free(fx *f) {
   if (f->ssn) {
     sch_result *r = NULL;

@@ -35,15 +35,6 @@ static void priority_class(fx *f, const char *name, int32_t value) {
   FX_APPEND(f->msg->priority_classes, f->msg->n_priority_classes, pc);
 }
 
-static sch_result *run(fx *f) {
-  sch_result *r = NULL;
-  assert_int_equal(sch_session_run(f->ssn), 0);
-  assert_int_equal(sch_session_close(f->ssn, &r), 0);
-  f->ssn = NULL;
-  assert_non_null(r);
-  return r;
-}
-
 static bool evicted(const fx *f, const sch_result *r, const char *pod) {
   for (size_t i = 0; i < r->nevicts; i++)
     if (r->evicts[i].task == fx_task(f, pod))
@@ -82,7 +73,7 @@ static void test_preempt_between_jobs(void **state) {
   Kiln__Pod *low[4], *high[2];
   fx *f = full_cluster(1, low, high);
   fx_open(f, preempt_conf);
-  sch_result *r = run(f);
+  sch_result *r = fx_run(f);
   /* exactly the room the gang needs: two victims, the gang pipelined and nominated */
   assert_int_equal(r->nevicts, 2);
   assert_int_equal(r->nbinds, 0);
@@ -107,7 +98,7 @@ static void test_preempt_keeps_min_available(void **state) {
   Kiln__Pod *low[4], *high[2];
   fx *f = full_cluster(4, low, high);
   fx_open(f, preempt_conf);
-  sch_result *r = run(f);
+  sch_result *r = fx_run(f);
   assert_int_equal(r->nevicts, 0);
   assert_int_equal(r->nnominations, 0);
   sch_result_free(r);
@@ -115,7 +106,7 @@ static void test_preempt_keeps_min_available(void **state) {
   /* minMember 3: one pod may go, but the gang needs two places: all or nothing */
   f = full_cluster(3, low, high);
   fx_open(f, preempt_conf);
-  r = run(f);
+  r = fx_run(f);
   assert_int_equal(r->nevicts, 0);
   assert_int_equal(r->nnominations, 0);
   sch_result_free(r);
@@ -129,7 +120,7 @@ static void test_preempt_policy_never_and_not_preemptable(void **state) {
   high[0]->preemption_policy = fx_str("Never");
   high[1]->preemption_policy = fx_str("Never");
   fx_open(f, preempt_conf);
-  sch_result *r = run(f);
+  sch_result *r = fx_run(f);
   assert_int_equal(r->nevicts, 0);
   sch_result_free(r);
   fx_free(f);
@@ -138,7 +129,7 @@ static void test_preempt_policy_never_and_not_preemptable(void **state) {
   for (int i = 0; i < 4; i++)
     low[i]->not_preemptable = true;
   fx_open(f, preempt_conf);
-  r = run(f);
+  r = fx_run(f);
   assert_int_equal(r->nevicts, 0);
   sch_result_free(r);
   fx_free(f);
@@ -147,7 +138,7 @@ static void test_preempt_policy_never_and_not_preemptable(void **state) {
   f = full_cluster(1, low, high);
   low[0]->not_preemptable = low[2]->not_preemptable = true;
   fx_open(f, preempt_conf);
-  r = run(f);
+  r = fx_run(f);
   assert_int_equal(r->nevicts, 2);
   assert_true(evicted(f, r, "low-1"));
   assert_true(evicted(f, r, "low-3"));
@@ -165,7 +156,7 @@ static void test_preempt_needs_lower_priority_same_queue(void **state) {
   hp->spec->priority_class_name = NULL;
   high[0]->priority = high[1]->priority = 0;
   fx_open(f, preempt_conf);
-  sch_result *r = run(f);
+  sch_result *r = fx_run(f);
   assert_int_equal(r->nevicts, 0);
   sch_result_free(r);
   fx_free(f);
@@ -176,7 +167,7 @@ static void test_preempt_needs_lower_priority_same_queue(void **state) {
   free(hp->spec->queue);
   hp->spec->queue = fx_str("other");
   fx_open(f, preempt_conf);
-  r = run(f);
+  r = fx_run(f);
   assert_int_equal(r->nevicts, 0);
   sch_result_free(r);
   fx_free(f);
@@ -194,7 +185,7 @@ static void test_preempt_inside_job(void **state) {
   urgent->priority = 50;
   fx_open(f, "actions: \"allocate, preempt\"\ntiers:\n- plugins:\n  - name: priority\n"
              "  - name: conformance\n");
-  sch_result *r = run(f);
+  sch_result *r = fx_run(f);
   assert_int_equal(r->nevicts, 1);
   assert_string_equal(nominated(f, r, "m-urgent"), "n1");
   sch_result_free(r);
@@ -237,7 +228,7 @@ static void test_reclaim_half(void **state) {
   Kiln__Queue *qa;
   fx *f = two_queues(&qa);
   fx_open(f, reclaim_conf);
-  sch_result *r = run(f);
+  sch_result *r = fx_run(f);
   /* equal weights: qb deserves half of the four cpus, and takes exactly that */
   assert_int_equal(r->nevicts, 2);
   for (size_t i = 0; i < r->nevicts; i++) {
@@ -256,7 +247,7 @@ static void test_reclaim_not_from_unreclaimable_queue(void **state) {
   qa->spec->has_reclaimable = 1;
   qa->spec->reclaimable = 0;
   fx_open(f, reclaim_conf);
-  sch_result *r = run(f);
+  sch_result *r = fx_run(f);
   assert_int_equal(r->nevicts, 0);
   assert_int_equal(r->nnominations, 0);
   sch_result_free(r);
