@@ -203,6 +203,53 @@ test_ray_head_and_workers() {
   kubectl delete namespace "$ns" --wait=false >/dev/null
 }
 
+test_hcclrank_and_wait_for_master() {
+  local ns j=hccl
+  ns=$(new_namespace tp-hccl)
+  kubectl apply -n "$ns" -f - >/dev/null <<JOB
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata:
+  name: $j
+spec:
+  minAvailable: 3
+  schedulerName: volcano
+  plugins:
+    pytorch: ["--port=29500", "--wait-master-enabled=true", "--wait-master-timeout=120"]
+    hcclrank: []
+  tasks:
+  - name: master
+    replicas: 1
+    template:
+      spec:
+        containers: [{name: master, image: busybox}]
+  - name: worker
+    replicas: 2
+    template:
+      spec:
+        containers: [{name: worker, image: busybox}]
+JOB
+  wait_for 120 "3 pods running on kwok nodes" all_running "$ns" 3
+  local p want=0
+  for p in master-0 worker-0 worker-1; do
+    expect_eq "$want" "$(getj "$ns" pod/$j-$p '.metadata.annotations["hccl/rankIndex"]' | tr -d '"')" \
+      "$p hccl/rankIndex"
+    expect_eq "$want" "$(getj "$ns" pod/$j-$p '.spec.containers[0].env[] | select(.name == "RANK") | .value' | tr -d '"')" \
+      "$p RANK"
+    want=$((want + 1))
+  done
+  # only the workers wait, in an init container, for the master's port
+  expect_eq null "$(getj "$ns" pod/$j-master-0 .spec.initContainers)" "master init containers"
+  for p in worker-0 worker-1; do
+    expect_json '{"name":"wait-for-master","image":"busybox:1.36.1","cmd":["sh","-c"]}' \
+      "$(getj "$ns" pod/$j-$p '.spec.initContainers[0] | {name, image, cmd: .command[0:2]}')" \
+      "$p wait-for-master"
+    expect_match "host=$j-master-0.$j; port=29500; timeout=120;" \
+      "$(getj "$ns" pod/$j-$p '.spec.initContainers[0].command[2]')" "$p wait script"
+  done
+  kubectl delete namespace "$ns" --wait=false >/dev/null
+}
+
 setup || {
   echo "FAIL trainplugins/setup: cannot install the CRDs"
   exit 1
