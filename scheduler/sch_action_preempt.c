@@ -54,7 +54,7 @@ void sch__sort_victims(sch_session *ssn, int32_t *v, size_t n) {
   qsort_r(v, n, sizeof(*v), victim_cmp, ssn);
 }
 
-/* The nodes t may go on once resources are freed (predicates only), best score first. */
+/* The nodes t may go on once resources are freed (predicates only), with their scores. */
 static int ranked_nodes(sch_session *ssn, const sch_task *t, int32_t *out, double *scores,
                         size_t *n) {
   sch_snapshot *snap = ssn->snap;
@@ -67,20 +67,61 @@ static int ranked_nodes(sch_session *ssn, const sch_task *t, int32_t *out, doubl
       out[(*n)++] = ni;
   }
   ssn->preempting = false;
-  if (*n < 2)
-    return 0;
-  sch_session_node_scores(ssn, t, out, *n, scores);
-  /* insertion sort by score, stable: equal scores keep the node list's order */
-  for (size_t i = 1; i < *n; i++)
-    for (size_t j = i; j > 0 && scores[j] > scores[j - 1]; j--) {
-      double s = scores[j];
-      scores[j] = scores[j - 1];
-      scores[j - 1] = s;
-      int32_t x = out[j];
-      out[j] = out[j - 1];
-      out[j - 1] = x;
-    }
+  if (*n > 1)
+    sch_session_node_scores(ssn, t, out, *n, scores);
+  else if (*n == 1)
+    scores[0] = 0;
   return 0;
+}
+
+typedef struct ranked {
+  double score;
+  int32_t pos; /* in the node list: the earlier of equal scores goes first */
+  int32_t node;
+} ranked;
+
+static int ranked_cmp(const void *a, const void *b) {
+  const ranked *l = a, *r = b;
+  if (l->score != r->score)
+    return l->score > r->score ? -1 : 1;
+  return l->pos < r->pos ? -1 : l->pos > r->pos;
+}
+
+/* Sorts out[k..n) by score, best first, equal scores in their current order. */
+static void sort_rest(int32_t *out, double *scores, size_t k, size_t n, ranked *tmp) {
+  for (size_t i = k; i < n; i++)
+    tmp[i - k] = (ranked){scores[i], (int32_t)i, out[i]};
+  qsort(tmp, n - k, sizeof(*tmp), ranked_cmp);
+  for (size_t i = k; i < n; i++) {
+    out[i] = tmp[i - k].node;
+    scores[i] = tmp[i - k].score;
+  }
+}
+
+/* Puts the best of out[k..n) at out[k] (the highest score, the earliest of equals). The
+ * first node or two usually have the victims, so the first picks are linear scans; past
+ * SORT_AFTER picks (nodes whose victims were taken already) the rest is sorted once. */
+#define SORT_AFTER 8
+static void take_best(int32_t *out, double *scores, size_t k, size_t n, ranked *tmp) {
+  if (k == SORT_AFTER) {
+    sort_rest(out, scores, k, n, tmp);
+    return;
+  }
+  if (k > SORT_AFTER)
+    return;
+  size_t best = k;
+  for (size_t i = k + 1; i < n; i++)
+    if (scores[i] > scores[best])
+      best = i;
+  if (best == k)
+    return;
+  /* shift, so that equal scores keep the node list's order */
+  int32_t x = out[best];
+  double s = scores[best];
+  memmove(out + k + 1, out + k, (best - k) * sizeof(*out));
+  memmove(scores + k + 1, scores + k, (best - k) * sizeof(*scores));
+  out[k] = x;
+  scores[k] = s;
 }
 
 bool sch__fits_future(const sch_task *t, const sch_node *n) {
@@ -153,6 +194,7 @@ static int evict_on(sch_session *ssn, sch_statement *st, int32_t ti, int32_t ni,
 typedef struct work {
   int32_t *nodes, *cands, *victims;
   double *scores;
+  ranked *sorted;
 } work;
 
 /* One preemptor task: the first node where victims make room. Volcano's preempt(). */
@@ -166,6 +208,7 @@ static int preempt_task(sch_session *ssn, work *w, sch_statement *st, int32_t ti
   size_t nn;
   ranked_nodes(ssn, t, w->nodes, w->scores, &nn);
   for (size_t k = 0; k < nn && !*assigned; k++) {
+    take_best(w->nodes, w->scores, k, nn, w->sorted);
     int32_t ni = w->nodes[k];
     size_t nc = candidates(snap, t, ni, same_job, w->cands);
     int nv = sch_session_preemptable(ssn, t, w->cands, nc, w->victims);
@@ -251,13 +294,15 @@ static int preempt_execute(sch_session *ssn) {
   sch_snapshot *snap = ssn->snap;
   size_t cap = (size_t)(snap->ntasks > snap->nnodes ? snap->ntasks : snap->nnodes) + 1;
   work w = {malloc(cap * sizeof(int32_t)), malloc(cap * sizeof(int32_t)),
-            malloc(cap * sizeof(int32_t)), malloc(cap * sizeof(double))};
+            malloc(cap * sizeof(int32_t)), malloc(cap * sizeof(double)),
+            malloc(cap * sizeof(ranked))};
   int32_t *tasks = malloc(cap * sizeof(*tasks));
   int32_t *starving = malloc((size_t)(snap->njobs + 1) * sizeof(*starving));
   sch__heap *jobs = calloc((size_t)snap->nqueues + 1, sizeof(*jobs));
   size_t nstarving = 0;
   int rc = KC_ENOMEM;
-  if (!w.nodes || !w.cands || !w.victims || !w.scores || !tasks || !starving || !jobs)
+  if (!w.nodes || !w.cands || !w.victims || !w.scores || !w.sorted || !tasks || !starving ||
+      !jobs)
     goto out;
   rc = 0;
   for (int32_t ji = 0; ji < snap->njobs; ji++) {
@@ -294,6 +339,7 @@ out:
   free(w.cands);
   free(w.victims);
   free(w.scores);
+  free(w.sorted);
   return rc;
 }
 

@@ -112,26 +112,24 @@ static int gang_job_order(sch_session *ssn, void *ctx, const sch_job *l, const s
 /* Victims may be taken from a job only while it keeps more than minAvailable ready. */
 static bool gang_victims(sch_session *ssn, void *ctx, const sch_task *preemptor,
                          const int32_t *cands, size_t n, int32_t *out, size_t *nout) {
-  sch_snapshot *snap = ssn->snap;
-  int32_t *left = calloc((size_t)(snap->njobs ? snap->njobs : 1), sizeof(*left));
+  const sch_snapshot *snap = ssn->snap;
   size_t k = 0;
-  if (!left)
-    return false;
-  for (int32_t ji = 0; ji < snap->njobs; ji++)
-    left[ji] = sch_job_ready_num(&snap->jobs[ji]);
+  /* Candidates are the tasks of one node (a handful): counting the victims already taken
+   * from the same job beats a per-job table, which would cost O(jobs) on every node a
+   * preemptor looks at. */
   for (size_t i = 0; i < n; i++) {
     const sch_task *t = &snap->tasks[cands[i]];
     if (t->job < 0) {
       out[k++] = cands[i];
       continue;
     }
+    int32_t taken = 0;
+    for (size_t v = 0; v < k; v++)
+      taken += snap->tasks[out[v]].job == t->job;
     const sch_job *j = &snap->jobs[t->job];
-    if (left[t->job] > j->min_available) {
-      left[t->job]--;
+    if (sch_job_ready_num(j) - taken > j->min_available)
       out[k++] = cands[i];
-    }
   }
-  free(left);
   *nout = k;
   return true;
 }

@@ -38,6 +38,9 @@
 
 typedef struct gen_opts {
   bool shapes; /* labels, taints, selectors, affinity and tolerations (see shape_node) */
+  /* Running PodGroups are low priority with minMember 1, pending ones high priority: the
+   * preempt action has victims everywhere. */
+  bool preempt;
   int nodes, pending, gang, running;
   int node_milli_cpu, node_gi, node_pods;
   int pod_milli_cpu, pod_mi;
@@ -99,7 +102,8 @@ static Kiln__ObjectMeta *meta(const char *ns, char *name) {
   return m;
 }
 
-static Kiln__PodGroup *pod_group(char *name, int32_t min_member, const char *phase) {
+static Kiln__PodGroup *pod_group(char *name, int32_t min_member, const char *phase,
+                                  const char *priority_class) {
   Kiln__PodGroup *pg = xcalloc(sizeof(*pg));
   kiln__pod_group__init(pg);
   pg->metadata = meta("bench", name);
@@ -108,6 +112,8 @@ static Kiln__PodGroup *pod_group(char *name, int32_t min_member, const char *pha
   pg->spec->has_min_member = 1;
   pg->spec->min_member = min_member;
   pg->spec->queue = xstrf("default");
+  if (priority_class)
+    pg->spec->priority_class_name = xstrf("%s", priority_class);
   pg->status = xcalloc(sizeof(*pg->status));
   kiln__pod_group_status__init(pg->status);
   pg->status->phase = xstrf("%s", phase);
@@ -251,6 +257,21 @@ static Kiln__Snapshot *generate(const gen_opts *o, bool nodes_only) {
   }
   if (nodes_only)
     return m;
+  if (o->preempt) {
+    static const struct {
+      const char *name;
+      int32_t value;
+    } classes[] = {{"low", 10}, {"high", 1000}};
+    m->n_priority_classes = 2;
+    m->priority_classes = xcalloc(2 * sizeof(*m->priority_classes));
+    for (int i = 0; i < 2; i++) {
+      Kiln__PriorityClass *pc = m->priority_classes[i] = xcalloc(sizeof(*pc));
+      kiln__priority_class__init(pc);
+      pc->metadata = meta(NULL, xstrf("%s", classes[i].name));
+      pc->has_value = 1;
+      pc->value = classes[i].value;
+    }
+  }
   int gang = o->gang > 0 ? o->gang : 1;
   int run_groups = (o->running + gang - 1) / gang, pend_groups = (o->pending + gang - 1) / gang;
   m->n_pod_groups = (size_t)(run_groups + pend_groups);
@@ -260,7 +281,8 @@ static Kiln__Snapshot *generate(const gen_opts *o, bool nodes_only) {
   size_t np = 0, ng = 0;
   for (int g = 0; g < run_groups; g++) {
     int size = o->running - g * gang < gang ? o->running - g * gang : gang;
-    m->pod_groups[ng++] = pod_group(xstrf("run-%06d", g), size, "Running");
+    m->pod_groups[ng++] = pod_group(xstrf("run-%06d", g), o->preempt ? 1 : size, "Running",
+                                    o->preempt ? "low" : NULL);
     char group[32];
     snprintf(group, sizeof(group), "run-%06d", g);
     for (int k = 0; k < size; k++) {
@@ -271,11 +293,14 @@ static Kiln__Snapshot *generate(const gen_opts *o, bool nodes_only) {
   }
   for (int g = 0; g < pend_groups; g++) {
     int size = o->pending - g * gang < gang ? o->pending - g * gang : gang;
-    m->pod_groups[ng++] = pod_group(xstrf("job-%06d", g), size, "Pending");
+    m->pod_groups[ng++] =
+        pod_group(xstrf("job-%06d", g), size, "Pending", o->preempt ? "high" : NULL);
     char group[32];
     snprintf(group, sizeof(group), "job-%06d", g);
     for (int k = 0; k < size; k++) {
       Kiln__Pod *p = m->pods[np++] = pod(group, k, o->pod_milli_cpu, (int64_t)o->pod_mi * MI, NULL);
+      if (o->preempt)
+        p->priority = 1000;
       if (o->shapes)
         shape_pod(p, g);
     }
@@ -336,6 +361,20 @@ static long peak_rss_kb(void) {
   return kb;
 }
 
+/* --preempt without --scheduler-conf: Volcano's default tiers, with preempt after allocate. */
+static const char preempt_conf[] = "actions: \"enqueue, allocate, preempt, backfill\"\n"
+                                   "tiers:\n"
+                                   "- plugins:\n"
+                                   "  - name: priority\n"
+                                   "  - name: gang\n"
+                                   "  - name: conformance\n"
+                                   "- plugins:\n"
+                                   "  - name: overcommit\n"
+                                   "  - name: drf\n"
+                                   "  - name: predicates\n"
+                                   "  - name: proportion\n"
+                                   "  - name: nodeorder\n";
+
 static int read_conf(const char *path, sch_conf **out) {
   if (path == NULL || path[0] == '\0')
     return sch_conf_default(out);
@@ -366,6 +405,9 @@ int main(int argc, char **argv) {
        NULL},
       {"running-memory-mi", KC_FLAG_INT, &o.run_mi, "running pod memory (Mi)", "256", NULL, false,
        NULL},
+      {"preempt", KC_FLAG_BOOL, &o.preempt,
+       "running PodGroups low priority (minMember 1), pending ones high; preempt runs", "false",
+       NULL, false, NULL},
       {"shapes", KC_FLAG_BOOL, &o.shapes,
        "node labels and taints, pod selectors, affinity and tolerations (varied per gang)", "false",
        NULL, false, NULL},
@@ -378,7 +420,7 @@ int main(int argc, char **argv) {
   };
   const size_t nflags = sizeof(flags) / sizeof(flags[0]);
   /* Defaults are applied by parsing them: the table's def strings are for --help only. */
-  o = (gen_opts){false, 1000, 10000, 10, 0, 64000, 256, 250, 500, 1024, 100, 256};
+  o = (gen_opts){false, false, 1000, 10000, 10, 0, 64000, 256, 250, 500, 1024, 100, 256};
   char err[256];
   int nargs = 0;
   if (kc_flags_parse(flags, nflags, argc, argv, &nargs, err, sizeof(err)) != 0 || nargs > 0) {
@@ -440,8 +482,16 @@ int main(int argc, char **argv) {
   buf = NULL;
   malloc_trim(0);
   bool hwm_reset = reset_peak_rss();
-  if (msg == NULL || read_conf(conf_path, &conf) != 0)
+  if (msg == NULL)
     goto out;
+  if (o.preempt && conf_path == NULL) {
+    if (sch_conf_parse(preempt_conf, strlen(preempt_conf), &conf, err, sizeof(err)) != 0) {
+      fprintf(stderr, "sessions: %s\n", err);
+      goto out;
+    }
+  } else if (read_conf(conf_path, &conf) != 0) {
+    goto out;
+  }
   double t0 = now_s();
   if (sch_snapshot_new(msg, NULL, &snap) != 0)
     goto out;
@@ -466,12 +516,16 @@ int main(int argc, char **argv) {
          "\"close_s\":%.4f,\"placements_per_s\":%.0f,\"actions_placements_per_s\":%.0f,"
          "\"peak_rss_kb\":%ld,\"peak_rss_session_only\":%s,\"snapshot_bytes\":%zu,\"bytes_per_"
          "node\":%.0f,"
-         "\"bytes_per_pod\":%.0f}\n",
+         "\"bytes_per_pod\":%.0f,\"preempt\":%s,\"nominations\":%zu,\"evictions\":%zu,"
+         "\"nominations_per_s\":%.0f,\"victims_per_s\":%.0f}\n",
          o.nodes, o.pending, o.gang, o.running, r->nbinds, t1 - t0, session_s, t2 - t1, t3 - t2,
          t4 - t3, session_s > 0 ? (double)r->nbinds / session_s : 0,
          t3 > t2 ? (double)r->nbinds / (t3 - t2) : 0, peak_kb, hwm_reset ? "true" : "false",
          all_bytes, (double)node_bytes / o.nodes,
-         npods ? (double)(all_bytes - node_bytes) / (double)npods : 0);
+         npods ? (double)(all_bytes - node_bytes) / (double)npods : 0,
+         o.preempt ? "true" : "false", r->nnominations, r->nevicts,
+         session_s > 0 ? (double)r->nnominations / session_s : 0,
+         session_s > 0 ? (double)r->nevicts / session_s : 0);
   rc = 0;
 out:
   sch_result_free(r);

@@ -56,6 +56,34 @@ passed=$((passed + 1))
   fail "a missing configuration file is not an error"
 passed=$((passed + 1))
 
+# Preemption (the benchmark's --preempt rows, tiny): four 2-cpu nodes full of low-priority
+# 1-cpu pods, two high-priority gangs of two: each of the four preemptors evicts one victim
+# and is nominated to its node; the replay prints both, with the reason.
+"$SESSIONS" --preempt --nodes 4 --node-cpu 2000 --running 8 --running-cpu 1000 --pending 4 \
+  --gang 2 --pod-cpu 1000 >"$T/preempt.json"
+[ "$(jq '.nominations == 4 and .evictions == 4 and .placements == 0' "$T/preempt.json")" = true ] ||
+  fail "sessions --preempt: $(cat "$T/preempt.json")"
+"$SESSIONS" --preempt --write-snapshot "$T/preempt.pb" --nodes 4 --node-cpu 2000 --running 8 \
+  --running-cpu 1000 --pending 4 --gang 2 --pod-cpu 1000 2>/dev/null
+cat >"$T/preempt.yaml" <<'YAML'
+actions: "enqueue, allocate, preempt"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: predicates
+  - name: nodeorder
+YAML
+"$REPLAY" --scheduler-conf "$T/preempt.yaml" "$T/preempt.pb" >"$T/out3"
+[ "$(grep -c '^evict bench/run-[0-9]*-[0-9]*: preempt$' "$T/out3")" = 4 ] ||
+  fail "preempt: evictions: $(cat "$T/out3")"
+[ "$(grep -c '^nominate bench/job-00000[01]-[01] -> node-0000[0-3]$' "$T/out3")" = 4 ] ||
+  fail "preempt: nominations: $(cat "$T/out3")"
+grep -q '^summary: 0 binds, 4 evicts' "$T/out3" || fail "preempt: summary"
+passed=$((passed + 1))
+
 pinned() { # nodes running pending gang expected-sha256 [generator flags]
   "$SESSIONS" --write-snapshot "$T/cmp.pb" --nodes "$1" --running "$2" --pending "$3" \
     --gang "$4" --node-cpu 8000 --pod-cpu 700 "${@:6}" 2>/dev/null
