@@ -5,53 +5,70 @@
 #include <string.h>
 
 #include "kc_error.h"
+#include "kc_log.h"
 #include "sch_int.h"
 
 /* ---- gang ---- */
 
-/* Tasks per Volcano task name (volcano.sh/task-spec) in the given statuses, for the
- * PodGroup's minTaskMember. */
+/* Which tasks a per-task minimum counts (Volcano CheckTaskValid/Ready/Pipelined). */
+typedef enum { TASKS_VALID, TASKS_READY, TASKS_PIPELINED } task_check;
+
+static bool task_counts(const sch_task *t, task_check k) {
+  bool allocated = sch_task_status_allocated(t->status) || t->status == SCH_TASK_SUCCEEDED;
+  switch (k) {
+  case TASKS_VALID:
+    return allocated || t->status == SCH_TASK_PENDING || t->status == SCH_TASK_PIPELINED;
+  case TASKS_READY:
+    return allocated || (t->status == SCH_TASK_PENDING && t->best_effort);
+  case TASKS_PIPELINED:
+    return allocated || t->status == SCH_TASK_PIPELINED ||
+           (t->status == SCH_TASK_PENDING && t->best_effort);
+  }
+  return false;
+}
+
+/* Tasks of one Volcano task name (volcano.sh/task-spec) that the check counts. */
 static int32_t task_count(const sch_snapshot *snap, const sch_job *j, const char *name,
-                          bool (*want)(sch_task_status)) {
+                          task_check k) {
   int32_t n = 0;
   for (int32_t i = 0; i < j->ntasks; i++) {
     const sch_task *t = &snap->tasks[j->tasks[i]];
-    if (t->pod->task_name && strcmp(t->pod->task_name, name) == 0 && want(t->status))
+    if (t->pod->task_name && strcmp(t->pod->task_name, name) == 0 && task_counts(t, k))
       n++;
   }
   return n;
 }
 
-static bool st_valid(sch_task_status s) {
-  return sch_task_status_allocated(s) || s == SCH_TASK_SUCCEEDED || s == SCH_TASK_PENDING ||
-         s == SCH_TASK_PIPELINED;
-}
-static bool st_ready(sch_task_status s) {
-  return sch_task_status_allocated(s) || s == SCH_TASK_SUCCEEDED;
-}
-static bool st_occupied(sch_task_status s) {
-  return st_ready(s) || s == SCH_TASK_PIPELINED;
-}
-
-/* Volcano CheckTaskValid/CheckTaskReady/CheckTaskPipelined: every task name of
- * minTaskMember has enough tasks in the given statuses. */
-static bool tasks_meet(const sch_snapshot *snap, const sch_job *j, bool (*want)(sch_task_status),
-                       const char **which, int32_t *have, int32_t *need) {
+/* Volcano's skip rule: the per-task minimums bind only when the job's minAvailable is at
+ * least their sum (TaskMinAvailableTotal). A Job asking for fewer pods than its tasks'
+ * minimums add up to (minAvailable 4 of 8 replicas) must run with any minAvailable of
+ * them, whichever tasks they belong to. */
+static bool sch_gang_task_checks_apply(const sch_job *j) {
   const Kiln__PodGroup *pg = j->pod_group;
   if (!pg || !pg->spec)
+    return false;
+  int64_t total = 0;
+  for (size_t i = 0; i < pg->spec->n_min_task_member; i++)
+    if (pg->spec->min_task_member[i])
+      total += pg->spec->min_task_member[i]->value;
+  return (int64_t)j->min_available >= total;
+}
+
+/* Every task name of minTaskMember has its minimum of tasks the check counts. The valid
+ * check ignores minimums of 0, as Volcano's does; the others compare them too (always
+ * met). */
+static bool tasks_meet(const sch_snapshot *snap, const sch_job *j, task_check k,
+                       const char **which) {
+  if (!sch_gang_task_checks_apply(j))
     return true;
+  const Kiln__PodGroup *pg = j->pod_group;
   for (size_t i = 0; i < pg->spec->n_min_task_member; i++) {
     const Kiln__PodGroupSpec__MinTaskMemberEntry *e = pg->spec->min_task_member[i];
-    if (!e || !e->key || e->value <= 0)
+    if (!e || (k == TASKS_VALID && e->value == 0))
       continue;
-    int32_t n = task_count(snap, j, e->key, want);
-    if (n < e->value) {
+    if (task_count(snap, j, e->key ? e->key : "", k) < e->value) {
       if (which)
         *which = e->key;
-      if (have)
-        *have = n;
-      if (need)
-        *need = e->value;
       return false;
     }
   }
@@ -59,15 +76,13 @@ static bool tasks_meet(const sch_snapshot *snap, const sch_job *j, bool (*want)(
 }
 
 static bool gang_valid(sch_session *ssn, void *ctx, const sch_job *j, sch_valid *out) {
-  const sch_snapshot *snap = ssn->snap;
   const char *which = NULL;
-  int32_t have = 0, need = 0;
-  if (!tasks_meet(snap, j, st_valid, &which, &have, &need)) {
+  if (!tasks_meet(ssn->snap, j, TASKS_VALID, &which)) {
+    KC_V(4, "gang: job %s: not enough valid pods of task %s", j->key, which ? which : "");
     out->pass = false;
     snprintf(out->reason, sizeof(out->reason), "NotEnoughPodsOfTask");
     snprintf(out->message, sizeof(out->message),
-             "Not enough valid pods of task %s for gang-scheduling, valid: %d, min: %d", which,
-             have, need);
+             "Not enough valid pods of each task for gang-scheduling");
     return true;
   }
   int32_t vtn = sch_job_valid_num(j);
@@ -82,20 +97,26 @@ static bool gang_valid(sch_session *ssn, void *ctx, const sch_job *j, sch_valid 
   return false;
 }
 
-static bool job_is_ready(const sch_snapshot *snap, const sch_job *j) {
-  return sch_job_ready_num(j) + j->pending_best_effort >= j->min_available &&
-         tasks_meet(snap, j, st_ready, NULL, NULL, NULL);
+/* Volcano JobInfo.IsReady: the job-level count only (job order and the close use it). */
+static bool job_level_ready(const sch_job *j) {
+  return sch_job_ready_num(j) + j->pending_best_effort >= j->min_available;
+}
+
+static bool sch_gang_job_ready(const sch_snapshot *snap, const sch_job *j) {
+  return tasks_meet(snap, j, TASKS_READY, NULL) && job_level_ready(j);
 }
 
 static bool gang_ready(sch_session *ssn, void *ctx, const sch_job *j) {
-  return job_is_ready(ssn->snap, j);
+  return sch_gang_job_ready(ssn->snap, j);
+}
+
+static bool sch_gang_job_pipelined(const sch_snapshot *snap, const sch_job *j) {
+  int32_t occupied = sch_job_waiting_num(j) + sch_job_ready_num(j) + j->pending_best_effort;
+  return tasks_meet(snap, j, TASKS_PIPELINED, NULL) && occupied >= j->min_available;
 }
 
 static int gang_pipelined(sch_session *ssn, void *ctx, const sch_job *j) {
-  int32_t occupied = sch_job_waiting_num(j) + sch_job_ready_num(j) + j->pending_best_effort;
-  if (occupied >= j->min_available && tasks_meet(ssn->snap, j, st_occupied, NULL, NULL, NULL))
-    return SCH_PERMIT;
-  return SCH_REJECT;
+  return sch_gang_job_pipelined(ssn->snap, j) ? SCH_PERMIT : SCH_REJECT;
 }
 
 static bool gang_starving(sch_session *ssn, void *ctx, const sch_job *j) {
@@ -103,7 +124,7 @@ static bool gang_starving(sch_session *ssn, void *ctx, const sch_job *j) {
 }
 
 static int gang_job_order(sch_session *ssn, void *ctx, const sch_job *l, const sch_job *r) {
-  bool lr = job_is_ready(ssn->snap, l), rr = job_is_ready(ssn->snap, r);
+  bool lr = job_level_ready(l), rr = job_level_ready(r);
   if (lr == rr)
     return 0;
   return lr ? 1 : -1; /* the job that is not ready yet goes first */
@@ -187,7 +208,7 @@ static void gang_close(sch_session *ssn, void *state) {
       sch_session_job_event(ssn, j, "Warning", "Unschedulable", "%s", qmsg);
       continue;
     }
-    if (job_is_ready(snap, j)) {
+    if (job_level_ready(j)) {
       sch__job_condition(ssn, j, false, "tasks in gang are ready to be scheduled", "");
       continue;
     }

@@ -1,0 +1,234 @@
+/* Decisions where Kiln must match Volcano exactly (issue 21): the gang plugin's per-task
+ * minimums with Volcano's skip rule (checked only when the job's minAvailable is at least
+ * the sum of minTaskMember), row by row through the session's JobValid/JobReady/
+ * JobPipelined; and what the rule means for allocate (a gang that is met is ready, so jobs
+ * of one queue interleave). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kc_error.h"
+#include "sch_conf.h"
+#include "sch_framework.h"
+#include "test_sch_plugins_fixture.h"
+
+static const char gang_conf[] = "actions: allocate\ntiers:\n- plugins:\n  - name: gang\n";
+
+static const char core_conf[] = "actions: \"enqueue, allocate, backfill\"\n"
+                                "tiers:\n"
+                                "- plugins:\n"
+                                "  - name: priority\n"
+                                "  - name: gang\n"
+                                "  - name: conformance\n"
+                                "- plugins:\n"
+                                "  - name: drf\n"
+                                "  - name: predicates\n"
+                                "  - name: proportion\n"
+                                "  - name: nodeorder\n";
+
+static void fx_pg_task_min(Kiln__PodGroup *pg, const char *task, int32_t min) {
+  Kiln__PodGroupSpec__MinTaskMemberEntry *e = fx_alloc(sizeof(*e));
+  kiln__pod_group_spec__min_task_member_entry__init(e);
+  e->key = fx_str(task);
+  e->value = min;
+  FX_APPEND(pg->spec->min_task_member, pg->spec->n_min_task_member, e);
+}
+
+/* One row: a job "pg" with minAvailable, per-task minimums for tasks "a" and "b", and its
+ * pods, and what JobValid, JobReady and JobPipelined must say. */
+typedef struct row {
+  const char *what;
+  int32_t min_available;
+  int32_t min_a, min_b; /* -1: no minTaskMember entry */
+  /* One entry per pod: task name, then status letter: P pending, E pending best-effort,
+   * A allocated, L pipelined, R running, S succeeded, F failed. */
+  const char *pods[12];
+  bool valid, ready, pipelined;
+} row;
+
+static sch_task_status status_of(char c) {
+  switch (c) {
+  case 'A':
+    return SCH_TASK_ALLOCATED;
+  case 'L':
+    return SCH_TASK_PIPELINED;
+  case 'S':
+    return SCH_TASK_SUCCEEDED;
+  case 'F':
+    return SCH_TASK_FAILED;
+  default:
+    return SCH_TASK_PENDING;
+  }
+}
+
+static void run_row(const row *w) {
+  fx *f = fx_new();
+  fx_node(f, "n1", 64000, 64 * GI, 110);
+  Kiln__PodGroup *pg = fx_pg(f, "pg", "default", w->min_available, "Inqueue");
+  if (w->min_a >= 0)
+    fx_pg_task_min(pg, "a", w->min_a);
+  if (w->min_b >= 0)
+    fx_pg_task_min(pg, "b", w->min_b);
+  for (int i = 0; w->pods[i]; i++) {
+    char name[16];
+    snprintf(name, sizeof(name), "p%d", i);
+    char st = w->pods[i][1];
+    bool be = st == 'E';
+    Kiln__Pod *p = fx_pod(f, name, "pg", be ? 0 : 1000, be ? 0 : GI, st == 'R' ? "n1" : NULL);
+    p->task_name = fx_str(w->pods[i][0] == 'a' ? "a" : "b");
+    if (st == 'S')
+      p->phase = KILN__POD_PHASE__POD_PHASE_SUCCEEDED;
+    if (st == 'F')
+      p->phase = KILN__POD_PHASE__POD_PHASE_FAILED;
+  }
+  fx_open(f, gang_conf);
+  for (int i = 0; w->pods[i]; i++) {
+    char name[16];
+    snprintf(name, sizeof(name), "p%d", i);
+    char st = w->pods[i][1];
+    if (st == 'A' || st == 'L')
+      sch_job_set_status(f->snap, fx_task(f, name), status_of(st));
+  }
+  const sch_job *j = fx_job(f, "pg");
+  sch_valid v = {.pass = true};
+  bool valid = sch_session_job_valid(f->ssn, j, &v);
+  if (valid != w->valid)
+    fail_msg("%s: valid %d, want %d (%s)", w->what, valid, w->valid, v.message);
+  if (!valid && w->min_a >= 0 && strcmp(v.reason, "NotEnoughPodsOfTask") == 0)
+    assert_string_equal(v.message, "Not enough valid pods of each task for gang-scheduling");
+  if (sch_session_job_ready(f->ssn, j) != w->ready)
+    fail_msg("%s: ready %d, want %d", w->what, !w->ready, w->ready);
+  if (sch_session_job_pipelined(f->ssn, j) != w->pipelined)
+    fail_msg("%s: pipelined %d, want %d", w->what, !w->pipelined, w->pipelined);
+  fx_free(f);
+}
+
+static void test_gang_task_minimum_rows(void **state) {
+  (void)state;
+  static const row rows[] = {
+      /* minAvailable 4 < 4+4: the task minimums are skipped (the issue's PodGroup) */
+      {"skip: 4 of {4,4}, all pending", 4, 4, 4,
+       {"aP", "aP", "aP", "aP", "bP", "bP", "bP", "bP"}, true, false, false},
+      {"skip: 4 of {4,4}, four of a allocated", 4, 4, 4,
+       {"aA", "aA", "aA", "aA", "bP", "bP", "bP", "bP"}, true, true, true},
+      {"skip: 4 of {4,4}, two of each allocated", 4, 4, 4,
+       {"aA", "aA", "aP", "aP", "bA", "bA", "bP", "bP"}, true, true, true},
+      {"skip: 4 of {4,4}, three allocated", 4, 4, 4,
+       {"aA", "aA", "aA", "aP", "bP", "bP", "bP", "bP"}, true, false, false},
+      /* a Job with minAvailable 1 of 2 replicas: minTaskMember {a: 2} */
+      {"skip: 1 of {2}, one allocated", 1, 2, -1, {"aA", "aP"}, true, true, true},
+      {"skip: 1 of {2}, only one pod left", 1, 2, -1, {"aP"}, true, false, false},
+      /* minAvailable 4 of 8 replicas of one task (the host-port job) */
+      {"skip: 4 of {8}, four allocated", 4, 8, -1,
+       {"aA", "aA", "aA", "aA", "aP", "aP", "aP", "aP"}, true, true, true},
+      /* minAvailable == the sum: every task minimum binds */
+      {"apply: 4 of {2,2}, four of a allocated", 4, 2, 2, {"aA", "aA", "aA", "aA", "bP", "bP"},
+       true, false, false},
+      {"apply: 4 of {2,2}, two of each allocated", 4, 2, 2, {"aA", "aA", "aP", "aP", "bA", "bA"},
+       true, true, true},
+      {"apply: 4 of {2,2}, no pod of b", 4, 2, 2, {"aP", "aP", "aP", "aP"}, false, false, false},
+      {"apply: 4 of {2,2}, one pod of b", 4, 2, 2, {"aP", "aP", "aP", "bP"}, false, false, false},
+      /* minAvailable above the sum: still applies */
+      {"apply: 5 of {2,2}, b short", 5, 2, 2, {"aA", "aA", "aA", "aA", "bA"}, false, false,
+       false},
+      {"apply: 5 of {2,2}, b pending", 5, 2, 2, {"aA", "aA", "aA", "aA", "bA", "bP"}, true,
+       false, false},
+      {"apply: 5 of {2,2}, b met", 5, 2, 2, {"aA", "aA", "aA", "bA", "bA"}, true, true, true},
+      /* minAvailable 3 < 2+2: skipped, so four pods of a alone are enough */
+      {"skip: 3 of {2,2}, no pod of b", 3, 2, 2, {"aA", "aA", "aA", "aP"}, true, true, true},
+      /* pipelined counts for JobPipelined, not for JobReady */
+      {"apply: 4 of {2,2}, b pipelined", 4, 2, 2, {"aA", "aA", "bL", "bL"}, true, false, true},
+      {"apply: 4 of {2,2}, a pipelined only", 4, 2, 2, {"aL", "aL", "aL", "aL", "bP", "bP"},
+       true, false, false},
+      /* a best-effort pending task counts as ready for its task (Volcano's empty
+       * InitResreq) */
+      {"apply: 2 of {1,1}, b best-effort", 2, 1, 1, {"aA", "bE"}, true, true, true},
+      /* succeeded pods count everywhere; failed ones nowhere */
+      {"apply: 2 of {1,1}, b succeeded", 2, 1, 1, {"aA", "bS"}, true, true, true},
+      {"apply: 2 of {1,1}, b failed", 2, 1, 1, {"aA", "bF", "aP"}, false, false, false},
+      /* a minimum of 0 is ignored by JobValid and always met by the others */
+      {"apply: 2 of {2,0}, no pod of b", 2, 2, 0, {"aA", "aA"}, true, true, true},
+      /* no minTaskMember at all: only minAvailable */
+      {"none: 2", 2, -1, -1, {"aA", "bA"}, true, true, true},
+      {"none: 3, two valid", 3, -1, -1, {"aA", "bA"}, false, false, false},
+  };
+  for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+    run_row(&rows[i]);
+}
+
+/* Runs the actions and closes the session; the result is the caller's. */
+static sch_result *run(fx *f) {
+  sch_result *r = NULL;
+  assert_int_equal(sch_session_run(f->ssn), 0);
+  assert_int_equal(sch_session_close(f->ssn, &r), 0);
+  f->ssn = NULL;
+  assert_non_null(r);
+  return r;
+}
+
+static int binds_of(const fx *f, const sch_result *r, const char *job) {
+  const sch_job *j = fx_job(f, job);
+  int n = 0;
+  for (size_t i = 0; i < r->nbinds; i++)
+    if (f->snap->tasks[r->binds[i].task].job == (int32_t)(j - f->snap->jobs))
+      n++;
+  return n;
+}
+
+/* The issue's PodGroup: minMember 4, minTaskMember {4, 4}, room for 4 pods: 4 bind. */
+static void test_allocate_min_member_below_task_sum(void **state) {
+  (void)state;
+  fx *f = fx_new();
+  fx_node(f, "n1", 4000, 16 * GI, 110);
+  Kiln__PodGroup *pg = fx_pg(f, "pg", "default", 4, "Inqueue");
+  fx_pg_task_min(pg, "a", 4);
+  fx_pg_task_min(pg, "b", 4);
+  for (int i = 0; i < 8; i++) {
+    char name[8];
+    snprintf(name, sizeof(name), "p%d", i);
+    fx_pod(f, name, "pg", 1000, GI, NULL)->task_name = fx_str(i < 4 ? "a" : "b");
+  }
+  fx_open(f, core_conf);
+  sch_result *r = run(f);
+  assert_int_equal(r->nbinds, 4);
+  sch_result_free(r);
+  fx_free(f);
+}
+
+/* Three jobs of 16 pods (minAvailable 2, minTaskMember {worker: 16} as the job controller
+ * writes it) in one queue with room for 6: each gets its gang, 2/2/2. */
+static void test_allocate_interleaves_ready_jobs(void **state) {
+  (void)state;
+  fx *f = fx_new();
+  fx_node(f, "n1", 6000, 64 * GI, 110);
+  const char *jobs[] = {"j1", "j2", "j3"};
+  for (int k = 0; k < 3; k++) {
+    Kiln__PodGroup *pg = fx_pg(f, jobs[k], "default", 2, "Inqueue");
+    fx_pg_task_min(pg, "worker", 16);
+    for (int i = 0; i < 16; i++) {
+      char name[16];
+      snprintf(name, sizeof(name), "%s-%d", jobs[k], i);
+      fx_pod(f, name, jobs[k], 1000, GI, NULL)->task_name = fx_str("worker");
+    }
+  }
+  fx_open(f, core_conf);
+  sch_result *r = run(f);
+  assert_int_equal(r->nbinds, 6);
+  for (int k = 0; k < 3; k++)
+    assert_int_equal(binds_of(f, r, jobs[k]), 2);
+  sch_result_free(r);
+  fx_free(f);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_gang_task_minimum_rows),
+      cmocka_unit_test(test_allocate_min_member_below_task_sum),
+      cmocka_unit_test(test_allocate_interleaves_ready_jobs),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
