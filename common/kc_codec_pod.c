@@ -519,6 +519,32 @@ static int pod_affinity(kc__cctx *c, Kiln__Pod *p, const json_t *spec) {
   return rc;
 }
 
+/* spec.schedulingGates: the names, kept so that the scheduler never places a gated pod (the
+ * API server refuses its binding) and the cache sees the gates go. */
+static int scheduling_gates(kc__cctx *c, Kiln__Pod *p, const json_t *spec) {
+  json_t *arr;
+  int rc = get_array(c, spec, "schedulingGates", &arr);
+  size_t n = arr ? json_array_size(arr) : 0;
+  if (rc < 0 || n == 0)
+    return rc;
+  size_t m0 = kc__path_key(c, "schedulingGates");
+  if (!(p->scheduling_gates = calloc(n, sizeof(*p->scheduling_gates))))
+    return kc__fail(c, KC_ENOMEM, "out of memory");
+  for (size_t i = 0; i < n; i++) {
+    json_t *g = json_array_get(arr, i);
+    size_t m1 = kc__path_index(c, i);
+    json_t *name = json_is_object(g) ? json_object_get(g, "name") : NULL;
+    if (!json_is_string(name))
+      return kc__fail(c, KC_EINVAL, "expected an object with a string name");
+    if ((rc = kc__dup_string(c, name, &p->scheduling_gates[p->n_scheduling_gates])) < 0)
+      return rc;
+    p->n_scheduling_gates++;
+    kc__path_pop(c, m1);
+  }
+  kc__path_pop(c, m0);
+  return 0;
+}
+
 static int pod_spec(kc__cctx *c, Kiln__Pod *p, const json_t *spec) {
   int64_t prio = 0;
   int rc = get_string(c, spec, "nodeName", &p->node_name);
@@ -535,6 +561,8 @@ static int pod_spec(kc__cctx *c, Kiln__Pod *p, const json_t *spec) {
     rc = decode_field_at(c, &p->base, "node_selector", spec, "nodeSelector");
   if (rc == 0)
     rc = tolerations(c, p, spec);
+  if (rc == 0)
+    rc = scheduling_gates(c, p, spec);
   /* The inter-pod terms go into a message of their own that only pods with some keep. */
   if (rc == 0 && !(p->inter_pod = malloc(sizeof(*p->inter_pod))))
     rc = KC_ENOMEM;

@@ -44,6 +44,12 @@ static int enqueue_execute(sch_session *ssn) {
       KC_V(3, "enqueue: queue %s of job %s is not open", snap->queues[j->queue].name, j->key);
       continue;
     }
+    /* Gated pods do not count: a gang that only its gated pods would complete cannot run,
+     * and admitting it would hold queue resources for nothing. */
+    if (j->gated > 0 && sch_job_valid_num(j) - j->gated < j->min_available) {
+      KC_V(3, "enqueue: job %s waits for the scheduling gates of %d pods", j->key, j->gated);
+      continue;
+    }
     if (jobs[j->queue].n == 0 && (rc = sch__heap_push(ssn, &queues, sch__queue_cmp, j->queue)) < 0)
       goto out;
     if ((rc = sch__heap_push(ssn, &jobs[j->queue], sch__job_cmp, ji)) < 0)
@@ -313,7 +319,7 @@ static int allocate_job(sch_session *ssn, search *s, int32_t qi, int32_t ji, boo
   size_t n = 0;
   for (int32_t i = 0; i < j->ntasks; i++) {
     const sch_task *t = &snap->tasks[j->tasks[i]];
-    if (t->status == SCH_TASK_PENDING && !t->best_effort)
+    if (t->status == SCH_TASK_PENDING && !t->best_effort && !t->gated)
       tasks[n++] = j->tasks[i];
   }
   qsort_r(tasks, n, sizeof(*tasks), sch__task_cmp, ssn);
@@ -367,6 +373,18 @@ out:
   return rc;
 }
 
+/* Pending tasks allocate may place: neither best-effort (backfill's) nor gated. */
+static bool has_placeable(const sch_snapshot *snap, const sch_job *j) {
+  if (j->count[SCH_TASK_PENDING] - j->pending_best_effort <= 0)
+    return false;
+  for (int32_t i = 0; j->gated && i < j->ntasks; i++) {
+    const sch_task *t = &snap->tasks[j->tasks[i]];
+    if (t->status == SCH_TASK_PENDING && !t->best_effort && !t->gated)
+      return true;
+  }
+  return j->gated == 0;
+}
+
 static int allocate_execute(sch_session *ssn) {
   sch_snapshot *snap = ssn->snap;
   bool enqueue = sch__action_configured(ssn, "enqueue");
@@ -387,7 +405,7 @@ static int allocate_execute(sch_session *ssn) {
         continue;
       j->phase = SCH_PG_INQUEUE; /* nobody else will admit it */
     }
-    if (j->count[SCH_TASK_PENDING] - j->pending_best_effort <= 0)
+    if (!has_placeable(snap, j))
       continue;
     sch_valid v;
     if (!sch_session_job_valid(ssn, j, &v)) {
@@ -451,7 +469,7 @@ static int backfill_execute(sch_session *ssn) {
     for (int32_t i = 0; i < j->ntasks; i++) {
       int32_t ti = j->tasks[i];
       sch_task *t = &snap->tasks[ti];
-      if (t->status != SCH_TASK_PENDING || !t->best_effort)
+      if (t->status != SCH_TASK_PENDING || !t->best_effort || t->gated)
         continue;
       int32_t why = find_nodes(&s, t, false);
       if (why < -1) {

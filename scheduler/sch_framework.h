@@ -84,6 +84,9 @@ typedef struct sch_task {
   sch_resource resreq;      /* what it holds once running (Volcano Resreq) */
   sch_resource init_resreq; /* what must fit to place it (Volcano InitResreq) */
   bool best_effort;         /* no request at all */
+  /* spec.schedulingGates is not empty (Volcano SchGated): never placed, whatever the gate
+   * (scheduling.volcano.sh/queue-allocation-gate included: Kiln does not lift it). */
+  bool gated;
   /* Index into the session's reason table of why it was not placed, -1 if none. */
   int32_t why;
   /* The node-order score of the node the allocate action chose (the replay prints it);
@@ -133,6 +136,8 @@ typedef struct sch_job {
   sch_resource allocated;         /* resreq of tasks in allocated statuses */
   sch_resource total_request;     /* resreq of all tasks */
   int32_t pending_best_effort;    /* Pending tasks with no request */
+  int32_t gated;                  /* Pending tasks with scheduling gates */
+  sch_resource gated_resreq;      /* their resreq */
   /* Session state. */
   bool invalid;        /* failed JobValid: skipped by the actions */
   int32_t fit_message; /* reason-table index of the aggregated fit error, -1 none */
@@ -218,6 +223,10 @@ int32_t sch_job_ready_num(const sch_job *j);
 int32_t sch_job_waiting_num(const sch_job *j);
 int32_t sch_job_valid_num(const sch_job *j);
 int32_t sch_job_pending_best_effort_num(const sch_snapshot *snap, const sch_job *j);
+/* Volcano DeductSchGatedResources: r less the resreq of the job's gated tasks, per dimension
+ * and never below zero. What an admitted job holds in its queue (proportion, overcommit), so
+ * that gated pods do not keep other jobs out. */
+void sch_job_deduct_gated(const sch_job *j, sch_resource *r);
 
 /* ------------------------------------------------------------------------------------ */
 /* Configuration                                                                        */

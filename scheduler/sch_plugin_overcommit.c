@@ -32,6 +32,7 @@ static void add_unallocated_min(sch_resource *into, const sch_job *j) {
     if (rest.scalar[i] < 0)
       rest.scalar[i] = 0;
   }
+  sch_job_deduct_gated(j, &rest);
   sch_resource_add(into, &rest);
 }
 
@@ -85,7 +86,9 @@ static int overcommit_open(sch_session *ssn, const sch_plugin_conf *conf, void *
     if (!job->has_min_resources)
       continue;
     if (job->phase == SCH_PG_INQUEUE) {
-      sch_resource_add(&st->inqueue, &job->min_resources);
+      sch_resource held = job->min_resources;
+      sch_job_deduct_gated(job, &held);
+      sch_resource_add(&st->inqueue, &held);
       continue;
     }
     int32_t running =

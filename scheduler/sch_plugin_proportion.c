@@ -294,11 +294,15 @@ static void account_job(const sch_snapshot *snap, const sch_job *j, queue_attr *
       sch_resource_add(&a->request, &t->resreq);
     }
   }
-  if (j->phase == SCH_PG_INQUEUE && j->has_min_resources)
-    sch_resource_add(&a->inqueue, &j->min_resources);
+  if (j->phase == SCH_PG_INQUEUE && j->has_min_resources) {
+    sch_resource held = j->min_resources;
+    sch_job_deduct_gated(j, &held);
+    sch_resource_add(&a->inqueue, &held);
+  }
   if (j->phase == SCH_PG_RUNNING && j->has_min_resources && nallocated >= j->min_available) {
     sch_resource rest;
     exceeded_part(&rest, &j->min_resources, &j->allocated);
+    sch_job_deduct_gated(j, &rest);
     sch_resource_add(&a->inqueue, &rest);
   }
   /* Elastic: what the job holds above its minResources. */

@@ -642,7 +642,8 @@ static int build_status(sch_session *ssn) {
    * FailedScheduling; the PodGroup's condition says why. */
   for (int32_t ti = 0; ti < snap->ntasks; ti++) {
     sch_task *t = &snap->tasks[ti];
-    if (t->job < 0 || t->status != SCH_TASK_PENDING)
+    /* A gated pod was not tried: the API server already says SchedulingGated. */
+    if (t->job < 0 || t->status != SCH_TASK_PENDING || t->gated)
       continue;
     const sch_job *j = &snap->jobs[t->job];
     if (j->invalid)

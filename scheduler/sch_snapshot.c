@@ -156,6 +156,14 @@ int32_t sch_job_waiting_num(const sch_job *j) {
 int32_t sch_job_valid_num(const sch_job *j) {
   return sch_job_ready_num(j) + j->count[SCH_TASK_PENDING] + j->count[SCH_TASK_PIPELINED];
 }
+void sch_job_deduct_gated(const sch_job *j, sch_resource *r) {
+  if (j->gated == 0)
+    return;
+  sch_resource zero = {0};
+  sch_resource_sub(r, &j->gated_resreq);
+  sch_resource_set_max(r, &zero);
+}
+
 int32_t sch_job_pending_best_effort_num(const sch_snapshot *snap, const sch_job *j) {
   (void)snap;
   return j->pending_best_effort;
@@ -525,6 +533,7 @@ int sch_snapshot_new(const Kiln__Snapshot *msg, const sch_snapshot_options *opt,
     res_from(s, p->requests, &t->init_resreq);
     t->best_effort = p->best_effort ||
                      (sch_resource_is_empty(&t->init_resreq) && sch_resource_is_empty(&t->resreq));
+    t->gated = p->n_scheduling_gates > 0;
     if (ours(opt, p->scheduler_name)) {
       if ((rc = job_of_pod(s, p, defq, &cap_jobs, &t->job)) < 0)
         goto fail;
@@ -557,6 +566,10 @@ int sch_snapshot_new(const Kiln__Snapshot *msg, const sch_snapshot_options *opt,
         sch_resource_add(&j->allocated, &t->resreq);
       if (t->status == SCH_TASK_PENDING && t->best_effort)
         j->pending_best_effort++;
+      if (t->status == SCH_TASK_PENDING && t->gated) {
+        j->gated++;
+        sch_resource_add(&j->gated_resreq, &t->resreq);
+      }
     }
     /* Every live pod with a node counts there, whoever scheduled it. */
     if (t->pod->node_name && *t->pod->node_name && !terminated(t->status) &&

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kc_codec.h"
 #include "kc_error.h"
 #include "sch_conf.h"
 #include "sch_framework.h"
@@ -224,11 +225,134 @@ static void test_allocate_interleaves_ready_jobs(void **state) {
   fx_free(f);
 }
 
+
+/* ---- scheduling gates ---- */
+
+static Kiln__Pod *gated_pod(fx *f, const char *name, const char *group, const char *gate) {
+  Kiln__Pod *p = fx_pod(f, name, group, 1000, GI, NULL);
+  p->scheduling_gates = fx_alloc(sizeof(*p->scheduling_gates));
+  p->scheduling_gates[0] = fx_str(gate);
+  p->n_scheduling_gates = 1;
+  return p;
+}
+
+static const sch_pg_status *pg_status(const fx *f, const sch_result *r, const char *name) {
+  const sch_job *j = fx_job(f, name);
+  for (size_t i = 0; i < r->npod_groups; i++)
+    if (r->pod_groups[i].job == (int32_t)(j - f->snap->jobs))
+      return &r->pod_groups[i];
+  fail_msg("no status for %s", name);
+  return NULL;
+}
+
+/* The codec carries spec.schedulingGates into the scheduler's pod. */
+static void test_codec_scheduling_gates(void **state) {
+  (void)state;
+  static const char js[] =
+      "{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\"},\"spec\":{\"schedulingGates\":"
+      "[{\"name\":\"example.com/a\"},{\"name\":\"scheduling.volcano.sh/queue-allocation-gate\"}],"
+      "\"containers\":[{\"name\":\"c\"}]}}";
+  json_t *j = json_loads(js, 0, NULL);
+  assert_non_null(j);
+  Kiln__Pod *p = NULL;
+  char err[128] = "";
+  assert_int_equal(kc_pod_decode(j, &p, err, sizeof(err)), 0);
+  assert_int_equal(p->n_scheduling_gates, 2);
+  assert_string_equal(p->scheduling_gates[1], "scheduling.volcano.sh/queue-allocation-gate");
+  kc_msg_free(&p->base);
+  json_decref(j);
+  /* a gate without a name is refused with its path */
+  j = json_loads("{\"spec\":{\"schedulingGates\":[{}]}}", 0, NULL);
+  assert_int_not_equal(kc_pod_decode(j, &p, err, sizeof(err)), 0);
+  assert_non_null(strstr(err, "spec.schedulingGates[0]"));
+  json_decref(j);
+}
+
+/* Gated pods are never placed, not even the queue-allocation gate's; their PodGroup stays
+ * Pending and the pods get no FailedScheduling. Without the gates the same gang binds. */
+static void test_gated_pods_not_placed(void **state) {
+  (void)state;
+  for (int gated = 1; gated >= 0; gated--) {
+    fx *f = fx_new();
+    fx_node(f, "n1", 8000, 16 * GI, 110);
+    fx_pg(f, "pg", "default", 2, "Pending");
+    if (gated) {
+      gated_pod(f, "p0", "pg", "example.com/wait");
+      gated_pod(f, "p1", "pg", "scheduling.volcano.sh/queue-allocation-gate");
+    } else {
+      fx_pod(f, "p0", "pg", 1000, GI, NULL);
+      fx_pod(f, "p1", "pg", 1000, GI, NULL);
+    }
+    fx_open(f, core_conf);
+    sch_result *r = run(f);
+    assert_int_equal(r->nbinds, gated ? 0 : 2);
+    assert_int_equal(pg_status(f, r, "pg")->phase, gated ? SCH_PG_PENDING : SCH_PG_RUNNING);
+    if (gated) {
+      assert_int_equal(r->nwhy, 0);
+      for (size_t i = 0; i < r->nevents; i++)
+        assert_int_not_equal(r->events[i].kind, SCH_EVENT_POD);
+    }
+    sch_result_free(r);
+    fx_free(f);
+  }
+}
+
+/* One gated pod of a gang of 2 already admitted: the other is not bound alone. */
+static void test_gated_pod_holds_gang(void **state) {
+  (void)state;
+  fx *f = fx_new();
+  fx_node(f, "n1", 8000, 16 * GI, 110);
+  fx_pg(f, "pg", "default", 2, "Inqueue");
+  fx_pod(f, "p0", "pg", 1000, GI, NULL);
+  gated_pod(f, "p1", "pg", "example.com/wait");
+  fx_open(f, core_conf);
+  sch_result *r = run(f);
+  assert_int_equal(r->nbinds, 0);
+  sch_result_free(r);
+  fx_free(f);
+}
+
+/* An admitted job whose pods are gated holds none of its minResources in the queue
+ * (Volcano DeductSchGatedResources), so another job that fits is admitted and bound. */
+static void test_gated_job_holds_no_queue_resources(void **state) {
+  (void)state;
+  for (int gated = 1; gated >= 0; gated--) {
+    fx *f = fx_new();
+    fx_node(f, "n1", 4000, 8 * GI, 110);
+    Kiln__PodGroup *a = fx_pg(f, "a", "default", 4, "Inqueue");
+    fx_pg_min_resources(a, 4000, 4 * GI);
+    for (int i = 0; i < 4; i++) {
+      char name[8];
+      snprintf(name, sizeof(name), "a%d", i);
+      if (gated)
+        gated_pod(f, name, "a", "example.com/wait");
+    }
+    Kiln__PodGroup *b = fx_pg(f, "b", "default", 4, "Pending");
+    fx_pg_min_resources(b, 4000, 4 * GI);
+    for (int i = 0; i < 4; i++) {
+      char name[8];
+      snprintf(name, sizeof(name), "b%d", i);
+      fx_pod(f, name, "b", 1000, GI, NULL);
+    }
+    fx_open(f, core_conf);
+    sch_result *r = run(f);
+    /* without gates (its pods not created yet) a holds its minResources and b waits */
+    assert_int_equal(binds_of(f, r, "b"), gated ? 4 : 0);
+    assert_int_equal(binds_of(f, r, "a"), 0);
+    sch_result_free(r);
+    fx_free(f);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gang_task_minimum_rows),
       cmocka_unit_test(test_allocate_min_member_below_task_sum),
       cmocka_unit_test(test_allocate_interleaves_ready_jobs),
+      cmocka_unit_test(test_codec_scheduling_gates),
+      cmocka_unit_test(test_gated_pods_not_placed),
+      cmocka_unit_test(test_gated_pod_holds_gang),
+      cmocka_unit_test(test_gated_job_holds_no_queue_resources),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
