@@ -222,8 +222,11 @@ static json_t *job_selector(const Kiln__Job *job) {
 
 static int svc_job_add(ctl_ctx *c, const Kiln__StringList *args) {
   const Kiln__Job *job = c->v->job;
+  /* Set up already. A job scaled while its status still says Pending (the status write is
+   * batched) passes here, not through update: once it has pods, rewrite the host lists in
+   * this sync as Volcano does, so the new hosts are listed as soon as their pods exist. */
   if (marked(c, "svc"))
-    return 0;
+    return c->v->npods ? ctl__append(&c->plan->objects_update, svc_configmap(job)) : 0;
   int rc = ctl__append(&c->plan->objects_create, svc_configmap(job));
   if (rc)
     return rc;

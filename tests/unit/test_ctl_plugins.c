@@ -268,6 +268,32 @@ static void test_svc_args(void **state) {
 }
 
 /* The default effects make real keys and names. */
+
+/* A job scaled up while its status still says Pending: the sync that handles the scale
+ * rewrites the svc host lists (Volcano does), and one that has no pods yet writes nothing. */
+static void test_svc_scale_while_pending(void **state) {
+  fx f;
+  fx_init(&f, "job-svc-ssh.json",
+          "{\"state\":{\"phase\":\"Pending\"},\"minAvailable\":3,\"controlledResources\":{"
+          "\"plugin-svc\":\"svc\",\"plugin-ssh\":\"ssh\",\"plugin-env\":\"env\"}}");
+  ctl_request req = {.event = CTL_EV_OUT_OF_SYNC};
+  assert_int_equal(fx_sync(&f, &req), 0);
+  assert_int_equal(json_array_size(f.plan.objects_update), 0);
+  fx_pg(&f, "Inqueue", NULL);
+  for (int i = 0; i < 3; i++)
+    fx_pod(&f, "node", i, CTL_POD_PENDING);
+  f.job->spec->tasks[0]->replicas = 5;
+  assert_int_equal(fx_sync(&f, &req), 0);
+  assert_int_equal(json_array_size(f.plan.objects_update), 1);
+  json_t *cm = json_array_get(f.plan.objects_update, 0);
+  assert_string_equal(jstr(cm, "metadata.name"), "cluster-job-svc");
+  json_t *data = json_object_get(cm, "data");
+  assert_string_equal(json_string_value(json_object_get(data, "VC_NODE_NUM")), "5");
+  assert_non_null(strstr(json_string_value(json_object_get(data, "node.host")),
+                         "cluster-job-node-4.cluster-job"));
+  fx_close(&f);
+}
+
 static void test_default_ops(void **state) {
   char *priv = NULL, *pub = NULL;
   assert_int_equal(ctl_default_ops.ssh_keygen(NULL, &priv, &pub), 0);
@@ -391,6 +417,7 @@ int main(void) {
       cmocka_unit_test(test_add_objects),    cmocka_unit_test(test_idempotent),
       cmocka_unit_test(test_pod_mutations),  cmocka_unit_test(test_delete),
       cmocka_unit_test(test_unknown_plugin), cmocka_unit_test(test_svc_args),
+      cmocka_unit_test(test_svc_scale_while_pending),
       cmocka_unit_test(test_default_ops),    cmocka_unit_test(test_default_ops_broken_source),
       cmocka_unit_test(test_ssh_without_randomness),    cmocka_unit_test(test_svc_hosts_out_of_memory),
   };
