@@ -15,6 +15,7 @@ extern const sch_plugin sch_plugin_nodeorder;
 extern const sch_plugin sch_plugin_overcommit;
 extern const sch_plugin sch_plugin_predicates;
 extern const sch_plugin sch_plugin_proportion;
+extern const sch_plugin sch_plugin_sla;
 
 extern const sch_action sch_action_enqueue;
 extern const sch_action sch_action_allocate;
@@ -34,6 +35,7 @@ static const sch_plugin *const plugins[] = {
     &sch_plugin_overcommit,
     &sch_plugin_predicates,
     &sch_plugin_proportion,
+    &sch_plugin_sla,
 };
 
 static const sch_action *const actions[] = {

@@ -2,7 +2,7 @@
  * minimums with Volcano's skip rule (checked only when the job's minAvailable is at least
  * the sum of minTaskMember), row by row through the session's JobValid/JobReady/
  * JobPipelined; and what the rule means for allocate (a gang that is met is ready, so jobs
- * of one queue interleave). */
+ * of one queue interleave); pods with scheduling gates; and the sla plugin. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -344,6 +344,95 @@ static void test_gated_job_holds_no_queue_resources(void **state) {
   }
 }
 
+
+/* ---- sla ---- */
+
+static void fx_pg_annotation(Kiln__PodGroup *pg, const char *k, const char *v) {
+  Kiln__ObjectMeta__AnnotationsEntry *e = fx_alloc(sizeof(*e));
+  kiln__object_meta__annotations_entry__init(e);
+  e->key = fx_str(k);
+  e->value = fx_str(v);
+  FX_APPEND(pg->metadata->annotations, pg->metadata->n_annotations, e);
+}
+
+static Kiln__PodGroup *sla_job(fx *f, const char *name, const char *created, const char *sla) {
+  Kiln__PodGroup *pg = fx_pg(f, name, "default", 1, "Inqueue");
+  free(pg->metadata->creation_timestamp);
+  pg->metadata->creation_timestamp = fx_str(created);
+  if (sla)
+    fx_pg_annotation(pg, "sla-waiting-time", sla);
+  char pod[32];
+  snprintf(pod, sizeof(pod), "%s-0", name);
+  fx_pod(f, pod, name, 1000, GI, NULL);
+  return pg;
+}
+
+/* One node with room for one pod, two jobs: which one gets it. */
+static const char *sla_winner(const char *global, const char *old_sla, const char *new_sla) {
+  static char winner[8];
+  char conf[512];
+  snprintf(conf, sizeof(conf),
+           "actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: priority\n"
+           "  - name: gang\n  - name: sla\n%s- plugins:\n  - name: predicates\n",
+           global ? global : "");
+  fx *f = fx_new();
+  fx_node(f, "n1", 1000, 8 * GI, 110);
+  sla_job(f, "old", "2026-11-29T10:00:00Z", old_sla);
+  sla_job(f, "new", "2026-11-29T10:05:00Z", new_sla);
+  fx_open(f, conf);
+  sch_result *r = run(f);
+  assert_int_equal(r->nbinds, 1);
+  snprintf(winner, sizeof(winner), "%s", binds_of(f, r, "new") ? "new" : "old");
+  sch_result_free(r);
+  fx_free(f);
+  return winner;
+}
+
+static void test_sla_job_order(void **state) {
+  (void)state;
+  static const char g2h[] = "    arguments:\n      sla-waiting-time: 2h\n";
+  /* without any waiting time the older job goes first */
+  assert_string_equal(sla_winner(NULL, NULL, NULL), "old");
+  /* a job with a waiting time overtakes one without */
+  assert_string_equal(sla_winner(NULL, NULL, "1h"), "new");
+  /* both: the earlier deadline; the global argument applies to the job without its own */
+  assert_string_equal(sla_winner(g2h, NULL, "1h"), "new");  /* 12:00 vs 11:05 */
+  assert_string_equal(sla_winner(g2h, NULL, "3h"), "old");  /* 12:00 vs 13:05 */
+  assert_string_equal(sla_winner(NULL, "1h", "50m"), "new"); /* 11:00 vs 10:55 */
+  assert_string_equal(sla_winner(NULL, "1h", "1h1m"), "old");
+  /* Go duration syntax, and an unparsable or non-positive value is no waiting time */
+  assert_string_equal(sla_winner(NULL, NULL, "1h2m3s4ms5us6ns"), "new");
+  assert_string_equal(sla_winner(NULL, NULL, "soon"), "old");
+  assert_string_equal(sla_winner(NULL, NULL, "-1h"), "old");
+  assert_string_equal(sla_winner(NULL, NULL, "0"), "old");
+}
+
+/* A job that has waited its time is enqueued although the queue's check in a later tier
+ * (proportion) would turn it away; one still within its time, or without one, is not. */
+static void test_sla_enqueue_overrides_quota(void **state) {
+  (void)state;
+  static const char conf[] = "actions: \"enqueue\"\ntiers:\n- plugins:\n  - name: gang\n"
+                             "  - name: sla\n- plugins:\n  - name: proportion\n";
+  const char *slas[] = {"1s", "100000h", NULL};
+  const sch_pg_phase want[] = {SCH_PG_INQUEUE, SCH_PG_PENDING, SCH_PG_PENDING};
+  for (int k = 0; k < 3; k++) {
+    fx *f = fx_new();
+    fx_node(f, "n1", 2000, 8 * GI, 110);
+    Kiln__PodGroup *pg = fx_pg(f, "big", "default", 1, "Pending");
+    fx_pg_min_resources(pg, 4000, GI);
+    if (slas[k])
+      fx_pg_annotation(pg, "sla-waiting-time", slas[k]);
+    fx_pod(f, "big-0", "big", 4000, GI, NULL);
+    fx_open(f, conf);
+    sch_result *r = run(f);
+    if (pg_status(f, r, "big")->phase != want[k])
+      fail_msg("sla %s: phase %d, want %d", slas[k] ? slas[k] : "none",
+               pg_status(f, r, "big")->phase, want[k]);
+    sch_result_free(r);
+    fx_free(f);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gang_task_minimum_rows),
@@ -353,6 +442,8 @@ int main(void) {
       cmocka_unit_test(test_gated_pods_not_placed),
       cmocka_unit_test(test_gated_pod_holds_gang),
       cmocka_unit_test(test_gated_job_holds_no_queue_resources),
+      cmocka_unit_test(test_sla_job_order),
+      cmocka_unit_test(test_sla_enqueue_overrides_quota),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
