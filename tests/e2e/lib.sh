@@ -64,6 +64,18 @@ new_namespace() {
   echo "$ns"
 }
 
+# group_nodes PREFIX COUNT ARGS...: kwok nodes PREFIX-0.. labelled grp=PREFIX, Ready and
+# schedulable, for a test that selects its own nodes (ARGS go to tests/cluster/nodes). The
+# control plane runs no node lifecycle controller, so the not-ready taint that the API server
+# puts on every new node is taken off here, as that controller would.
+group_nodes() {
+  local prefix=$1 count=$2
+  shift 2
+  "$KILN_ROOT/tests/cluster/nodes" --dir "$KILN_CLUSTER_DIR" --count "$count" --prefix "$prefix-" \
+    --label "grp=$prefix" "$@" >/dev/null || fail "cannot create nodes $prefix-*"
+  kubectl taint nodes -l "grp=$prefix" node.kubernetes.io/not-ready:NoSchedule- >/dev/null 2>&1 || true
+}
+
 e2e_main() {
   local only=${1:-} passed=0 failed=0 t
   for t in $(declare -F | awk '{print $3}' | grep '^test_'); do

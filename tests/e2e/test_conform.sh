@@ -33,13 +33,17 @@ tiers:
   - name: binpack
 EOF
 
-# nodes PREFIX COUNT ARGS...: Ready kwok nodes labelled grp=PREFIX (see test_scheduler.sh).
-nodes() {
-  local prefix=$1 count=$2
-  shift 2
-  "$KILN_ROOT/tests/cluster/nodes" --dir "$D" --count "$count" --prefix "$prefix-" \
-    --label "grp=$prefix" "$@" >/dev/null || fail "cannot create nodes $prefix-*"
-  kubectl taint nodes -l "grp=$prefix" node.kubernetes.io/not-ready:NoSchedule- >/dev/null 2>&1 || true
+# nodes PREFIX COUNT ARGS...: kwok nodes labelled grp=PREFIX (lib.sh's group_nodes).
+nodes() { group_nodes "$@"; }
+
+# podgroup NS NAME MIN [SPEC_EXTRA] [METADATA_EXTRA]: a PodGroup in the default queue.
+podgroup() {
+  kubectl apply -f - >/dev/null <<EOF || fail "cannot create PodGroup $2"
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: PodGroup
+metadata: {name: $2, namespace: $1${5:+, $5}}
+spec: {minMember: $3, queue: default${4:+, $4}}
+EOF
 }
 
 # pod NS NAME GROUP TASK CPU GRP [EXTRA_SPEC_YAML]: a pod of ours in PodGroup GROUP, of
@@ -154,12 +158,7 @@ test_min_member_below_task_minimums() {
   local ns i
   ns=$(new_namespace cf-mtm)
   nodes cf-mtm 1 --cpu 4
-  kubectl apply -f - >/dev/null <<EOF
-apiVersion: scheduling.volcano.sh/v1beta1
-kind: PodGroup
-metadata: {name: g, namespace: $ns}
-spec: {minMember: 4, minTaskMember: {a: 4, b: 4}, queue: default}
-EOF
+  podgroup "$ns" g 4 "minTaskMember: {a: 4, b: 4}"
   for i in 0 1 2 3; do
     pod "$ns" "a-$i" g a 1 cf-mtm
     pod "$ns" "b-$i" g b 1 cf-mtm
@@ -237,12 +236,7 @@ test_gated_pods_not_bound_until_ungated() {
   local gates="  schedulingGates: [{name: example.com/hold}]"
   pod "$ns" p0 g "" 1 cf-gate "$gates"
   pod "$ns" p1 g "" 1 cf-gate "  schedulingGates: [{name: scheduling.volcano.sh/queue-allocation-gate}]"
-  kubectl apply -f - >/dev/null <<EOF
-apiVersion: scheduling.volcano.sh/v1beta1
-kind: PodGroup
-metadata: {name: g, namespace: $ns}
-spec: {minMember: 2, queue: default}
-EOF
+  podgroup "$ns" g 2
   wait_jsonpath 30 podgroup/g '{.status.conditions[?(@.type=="Unschedulable")].status}' True "$ns"
   sessions 3
   expect_eq 0 "$(bound_count "$ns")" "gated pods bound"
@@ -323,20 +317,10 @@ spec:
   nodeName: cf-sla-0
   containers: [{name: c, image: fake, resources: {requests: {cpu: "1"}}}]
 EOF
-  kubectl apply -f - >/dev/null <<EOF
-apiVersion: scheduling.volcano.sh/v1beta1
-kind: PodGroup
-metadata: {name: old, namespace: $ns}
-spec: {minMember: 1, queue: default}
-EOF
+  podgroup "$ns" old 1
   pod "$ns" old-0 old "" 1 cf-sla
   wait_jsonpath 30 podgroup/old '{.status.conditions[?(@.type=="Unschedulable")].status}' True "$ns"
-  kubectl apply -f - >/dev/null <<EOF
-apiVersion: scheduling.volcano.sh/v1beta1
-kind: PodGroup
-metadata: {name: new, namespace: $ns, annotations: {sla-waiting-time: 1h}}
-spec: {minMember: 1, queue: default}
-EOF
+  podgroup "$ns" new 1 "" "annotations: {sla-waiting-time: 1h}"
   pod "$ns" new-0 new "" 1 cf-sla
   wait_jsonpath 30 podgroup/new '{.status.conditions[?(@.type=="Unschedulable")].status}' True "$ns"
   [ "$(jsonpath podgroup/old '{.metadata.creationTimestamp}' "$ns")" \

@@ -49,16 +49,8 @@ EOF
   mv "$CONF.tmp" "$CONF"
 }
 
-# nodes PREFIX COUNT ARGS...: kwok nodes labelled grp=PREFIX, Ready and schedulable. The
-# control plane runs no node lifecycle controller, so the not-ready taint that the API
-# server puts on every new node is taken off here, as that controller would.
-nodes() {
-  local prefix=$1 count=$2
-  shift 2
-  "$KILN_ROOT/tests/cluster/nodes" --dir "$D" --count "$count" --prefix "$prefix-" \
-    --label "grp=$prefix" "$@" >/dev/null || fail "cannot create nodes $prefix-*"
-  kubectl taint nodes -l "grp=$prefix" node.kubernetes.io/not-ready:NoSchedule- >/dev/null 2>&1 || true
-}
+# nodes PREFIX COUNT ARGS...: kwok nodes labelled grp=PREFIX (lib.sh's group_nodes).
+nodes() { group_nodes "$@"; }
 
 # podgroup NS NAME MIN [QUEUE] [PRIORITYCLASS]
 podgroup() {

@@ -161,16 +161,6 @@ static void test_gang_task_minimum_rows(void **state) {
     run_row(&rows[i]);
 }
 
-/* Runs the actions and closes the session; the result is the caller's. */
-static sch_result *run(fx *f) {
-  sch_result *r = NULL;
-  assert_int_equal(sch_session_run(f->ssn), 0);
-  assert_int_equal(sch_session_close(f->ssn, &r), 0);
-  f->ssn = NULL;
-  assert_non_null(r);
-  return r;
-}
-
 static int binds_of(const fx *f, const sch_result *r, const char *job) {
   const sch_job *j = fx_job(f, job);
   int n = 0;
@@ -194,7 +184,7 @@ static void test_allocate_min_member_below_task_sum(void **state) {
     fx_pod(f, name, "pg", 1000, GI, NULL)->task_name = fx_str(i < 4 ? "a" : "b");
   }
   fx_open(f, core_conf);
-  sch_result *r = run(f);
+  sch_result *r = fx_run(f);
   assert_int_equal(r->nbinds, 4);
   sch_result_free(r);
   fx_free(f);
@@ -217,7 +207,7 @@ static void test_allocate_interleaves_ready_jobs(void **state) {
     }
   }
   fx_open(f, core_conf);
-  sch_result *r = run(f);
+  sch_result *r = fx_run(f);
   assert_int_equal(r->nbinds, 6);
   for (int k = 0; k < 3; k++)
     assert_int_equal(binds_of(f, r, jobs[k]), 2);
@@ -234,15 +224,6 @@ static Kiln__Pod *gated_pod(fx *f, const char *name, const char *group, const ch
   p->scheduling_gates[0] = fx_str(gate);
   p->n_scheduling_gates = 1;
   return p;
-}
-
-static const sch_pg_status *pg_status(const fx *f, const sch_result *r, const char *name) {
-  const sch_job *j = fx_job(f, name);
-  for (size_t i = 0; i < r->npod_groups; i++)
-    if (r->pod_groups[i].job == (int32_t)(j - f->snap->jobs))
-      return &r->pod_groups[i];
-  fail_msg("no status for %s", name);
-  return NULL;
 }
 
 /* The codec carries spec.schedulingGates into the scheduler's pod. */
@@ -284,9 +265,9 @@ static void test_gated_pods_not_placed(void **state) {
       fx_pod(f, "p1", "pg", 1000, GI, NULL);
     }
     fx_open(f, core_conf);
-    sch_result *r = run(f);
+    sch_result *r = fx_run(f);
     assert_int_equal(r->nbinds, gated ? 0 : 2);
-    assert_int_equal(pg_status(f, r, "pg")->phase, gated ? SCH_PG_PENDING : SCH_PG_RUNNING);
+    assert_int_equal(fx_pg_status(f, r, "pg")->phase, gated ? SCH_PG_PENDING : SCH_PG_RUNNING);
     if (gated) {
       assert_int_equal(r->nwhy, 0);
       for (size_t i = 0; i < r->nevents; i++)
@@ -306,7 +287,7 @@ static void test_gated_pod_holds_gang(void **state) {
   fx_pod(f, "p0", "pg", 1000, GI, NULL);
   gated_pod(f, "p1", "pg", "example.com/wait");
   fx_open(f, core_conf);
-  sch_result *r = run(f);
+  sch_result *r = fx_run(f);
   assert_int_equal(r->nbinds, 0);
   sch_result_free(r);
   fx_free(f);
@@ -335,7 +316,7 @@ static void test_gated_job_holds_no_queue_resources(void **state) {
       fx_pod(f, name, "b", 1000, GI, NULL);
     }
     fx_open(f, core_conf);
-    sch_result *r = run(f);
+    sch_result *r = fx_run(f);
     /* without gates (its pods not created yet) a holds its minResources and b waits */
     assert_int_equal(binds_of(f, r, "b"), gated ? 4 : 0);
     assert_int_equal(binds_of(f, r, "a"), 0);
@@ -380,7 +361,7 @@ static const char *sla_winner(const char *global, const char *old_sla, const cha
   sla_job(f, "old", "2026-11-29T10:00:00Z", old_sla);
   sla_job(f, "new", "2026-11-29T10:05:00Z", new_sla);
   fx_open(f, conf);
-  sch_result *r = run(f);
+  sch_result *r = fx_run(f);
   assert_int_equal(r->nbinds, 1);
   snprintf(winner, sizeof(winner), "%s", binds_of(f, r, "new") ? "new" : "old");
   sch_result_free(r);
@@ -424,10 +405,10 @@ static void test_sla_enqueue_overrides_quota(void **state) {
       fx_pg_annotation(pg, "sla-waiting-time", slas[k]);
     fx_pod(f, "big-0", "big", 4000, GI, NULL);
     fx_open(f, conf);
-    sch_result *r = run(f);
-    if (pg_status(f, r, "big")->phase != want[k])
+    sch_result *r = fx_run(f);
+    if (fx_pg_status(f, r, "big")->phase != want[k])
       fail_msg("sla %s: phase %d, want %d", slas[k] ? slas[k] : "none",
-               pg_status(f, r, "big")->phase, want[k]);
+               fx_pg_status(f, r, "big")->phase, want[k]);
     sch_result_free(r);
     fx_free(f);
   }

@@ -24,25 +24,6 @@ static const char core_conf[] = "actions: \"enqueue, allocate, backfill\"\n"
                                 "  - name: predicates\n"
                                 "  - name: nodeorder\n";
 
-/* Runs the actions and closes the session; the result is the caller's. */
-static sch_result *run(fx *f) {
-  sch_result *r = NULL;
-  assert_int_equal(sch_session_run(f->ssn), 0);
-  assert_int_equal(sch_session_close(f->ssn, &r), 0);
-  f->ssn = NULL;
-  assert_non_null(r);
-  return r;
-}
-
-static const sch_pg_status *pg_status(const fx *f, const sch_result *r, const char *name) {
-  const sch_job *j = fx_job(f, name);
-  for (size_t i = 0; i < r->npod_groups; i++)
-    if (r->pod_groups[i].job == (int32_t)(j - f->snap->jobs))
-      return &r->pod_groups[i];
-  fail_msg("no status for %s", name);
-  return NULL;
-}
-
 static const char *bound_node(const fx *f, const sch_result *r, const char *pod) {
   int32_t t = fx_task(f, pod);
   for (size_t i = 0; i < r->nbinds; i++)
@@ -239,9 +220,9 @@ static void test_snapshot_accounting(void **state) {
   assert_int_equal(j->count[SCH_TASK_RELEASING], 1);
   assert_int_equal(j->allocated.milli_cpu, 1000);
   /* ... and says why, on the PodGroup and its pod */
-  sch_result *r = run(f);
+  sch_result *r = fx_run(f);
   assert_null(bound_node(f, r, "orphan"));
-  const sch_pg_status *ps = pg_status(f, r, "lost");
+  const sch_pg_status *ps = fx_pg_status(f, r, "lost");
   assert_string_equal(ps->condition.message,
                       "1/1 tasks in gang unschedulable: queue nosuchqueue does not exist");
   bool event = false;
@@ -352,11 +333,11 @@ static void test_enqueue_gating(void **state) {
   sch_session_options o = SCH_SESSION_OPTIONS_DEFAULT;
   o.now = 1000;
   assert_int_equal(sch_session_open(f->snap, &conf, &o, &f->ssn), 0);
-  sch_result *r = run(f);
-  assert_int_equal(pg_status(f, r, "small")->phase, SCH_PG_INQUEUE);
-  assert_int_equal(pg_status(f, r, "huge")->phase, SCH_PG_PENDING);
-  assert_int_equal(pg_status(f, r, "nomin")->phase, SCH_PG_INQUEUE); /* no minResources */
-  assert_int_equal(pg_status(f, r, "inclosed")->phase, SCH_PG_PENDING);
+  sch_result *r = fx_run(f);
+  assert_int_equal(fx_pg_status(f, r, "small")->phase, SCH_PG_INQUEUE);
+  assert_int_equal(fx_pg_status(f, r, "huge")->phase, SCH_PG_PENDING);
+  assert_int_equal(fx_pg_status(f, r, "nomin")->phase, SCH_PG_INQUEUE); /* no minResources */
+  assert_int_equal(fx_pg_status(f, r, "inclosed")->phase, SCH_PG_PENDING);
   assert_int_equal(r->nbinds, 0);
   /* queue counts by phase */
   int32_t qd = sch_snapshot_queue(f->snap, "default");
@@ -378,10 +359,10 @@ static void test_allocate_gang_fits(void **state) {
   fx_pod(f, "p1", "pg", 2000, GI, NULL);
   fx_pod(f, "p2", "pg", 2000, GI, NULL);
   fx_open(f, core_conf);
-  sch_result *r = run(f);
+  sch_result *r = fx_run(f);
   assert_int_equal(r->nbinds, 3);
   assert_non_null(bound_node(f, r, "p0"));
-  const sch_pg_status *ps = pg_status(f, r, "pg");
+  const sch_pg_status *ps = fx_pg_status(f, r, "pg");
   assert_int_equal(ps->phase, SCH_PG_RUNNING);
   assert_true(ps->has_condition);
   assert_string_equal(ps->condition.type, "Scheduled");
@@ -410,12 +391,12 @@ static void test_allocate_gang_does_not_fit(void **state) {
   }
   fx_open(f, core_conf);
   sch_resource idle1 = fx_snode(f, "n1")->idle;
-  sch_result *r = run(f);
+  sch_result *r = fx_run(f);
   assert_int_equal(r->nbinds, 0);
   /* the discarded gang left the accounting as it was */
   assert_true(sch_resource_equal(&fx_snode(f, "n1")->idle, &idle1));
   assert_int_equal(fx_job(f, "pg")->count[SCH_TASK_PENDING], 4);
-  const sch_pg_status *ps = pg_status(f, r, "pg");
+  const sch_pg_status *ps = fx_pg_status(f, r, "pg");
   assert_int_equal(ps->phase, SCH_PG_INQUEUE);
   assert_string_equal(ps->condition.type, "Unschedulable");
   assert_string_equal(ps->condition.reason, "NotEnoughResources");
@@ -451,7 +432,7 @@ static void test_allocate_pipelines_onto_releasing(void **state) {
   fx_pg(f, "new", "default", 1, "Inqueue");
   fx_pod(f, "waiting", "new", 3000, GI, NULL);
   fx_open(f, core_conf);
-  sch_result *r = run(f);
+  sch_result *r = fx_run(f);
   assert_int_equal(r->nbinds, 0);
   const sch_task *t = &f->snap->tasks[fx_task(f, "waiting")];
   assert_int_equal(t->status, SCH_TASK_PIPELINED);
@@ -470,7 +451,7 @@ static void test_backfill_best_effort(void **state) {
   fx_pg(f, "be", "default", 1, "Inqueue");
   fx_pod(f, "besteffort", "be", 0, 0, NULL);
   fx_open(f, core_conf);
-  sch_result *r = run(f);
+  sch_result *r = fx_run(f);
   assert_int_equal(r->nbinds, 1);
   assert_string_equal(bound_node(f, r, "besteffort"), "n1");
   sch_result_free(r);
@@ -481,7 +462,7 @@ static void test_backfill_best_effort(void **state) {
   fx_pg(g, "be", "default", 1, "Inqueue");
   fx_pod(g, "besteffort", "be", 0, 0, NULL);
   fx_open(g, "actions: \"allocate\"\ntiers:\n- plugins:\n  - name: gang\n");
-  r = run(g);
+  r = fx_run(g);
   assert_int_equal(r->nbinds, 0);
   sch_result_free(r);
   fx_free(g);
@@ -512,7 +493,7 @@ static void test_priority_order(void **state) {
   m1->priority = 1;
   m2->priority = 50;
   fx_open(f, core_conf);
-  sch_result *r = run(f);
+  sch_result *r = fx_run(f);
   assert_non_null(bound_node(f, r, "highpod"));
   assert_null(bound_node(f, r, "lowpod"));
   assert_null(bound_node(f, r, "m-first"));
@@ -528,7 +509,7 @@ static void test_priority_order(void **state) {
   m1->priority = 1;
   m2->priority = 50;
   fx_open(f, core_conf);
-  r = run(f);
+  r = fx_run(f);
   assert_int_equal(r->nbinds, 1);
   assert_non_null(bound_node(f, r, "m-urgent"));
   sch_result_free(r);
@@ -544,9 +525,9 @@ static void test_gang_not_enough_tasks(void **state) {
   fx_pod(f, "p0", "pg", 100, 0, NULL);
   fx_pod(f, "p1", "pg", 100, 0, NULL);
   fx_open(f, core_conf);
-  sch_result *r = run(f);
+  sch_result *r = fx_run(f);
   assert_int_equal(r->nbinds, 0);
-  const sch_pg_status *ps = pg_status(f, r, "pg");
+  const sch_pg_status *ps = fx_pg_status(f, r, "pg");
   assert_string_equal(ps->condition.reason, "NotEnoughTasks");
   assert_string_equal(ps->condition.message,
                       "Not enough valid tasks for gang-scheduling, valid: 2, min: 3");
@@ -693,7 +674,7 @@ static void place_three(sch_session_options *o, const char **want) {
   assert_int_equal(sch_snapshot_new(f->msg, NULL, &f->snap), 0);
   assert_int_equal(sch_conf_parse(y, strlen(y), &f->conf, err, sizeof(err)), 0);
   assert_int_equal(sch_session_open(f->snap, f->conf, o, &f->ssn), 0);
-  sch_result *r = run(f);
+  sch_result *r = fx_run(f);
   assert_int_equal(r->nbinds, 3);
   for (int i = 0; i < 3; i++) {
     snprintf(name, sizeof(name), "p%d", i);
@@ -733,13 +714,13 @@ static void test_pg_phases(void **state) {
   fx_pod(f, "x0", "running", 500, 0, "n1");
   fx_pg(f, "waiting", "default", 1, "Inqueue"); /* no pods yet */
   fx_open(f, core_conf);
-  sch_result *r = run(f);
-  assert_int_equal(pg_status(f, r, "done")->phase, SCH_PG_COMPLETED);
-  assert_int_equal(pg_status(f, r, "done")->succeeded, 2);
-  assert_int_equal(pg_status(f, r, "partial")->phase, SCH_PG_UNKNOWN);
-  assert_int_equal(pg_status(f, r, "partial")->running, 1);
-  assert_int_equal(pg_status(f, r, "running")->phase, SCH_PG_RUNNING);
-  const sch_pg_status *w = pg_status(f, r, "waiting");
+  sch_result *r = fx_run(f);
+  assert_int_equal(fx_pg_status(f, r, "done")->phase, SCH_PG_COMPLETED);
+  assert_int_equal(fx_pg_status(f, r, "done")->succeeded, 2);
+  assert_int_equal(fx_pg_status(f, r, "partial")->phase, SCH_PG_UNKNOWN);
+  assert_int_equal(fx_pg_status(f, r, "partial")->running, 1);
+  assert_int_equal(fx_pg_status(f, r, "running")->phase, SCH_PG_RUNNING);
+  const sch_pg_status *w = fx_pg_status(f, r, "waiting");
   assert_int_equal(w->phase, SCH_PG_INQUEUE);
   assert_string_equal(w->condition.message,
                       "1/0 tasks in gang unschedulable: pod group is not ready, 1 minAvailable");
@@ -758,8 +739,8 @@ static void test_queue_share_exhausted(void **state) {
   assert_int_equal(sch_snapshot_new(f->msg, NULL, &f->snap), 0);
   assert_int_equal(sch_conf_default(&f->conf), 0);
   assert_int_equal(sch_session_open(f->snap, f->conf, NULL, &f->ssn), 0);
-  sch_result *r = run(f);
-  const sch_pg_status *ps = pg_status(f, r, "big");
+  sch_result *r = fx_run(f);
+  const sch_pg_status *ps = fx_pg_status(f, r, "big");
   assert_int_equal(ps->phase, SCH_PG_PENDING);
   assert_string_equal(ps->condition.message,
                       "1/0 tasks in gang unschedulable: queue resource quota insufficient");

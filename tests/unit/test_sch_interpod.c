@@ -145,14 +145,6 @@ static const char *bound_to(const fx *f, const sch_result *res, const char *pod)
   return NULL;
 }
 
-static sch_result *run(fx *f) {
-  assert_int_equal(sch_session_run(f->ssn), 0);
-  sch_result *res = NULL;
-  assert_int_equal(sch_session_close(f->ssn, &res), 0);
-  f->ssn = NULL;
-  return res;
-}
-
 /* ---- matching ---- */
 
 static void test_selectors_and_terms(void **state) {
@@ -321,7 +313,7 @@ static void test_gang_self_affinity_session(void **state) {
     required_affinity(p, "app", "team", "zone");
   }
   fx_open(f, gang_yaml);
-  sch_result *res = run(f);
+  sch_result *res = fx_run(f);
   assert_int_equal(res->nbinds, 4);
   char first = bound_to(f, res, "p-0")[0];
   for (int i = 1; i < 4; i++) {
@@ -355,7 +347,7 @@ static void test_gang_anti_affinity_session(void **state) {
     required_anti(p, "app", "big", "kubernetes.io/hostname");
   }
   fx_open(f, gang_yaml);
-  sch_result *res = run(f);
+  sch_result *res = fx_run(f);
   assert_int_equal(res->nbinds, 2);
   const char *n0 = NULL, *n1 = NULL;
   for (int i = 0; i < 3; i++) {
@@ -470,7 +462,7 @@ static void test_spread_gang_session(void **state) {
     spread(p, 1, "zone", "DoNotSchedule", "app", "s");
   }
   fx_open(f, gang_yaml);
-  sch_result *res = run(f);
+  sch_result *res = fx_run(f);
   assert_int_equal(res->nbinds, 4);
   int z1 = 0, z2 = 0;
   for (int i = 0; i < 4; i++) {
@@ -610,7 +602,7 @@ static void test_scale(void **state) {
   fx_open(f, gang_yaml);
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  sch_result *res = run(f);
+  sch_result *res = fx_run(f);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   print_message("scale: 1000 pods with terms, 200 nodes: %.3f s, %zu binds\n",
                 (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,

@@ -267,4 +267,25 @@ static inline int fx_predicate(fx *f, const char *pod, const char *node, const c
   return rc;
 }
 
+/* Runs the actions and closes the session; the result is the caller's. */
+static inline sch_result *fx_run(fx *f) {
+  sch_result *r = NULL;
+  assert_int_equal(sch_session_run(f->ssn), 0);
+  assert_int_equal(sch_session_close(f->ssn, &r), 0);
+  f->ssn = NULL;
+  assert_non_null(r);
+  return r;
+}
+
+/* The status the result gives the PodGroup called name. */
+static inline const sch_pg_status *fx_pg_status(const fx *f, const sch_result *r,
+                                                const char *name) {
+  const sch_job *j = fx_job(f, name);
+  for (size_t i = 0; i < r->npod_groups; i++)
+    if (r->pod_groups[i].job == (int32_t)(j - f->snap->jobs))
+      return &r->pod_groups[i];
+  fail_msg("no status for %s", name);
+  return NULL;
+}
+
 #endif
