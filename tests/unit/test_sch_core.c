@@ -769,7 +769,7 @@ static void test_creation_time_offsets(void **state) {
   fx_pod(f, "latepod", "a-late", 1000, 0, NULL);
   fx_pod(f, "earlypod", "z-early", 1000, 0, NULL);
   fx_open(f, core_conf);
-  sch_result *r = run(f);
+  sch_result *r = fx_run(f);
   assert_int_equal(r->nbinds, 1);
   assert_non_null(bound_node(f, r, "earlypod"));
   sch_result_free(r);
