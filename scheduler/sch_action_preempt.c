@@ -224,11 +224,13 @@ static int preempt_task(sch_session *ssn, work *w, sch_statement *st, int32_t ti
   return 0;
 }
 
-/* The job's pending tasks in task order into out; returns their count. */
+/* The job's pending tasks in task order into out; returns their count. A gated task is
+ * left out (Volcano skips SchGated preemptors): it could not bind on what victims free. */
 static size_t pending_tasks(sch_session *ssn, const sch_job *j, int32_t *out) {
   size_t n = 0;
   for (int32_t i = 0; i < j->ntasks; i++)
-    if (ssn->snap->tasks[j->tasks[i]].status == SCH_TASK_PENDING)
+    if (ssn->snap->tasks[j->tasks[i]].status == SCH_TASK_PENDING &&
+        !ssn->snap->tasks[j->tasks[i]].gated)
       out[n++] = j->tasks[i];
   qsort_r(out, n, sizeof(*out), sch__task_cmp, ssn);
   return n;

@@ -103,13 +103,13 @@ static int reclaim_task(sch_session *ssn, reclaim_work *w, int32_t ti, bool *ass
 }
 
 /* The job's next pending task in task order that was not tried yet (Volcano pops each
- * task from the job's queue once), or -1. */
+ * task from the job's queue once), or -1. A gated task never reclaims: it could not bind. */
 static int32_t untried_task(sch_session *ssn, int32_t ji, bool *tried) {
   const sch_job *j = &ssn->snap->jobs[ji];
   int32_t best = -1;
   for (int32_t i = 0; i < j->ntasks; i++) {
     int32_t ti = j->tasks[i];
-    if (tried[ti] || ssn->snap->tasks[ti].status != SCH_TASK_PENDING)
+    if (tried[ti] || ssn->snap->tasks[ti].status != SCH_TASK_PENDING || ssn->snap->tasks[ti].gated)
       continue;
     if (best < 0 || sch__task_cmp(&ti, &best, ssn) < 0)
       best = ti;

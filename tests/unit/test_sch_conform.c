@@ -326,6 +326,38 @@ static void test_gated_job_holds_no_queue_resources(void **state) {
 }
 
 
+/* A gated high-priority gang takes nothing from a full cluster: preempt leaves its tasks
+ * out (they could not bind on what the victims free); ungated, the same gang does. */
+static void test_gated_pods_preempt_nothing(void **state) {
+  (void)state;
+  static const char conf[] = "actions: \"enqueue, allocate, preempt\"\ntiers:\n- plugins:\n"
+                             "  - name: priority\n  - name: gang\n  - name: conformance\n"
+                             "- plugins:\n  - name: predicates\n";
+  for (int gated = 1; gated >= 0; gated--) {
+    fx *f = fx_new();
+    Kiln__PriorityClass *pc = fx_alloc(sizeof(*pc));
+    kiln__priority_class__init(pc);
+    pc->metadata = fx_meta(NULL, "high");
+    pc->has_value = 1;
+    pc->value = 1000;
+    FX_APPEND(f->msg->priority_classes, f->msg->n_priority_classes, pc);
+    fx_node(f, "n1", 2000, 8 * GI, 110);
+    fx_pg(f, "low", "default", 1, "Running");
+    fx_pod(f, "low-0", "low", 1000, GI, "n1");
+    fx_pod(f, "low-1", "low", 1000, GI, "n1");
+    Kiln__PodGroup *hp = fx_pg(f, "high", "default", 1, "Inqueue");
+    hp->spec->priority_class_name = fx_str("high");
+    Kiln__Pod *h = gated ? gated_pod(f, "high-0", "high", "example.com/wait")
+                         : fx_pod(f, "high-0", "high", 1000, GI, NULL);
+    h->priority = 1000;
+    fx_open(f, conf);
+    sch_result *r = fx_run(f);
+    assert_int_equal(r->nevicts, gated ? 0 : 1);
+    sch_result_free(r);
+    fx_free(f);
+  }
+}
+
 /* ---- sla ---- */
 
 static void fx_pg_annotation(Kiln__PodGroup *pg, const char *k, const char *v) {
@@ -423,6 +455,7 @@ int main(void) {
       cmocka_unit_test(test_gated_pods_not_placed),
       cmocka_unit_test(test_gated_pod_holds_gang),
       cmocka_unit_test(test_gated_job_holds_no_queue_resources),
+      cmocka_unit_test(test_gated_pods_preempt_nothing),
       cmocka_unit_test(test_sla_job_order),
       cmocka_unit_test(test_sla_enqueue_overrides_quota),
   };

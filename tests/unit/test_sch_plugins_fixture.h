@@ -267,16 +267,6 @@ static inline int fx_predicate(fx *f, const char *pod, const char *node, const c
   return rc;
 }
 
-/* Runs the actions and closes the session; the result is the caller's. */
-static inline sch_result *fx_run(fx *f) {
-  sch_result *r = NULL;
-  assert_int_equal(sch_session_run(f->ssn), 0);
-  assert_int_equal(sch_session_close(f->ssn, &r), 0);
-  f->ssn = NULL;
-  assert_non_null(r);
-  return r;
-}
-
 /* The status the result gives the PodGroup called name. */
 static inline const sch_pg_status *fx_pg_status(const fx *f, const sch_result *r,
                                                 const char *name) {
