@@ -113,10 +113,11 @@ wait_count() { # SECS WHAT WANT COMMAND...: poll until COMMAND prints WANT
   done
 }
 
-# session_count: the sessions the scheduler has run (its end-to-end latency histogram).
+# session_count: the sessions the scheduler has run (its end-to-end latency histogram). awk
+# reads to the end: with pipefail, a curl cut off by an early exit would fail the test.
 session_count() {
   curl -s "http://127.0.0.1:$METRICS_PORT/metrics" |
-    awk '/^volcano_e2e_scheduling_latency_milliseconds_count/ {print $2; exit}'
+    awk '/^volcano_e2e_scheduling_latency_milliseconds_count/ {n = $2} END {print n + 0}'
 }
 
 # sessions N: wait until the scheduler has run N more sessions.
