@@ -9,11 +9,17 @@
 
 extern const ctl_controller_def ctl_job_controller;
 extern const ctl_controller_def ctl_cronjob_controller;
+extern const ctl_controller_def ctl_queue_controller;
+extern const ctl_controller_def ctl_gc_controller;
+extern const ctl_controller_def ctl_pg_controller;
 
 /* Start order is Volcano's registration order; add a controller here. */
 const ctl_controller_def *const ctl_controllers[] = {
     &ctl_job_controller,
     &ctl_cronjob_controller,
+    &ctl_pg_controller,
+    &ctl_queue_controller,
+    &ctl_gc_controller,
     NULL,
 };
 

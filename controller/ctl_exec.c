@@ -25,7 +25,7 @@ typedef enum {
   ST_POD_DELETE,
   ST_POD_CREATE,
   ST_STATUS,
-  ST_CLEANUP, /* PodGroup and plugin objects delete, TTL delete */
+  ST_CLEANUP, /* PodGroup and plugin objects delete */
   ST_FINISH,
 } stage;
 
@@ -476,15 +476,6 @@ static void stage_cleanup(exec *x) {
     if (!object_ref(o, &ref, g, sizeof(g), v, sizeof(v)))
       continue;
     start(x, C_PLAIN, ref.name, KC_DELETE, &ref, NULL, NULL, false, true);
-  }
-  if (x->plan.delete_job) {
-    kc_ref ref = {.group = "batch.volcano.sh",
-                  .version = "v1alpha1",
-                  .resource = "jobs",
-                  .namespace = x->ns,
-                  .name = x->name};
-    kc_query q = {.precondition_uid = x->uid, .propagation_policy = "Foreground"};
-    start(x, C_PLAIN, x->name, KC_DELETE, &ref, &q, NULL, false, true);
   }
 }
 

@@ -8,8 +8,7 @@
 
 /* Volcano controllers that this build does not run: a Deployment written for Volcano may
  * name them. A controller that lands moves from here to the table in ctl_controllers.c. */
-const char *const ctl_controllers_later[] = {"pg-controller", "queue-controller", "gc-controller",
-                                             "jobflow-controller",
+const char *const ctl_controllers_later[] = {"jobflow-controller",
                                              "jobtemplate-controller", "hyperjob-controller",
                                              "sharding-controller", NULL};
 

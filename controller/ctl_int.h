@@ -117,6 +117,9 @@ const char *ctl__job_uid(const Kiln__Job *job);
 void ctl__time_format(int64_t t, char *buf, size_t len);
 json_t *ctl__owner_ref(const Kiln__Job *job); /* new */
 const char *ctl__queue(const Kiln__Job *job);
+/* Volcano util.CalTaskRequests: a pod's quota usage (GetPodQuotaUsage, as minResources counts
+ * it) times `times`, as a ResourceList (new), or NULL when out of memory. */
+json_t *ctl__pod_requests_times(const json_t *pod_spec, int32_t times);
 
 /* Job plugins (nginx-style constant table). Callbacks are idempotent; pod is the pod
  * under construction (borrowed, mutated in place). */

@@ -272,7 +272,6 @@ typedef struct {
   ctl_cancel *cancels;
   size_t ncancels;
   int64_t requeue_after; /* seconds, 0: none */
-  bool delete_job;       /* ttlSecondsAfterFinished elapsed */
   /* When ctl_job_sync fails: the Warning event that says why (failure_reason "" when it has
    * none). The shell records it, drops the rest of the plan and retries with backoff. */
   char failure_reason[64];

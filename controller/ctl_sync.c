@@ -310,6 +310,26 @@ done:
   return out;
 }
 
+json_t *ctl__pod_requests_times(const json_t *pod_spec, int32_t times) {
+  kc_reslist usage = {0}, total = {0};
+  json_t *out = NULL;
+  if (pod_usage(pod_spec, &usage))
+    goto done;
+  for (int32_t k = 0; k < times; k++)
+    if (kc_reslist_add(&total, &usage))
+      goto done;
+  out = json_object();
+  for (size_t i = 0; out && i < total.n; i++) {
+    char buf[KC_QUANTITY_STR_MAX];
+    if (kc_quantity_format(&total.e[i].q, buf, sizeof(buf)) >= 0)
+      json_object_set_new(out, total.e[i].name, json_string(buf));
+  }
+done:
+  kc_reslist_free(&usage);
+  kc_reslist_free(&total);
+  return out;
+}
+
 static json_t *string_map(Kiln__ObjectMeta__LabelsEntry **e, size_t n) {
   json_t *o = json_object();
   for (size_t i = 0; i < n; i++)
@@ -779,10 +799,11 @@ int ctl__sync_job(ctl_ctx *c, ctl_update_fn fn) {
   bool not_started = st->phase == CTL_PHASE_PENDING && st->running + st->succeeded == 0;
   if (!v->queue_exists || (not_started && strcmp(qs, "Open") != 0)) {
     const char *reason = v->queue_exists ? "QueueNotOpen" : "QueueNotFound";
-    if (v->queue_exists)
+    if (v->queue_exists) /* Volcano's webhook refuses the Job with these words */
       snprintf(st->message, sizeof(st->message),
-               "queue %s is %s, not Open; the job stays Pending until it opens", ctl__queue(job),
-               qs);
+               "can only submit job to queue with state `Open`, queue `%s` status is `%s`; the "
+               "job stays Pending until it opens",
+               ctl__queue(job), qs);
     else
       snprintf(st->message, sizeof(st->message),
                "queue %s is not found; the job stays Pending until it is created", ctl__queue(job));
@@ -1017,17 +1038,7 @@ int ctl_job_sync(const ctl_job_view *view, const ctl_request *req, ctl_plan *pla
   if (named.nnamed && (rc = name_tasks_patch(plan, job)))
     goto done;
 
-  /* ttlSecondsAfterFinished (Volcano's garbage collector). */
-  ctl_phase ph = plan->status.phase;
-  if ((ph == CTL_PHASE_COMPLETED || ph == CTL_PHASE_TERMINATED || ph == CTL_PHASE_FAILED) &&
-      job->spec->has_ttl_seconds_after_finished) {
-    int64_t fin = plan->status.last_transition ? plan->status.last_transition : view->now;
-    int64_t due = fin + job->spec->ttl_seconds_after_finished;
-    if (view->now >= due)
-      plan->delete_job = true;
-    else if (!plan->requeue_after || due - view->now < plan->requeue_after)
-      plan->requeue_after = due - view->now;
-  }
+  /* ttlSecondsAfterFinished is the gc-controller's (ctl_ctrl_gc.c), as in Volcano. */
 done:;
   json_t *after = ctl_status_to_json(&plan->status);
   if (!after && !rc)

@@ -211,12 +211,13 @@ bool sch_cache_synced(const sch_cache *cache) {
   return true;
 }
 
-/* ---- the default queue ---- */
+/* ---- the default and root queues ---- */
 
 /* The create's context: the cache may be freed while the call is in flight. */
 typedef struct {
   bool *alive;
   sch_cache *cache;
+  char name[254];
 } create_ctx;
 
 static void queue_created(const kc_api_result *res, void *data) {
@@ -228,24 +229,35 @@ static void queue_created(const kc_api_result *res, void *data) {
   }
   cx->cache->queue_create_in_flight = false;
   if (res->err == 0)
-    KC_INFO("created the default queue %s", cx->cache->opt.default_queue);
+    KC_INFO("created the queue %s", cx->name);
   else if (res->err != KC_EALREADYEXISTS)
-    KC_ERROR("cannot create the default queue %s: %s: %s", cx->cache->opt.default_queue,
-             kc_strerror(res->err), res->message);
+    KC_ERROR("cannot create the queue %s: %s: %s", cx->name, kc_strerror(res->err),
+             res->message);
   free(cx);
 }
 
+/* Volcano's scheduler makes the default queue and the root of the queue hierarchy (every
+ * queue without a parent hangs under root; the queue controller writes that parent), one
+ * create at a time, whenever either is missing. */
 void sch_cache_tick(sch_cache *cache) {
   if (cache->queue_create_in_flight || !kc_informer_has_synced(cache->inf[INF_QUEUE]))
     return;
-  if (kc_store_get(kc_informer_store(cache->inf[INF_QUEUE]), cache->opt.default_queue))
+  const char *name = NULL;
+  bool reclaimable = true;
+  kc_store *queues = kc_informer_store(cache->inf[INF_QUEUE]);
+  if (!kc_store_get(queues, cache->opt.default_queue)) {
+    name = cache->opt.default_queue;
+  } else if (!kc_store_get(queues, "root")) {
+    name = "root";
+    reclaimable = false;
+  }
+  if (!name)
     return;
   if (cache->opt.may_write && cache->opt.may_write(cache->opt.ud) != 0)
     return;
-  /* Volcano's default queue: weight 1, reclaimable. */
   json_t *body = json_pack("{s:s,s:s,s:{s:s},s:{s:i,s:b}}", "apiVersion",
                            "scheduling.volcano.sh/v1beta1", "kind", "Queue", "metadata", "name",
-                           cache->opt.default_queue, "spec", "weight", 1, "reclaimable", 1);
+                           name, "spec", "weight", 1, "reclaimable", reclaimable);
   create_ctx *cx = malloc(sizeof(*cx));
   if (body == NULL || cx == NULL) {
     json_decref(body);
@@ -254,12 +266,13 @@ void sch_cache_tick(sch_cache *cache) {
   }
   cx->alive = cache->alive;
   cx->cache = cache;
+  snprintf(cx->name, sizeof(cx->name), "%s", name);
   kc_ref ref = {"scheduling.volcano.sh", "v1beta1", "queues", NULL, NULL, NULL};
-  KC_INFO("the default queue %s is missing; creating it", cache->opt.default_queue);
+  KC_INFO("the queue %s is missing; creating it", name);
   int rc = kc_api_call(cache->client, KC_CREATE, &ref, NULL, body, queue_created, cx);
   json_decref(body);
   if (rc) {
-    KC_ERROR("cannot create the default queue: %s", kc_strerror(rc));
+    KC_ERROR("cannot create the queue %s: %s", name, kc_strerror(rc));
     free(cx);
     return;
   }

@@ -115,6 +115,37 @@ JOB
   src=$(kubectl get events -n "$ns" --field-selector reason=Scheduled \
     -o jsonpath='{range .items[*]}{.source.component}{.reportingComponent}{"\n"}{end}' | sort -u)
   expect_match 'volcano' "$src" "Scheduled events' source"
+  # The other controllers under the same grants: the queue controller applies state, the
+  # podgroup controller groups and annotates a bare pod, the gc controller deletes a Job.
+  wait_jsonpath 60 queue/default '{.status.state}' Open
+  kubectl create -n "$ns" -f - >/dev/null <<'POD'
+apiVersion: v1
+kind: Pod
+metadata: {name: bare}
+spec:
+  schedulerName: volcano
+  containers: [{name: c, image: busybox, resources: {requests: {cpu: 100m}}}]
+POD
+  local pg
+  pg=podgroup-$(jsonpath pod/bare '{.metadata.uid}' "$ns")
+  wait_jsonpath 60 pod/bare '{.metadata.annotations.scheduling\.k8s\.io/group-name}' "$pg" "$ns"
+  wait_for 60 "the bare pod bound" bash -c "[ -n \"\$(kubectl get pod -n $ns bare -o jsonpath='{.spec.nodeName}')\" ]"
+  kubectl create -n "$ns" -f - >/dev/null <<'JOB'
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: brief}
+spec:
+  ttlSecondsAfterFinished: 0
+  tasks:
+  - name: t
+    replicas: 1
+    template:
+      metadata: {annotations: {kwok.kiln.dev/run-for: "1s"}}
+      spec:
+        restartPolicy: Never
+        containers: [{name: t, image: busybox}]
+JOB
+  wait_for 90 "the finished Job deleted by its TTL" bash -c "! kubectl get vcjob -n $ns brief >/dev/null 2>&1"
   # No call was refused by RBAC.
   local denied
   denied=$(grep -i -E 'forbidden|cannot (create|get|list|watch|update|patch|delete)' \

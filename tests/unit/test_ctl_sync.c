@@ -383,6 +383,15 @@ static void test_queue_checks(void **state) {
   f.v.queue_exists = true;
   f.v.queue_state = "Closed";
   assert_int_equal(fx_sync(&f, &req), 0);
+  e = fx_event(&f, "QueueNotOpen");
+  assert_non_null(e);
+  assert_int_equal(e->type, CTL_EVENT_WARNING);
+  /* Volcano's webhook words for the same refusal */
+  assert_non_null(strstr(e->message, "can only submit job to queue with state `Open`, queue "
+                                     "`default` status is `Closed`"));
+  assert_null(f.plan.podgroup);
+  f.v.queue_state = "Closing"; /* also not Open */
+  assert_int_equal(fx_sync(&f, &req), 0);
   assert_non_null(fx_event(&f, "QueueNotOpen"));
   assert_null(f.plan.podgroup);
   f.v.queue_state = "Open";
@@ -425,19 +434,16 @@ static void test_command(void **state) {
   fx_close(&f);
 }
 
-/* ttlSecondsAfterFinished: requeue until due, then delete the job. */
-static void test_ttl(void **state) {
+/* ttlSecondsAfterFinished is the gc-controller's (tests/unit/test_ctl_gc.c): the job controller
+ * neither deletes the finished job nor requeues it for that. */
+static void test_ttl_is_not_the_job_controllers(void **state) {
   fx f;
   fx_init(&f, "job-gang.json",
           "{\"state\":{\"phase\":\"Completed\",\"lastTransitionTime\":\"2026-11-30T00:00:00Z\"}}");
   ctl_request req = {.event = CTL_EV_OUT_OF_SYNC};
+  f.v.now += 7200; /* long past the fixture's ttl of 3600 */
   assert_int_equal(fx_sync(&f, &req), 0);
-  /* FX_NOW is 00:53:20, ttl 3600: 400 s to go (the kill restamps nothing: no phase change) */
-  assert_false(f.plan.delete_job);
-  assert_int_equal(f.plan.requeue_after, 3600 - 3200);
-  f.v.now += 400;
-  assert_int_equal(fx_sync(&f, &req), 0);
-  assert_true(f.plan.delete_job);
+  assert_int_equal(f.plan.requeue_after, 0);
   fx_close(&f);
 }
 
@@ -771,7 +777,7 @@ int main(void) {
       cmocka_unit_test(test_pod_volumes),
       cmocka_unit_test(test_queue_checks),
       cmocka_unit_test(test_command),
-      cmocka_unit_test(test_ttl),
+      cmocka_unit_test(test_ttl_is_not_the_job_controllers),
       cmocka_unit_test(test_pod_from_json),
       cmocka_unit_test(test_large_job),
   };

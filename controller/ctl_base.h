@@ -1,0 +1,93 @@
+/* What the shells of the small controllers (queue, podgroup, gc) share: their informers, one
+ * keyed work queue with Volcano's backoff and --max-requeue-num, the writes in flight, the
+ * write fence, events, and a stop that waits for the writes (ctl_shell.c does the same for
+ * the job controller with its own executor).
+ *
+ * A controller embeds a ctl_base, describes its informers as a table and gives one process
+ * function; the base hands it one key at a time (never the same key twice at once). */
+#ifndef CTL_BASE_H
+#define CTL_BASE_H
+
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "ctl_controllers.h"
+#include "kc_events.h"
+#include "kc_informer.h"
+#include "kc_workqueue.h"
+
+#define CTL_BASE_MAX_INF 4
+
+typedef struct {
+  const char *group, *version, *resource;
+  const char *label_selector; /* NULL: every object */
+  void *(*decode)(json_t *obj, void *ud, char *err, size_t errlen); /* NULL: keep the JSON */
+  void (*free_obj)(void *obj);
+  void (*add)(const char *key, void *obj, void *ud);
+  void (*update)(const char *key, void *old_obj, void *new_obj, void *ud);
+  void (*del)(const char *key, void *obj, void *ud);
+  const char *field_selector; /* NULL: none; copied by the informer */
+} ctl_inf_def;
+
+typedef struct ctl_base ctl_base;
+
+/* Handles one key; must end with ctl_base_done (now or from a write's callback). */
+typedef void (*ctl_base_process_fn)(ctl_base *b, const char *key);
+
+struct ctl_base {
+  ctl_env env;
+  const char *name; /* the controller's name (static) */
+  kc_informer *inf[CTL_BASE_MAX_INF];
+  size_t ninf;
+  bool synced, started, stopping, closing;
+  kc_workqueue *queue;
+  ctl_base_process_fn process;
+  void (*on_synced)(ctl_base *b); /* after every cache listed: queue what needs a sync */
+  int inflight;                   /* writes not answered yet */
+  uint64_t writes, write_errors, syncs;
+  uv_timer_t stop_timer;
+  bool timer_open;
+  uint64_t stop_deadline;
+  void (*stop_done)(void *ud);
+  void *stop_ud;
+  void (*free_owner)(ctl_base *b); /* frees the struct that embeds the base */
+};
+
+/* Creates the informers of defs (ud of their handlers: the base) and the work queue
+ * (workers keys at once). 0 or a kc_error code; on failure call ctl_base_close. */
+int ctl_base_init(ctl_base *b, const ctl_env *env, const char *name, const ctl_inf_def *defs,
+                  size_t ninf, int workers, ctl_base_process_fn process);
+int ctl_base_start(ctl_base *b);
+bool ctl_base_synced(const ctl_base *b);
+void ctl_base_stop(ctl_base *b, uint64_t deadline_ms, void (*done)(void *ud), void *ud);
+/* Frees everything the base holds, then free_owner(b) once no write is in flight and the
+ * timer has closed (the client's shutdown answers the rest with KC_ECANCELED). */
+void ctl_base_close(ctl_base *b, void (*free_owner)(ctl_base *b));
+
+kc_store *ctl_base_store(const ctl_base *b, size_t i);
+/* Queues a key (no-op while stopping or before the caches synced: on_synced queues all). */
+void ctl_base_add(ctl_base *b, const char *key);
+void ctl_base_add_after(ctl_base *b, const char *key, uint64_t delay_ns);
+/* Ends the processing of key: err 0 forgets its failures; otherwise it is requeued with
+ * backoff until --max-requeue-num, after which give_up(b, key, err) is called (may be NULL)
+ * and the key dropped. */
+void ctl_base_done(ctl_base *b, const char *key, int err, void (*give_up)(ctl_base *, const char *, int));
+
+/* A write through the client, counted in flight. cb (may be NULL) gets the result unless
+ * the base is closing. Refused with KC_ENOTLEADER when the fence is closed. */
+typedef void (*ctl_base_cb)(ctl_base *b, const kc_api_result *res, void *ud);
+int ctl_base_call(ctl_base *b, kc_verb verb, const kc_ref *ref, const kc_query *q, json_t *body,
+                  ctl_base_cb cb, void *ud);
+
+/* An event on obj (best effort; logged when no recorder is configured). */
+void ctl_base_event(ctl_base *b, const kc_object_ref *obj, const char *type, const char *reason,
+                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* JSON helpers for decoders: a string at obj.a.b (NULL when absent). */
+const char *ctl_json_str(const json_t *obj, const char *a, const char *b);
+
+#endif
