@@ -229,6 +229,17 @@ static int cmp_task_prio(const void *a, const void *b) {
   return x->order < y->order ? -1 : x->order > y->order;
 }
 
+/* A resource list as a ResourceList JSON object (new), or NULL when out of memory. */
+static json_t *reslist_json(const kc_reslist *l) {
+  json_t *out = json_object();
+  for (size_t i = 0; out && i < l->n; i++) {
+    char buf[KC_QUANTITY_STR_MAX];
+    if (kc_quantity_format(&l->e[i].q, buf, sizeof(buf)) >= 0)
+      json_object_set_new(out, l->e[i].name, json_string(buf));
+  }
+  return out;
+}
+
 /* calcPGMinResources: tasks by the priority of their template's class, highest first.
  * When job.minAvailable is below the sum of the tasks' minAvailable, the first
  * minAvailable pods in that order; else each task's minAvailable pods, topped up toward
@@ -294,12 +305,7 @@ static json_t *min_resources(const ctl_job_view *v) {
       if (kc_reslist_add(&total, &usage[o]))
         goto done;
   }
-  out = json_object();
-  for (size_t i = 0; out && i < total.n; i++) {
-    char buf[KC_QUANTITY_STR_MAX];
-    if (kc_quantity_format(&total.e[i].q, buf, sizeof(buf)) >= 0)
-      json_object_set_new(out, total.e[i].name, json_string(buf));
-  }
+  out = reslist_json(&total);
 done:
   for (size_t i = 0; usage && i < n; i++)
     kc_reslist_free(&usage[i]);
@@ -318,12 +324,7 @@ json_t *ctl__pod_requests_times(const json_t *pod_spec, int32_t times) {
   for (int32_t k = 0; k < times; k++)
     if (kc_reslist_add(&total, &usage))
       goto done;
-  out = json_object();
-  for (size_t i = 0; out && i < total.n; i++) {
-    char buf[KC_QUANTITY_STR_MAX];
-    if (kc_quantity_format(&total.e[i].q, buf, sizeof(buf)) >= 0)
-      json_object_set_new(out, total.e[i].name, json_string(buf));
-  }
+  out = reslist_json(&total);
 done:
   kc_reslist_free(&usage);
   kc_reslist_free(&total);
