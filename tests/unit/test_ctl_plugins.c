@@ -127,15 +127,20 @@ static void test_add_objects(void **state) {
   fx_close(&f);
 }
 
-/* A second add with the markers recorded creates nothing (idempotent). */
+/* A Pending job whose plugins have set up (their markers recorded). */
+static const char pending_marked[] =
+    "{\"state\":{\"phase\":\"Pending\"},\"minAvailable\":3,\"controlledResources\":{"
+    "\"plugin-svc\":\"svc\",\"plugin-ssh\":\"ssh\",\"plugin-env\":\"env\"}}";
+
+/* A second add with the markers recorded creates nothing (idempotent), and with no pod yet
+ * svc does not rewrite its ConfigMap either. */
 static void test_idempotent(void **state) {
   fx f;
-  fx_init(&f, "job-svc-ssh.json",
-          "{\"state\":{\"phase\":\"Pending\"},\"minAvailable\":3,\"controlledResources\":{"
-          "\"plugin-svc\":\"svc\",\"plugin-ssh\":\"ssh\",\"plugin-env\":\"env\"}}");
+  fx_init(&f, "job-svc-ssh.json", pending_marked);
   ctl_request req = {.event = CTL_EV_OUT_OF_SYNC};
   assert_int_equal(fx_sync(&f, &req), 0);
   assert_int_equal(json_array_size(f.plan.objects_create), 0);
+  assert_int_equal(json_array_size(f.plan.objects_update), 0);
   assert_false(f.plan.status_changed);
   assert_int_equal(f.rand_calls, 0);
   fx_close(&f);
@@ -267,18 +272,12 @@ static void test_svc_args(void **state) {
   fx_close(&f);
 }
 
-/* The default effects make real keys and names. */
-
 /* A job scaled up while its status still says Pending: the sync that handles the scale
- * rewrites the svc host lists (Volcano does), and one that has no pods yet writes nothing. */
+ * rewrites the svc host lists (Volcano does). */
 static void test_svc_scale_while_pending(void **state) {
   fx f;
-  fx_init(&f, "job-svc-ssh.json",
-          "{\"state\":{\"phase\":\"Pending\"},\"minAvailable\":3,\"controlledResources\":{"
-          "\"plugin-svc\":\"svc\",\"plugin-ssh\":\"ssh\",\"plugin-env\":\"env\"}}");
+  fx_init(&f, "job-svc-ssh.json", pending_marked);
   ctl_request req = {.event = CTL_EV_OUT_OF_SYNC};
-  assert_int_equal(fx_sync(&f, &req), 0);
-  assert_int_equal(json_array_size(f.plan.objects_update), 0);
   fx_pg(&f, "Inqueue", NULL);
   for (int i = 0; i < 3; i++)
     fx_pod(&f, "node", i, CTL_POD_PENDING);
@@ -293,6 +292,8 @@ static void test_svc_scale_while_pending(void **state) {
                          "cluster-job-node-4.cluster-job"));
   fx_close(&f);
 }
+
+/* The default effects make real keys and names. */
 
 static void test_default_ops(void **state) {
   char *priv = NULL, *pub = NULL;
