@@ -57,33 +57,46 @@ static int call(run_ctx *x, kc_verb verb, const kc_ref *ref, const kc_query *q, 
 
 /* ---- jobs ---- */
 
+/* Reads a whole file (at most 16 MiB) into *buf (new, NUL-terminated). */
+static int read_file(run_ctx *x, const char *f, const char *prefix, char **buf, size_t *len) {
+  FILE *fp = fopen(f, "rb");
+  *buf = NULL;
+  *len = 0;
+  if (fp == NULL)
+    return failf(x, KC_EIO, "%sopen %s: %s", prefix, f, strerror(errno));
+  size_t cap = 0;
+  for (;;) {
+    if (*len + 4096 > cap) {
+      char *nb = cap < (16u << 20) ? realloc(*buf, cap = cap ? cap * 2 : 8192) : NULL;
+      if (nb == NULL) {
+        free(*buf);
+        *buf = NULL;
+        fclose(fp);
+        return failf(x, KC_ETOOBIG, "%s%s is too large", prefix, f);
+      }
+      *buf = nb;
+    }
+    size_t n = fread(*buf + *len, 1, cap - *len - 1, fp);
+    *len += n;
+    if (n == 0)
+      break;
+  }
+  (*buf)[*len] = '\0';
+  fclose(fp);
+  return 0;
+}
+
 static int read_job_file(run_ctx *x, json_t **out) {
   const char *f = x->a->filename;
   if (strstr(f, ".yaml") == NULL && strstr(f, ".yml") == NULL)
     return failf(x, KC_EINVAL, "only support yaml file");
-  FILE *fp = fopen(f, "rb");
-  if (fp == NULL)
-    return failf(x, KC_EIO, "failed to read file, err: open %s: %s", f, strerror(errno));
-  char *buf = NULL;
-  size_t len = 0, cap = 0;
-  for (;;) {
-    if (len + 4096 > cap) {
-      char *nb = cap < (16u << 20) ? realloc(buf, cap = cap ? cap * 2 : 8192) : NULL;
-      if (nb == NULL) {
-        free(buf);
-        fclose(fp);
-        return failf(x, KC_ETOOBIG, "failed to read file, err: %s is too large", f);
-      }
-      buf = nb;
-    }
-    size_t n = fread(buf + len, 1, cap - len, fp);
-    len += n;
-    if (n == 0)
-      break;
-  }
-  fclose(fp);
+  char *buf;
+  size_t len;
+  int rc = read_file(x, f, "failed to read file, err: ", &buf, &len);
+  if (rc != 0)
+    return rc;
   char perr[512];
-  int rc = vc_yaml_to_json(buf, len, out, perr, sizeof(perr));
+  rc = vc_yaml_to_json(buf, len, out, perr, sizeof(perr));
   free(buf);
   if (rc != 0)
     return failf(x, rc, "Failed to unmarshal file, err:  %s", perr);
@@ -406,6 +419,163 @@ static int pod_list(run_ctx *x) {
   return rc;
 }
 
+/* ---- jobflows and jobtemplates (flow.volcano.sh) ---- */
+
+typedef struct {
+  const char *resource, *kind;
+  bool with_phase;
+} flow_kind;
+
+static flow_kind kind_of(const vc_args *a) {
+  if (a->group && strcmp(a->group, "jobtemplate") == 0)
+    return (flow_kind){"jobtemplates", "JobTemplate", false};
+  return (flow_kind){"jobflows", "JobFlow", true};
+}
+
+/* Fails with utilerrors.NewAggregate's text of msgs (a JSON array of strings): one error alone,
+ * several as "[a, b]". 0 when there is none. */
+static int fail_aggregate(run_ctx *x, const json_t *msgs) {
+  size_t n = json_array_size(msgs), i, len;
+  if (n == 0)
+    return 0;
+  char *text = NULL;
+  FILE *m = open_memstream(&text, &len);
+  if (m == NULL)
+    return failf(x, KC_ENOMEM, "out of memory");
+  json_t *v;
+  json_array_foreach(msgs, i, v) fprintf(m, "%s%s", i ? ", " : (n > 1 ? "[" : ""),
+                                          json_string_value(v));
+  fputs(n > 1 ? "]" : "", m);
+  fclose(m);
+  failf(x, KC_EINVAL, "%s", text);
+  free(text);
+  return KC_EINVAL;
+}
+
+/* create -f FILE, or delete -f FILE: each document in turn, the failures gathered. */
+static int flow_each_doc(run_ctx *x, bool create) {
+  flow_kind k = kind_of(x->a);
+  char *buf;
+  size_t len;
+  int rc = read_file(x, x->a->file ? x->a->file : "", "", &buf, &len);
+  if (rc != 0)
+    return rc;
+  json_t *docs;
+  char perr[512];
+  rc = vc_yaml_docs_to_json(buf, len, &docs, perr, sizeof(perr));
+  free(buf);
+  if (rc != 0)
+    return failf(x, rc, "%s", perr);
+  json_t *errs = json_array();
+  size_t i;
+  json_t *d;
+  json_array_foreach(docs, i, d) {
+    const char *ns = vc_str(d, "metadata.namespace")[0] ? vc_str(d, "metadata.namespace")
+                                                        : "default";
+    kc_ref ref = {"flow.volcano.sh", "v1alpha1", k.resource, ns,
+                  create ? NULL : vc_str(d, "metadata.name"), NULL};
+    vc_reply r;
+    if (raw(x, create ? KC_CREATE : KC_DELETE, &ref, NULL, create ? d : NULL, &r) == 0) {
+      printf("%s %s: %s/%s\n", create ? "Created" : "Deleted", k.kind, ns,
+             vc_str(d, "metadata.name"));
+    } else {
+      json_array_append_new(errs, json_sprintf("%s %s %s/%s: %s", create ? "create" : "delete",
+                                               k.kind, ns, vc_str(d, "metadata.name"),
+                                               r.message));
+    }
+    vc_reply_clear(&r);
+  }
+  json_decref(docs);
+  rc = fail_aggregate(x, errs);
+  json_decref(errs);
+  return rc;
+}
+
+static int flow_list(run_ctx *x) {
+  flow_kind k = kind_of(x->a);
+  kc_ref ref = {"flow.volcano.sh", "v1alpha1", k.resource,
+                x->a->all_namespaces ? NULL : x->a->namespace, NULL, NULL};
+  vc_reply r;
+  int rc = call(x, KC_LIST, &ref, NULL, NULL, &r);
+  if (rc == 0 && json_array_size(json_object_get(r.obj, "items")) == 0)
+    printf("No resources found\n");
+  else if (rc == 0)
+    vc_print_flows(stdout, r.obj, k.with_phase, (int64_t)time(NULL));
+  vc_reply_clear(&r);
+  return rc;
+}
+
+static int flow_get(run_ctx *x) {
+  flow_kind k = kind_of(x->a);
+  if (x->a->name == NULL || !x->a->name[0])
+    return failf(x, KC_EINVAL, "name is mandatory to get the particular %s details", x->a->group);
+  kc_ref ref = {"flow.volcano.sh", "v1alpha1", k.resource, x->a->namespace, x->a->name, NULL};
+  vc_reply r;
+  int rc = call(x, KC_GET, &ref, NULL, NULL, &r);
+  if (rc == 0) {
+    json_t *one = json_pack("{s:[O]}", "items", r.obj);
+    vc_print_flows(stdout, one, k.with_phase, (int64_t)time(NULL));
+    json_decref(one);
+  }
+  vc_reply_clear(&r);
+  return rc;
+}
+
+static int flow_delete(run_ctx *x) {
+  flow_kind k = kind_of(x->a);
+  if (x->a->file && x->a->file[0])
+    return flow_each_doc(x, false);
+  if (x->a->name == NULL || !x->a->name[0])
+    return failf(x, KC_EINVAL, "%s name must be specified", x->a->group);
+  kc_ref ref = {"flow.volcano.sh", "v1alpha1", k.resource, x->a->namespace, x->a->name, NULL};
+  vc_reply r;
+  int rc = call(x, KC_GET, &ref, NULL, NULL, &r);
+  vc_reply_clear(&r);
+  if (rc == 0 && (rc = call(x, KC_DELETE, &ref, NULL, NULL, &r)) == 0)
+    printf("Deleted %s: %s/%s\n", k.kind, x->a->namespace, x->a->name);
+  vc_reply_clear(&r);
+  return rc;
+}
+
+static void print_detail(const vc_args *a, json_t *obj, flow_kind k) {
+  json_object_del(json_object_get(obj, "metadata"), "managedFields");
+  if (!vc_str(obj, "apiVersion")[0] || !vc_str(obj, "kind")[0]) {
+    json_object_set_new(obj, "apiVersion", json_string("flow.volcano.sh/v1alpha1"));
+    json_object_set_new(obj, "kind", json_string(k.kind));
+  }
+  if (strcmp(a->format, "json") == 0) {
+    json_dumpf(obj, stdout, JSON_INDENT(2));
+    printf("\n");
+  } else if (strcmp(a->format, "yaml") == 0) {
+    vc_json_to_yaml(stdout, obj);
+  } else {
+    printf("Unsupported format: %s", a->format);
+  }
+}
+
+static int flow_describe(run_ctx *x) {
+  flow_kind k = kind_of(x->a);
+  bool one = x->a->name && x->a->name[0];
+  kc_ref ref = {"flow.volcano.sh", "v1alpha1", k.resource, x->a->namespace,
+                one ? x->a->name : NULL, NULL};
+  vc_reply r;
+  int rc = call(x, one ? KC_GET : KC_LIST, &ref, NULL, NULL, &r);
+  if (rc == 0 && one) {
+    print_detail(x->a, r.obj, k);
+  } else if (rc == 0) {
+    const json_t *items = json_object_get(r.obj, "items");
+    size_t i, n = json_array_size(items);
+    json_t *it;
+    json_array_foreach(items, i, it) {
+      print_detail(x->a, it, k);
+      if (n != 1 && i < n - 1)
+        printf("---------------------------------\n");
+    }
+  }
+  vc_reply_clear(&r);
+  return rc;
+}
+
 static int run(run_ctx *x) {
   switch (x->a->verb) {
   case VC_JOB_RUN: return job_run(x);
@@ -420,6 +590,11 @@ static int run(run_ctx *x) {
   case VC_QUEUE_OPERATE: return queue_operate(x);
   case VC_QUEUE_DELETE: return queue_delete(x);
   case VC_POD_LIST: return pod_list(x);
+  case VC_FLOW_CREATE: return flow_each_doc(x, true);
+  case VC_FLOW_LIST: return flow_list(x);
+  case VC_FLOW_GET: return flow_get(x);
+  case VC_FLOW_DELETE: return flow_delete(x);
+  case VC_FLOW_DESCRIBE: return flow_describe(x);
   default: return failf(x, KC_EINVAL, "nothing to do");
   }
 }

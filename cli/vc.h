@@ -40,6 +40,12 @@ typedef enum {
   VC_QUEUE_OPERATE,
   VC_QUEUE_DELETE,
   VC_POD_LIST,
+  /* jobflow and jobtemplate (flow.volcano.sh): a->group says which */
+  VC_FLOW_CREATE,
+  VC_FLOW_LIST,
+  VC_FLOW_GET,
+  VC_FLOW_DELETE,
+  VC_FLOW_DESCRIBE,
 } vc_verb;
 
 /* Everything a command line says. Strings are borrowed from argv, the environment or static
@@ -64,6 +70,9 @@ typedef struct {
   const char *job;
   const char *state;
   const char *action;
+  const char *file;   /* jobflow/jobtemplate -f */
+  const char *format; /* describe -o: yaml or json */
+  const char *group;  /* the command's group ("job", "jobflow", ...); NULL for a shortcut */
   int min;
   int replicas;
   int weight;
@@ -114,6 +123,13 @@ json_t *vc_queue_new(const char *name, int weight, const char *state);
  * KC_EPARSE with the line and column in err. */
 int vc_yaml_to_json(const char *text, size_t len, json_t **out, char *err, size_t errlen);
 
+/* Every document of a YAML stream (a file of JobFlows), as a new JSON array of objects.
+ * Empty documents are skipped. KC_EPARSE with the line in err. */
+int vc_yaml_docs_to_json(const char *text, size_t len, json_t **out, char *err, size_t errlen);
+
+/* Writes obj as YAML (block style, as sigs.k8s.io/yaml prints it). 0 or KC_EIO. */
+int vc_json_to_yaml(FILE *out, const json_t *obj);
+
 /* ---- output (vc_print.c) ---- */
 
 /* Go's duration.HumanDuration for a span of seconds ("45s", "2m3s", "5h", "3d4h", "2y10d"). */
@@ -133,6 +149,10 @@ void vc_print_queue(FILE *out, const json_t *queue, const json_t *pgs);
 
 /* Volcano's pod table (Name, Ready, Status, Restart, Age) over a PodList. */
 void vc_print_pods(FILE *out, const json_t *pods, int64_t now);
+
+/* Volcano's JobFlow table (Name, Namespace, Phase, Age, each as wide as its widest cell plus
+ * 4) or, with_phase false, its JobTemplate table (Name, Namespace), over a list. */
+void vc_print_flows(FILE *out, const json_t *list, bool with_phase, int64_t now);
 
 /* The job view: the job, then the gang's "why pending" line when there is one (pg may be
  * NULL), then the events (an EventList, may be NULL). */

@@ -29,6 +29,8 @@ enum {
   O_WEIGHT,
   O_STATE,
   O_ACTION,
+  O_FILE,
+  O_FORMAT,
   O_HELP,
   O__COUNT
 };
@@ -60,6 +62,8 @@ static const opt_def opts[O__COUNT] = {
     [O_WEIGHT] = OPT("weight", KC_FLAG_INT, weight),
     [O_STATE] = OPT("state", KC_FLAG_STRING, state),
     [O_ACTION] = OPT("action", KC_FLAG_STRING, action),
+    [O_FILE] = OPT("file", KC_FLAG_STRING, file),
+    [O_FORMAT] = OPT("format", KC_FLAG_STRING, format),
     [O_HELP] = OPT("help", KC_FLAG_BOOL, help),
 };
 
@@ -135,6 +139,26 @@ static const cmd_def cmds[] = {
       {O_JOB, 'j', NULL, "list pod with specified job name"},
       {O_NAMESPACE, 'n', "default", "the namespace of pod"},
       {O_ALLNS, 0, NULL, "list pods in all namespaces"}}},
+    /* flow.volcano.sh: the same five commands for JobFlows and JobTemplates. */
+#define FLOWCMDS(g, noun)                                                                        \
+  {g, "create", VC_FLOW_CREATE, g, "create a " noun, false,                                       \
+   {COMMON, {O_FILE, 'f', NULL, "the path to the YAML file containing the " noun}}},              \
+      {g, "list", VC_FLOW_LIST, g, "list " noun "s", false,                                       \
+       {COMMON, {O_NAMESPACE, 'n', "default", "the namespace of " noun},                          \
+        {O_ALLNS, 0, NULL, "list " noun "s in all namespaces"}}},                                 \
+      {g, "get", VC_FLOW_GET, g, "get a " noun, false,                                            \
+       {COMMON, {O_NAME, 'N', NULL, "the name of " noun},                                         \
+        {O_NAMESPACE, 'n', "default", "the namespace of " noun}}},                                \
+      {g, "delete", VC_FLOW_DELETE, g, "delete a " noun, false,                                   \
+       {COMMON, {O_NAME, 'N', NULL, "the name of " noun},                                         \
+        {O_NAMESPACE, 'n', "default", "the namespace of " noun},                                  \
+        {O_FILE, 'f', NULL, "the path to the YAML file containing the " noun}}},                  \
+      {g, "describe", VC_FLOW_DESCRIBE, g, "describe a " noun, false,                             \
+       {COMMON, {O_NAME, 'N', NULL, "the name of " noun},                                         \
+        {O_NAMESPACE, 'n', "default", "the namespace of " noun},                                  \
+        {O_FORMAT, 'o', "yaml", "the format of output"}}}
+    FLOWCMDS("jobflow", "jobflow"),
+    FLOWCMDS("jobtemplate", "jobtemplate"),
     /* The Slurm/LSF-style shortcuts: -N is the namespace, -n the name. */
     {NULL, "vsub", VC_JOB_RUN, NULL, "submit a job", false,
      {COMMON, RUNFLAGS('N', 'n', NULL, NULL, NULL), {O_COMMAND, 'c', NULL, "the command of of job"}}},
@@ -175,7 +199,11 @@ static const cmd_def *find_shortcut(const char *prog) {
 }
 
 static bool is_group(const char *w) {
-  return strcmp(w, "job") == 0 || strcmp(w, "queue") == 0 || strcmp(w, "pod") == 0;
+  static const char *const groups[] = {"job", "queue", "pod", "jobflow", "jobtemplate", NULL};
+  for (const char *const *g = groups; *g; g++)
+    if (strcmp(w, *g) == 0)
+      return true;
+  return false;
 }
 
 /* Sets the defaults, then parses argv[1..] (argv[0] is the command's own word). */
@@ -269,6 +297,7 @@ int vc_args_parse(int argc, char **argv, vc_getenv_fn env, vc_args *a, char *err
     snprintf(a->what, sizeof(a->what), "%s %s", c->word, c->noun);
   a->verb = a->help ? VC_HELP : c->verb;
   a->list_if_no_name = c->list_if_no_name;
+  a->group = c->group;
   a->usage = c->summary;
   if (c->group == NULL && c->verb == VC_JOB_RUN)
     vsub_defaults(a, env);
@@ -307,16 +336,16 @@ void vc_usage(FILE *out, const char *prog, const vc_args *a) {
   }
   const char *group = a->what[0] ? a->what : NULL;
   fprintf(out, "Usage:\n  %s %s [command] [flags]\n\nAvailable Commands:\n", prog,
-          group ? group : "[job|queue|pod|version]");
+          group ? group : "[job|queue|pod|jobflow|jobtemplate|version]");
   for (size_t i = 0; i < NCMDS; i++) {
     if (cmds[i].group == NULL || (group && strcmp(cmds[i].group, group) != 0))
       continue;
-    char head[32];
+    char head[40];
     snprintf(head, sizeof(head), "%s %s", cmds[i].group, cmds[i].word);
-    fprintf(out, "  %-16s %s\n", head, cmds[i].summary);
+    fprintf(out, "  %-22s %s\n", head, cmds[i].summary);
   }
   if (group == NULL)
-    fprintf(out, "  %-16s %s\n", "version", "Print the version information");
+    fprintf(out, "  %-22s %s\n", "version", "Print the version information");
   fprintf(out, "\nUse \"%s %s [command] --help\" for more information about a command.\n", prog,
-          group ? group : "[job|queue|pod]");
+          group ? group : "[job|queue|pod|jobflow|jobtemplate]");
 }

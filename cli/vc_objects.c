@@ -274,29 +274,163 @@ static json_t *convert(yaml_document_t *doc, yaml_node_t *node, int depth) {
 }
 
 int vc_yaml_to_json(const char *text, size_t len, json_t **out, char *err, size_t errlen) {
-  yaml_parser_t parser;
-  yaml_document_t doc;
+  json_t *docs;
   *out = NULL;
-  if (!yaml_parser_initialize(&parser))
+  int rc = vc_yaml_docs_to_json(text, len, &docs, err, errlen);
+  if (rc != 0)
+    return rc;
+  *out = json_incref(json_array_get(docs, 0));
+  json_decref(docs);
+  if (*out == NULL)
+    *out = json_object(); /* an empty file: an empty object, as yaml.Unmarshal leaves it */
+  return *out ? 0 : KC_ENOMEM;
+}
+
+int vc_yaml_docs_to_json(const char *text, size_t len, json_t **out, char *err, size_t errlen) {
+  yaml_parser_t parser;
+  *out = NULL;
+  json_t *docs = json_array();
+  if (docs == NULL || !yaml_parser_initialize(&parser)) {
+    json_decref(docs);
     return KC_ENOMEM;
+  }
   yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
   int rc = 0;
-  if (!yaml_parser_load(&parser, &doc)) {
-    rc = kc_errorf(err, errlen, KC_EPARSE, "yaml: line %zu: %s", parser.problem_mark.line + 1,
-                   parser.problem ? parser.problem : "invalid YAML");
-    yaml_parser_delete(&parser);
-    return rc;
+  for (;;) {
+    yaml_document_t doc;
+    if (!yaml_parser_load(&parser, &doc)) {
+      rc = kc_errorf(err, errlen, KC_EPARSE, "yaml: line %zu: %s", parser.problem_mark.line + 1,
+                     parser.problem ? parser.problem : "invalid YAML");
+      break;
+    }
+    yaml_node_t *root = yaml_document_get_root_node(&doc);
+    if (root == NULL) { /* the end of the stream */
+      yaml_document_delete(&doc);
+      break;
+    }
+    json_t *v = convert(&doc, root, 0);
+    yaml_document_delete(&doc);
+    if (json_is_null(v)) { /* a document of comments only */
+      json_decref(v);
+      continue;
+    }
+    if (v == NULL || !json_is_object(v)) {
+      json_decref(v);
+      rc = kc_errorf(err, errlen, KC_EPARSE,
+                     "error unmarshaling JSON: a document is not a mapping with string keys");
+      break;
+    }
+    json_array_append_new(docs, v);
   }
-  yaml_node_t *root = yaml_document_get_root_node(&doc);
-  json_t *v = root ? convert(&doc, root, 0) : json_object();
-  if (v == NULL || !json_is_object(v)) {
-    json_decref(v);
-    rc = kc_errorf(err, errlen, KC_EPARSE,
-                   "error unmarshaling JSON: the document is not a mapping with string keys");
-  } else {
-    *out = v;
-  }
-  yaml_document_delete(&doc);
   yaml_parser_delete(&parser);
+  if (rc != 0)
+    json_decref(docs);
+  else
+    *out = docs;
+  return rc;
+}
+
+/* ---- JSON to YAML ---- */
+
+static int emit(yaml_emitter_t *e, yaml_event_t *ev) {
+  return yaml_emitter_emit(e, ev) ? 0 : KC_EIO;
+}
+
+static int emit_scalar(yaml_emitter_t *e, const char *s, bool plain_ok) {
+  yaml_event_t ev;
+  yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s, (int)strlen(s), plain_ok,
+                               !plain_ok, plain_ok ? YAML_ANY_SCALAR_STYLE
+                                                   : YAML_DOUBLE_QUOTED_SCALAR_STYLE);
+  return emit(e, &ev);
+}
+
+/* A string that YAML would read back as something else (a number, a boolean, null, a
+ * timestamp such as "2026-12-01T11:35:08Z") is quoted, as sigs.k8s.io/yaml quotes it. */
+static bool needs_quotes(const char *s) {
+  if (isdigit((unsigned char)s[0]) && isdigit((unsigned char)s[1]) &&
+      isdigit((unsigned char)s[2]) && isdigit((unsigned char)s[3]) && s[4] == '-')
+    return true;
+  json_t *v = plain_scalar(s, strlen(s));
+  bool q = !json_is_string(v);
+  json_decref(v);
+  return q;
+}
+
+static int emit_value(yaml_emitter_t *e, const json_t *v, int depth) {
+  yaml_event_t ev;
+  char num[64];
+  int rc = 0;
+  if (depth > 64)
+    return KC_EIO;
+  switch (json_typeof(v)) {
+  case JSON_OBJECT: {
+    yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_MAPPING_STYLE);
+    rc = emit(e, &ev);
+    const char *key;
+    json_t *val;
+    json_object_foreach((json_t *)v, key, val) {
+      if (rc == 0)
+        rc = emit_scalar(e, key, !needs_quotes(key));
+      if (rc == 0)
+        rc = emit_value(e, val, depth + 1);
+    }
+    yaml_mapping_end_event_initialize(&ev);
+    return rc ? rc : emit(e, &ev);
+  }
+  case JSON_ARRAY: {
+    yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_SEQUENCE_STYLE);
+    rc = emit(e, &ev);
+    size_t i;
+    json_t *val;
+    json_array_foreach(v, i, val) {
+      if (rc == 0)
+        rc = emit_value(e, val, depth + 1);
+    }
+    yaml_sequence_end_event_initialize(&ev);
+    return rc ? rc : emit(e, &ev);
+  }
+  case JSON_STRING:
+    return emit_scalar(e, json_string_value(v), !needs_quotes(json_string_value(v)));
+  case JSON_INTEGER:
+    snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+    return emit_scalar(e, num, true);
+  case JSON_REAL:
+    snprintf(num, sizeof(num), "%.17g", json_real_value(v));
+    return emit_scalar(e, num, true);
+  case JSON_TRUE:
+    return emit_scalar(e, "true", true);
+  case JSON_FALSE:
+    return emit_scalar(e, "false", true);
+  default:
+    return emit_scalar(e, "null", true);
+  }
+}
+
+static int write_file(void *data, unsigned char *buf, size_t size) {
+  return fwrite(buf, 1, size, data) == size;
+}
+
+int vc_json_to_yaml(FILE *out, const json_t *obj) {
+  yaml_emitter_t e;
+  yaml_event_t ev;
+  if (!yaml_emitter_initialize(&e))
+    return KC_ENOMEM;
+  yaml_emitter_set_output(&e, write_file, out);
+  yaml_emitter_set_unicode(&e, 1);
+  yaml_emitter_set_width(&e, -1);
+  yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING);
+  int rc = emit(&e, &ev);
+  yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 1);
+  if (rc == 0)
+    rc = emit(&e, &ev);
+  if (rc == 0)
+    rc = emit_value(&e, obj, 0);
+  yaml_document_end_event_initialize(&ev, 1);
+  if (rc == 0)
+    rc = emit(&e, &ev);
+  yaml_stream_end_event_initialize(&ev);
+  if (rc == 0)
+    rc = emit(&e, &ev);
+  yaml_emitter_delete(&e);
   return rc;
 }

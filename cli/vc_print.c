@@ -349,3 +349,40 @@ void vc_print_pods(FILE *out, const json_t *pods, int64_t now) {
             w[1], rows[i].ready, w[2], rows[i].status, w[3], rows[i].restarts, w[4], rows[i].age);
   free(rows);
 }
+
+/* ---- jobflows and jobtemplates ---- */
+
+void vc_print_flows(FILE *out, const json_t *list, bool with_phase, int64_t now) {
+  const json_t *items = json_object_get(list, "items");
+  size_t n = json_array_size(items), i;
+  char(*ages)[32] = calloc(n ? n : 1, sizeof(*ages));
+  if (ages == NULL)
+    return;
+  int w[4] = {4, 9, 5, 3}; /* Name, Namespace, Phase, Age */
+  for (i = 0; i < n; i++) {
+    const json_t *f = json_array_get(items, i);
+    vc_since(vc_str(f, "metadata.creationTimestamp"), now, ages[i], sizeof(ages[i]));
+    const char *cols[4] = {vc_str(f, "metadata.name"), vc_str(f, "metadata.namespace"),
+                           vc_str(f, "status.state.phase"), ages[i]};
+    for (int k = 0; k < 4; k++)
+      if ((int)strlen(cols[k]) > w[k])
+        w[k] = (int)strlen(cols[k]);
+  }
+  for (int k = 0; k < 4; k++)
+    w[k] += 4; /* Volcano's column spacing here */
+  if (with_phase)
+    fprintf(out, "%-*s%-*s%-*s%-*s\n", w[0], "Name", w[1], "Namespace", w[2], "Phase", w[3], "Age");
+  else
+    fprintf(out, "%-*s%-*s\n", w[0], "Name", w[1], "Namespace");
+  for (i = 0; i < n; i++) {
+    const json_t *f = json_array_get(items, i);
+    if (with_phase)
+      fprintf(out, "%-*s%-*s%-*s%-*s\n", w[0], vc_str(f, "metadata.name"), w[1],
+              vc_str(f, "metadata.namespace"), w[2], vc_str(f, "status.state.phase"), w[3],
+              ages[i]);
+    else
+      fprintf(out, "%-*s%-*s\n", w[0], vc_str(f, "metadata.name"), w[1],
+              vc_str(f, "metadata.namespace"));
+  }
+  free(ages);
+}

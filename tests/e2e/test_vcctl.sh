@@ -203,6 +203,83 @@ test_queue_create_list_get_operate_delete() {
   kubectl delete commands.bus.volcano.sh -n default --all >/dev/null 2>&1 || true
 }
 
+flow_files() { # NS: two JobTemplates in one file, and a JobFlow over them
+  cat >"$D/vcctl-jt.yaml" <<EOF
+# two templates in one file
+apiVersion: flow.volcano.sh/v1alpha1
+kind: JobTemplate
+metadata: {name: step-a, namespace: $1}
+spec:
+  minAvailable: 1
+  tasks:
+  - {name: main, replicas: 1, template: {spec: {restartPolicy: Never, containers: [{name: c, image: busybox}]}}}
+---
+apiVersion: flow.volcano.sh/v1alpha1
+kind: JobTemplate
+metadata: {name: step-b, namespace: $1}
+spec:
+  minAvailable: 1
+  tasks:
+  - {name: main, replicas: 1, template: {spec: {restartPolicy: Never, containers: [{name: c, image: busybox}]}}}
+EOF
+  cat >"$D/vcctl-jf.yaml" <<EOF
+apiVersion: flow.volcano.sh/v1alpha1
+kind: JobFlow
+metadata: {name: flow1, namespace: $1}
+spec:
+  jobRetainPolicy: retain
+  flows:
+  - name: step-a
+  - name: step-b
+    dependsOn: {targets: [step-a]}
+EOF
+}
+
+describe_matches() { # JSON-FILE YAML-FILE: the two describe outputs are the same JobFlow
+  python3 - "$1" "$2" <<'EOF'
+import json, sys, yaml
+j = json.load(open(sys.argv[1]))
+y = yaml.safe_load(open(sys.argv[2]))
+assert j["kind"] == "JobFlow" and j["metadata"]["name"] == "flow1", j
+assert "managedFields" not in j["metadata"]
+assert j["spec"]["flows"][1]["dependsOn"]["targets"] == ["step-a"]
+assert j == y, (j, y)
+EOF
+}
+
+test_jobflow_and_jobtemplate() {
+  local ns nl=$'\n'
+  ns=$(new_namespace vc6)
+  flow_files "$ns"
+  run_vc 0 vcctl jobtemplate create -f "$D/vcctl-jt.yaml"
+  expect_eq "Created JobTemplate: $ns/step-a${nl}Created JobTemplate: $ns/step-b" "$OUT" "jobtemplate create"
+  run_vc 0 vcctl jobflow create -f "$D/vcctl-jf.yaml"
+  expect_eq "Created JobFlow: $ns/flow1" "$OUT" "jobflow create"
+  run_vc 255 vcctl jobflow create -f "$D/vcctl-jf.yaml"
+  expect_eq "Failed to create jobflow: create JobFlow $ns/flow1: jobflows.flow.volcano.sh \"flow1\" already exists" "$OUT" "second create"
+  run_vc 0 vcctl jobtemplate list -n "$ns"
+  expect_match "^Name +Namespace *${nl}step-a +$ns *${nl}step-b +$ns" "$OUT" "jobtemplate list"
+  run_vc 0 vcctl jobflow list -n "$ns"
+  expect_match "^Name +Namespace +Phase +Age *${nl}flow1 +$ns +[A-Za-z]* +[0-9]+s" "$OUT" "jobflow list"
+  run_vc 0 vcctl jobflow get -n "$ns" -N flow1
+  expect_match "${nl}flow1 +$ns" "$OUT" "jobflow get"
+  run_vc 0 vcctl jobflow describe -n "$ns" -N flow1 -o json
+  echo "$OUT" >"$D/vcctl-jf.json"
+  run_vc 0 vcctl jobflow describe -n "$ns" -N flow1
+  echo "$OUT" >"$D/vcctl-jf-out.yaml"
+  describe_matches "$D/vcctl-jf.json" "$D/vcctl-jf-out.yaml" || fail "describe: json and yaml differ or are wrong"
+  run_vc 0 vcctl jobtemplate describe -n "$ns"
+  expect_match "${nl}---------------------------------${nl}" "$OUT" "describe of every template, separated"
+  run_vc 0 vcctl jobflow delete -n "$ns" -N flow1
+  expect_eq "Deleted JobFlow: $ns/flow1" "$OUT" "jobflow delete"
+  run_vc 0 vcctl jobtemplate delete -f "$D/vcctl-jt.yaml"
+  expect_eq "Deleted JobTemplate: $ns/step-a${nl}Deleted JobTemplate: $ns/step-b" "$OUT" "jobtemplate delete -f"
+  run_vc 255 vcctl jobflow get -n "$ns" -N flow1
+  expect_eq "Failed to get jobflow: jobflows.flow.volcano.sh \"flow1\" not found" "$OUT" "get after delete"
+  run_vc 255 vcctl jobflow delete -n "$ns"
+  expect_eq "Failed to delete jobflow: jobflow name must be specified" "$OUT" "delete without a name"
+}
+
 test_bad_command_lines() {
   run_vc 1 vcctl job list --bogus
   expect_match '^Error: unknown flag: --bogus' "$OUT" "unknown flag"
@@ -218,8 +295,10 @@ test_bad_command_lines() {
 
 # ---- setup ----
 kubectl apply --server-side -f "$KILN_ROOT/manifests/crd/" >/dev/null
-kubectl wait --for=condition=Established --timeout=60s crd/podgroups.scheduling.volcano.sh \
-  crd/queues.scheduling.volcano.sh crd/jobs.batch.volcano.sh crd/commands.bus.volcano.sh >/dev/null 2>&1
+for _ in $(seq 1 60); do # a CRD just created may have no conditions yet, which wait refuses
+  kubectl wait --for=condition=Established --timeout=5s crd --all >/dev/null 2>&1 && break
+  sleep 0.5
+done
 kubectl apply --server-side -f "$KILN_ROOT/manifests/queue-default.yaml" >/dev/null
 kubectl create namespace volcano-system >/dev/null 2>&1 || true
 start kiln-controller "$CTRL" "$CTL_HEALTH"

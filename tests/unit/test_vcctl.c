@@ -559,6 +559,82 @@ static void test_job_view(void **state) {
   json_decref(job);
 }
 
+
+static void test_flow_commands(void **state) {
+  vc_args a;
+  char err[256];
+  assert_int_equal(parse("vcctl jobflow create -f flows.yaml", &a, err, sizeof(err)), 0);
+  assert_int_equal(a.verb, VC_FLOW_CREATE);
+  assert_string_equal(a.group, "jobflow");
+  assert_string_equal(a.what, "create jobflow");
+  assert_string_equal(a.file, "flows.yaml");
+  assert_int_equal(parse("vcctl jobtemplate describe -N t -n ns -o json", &a, err, sizeof(err)),
+                   0);
+  assert_int_equal(a.verb, VC_FLOW_DESCRIBE);
+  assert_string_equal(a.group, "jobtemplate");
+  assert_string_equal(a.format, "json");
+  assert_string_equal(a.name, "t");
+  assert_string_equal(a.namespace, "ns");
+  assert_int_equal(parse("vcctl jobflow describe", &a, err, sizeof(err)), 0);
+  assert_string_equal(a.format, "yaml");
+  assert_int_equal(parse("vcctl jobflow list --all-namespaces", &a, err, sizeof(err)), 0);
+  assert_int_equal(a.verb, VC_FLOW_LIST);
+  assert_true(a.all_namespaces);
+  assert_int_equal(parse("vcctl jobflow delete -N f -f x.yaml", &a, err, sizeof(err)), 0);
+  assert_int_equal(a.verb, VC_FLOW_DELETE);
+  assert_int_equal(parse("vcctl jobflow get -N f", &a, err, sizeof(err)), 0);
+  assert_int_equal(a.verb, VC_FLOW_GET);
+  assert_string_equal(a.namespace, "default");
+  assert_int_equal(parse("vcctl jobflow run", &a, err, sizeof(err)), KC_EINVAL);
+  assert_string_equal(err, "unknown command \"run\" for \"vcctl jobflow\"");
+}
+
+static void test_print_flows(void **state) {
+  json_t *list = load("{\"items\":[{\"metadata\":{\"name\":\"flow-one\",\"namespace\":"
+                      "\"ns\",\"creationTimestamp\":\"2026-12-01T09:59:00Z\"},\"status\":"
+                      "{\"state\":{\"phase\":\"Succeed\"}}},{\"metadata\":{\"name\":\"f2\","
+                      "\"namespace\":\"a-longer-ns\"}}]}");
+  char *text = NULL;
+  CAPTURE(text, vc_print_flows(out, list, true, 1796119200));
+  /* Each column as wide as its widest cell or title, plus 4. */
+  assert_string_equal(text, "Name        Namespace      Phase      Age          \n"
+                            "flow-one    ns             Succeed    60s          \n"
+                            "f2          a-longer-ns               <unknown>    \n");
+  free(text);
+  CAPTURE(text, vc_print_flows(out, list, false, 1796119200));
+  assert_string_equal(text, "Name        Namespace      \n"
+                            "flow-one    ns             \n"
+                            "f2          a-longer-ns    \n");
+  free(text);
+  json_decref(list);
+}
+
+static void test_yaml_docs_and_back(void **state) {
+  const char *y = "# comment only\n---\na: 1\n---\n---\nb: [x, 'true']\n";
+  json_t *docs;
+  char err[256];
+  assert_int_equal(vc_yaml_docs_to_json(y, strlen(y), &docs, err, sizeof(err)), 0);
+  assert_int_equal(json_array_size(docs), 2);
+  assert_int_equal(vc_num(json_array_get(docs, 0), "a"), 1);
+  json_decref(docs);
+  /* Written back, strings that would read as other types are quoted, and the text reads
+   * back as the same object. */
+  json_t *obj = load("{\"s\":\"plain\",\"t\":\"true\",\"num\":\"007\",\"ts\":"
+                     "\"2026-12-01T11:35:08Z\",\"i\":3,\"b\":false,\"z\":null,"
+                     "\"l\":[1,\"two\",{\"k\":\"v: w\"}],\"e\":{}}");
+  char *text = NULL;
+  CAPTURE(text, assert_int_equal(vc_json_to_yaml(out, obj), 0));
+  assert_non_null(strstr(text, "s: plain\n"));
+  assert_non_null(strstr(text, "t: \"true\"\n"));
+  assert_non_null(strstr(text, "num: \"007\"\n"));
+  assert_non_null(strstr(text, "ts: \"2026-12-01T11:35:08Z\"\n"));
+  assert_int_equal(vc_yaml_docs_to_json(text, strlen(text), &docs, err, sizeof(err)), 0);
+  assert_true(json_equal(json_array_get(docs, 0), obj));
+  json_decref(docs);
+  free(text);
+  json_decref(obj);
+}
+
 int main(void) {
   setenv("TZ", "UTC", 1);
   tzset();
@@ -579,6 +655,9 @@ int main(void) {
       cmocka_unit_test(test_print_pods),
       cmocka_unit_test(test_why_pending),
       cmocka_unit_test(test_job_view),
+      cmocka_unit_test(test_flow_commands),
+      cmocka_unit_test(test_print_flows),
+      cmocka_unit_test(test_yaml_docs_and_back),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
