@@ -331,6 +331,8 @@ static int preempt_execute(sch_session *ssn) {
         goto out;
     }
   }
+  /* Volcano's preempt ends by evicting what the VictimTasks plugins choose. */
+  rc = sch__evict_victim_tasks(ssn, "evict");
 out:
   for (int32_t q = 0; jobs && q < snap->nqueues; q++)
     free(jobs[q].v);

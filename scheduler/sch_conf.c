@@ -139,6 +139,39 @@ static int args_add(sch_args *a, const char *key, const char *value) {
 
 /* A mapping of arguments, nested maps flattened to "a.b"; lists joined with ", ". */
 static int parse_args(parser *p, yaml_node_t *m, const char *prefix, sch_args *a,
+                      const char *where);
+
+static bool seq_of_mappings(parser *p, yaml_node_t *v) {
+  for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++) {
+    yaml_node_t *item = node(p, *it);
+    if (item && item->type == YAML_MAPPING_NODE)
+      return true;
+  }
+  return false;
+}
+
+/* A list of mappings (rescheduling's strategies) flattens by index: "strategies.0.name",
+ * "strategies.0.params.thresholds.cpu", ... */
+static int parse_arg_list(parser *p, yaml_node_t *v, const char *prefix, sch_args *a,
+                          const char *where) {
+  size_t i = 0;
+  for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top;
+       it++, i++) {
+    yaml_node_t *item = node(p, *it);
+    if (!item || item->type != YAML_MAPPING_NODE)
+      return fail(p, KC_EPARSE, "%s: %s mixes mappings with other items", where, prefix);
+    char *full = NULL;
+    if (asprintf(&full, "%s.%zu", prefix, i) < 0)
+      return KC_ENOMEM;
+    int rc = parse_args(p, item, full, a, where);
+    free(full);
+    if (rc < 0)
+      return rc;
+  }
+  return 0;
+}
+
+static int parse_args(parser *p, yaml_node_t *m, const char *prefix, sch_args *a,
                       const char *where) {
   if (m->type == YAML_SCALAR_NODE && !*scalar(m))
     return 0; /* "arguments:" with nothing */
@@ -157,6 +190,8 @@ static int parse_args(parser *p, yaml_node_t *m, const char *prefix, sch_args *a
       rc = args_add(a, full, scalar(v));
     } else if (v->type == YAML_MAPPING_NODE) {
       rc = parse_args(p, v, full, a, where);
+    } else if (seq_of_mappings(p, v)) {
+      rc = parse_arg_list(p, v, full, a, where);
     } else {
       size_t len = 1;
       for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top;

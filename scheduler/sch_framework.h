@@ -396,6 +396,10 @@ typedef bool (*sch_allocatable_fn)(sch_session *ssn, void *ctx, const sch_queue 
 typedef bool (*sch_victims_fn)(sch_session *ssn, void *ctx, const sch_task *preemptor,
                                const int32_t *candidates, size_t ncandidates, int32_t *victims,
                                size_t *nvictims);
+/* Victims chosen among the candidates without a preemptor (Volcano VictimTasksFn: the
+ * rescheduling plugin's strategies, for shuffle): write them into out (capacity n). */
+typedef void (*sch_victim_tasks_fn)(sch_session *ssn, void *ctx, const int32_t *cands, size_t n,
+                                    int32_t *out, size_t *nout);
 /* Event handlers (Volcano EventHandler AllocateFunc/DeallocateFunc): called after a task
  * is allocated/pipelined, or deallocated/evicted, in a statement. */
 typedef void (*sch_task_event_fn)(sch_session *ssn, void *ctx, const sch_task *t);
@@ -421,6 +425,7 @@ int sch_add_allocatable_fn(sch_session *ssn, sch_allocatable_fn fn, void *ctx);
 int sch_add_preemptive_fn(sch_session *ssn, sch_allocatable_fn fn, void *ctx);
 int sch_add_preemptable_fn(sch_session *ssn, sch_victims_fn fn, void *ctx);
 int sch_add_reclaimable_fn(sch_session *ssn, sch_victims_fn fn, void *ctx);
+int sch_add_victim_tasks_fn(sch_session *ssn, sch_victim_tasks_fn fn, void *ctx);
 int sch_add_event_handler(sch_session *ssn, sch_task_event_fn allocate,
                           sch_task_event_fn deallocate, void *ctx);
 
@@ -435,6 +440,7 @@ int sch_add_event_handler(sch_session *ssn, sch_task_event_fn allocate,
  *    ends the search at that tier; no vote at all is a yes;
  *  - job starving: the first tier with an opinion decides; none is a no;
  *  - overused: any plugin says yes;
+ *  - victim tasks: the union of every plugin's victims;
  *  - preemptable/reclaimable: the victims are the intersection of the choices of the
  *    plugins that vote in the first tier where any plugin votes (possibly empty). */
 int sch_session_job_order(sch_session *ssn, const sch_job *l, const sch_job *r);
@@ -458,6 +464,9 @@ int sch_session_preemptable(sch_session *ssn, const sch_task *preemptor, const i
                             size_t n, int32_t *victims);
 int sch_session_reclaimable(sch_session *ssn, const sch_task *preemptor, const int32_t *cands,
                             size_t n, int32_t *victims);
+/* The union of every VictimTasks plugin's choice among cands, each task once, into victims
+ * (capacity n); returns the count or KC_ENOMEM. */
+int sch_session_victim_tasks(sch_session *ssn, const int32_t *cands, size_t n, int32_t *victims);
 
 /* Accessors. */
 sch_snapshot *sch_session_snapshot(sch_session *ssn);

@@ -23,6 +23,7 @@ typedef enum {
   SCH_CB_PREEMPTIVE,
   SCH_CB_PREEMPTABLE,
   SCH_CB_RECLAIMABLE,
+  SCH_CB_VICTIM_TASKS,
   SCH_CB_EVENT,
   SCH_CB__COUNT
 } sch_cb_kind;
@@ -123,6 +124,9 @@ bool sch__victims_suffice(const sch_snapshot *snap, const sch_task *t, const sch
                           const int32_t *v, size_t nv);
 /* t's init request fits n's future idle. */
 bool sch__fits_future(const sch_task *t, const sch_node *n);
+/* Evicts, with reason, the VictimTasks plugins' choice among the Running tasks of our jobs
+ * (sch_action_shuffle.c): the shuffle action, and the end of preempt. 0 or KC_ENOMEM. */
+int sch__evict_victim_tasks(sch_session *ssn, const char *reason);
 /* The configuration lists the action. */
 bool sch__action_configured(const sch_session *ssn, const char *name);
 

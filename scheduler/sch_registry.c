@@ -15,6 +15,7 @@ extern const sch_plugin sch_plugin_nodeorder;
 extern const sch_plugin sch_plugin_overcommit;
 extern const sch_plugin sch_plugin_predicates;
 extern const sch_plugin sch_plugin_proportion;
+extern const sch_plugin sch_plugin_rescheduling;
 extern const sch_plugin sch_plugin_sla;
 
 extern const sch_action sch_action_enqueue;
@@ -22,6 +23,7 @@ extern const sch_action sch_action_allocate;
 extern const sch_action sch_action_backfill;
 extern const sch_action sch_action_preempt;
 extern const sch_action sch_action_reclaim;
+extern const sch_action sch_action_shuffle;
 
 static const sch_plugin *const plugins[] = {
     &sch_plugin_gang,
@@ -35,6 +37,7 @@ static const sch_plugin *const plugins[] = {
     &sch_plugin_overcommit,
     &sch_plugin_predicates,
     &sch_plugin_proportion,
+    &sch_plugin_rescheduling,
     &sch_plugin_sla,
 };
 
@@ -44,6 +47,7 @@ static const sch_action *const actions[] = {
     &sch_action_backfill,
     &sch_action_preempt,
     &sch_action_reclaim,
+    &sch_action_shuffle,
 };
 
 const sch_plugin *sch_plugin_find(const char *name) {

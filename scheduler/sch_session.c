@@ -85,6 +85,9 @@ int sch_add_preemptable_fn(sch_session *ssn, sch_victims_fn fn, void *ctx) {
 int sch_add_reclaimable_fn(sch_session *ssn, sch_victims_fn fn, void *ctx) {
   return add_cb(ssn, SCH_CB_RECLAIMABLE, SCH_EXT_RECLAIMABLE, F(fn), NULL, ctx);
 }
+int sch_add_victim_tasks_fn(sch_session *ssn, sch_victim_tasks_fn fn, void *ctx) {
+  return add_cb(ssn, SCH_CB_VICTIM_TASKS, SCH_EXT_VICTIM, F(fn), NULL, ctx);
+}
 int sch_add_event_handler(sch_session *ssn, sch_task_event_fn allocate,
                           sch_task_event_fn deallocate, void *ctx) {
   return add_cb(ssn, SCH_CB_EVENT, NOSWITCH, F(allocate), F(deallocate), ctx);
@@ -291,6 +294,26 @@ int sch_session_preemptable(sch_session *ssn, const sch_task *preemptor, const i
 int sch_session_reclaimable(sch_session *ssn, const sch_task *preemptor, const int32_t *cands,
                             size_t n, int32_t *out) {
   return victims(ssn, SCH_CB_RECLAIMABLE, preemptor, cands, n, out);
+}
+
+int sch_session_victim_tasks(sch_session *ssn, const int32_t *cands, size_t n, int32_t *out) {
+  int32_t *tmp = malloc((n ? n : 1) * sizeof(*tmp));
+  if (!tmp)
+    return KC_ENOMEM;
+  size_t nout = 0;
+  EACH(ssn, SCH_CB_VICTIM_TASKS, cb) {
+    size_t k = 0;
+    ((sch_victim_tasks_fn)cb->fn)(ssn, cb->ctx, cands, n, tmp, &k);
+    for (size_t i = 0; i < k; i++) {
+      bool dup = false;
+      for (size_t j = 0; j < nout && !dup; j++)
+        dup = out[j] == tmp[i];
+      if (!dup && nout < n)
+        out[nout++] = tmp[i];
+    }
+  }
+  free(tmp);
+  return (int)nout;
 }
 
 void sch__fire_allocate(sch_session *ssn, const sch_task *t) {

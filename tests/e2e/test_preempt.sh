@@ -18,8 +18,13 @@ CONF=$D/preempt-scheduler.conf
 LOG=$D/logs/kiln-scheduler-preempt.log
 mkdir -p "$D/logs" "$D/pids"
 
-cat > "$CONF" <<'EOF'
-actions: "enqueue, allocate, preempt, reclaim, backfill"
+# write_conf [SHUFFLE]: the suite's configuration; with SHUFFLE, shuffle runs too, with
+# the rescheduling plugin every second (lowNodeUtilization: low under 20%, high over 90%),
+# before preempt (which ends by evicting the same plugin's victims, as "evict").
+write_conf() {
+  {
+    echo "actions: \"enqueue, allocate, ${1:+shuffle, }preempt, reclaim, backfill\""
+    cat <<'EOF'
 tiers:
 - plugins:
   - name: priority
@@ -31,6 +36,20 @@ tiers:
   - name: proportion
   - name: nodeorder
 EOF
+    [ -z "${1:-}" ] || cat <<'EOF'
+  - name: rescheduling
+    arguments:
+      interval: 1s
+      strategies:
+      - name: lowNodeUtilization
+        params:
+          thresholds: {cpu: 20, memory: 20}
+          targetThresholds: {cpu: 90, memory: 90}
+EOF
+  } > "$CONF.tmp"
+  mv "$CONF.tmp" "$CONF"
+}
+write_conf
 
 # nodes GRP COUNT ARGS...: kwok nodes only this test's pods tolerate.
 nodes() {
@@ -371,6 +390,28 @@ test_reclaim_never_from_unreclaimable_queue() {
   expect_eq 2 "$(bound "$ns" keep)" "keep's pods"
   kubectl delete ns "$ns" --wait=false >/dev/null
   kubectl delete queue kiln-keep kiln-want --wait=false >/dev/null 2>&1 || true
+}
+
+# shuffle with rescheduling's lowNodeUtilization: a node at 100% of its cpu gives up its
+# lowest pod (down to 75%, under the 90% target) for the emptier nodes, once.
+test_shuffle_evicts_from_overloaded_node() {
+  local ns from
+  ns=$(new_namespace shuffle)
+  nodes pg 1 --cpu 4 --memory 8Gi
+  podgroup "$ns" full 1 kiln-preempt
+  pods "$ns" full 4 '{cpu: "1"}' pg
+  wait_bound 60 "$ns" full 4
+  from=$(($(wc -l < "$LOG") + 1))
+  write_conf shuffle
+  wait_for 30 "the shuffle configuration" bash -c \
+    "tail -n +$from '$LOG' | grep -aq 'loaded scheduler configuration .*allocate, shuffle, preempt'"
+  wait_event 60 "$ns" "Warning Evict: Pod is evicted, because of shuffle$"
+  wait_sessions 4
+  write_conf
+  expect_eq 1 "$(evictions "$ns" | sort -u | grep -c .)" "pods shuffled off the full node"
+  no_double_eviction "$ns"
+  expect_eq 3 "$(bound "$ns" full)" "pods left on the node"
+  kubectl delete ns "$ns" --wait=false >/dev/null
 }
 
 # Last: the scheduler stops cleanly and nothing was evicted twice over the whole suite.

@@ -254,6 +254,74 @@ static void test_reclaim_not_from_unreclaimable_queue(void **state) {
   fx_free(f);
 }
 
+/* ---- shuffle and rescheduling ---- */
+
+static const char shuffle_conf[] =
+    "actions: \"shuffle\"\n"
+    "tiers:\n"
+    "- plugins:\n"
+    "  - name: rescheduling\n"
+    "    arguments:\n"
+    "      interval: 10m\n"
+    "      strategies:\n"
+    "      - name: lowNodeUtilization\n"
+    "        params:\n"
+    "          thresholds: {cpu: 20, memory: 20}\n"
+    "          targetThresholds: {cpu: 60, memory: 60}\n";
+
+/* n1 is full (4 of 4 cpu), n2 empty: lowest priority first, n1 gives up pods until it is
+ * at or under 60%: two of its four. */
+static sch_result *shuffle_once(int64_t now, bool configured_conf) {
+  fx *f = fx_new();
+  fx_node(f, "n1", 4000, 16 * GI, 110);
+  fx_node(f, "n2", 4000, 16 * GI, 110);
+  fx_pg(f, "j", "default", 1, "Running");
+  static const char *const names[] = {"p0", "p1", "p2", "p3"};
+  for (int i = 0; i < 4; i++)
+    fx_pod(f, names[i], "j", 1000, GI, "n1")->priority = i == 2 ? -5 : i;
+  assert_int_equal(sch_snapshot_new(f->msg, NULL, &f->snap), 0);
+  const char *y = configured_conf ? shuffle_conf : "actions: shuffle\ntiers:\n- plugins:\n"
+                                                  "  - name: rescheduling\n";
+  assert_int_equal(sch_conf_parse(y, strlen(y), &f->conf, NULL, 0), 0);
+  sch_session_options o = SCH_SESSION_OPTIONS_DEFAULT;
+  o.now = now;
+  assert_int_equal(sch_session_open(f->snap, f->conf, &o, &f->ssn), 0);
+  sch_result *r = fx_run(f);
+  for (size_t i = 0; i < r->nevicts; i++) {
+    assert_string_equal(r->evicts[i].reason, "shuffle");
+    /* remember the names: the snapshot goes with f */
+    const char *name = f->snap->tasks[r->evicts[i].task].pod->name;
+    r->evicts[i].task = name[1] - '0';
+  }
+  fx_free(f);
+  return r;
+}
+
+static void test_shuffle_low_node_utilization(void **state) {
+  (void)state;
+  /* a list of mappings in arguments flattens by index */
+  sch_conf *c = NULL;
+  assert_int_equal(sch_conf_parse(shuffle_conf, strlen(shuffle_conf), &c, NULL, 0), 0);
+  const sch_args *a = &c->tiers[0].plugins[0].args;
+  assert_string_equal(sch_args_get(a, "strategies.0.name"), "lowNodeUtilization");
+  assert_string_equal(sch_args_get(a, "strategies.0.params.targetThresholds.cpu"), "60");
+  assert_string_equal(sch_args_get(a, "interval"), "10m");
+  sch_conf_free(c);
+  sch_result *r = shuffle_once(2000000, true);
+  assert_int_equal(r->nevicts, 2);
+  assert_int_equal(r->evicts[0].task, 2); /* priority -5 first */
+  assert_int_equal(r->evicts[1].task, 0); /* then priority 0 */
+  sch_result_free(r);
+  /* within the interval: the strategies do not run */
+  r = shuffle_once(2000000 + 300, true);
+  assert_int_equal(r->nevicts, 0);
+  sch_result_free(r);
+  /* after it they do; Volcano's default thresholds (100%) never find a high node */
+  r = shuffle_once(2000000 + 601, false);
+  assert_int_equal(r->nevicts, 0);
+  sch_result_free(r);
+}
+
 /* ---- victim callbacks, plugin by plugin ---- */
 
 static void test_priority_victims(void **state) {
@@ -427,6 +495,7 @@ int main(void) {
       cmocka_unit_test(test_preempt_inside_job),
       cmocka_unit_test(test_reclaim_half),
       cmocka_unit_test(test_reclaim_not_from_unreclaimable_queue),
+      cmocka_unit_test(test_shuffle_low_node_utilization),
       cmocka_unit_test(test_priority_victims),
       cmocka_unit_test(test_gang_switch_off),
       cmocka_unit_test(test_cdp_victims),
