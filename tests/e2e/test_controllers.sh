@@ -220,7 +220,9 @@ test_hierarchy_child_follows_parent() {
   wait_jsonpath 60 "queue/$c" '{.status.state}' Closed
   expect_eq true "$(jsonpath "queue/$c" '{.metadata.annotations.volcano\.sh/closed-by-parent}')" \
     "child marked closed by its parent"
-  command "$ns" OpenQueue "$p"
+  # Opened the way an operator does it: vcctl's Command (in "default"), as Volcano's vcctl.
+  "$KILN_BUILD/cli/vcctl" queue operate -n "$p" -a open >/dev/null || fail "vcctl queue operate failed"
+  wait_jsonpath 60 "queue/$p" '{.status.state}' Open
   wait_jsonpath 60 "queue/$c" '{.status.state}' Open
   kubectl delete queue "$c" "$p" --wait=false >/dev/null
   kubectl delete namespace "$ns" --wait=false >/dev/null
