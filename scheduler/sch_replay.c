@@ -10,6 +10,7 @@
  *   evict NS/POD: REASON                (REASON: preempt, reclaim: the action that chose it)
  *   nominate NS/POD -> NODE             (a preemptor pipelined onto the room its victims free)
  *   unschedulable NS/POD: WHY           (each pending task of ours that was not placed)
+ *   gated NS/POD: GATE,...              (a pending pod of ours not tried: its schedulingGates)
  *   podgroup NS/NAME: PHASE [CONDITION REASON: MESSAGE]
  *   summary: N binds, N evicts, N unschedulable, session S s
  *
@@ -94,6 +95,15 @@ static void print_result(FILE *out, const sch_snapshot *snap, const sch_result *
     const sch_task *t = &snap->tasks[r->why[i].task];
     fprintf(out, "unschedulable %s/%s: %s\n", pod_ns(t), pod_name(t),
             r->why[i].message ? r->why[i].message : "");
+  }
+  for (int32_t i = 0; i < snap->ntasks; i++) {
+    const sch_task *t = &snap->tasks[i];
+    if (t->job < 0 || t->status != SCH_TASK_PENDING || !t->gated)
+      continue;
+    fprintf(out, "gated %s/%s: ", pod_ns(t), pod_name(t));
+    for (size_t g = 0; g < t->pod->n_scheduling_gates; g++)
+      fprintf(out, "%s%s", g ? "," : "", t->pod->scheduling_gates[g]);
+    fputc('\n', out);
   }
   for (size_t i = 0; i < r->npod_groups; i++) {
     const sch_pg_status *ps = &r->pod_groups[i];

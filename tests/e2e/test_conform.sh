@@ -144,7 +144,8 @@ kubectl apply --server-side -f "$KILN_ROOT/manifests/queue-default.yaml" >/dev/n
 kubectl create namespace volcano-system >/dev/null 2>&1 || true
 METRICS_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 "$SCHED" --kubeconfig "$KUBECONFIG" --scheduler-conf "$CONF" --v=3 --leader-elect=false \
-  --enable-metrics --listen-address "127.0.0.1:$METRICS_PORT" >"$LOG" 2>&1 &
+  --enable-metrics --listen-address "127.0.0.1:$METRICS_PORT" \
+  --dump-snapshot "$D/conform-snapshot.pb" >"$LOG" 2>&1 &
 echo $! >"$D/pids/kiln-scheduler-conform.pid"
 echo "$SCHED" >"$D/pids/kiln-scheduler-conform.exe"
 "$CTRL" --kubeconfig "$KUBECONFIG" --leader-elect=false >"$D/logs/kiln-controller-conform.log" 2>&1 &
@@ -246,6 +247,16 @@ test_gated_pods_not_bound_until_ungated() {
     "$(jsonpath pod/p0 '{.status.conditions[?(@.type=="PodScheduled")].reason}' "$ns")" \
     "p0's PodScheduled reason"
   never_bound "$ns" p0 p1
+  # Offline, kiln-replay on a dump of the cache names the gates that hold the pods.
+  local from out
+  from=$(($(wc -l <"$LOG") + 1))
+  kill -USR2 "$(cat "$D/pids/kiln-scheduler-conform.pid")"
+  wait_for 20 "the cache dump" bash -c "tail -n +$from '$LOG' | grep -q 'dumped the cache to'"
+  out=$("$KILN_BUILD/scheduler/kiln-replay" --scheduler-conf "$CONF" "$D/conform-snapshot.pb") ||
+    fail "kiln-replay failed"
+  expect_match "gated $ns/p0: example.com/hold" "$out" "replay"
+  expect_match "gated $ns/p1: scheduling.volcano.sh/queue-allocation-gate" "$out" "replay"
+  ! grep -E "^(bind|unschedulable) $ns/" <<<"$out" || fail "the replay placed or explained a gated pod"
   local t0=$SECONDS p
   for p in p0 p1; do
     kubectl patch pod -n "$ns" "$p" --type=json \
