@@ -869,6 +869,11 @@ int ctl__sync_job(ctl_ctx *c, ctl_update_fn fn) {
     podgroup_event(c);
   } else if ((rc = sync_pods(c, &claims))) {
     goto out;
+  } else {
+    /* Admitted, yet the gang may still not fit (a pod no node can hold, the cluster full):
+     * the scheduler's reason reaches `kubectl describe vcjob` too. Volcano relays it only
+     * before admission, which leaves an admitted gang's Job silent. */
+    podgroup_event(c);
   }
   st->min_available = ctl__job_min_available(job);
   ctl__apply_fn(c, st, fn);

@@ -304,6 +304,20 @@ static int32_t best_node(search *s, const sch_task *t) {
 
 /* ---- allocate ---- */
 
+/* Records the actionable reason t found no node (sch_why.c), while the gang's pods placed
+ * so far still hold their nodes. 0 or KC_ENOMEM. */
+static int explain(sch_session *ssn, sch_job *j, const sch_task *t, int32_t placed) {
+  bool big = false;
+  int32_t w = sch__why_unplaced(ssn, t, placed, &big);
+  if (w < -1)
+    return w;
+  if (w >= 0) {
+    j->why_message = w;
+    j->why_too_big = big;
+  }
+  return 0;
+}
+
 /* Places the pending tasks of one job through one statement. *again is set when the job
  * became ready with tasks left, so it goes back in its queue (Volcano's round robin). */
 static int allocate_job(sch_session *ssn, search *s, int32_t qi, int32_t ji, bool *again) {
@@ -340,6 +354,8 @@ static int allocate_job(sch_session *ssn, search *s, int32_t qi, int32_t ji, boo
       t->why = why;
       if (j->fit_message < 0)
         j->fit_message = why;
+      if (j->why_message < 0 && (rc = explain(ssn, j, t, (int32_t)i)) < 0)
+        goto out;
       break; /* the gang cannot complete this round without this task */
     }
     double score = 0;
@@ -385,6 +401,27 @@ static bool has_placeable(const sch_snapshot *snap, const sch_job *j) {
   return j->gated == 0;
 }
 
+/* "queue q is overused: 8 cpu allocated, deserved 8 cpu" on the queue's waiting jobs. */
+static int overused_reason(sch_session *ssn, int32_t qi, const sch__heap *waiting) {
+  sch_snapshot *snap = ssn->snap;
+  const sch_queue *q = &snap->queues[qi];
+  sch_resource allocated = {0};
+  for (int32_t ji = 0; ji < snap->njobs; ji++)
+    if (snap->jobs[ji].queue == qi)
+      sch_resource_add(&allocated, &snap->jobs[ji].allocated);
+  char al[256], de[256];
+  sch_resource_human(snap, &allocated, 0, al, sizeof(al));
+  sch_resource_human(snap, &q->deserved, 0, de, sizeof(de));
+  for (size_t k = 0; k < waiting->n; k++) {
+    sch_job *j = &snap->jobs[waiting->v[k]];
+    if (j->queue_message < 0 &&
+        sch_session_job_queue_reason(ssn, j, "queue %s is overused: %s allocated, deserved %s",
+                                     q->name, al, de) < 0)
+      return KC_ENOMEM;
+  }
+  return 0;
+}
+
 static int allocate_execute(sch_session *ssn) {
   sch_snapshot *snap = ssn->snap;
   bool enqueue = sch__action_configured(ssn, "enqueue");
@@ -422,11 +459,8 @@ static int allocate_execute(sch_session *ssn) {
   while (queues.n) {
     int32_t qi = sch__heap_pop(ssn, &queues, sch__queue_cmp);
     if (sch_session_overused(ssn, &snap->queues[qi])) {
-      for (size_t k = 0; k < jobs[qi].n; k++) {
-        sch_job *j = &snap->jobs[jobs[qi].v[k]];
-        if (j->queue_message < 0)
-          sch_session_job_queue_reason(ssn, j, "queue %s is overused", snap->queues[qi].name);
-      }
+      if ((rc = overused_reason(ssn, qi, &jobs[qi])) < 0)
+        goto out;
       continue;
     }
     if (jobs[qi].n == 0)

@@ -142,6 +142,8 @@ typedef struct sch_job {
   bool invalid;        /* failed JobValid: skipped by the actions */
   int32_t fit_message; /* reason-table index of the aggregated fit error, -1 none */
   int32_t queue_message; /* reason index of "queue ... insufficient", -1 none */
+  int32_t why_message;   /* reason index of the actionable explanation (sch_why.c), -1 none */
+  bool why_too_big;      /* it says a pod fits no node even when empty */
 } sch_job;
 
 typedef struct sch_queue {
@@ -216,6 +218,11 @@ int sch_snapshot_scalar(const sch_snapshot *snap, const char *name);
 
 /* Volcano NodeInfo.FutureIdle: idle + releasing - pipelined. */
 void sch_node_future_idle(const sch_node *n, sch_resource *out);
+
+/* "40 cpu, 64Gi memory, 2 nvidia.com/gpu": the dimensions in dims (SCH_DIM_* bits; 0: the
+ * ones r has) as an operator writes them (sch_why.c); "nothing" when none. */
+void sch_resource_human(const sch_snapshot *snap, const sch_resource *r, unsigned dims,
+                        char *buf, size_t len);
 
 /* Job counters (Volcano JobInfo): ready = allocated statuses + Succeeded; waiting =
  * Pipelined; valid = Pending + allocated statuses + Succeeded + Pipelined. */

@@ -64,6 +64,10 @@ struct sch_session {
   int32_t nnode_list;
   uint32_t next_node; /* where the next predicate scan starts */
   bool preempting;    /* sch_session_preempting */
+  /* sch_why.c: the largest node per dimension, and the predicate calls spent. */
+  sch_resource why_largest;
+  bool why_largest_done;
+  int64_t why_budget;
   /* Reason strings: id -> string, string -> id + 1. */
   char **reasons;
   size_t nreasons, cap_reasons;
@@ -127,6 +131,16 @@ bool sch__fits_future(const sch_task *t, const sch_node *n);
 /* Evicts, with reason, the VictimTasks plugins' choice among the Running tasks of our jobs
  * (sch_action_shuffle.c): the shuffle action, and the end of preempt. 0 or KC_ENOMEM. */
 int sch__evict_victim_tasks(sch_session *ssn, const char *reason);
+/* Why pending (sch_why.c). t found no node: the reason id of the most specific
+ * explanation, -1 when the aggregated predicate message says it best, or KC_ENOMEM;
+ * *is_too_big when a pod fits no node even empty. placed: gang pods placed so far. */
+int32_t sch__why_unplaced(sch_session *ssn, const sch_task *t, int32_t placed, bool *is_too_big);
+/* The detail of a not-ready gang's Unschedulable message, most specific first; empty when
+ * nothing explains it. */
+void sch__why_detail(sch_session *ssn, const sch_job *j, char *buf, size_t len);
+/* "40" cpu, "1500m", "64Gi" memory: dim 0 cpu, 1 memory, 2+i scalar slot i. */
+void sch__why_amount(int dim, int64_t v, char *buf, size_t len);
+void sch__why_dim_name(const sch_snapshot *snap, int dim, char *buf, size_t len);
 /* The configuration lists the action. */
 bool sch__action_configured(const sch_session *ssn, const char *name);
 

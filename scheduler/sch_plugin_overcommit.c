@@ -47,7 +47,18 @@ static int job_enqueueable(sch_session *ssn, void *ctx, const sch_job *j) {
   if (sch_resource_less_equal(&need, &st->idle))
     return SCH_PERMIT;
   KC_V(4, "overcommit: resources in the cluster are overused, job %s stays pending", j->key);
-  sch_session_job_queue_reason(ssn, j, "resource in cluster is overused");
+  sch_snapshot *snap = sch_session_snapshot(ssn);
+  sch_resource left = st->idle;
+  sch_resource_sub(&left, &st->inqueue);
+  unsigned dims = sch_resource_insufficient(&j->min_resources, &left);
+  char gang[256], lft[256];
+  sch_resource_human(snap, &j->min_resources, dims, gang, sizeof(gang));
+  sch_resource_human(snap, &left, dims, lft, sizeof(lft));
+  sch_session_job_queue_reason(ssn, j,
+                               "resource in cluster is overused: the gang needs %s "
+                               "(minResources); the cluster has %s left (allocatable x %g "
+                               "overcommit, less what runs and what admitted gangs hold)",
+                               gang, lft, st->factor);
   return SCH_REJECT;
 }
 

@@ -200,11 +200,24 @@ static bool allocatable(sch_session *ssn, void *ctx, const sch_queue *q, const s
   /* Only the dimensions the task asks for count (Volcano LessEqualWithDimension). */
   sch_resource free_ = a->deserved;
   sch_resource_sub(&free_, &a->allocated);
-  bool ok = sch_resource_insufficient(&t->resreq, &free_) == 0;
-  if (!ok)
-    KC_V(3, "proportion: queue %s has no room for task %s (share %.2f)", q->name,
-         t->pod && t->pod->name ? t->pod->name : "?", a->share);
-  return ok;
+  unsigned short_dims = sch_resource_insufficient(&t->resreq, &free_);
+  if (short_dims == 0)
+    return true;
+  KC_V(3, "proportion: queue %s has no room for task %s (share %.2f)", q->name,
+       t->pod && t->pod->name ? t->pod->name : "?", a->share);
+  const sch_snapshot *snap = sch_session_snapshot(ssn);
+  if (t->job >= 0 && t->job < snap->njobs) {
+    /* The numbers the operator compares: what the pod asks and what the queue holds. */
+    char req[256], des[256], alloc[256];
+    sch_resource_human(snap, &t->resreq, short_dims, req, sizeof(req));
+    sch_resource_human(snap, &a->deserved, short_dims, des, sizeof(des));
+    sch_resource_human(snap, &a->allocated, short_dims, alloc, sizeof(alloc));
+    sch_session_job_queue_reason(ssn, &snap->jobs[t->job],
+                                 "queue %s resource quota insufficient: pod requests %s; the "
+                                 "queue's deserved share is %s, %s allocated",
+                                 q->name, req, des, alloc);
+  }
+  return false;
 }
 
 static int job_enqueueable(sch_session *ssn, void *ctx, const sch_job *j) {
@@ -222,7 +235,20 @@ static int job_enqueueable(sch_session *ssn, void *ctx, const sch_job *j) {
     return SCH_PERMIT;
   }
   const char *qname = j->queue >= 0 && j->queue < snap->nqueues ? snap->queues[j->queue].name : "";
-  sch_session_job_queue_reason(ssn, j, "queue resource quota insufficient");
+  /* What is left of the queue's capability (or of the cluster, less the guarantees of the
+   * other queues) against what the gang needs to start. */
+  sch_resource used = need, left = a->real_capability;
+  sch_resource_sub(&used, &j->min_resources);
+  sch_resource_sub(&left, &used);
+  unsigned dims = sch_resource_insufficient(&j->min_resources, &left);
+  char gang[256], lft[256], cap[256];
+  sch_resource_human(snap, &j->min_resources, dims, gang, sizeof(gang));
+  sch_resource_human(snap, &left, dims, lft, sizeof(lft));
+  sch_resource_human(snap, &a->real_capability, dims, cap, sizeof(cap));
+  sch_session_job_queue_reason(ssn, j,
+                               "queue %s resource quota insufficient: the gang needs %s "
+                               "(minResources); the queue has %s left of %s",
+                               qname, gang, lft, cap);
   KC_V(3, "proportion: job %s rejected: queue %s resource quota insufficient", j->key, qname);
   return SCH_REJECT;
 }

@@ -214,11 +214,8 @@ static void gang_close(sch_session *ssn, void *state) {
     }
     int32_t unready = j->min_available - sch_job_ready_num(j);
     char detail[768];
-    if (j->fit_message >= 0)
-      snprintf(detail, sizeof(detail), "%s", sch_session_reason_str(ssn, j->fit_message));
-    else if (j->queue_message >= 0)
-      snprintf(detail, sizeof(detail), "%s", sch_session_reason_str(ssn, j->queue_message));
-    else
+    sch__why_detail(ssn, j, detail, sizeof(detail));
+    if (!detail[0])
       not_ready_text(j, detail, sizeof(detail));
     char msg[1024];
     snprintf(msg, sizeof(msg), "%d/%d tasks in gang unschedulable: %s", unready, j->ntasks, detail);

@@ -301,6 +301,7 @@ static int add_job(sch_snapshot *s, size_t *cap, sch_job **out) {
   memset(j, 0, sizeof(*j));
   j->fit_message = -1;
   j->queue_message = -1;
+  j->why_message = -1;
   *out = j;
   return 0;
 }

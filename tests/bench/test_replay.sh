@@ -2,7 +2,8 @@
 # kiln-replay on snapshots written by `sessions --write-snapshot` (the dump's format):
 #   1. two nodes of 4 cpu, two gangs of 6 pods of 1 cpu: the first gang is bound (3 pods per
 #      node), the second cannot fit and each of its pods says why (the default configuration:
-#      the queue's share; a configuration without proportion: the nodes' cpu); placements
+#      the queue's share; a configuration without proportion: the cluster full, and the pod
+#      that found no node the nodes' cpu); placements
 #      carry the node-order score that chose them;
 #   2. decisions pinned: the replay of four generated snapshots (300 nodes gangs of 1 with
 #      fragmentation, 500 nodes gangs of 10, each plain and with --shapes) prints exactly
@@ -29,7 +30,7 @@ s1=$(sed -n 's/^bind bench\/job-000000-0 -> .* score \([0-9]*\)$/\1/p' "$T/out")
 s3=$(sed -n 's/^bind bench\/job-000000-2 -> .* score \([0-9]*\)$/\1/p' "$T/out")
 [ "$s1" -gt "$s3" ] || fail "scores: first $s1, third $s3"
 ! grep -q '^bind bench/job-000001-' "$T/out" || fail "gang 1 partly bound"
-[ "$(grep -c '^unschedulable bench/job-000001-.*: 6/6 tasks in gang unschedulable: queue default resource quota insufficient$' "$T/out")" = 6 ] ||
+[ "$(grep -c '^unschedulable bench/job-000001-.*: 6/6 tasks in gang unschedulable: queue default resource quota insufficient: pod requests 1 cpu; the queue.s deserved share is 8 cpu, 8 cpu allocated$' "$T/out")" = 6 ] ||
   fail "gang 1 reasons: $(cat "$T/out")"
 grep -q '^podgroup bench/job-000001: Inqueue Unschedulable NotEnoughResources: ' "$T/out" ||
   fail "gang 1 condition: $(grep podgroup "$T/out")"
@@ -48,8 +49,11 @@ tiers:
 YAML
 "$REPLAY" --scheduler-conf "$T/conf.yaml" "$T/small.pb" >"$T/out2"
 [ "$(grep -c '^bind ' "$T/out2")" = 6 ] || fail "conf: binds: $(cat "$T/out2")"
-[ "$(grep -c '^unschedulable bench/job-000001-.*0/2 nodes are available: 2 Insufficient cpu' "$T/out2")" = 6 ] ||
+# The pod that found no node says so per node; the gang says which limit holds it.
+[ "$(grep -c '^unschedulable bench/job-000001-.*0/2 nodes are available: 2 Insufficient cpu' "$T/out2")" = 1 ] ||
   fail "conf: reasons: $(cat "$T/out2")"
+[ "$(grep -c '^unschedulable bench/job-000001-.*: 6/6 tasks in gang unschedulable: cluster full: pod requests 1 cpu; the largest free block is 0 cpu (node node-0000[01]) after 2 pod(s) of the gang were placed$' "$T/out2")" = 5 ] ||
+  fail "conf: gang reason: $(cat "$T/out2")"
 passed=$((passed + 1))
 
 "$REPLAY" --scheduler-conf "$T/missing.yaml" "$T/small.pb" >/dev/null 2>&1 &&
@@ -93,7 +97,7 @@ pinned() { # nodes running pending gang expected-sha256 [generator flags]
   [ "$got" = "$5" ] || fail "decisions changed on $1 nodes, gangs of $4: $got"
   passed=$((passed + 1))
 }
-pinned 300 1001 3500 1 58983d03babb312931e70bc3eae93ac4f1738bc5156af77930a58f70bdf17330
+pinned 300 1001 3500 1 ac44c41bc866eb07fdffa3a073dc49ccf8957627d131fe089e73f6410b6ac919
 pinned 500 2500 4000 10 38f4db9250c1730a463d2ce72da7e84ed106161a73c2a7f8249e59dbfe538803
 # Labels, taints, selectors, affinity and tolerations varying per gang (the per-shape caches
 # of predicates and nodeorder), with gangs that fit nowhere for affinity and taint reasons.

@@ -83,6 +83,30 @@ static void test_no_pods_until_inqueue(void **state) {
   fx_close(&f);
 }
 
+/* Admitted but not placed: the pods exist and the Job still tells why (describe vcjob). */
+static void test_admitted_unschedulable_event(void **state) {
+  fx f;
+  fx_init(&f, "job-gang.json", running_status);
+  fx_pg(&f, "Inqueue",
+        "\"conditions\":[{\"type\":\"Unschedulable\",\"status\":\"True\",\"message\":\"6/6 tasks "
+        "in gang unschedulable: pod requests 40 cpu; the largest node allocates 32\"}]");
+  ctl_request req = {.event = CTL_EV_OUT_OF_SYNC};
+  assert_int_equal(fx_sync(&f, &req), 0);
+  assert_true(json_array_size(f.plan.pods_create) > 0);
+  const ctl_k8s_event *e = fx_event(&f, "PodGroupPending");
+  assert_non_null(e);
+  assert_string_equal(e->message, "PodGroup default:gang unschedulable, reason: 6/6 tasks in gang "
+                                  "unschedulable: pod requests 40 cpu; the largest node "
+                                  "allocates 32");
+  fx_close(&f);
+  /* once scheduled, nothing is relayed */
+  fx_init(&f, "job-gang.json", running_status);
+  fx_pg(&f, "Running", "\"conditions\":[{\"type\":\"Scheduled\",\"status\":\"True\"}]");
+  assert_int_equal(fx_sync(&f, &req), 0);
+  assert_null(fx_event(&f, "PodGroupPending"));
+  fx_close(&f);
+}
+
 static void test_scale_down_and_out_of_sync(void **state) {
   fx f;
   fx_init(&f, "job-single.json",
@@ -761,6 +785,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_pod_from_template),
       cmocka_unit_test(test_no_pods_until_inqueue),
+      cmocka_unit_test(test_admitted_unschedulable_event),
       cmocka_unit_test(test_scale_down_and_out_of_sync),
       cmocka_unit_test(test_status_counts),
       cmocka_unit_test(test_status_unchanged),

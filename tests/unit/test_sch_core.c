@@ -401,8 +401,9 @@ static void test_allocate_gang_does_not_fit(void **state) {
   assert_string_equal(ps->condition.type, "Unschedulable");
   assert_string_equal(ps->condition.reason, "NotEnoughResources");
   assert_string_equal(ps->condition.message,
-                      "3/4 tasks in gang unschedulable: 0/3 nodes are available: 1 node(s) had "
-                      "untolerated taint {gpu: true}, 2 Insufficient cpu.");
+                      "3/4 tasks in gang unschedulable: cluster full: pod requests 2 cpu; the "
+                      "largest free block is 0 cpu (node n1) after 2 pod(s) of the gang were "
+                      "placed");
   /* an Unschedulable event on the PodGroup, FailedScheduling on each pending pod */
   int pg_events = 0, pod_events = 0;
   for (size_t i = 0; i < r->nevents; i++) {
@@ -743,7 +744,9 @@ static void test_queue_share_exhausted(void **state) {
   const sch_pg_status *ps = fx_pg_status(f, r, "big");
   assert_int_equal(ps->phase, SCH_PG_PENDING);
   assert_string_equal(ps->condition.message,
-                      "1/0 tasks in gang unschedulable: queue resource quota insufficient");
+                      "1/0 tasks in gang unschedulable: queue small resource quota "
+                      "insufficient: the gang needs 4 cpu (minResources); the queue has 1 cpu "
+                      "left of 1 cpu");
   bool event = false;
   for (size_t i = 0; i < r->nevents; i++)
     if (r->events[i].kind == SCH_EVENT_PODGROUP &&

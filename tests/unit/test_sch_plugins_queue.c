@@ -293,10 +293,18 @@ static void test_fit_message(void **state) {
       msg = r->pod_groups[i].condition.message;
   }
   assert_non_null(msg);
-  /* kube-scheduler sorts the counted reasons as strings; the order is the framework's. */
-  assert_non_null(strstr(msg, "0/3 nodes are available: "));
-  assert_non_null(strstr(msg, "2 Insufficient cpu"));
-  assert_non_null(strstr(msg, "1 node(s) had untolerated taint {gpu: true}"));
+  /* The gang: the one node big enough is tainted, so the pod fits no node it may use. */
+  assert_string_equal(msg, "2/2 tasks in gang unschedulable: pod requests 2 cpu; the largest "
+                           "node allocates 1");
+  /* The pod that was tried: kube-scheduler's reasons per node, sorted as strings. */
+  const char *why = NULL;
+  for (size_t i = 0; i < r->nwhy; i++)
+    if (strstr(r->why[i].message, "nodes are available"))
+      why = r->why[i].message;
+  assert_non_null(why);
+  assert_non_null(strstr(why, "0/3 nodes are available: "));
+  assert_non_null(strstr(why, "2 Insufficient cpu"));
+  assert_non_null(strstr(why, "1 node(s) had untolerated taint {gpu: true}"));
   sch_result_free(r);
   fx_free(f);
 }
