@@ -217,7 +217,7 @@ test_gang_binds_all_or_nothing_and_explains() {
     [ $SECONDS -lt $deadline ] || fail "condition message: '$msg'"
     sleep 0.3
   done
-  expect_match 'Insufficient cpu|quota insufficient' "$msg" "condition message"
+  expect_match 'Insufficient cpu|quota insufficient|cluster full: pod requests 3 cpu' "$msg" "condition message"
   wait_event 10 "$ns" PodGroup g '^Warning Unschedulable: 3/3 tasks in gang unschedulable'
   for i in 0 1 2; do wait_event 10 "$ns" Pod "g-$i" '^Warning FailedScheduling: '; done
   wait_jsonpath 10 pod/g-0 '{.status.conditions[?(@.type=="PodScheduled")].status}' False "$ns"
