@@ -15,6 +15,7 @@ extern const sch_plugin sch_plugin_nodeorder;
 extern const sch_plugin sch_plugin_overcommit;
 extern const sch_plugin sch_plugin_predicates;
 extern const sch_plugin sch_plugin_proportion;
+extern const sch_plugin sch_plugin_capacity;
 extern const sch_plugin sch_plugin_rescheduling;
 extern const sch_plugin sch_plugin_sla;
 
@@ -37,6 +38,7 @@ static const sch_plugin *const plugins[] = {
     &sch_plugin_overcommit,
     &sch_plugin_predicates,
     &sch_plugin_proportion,
+    &sch_plugin_capacity,
     &sch_plugin_rescheduling,
     &sch_plugin_sla,
 };
