@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# The capacity plugin on the real control plane (kiln-scheduler configured with capacity in
+# place of proportion): three queues with deserved 1:1:2 get that split of dedicated nodes
+# under contention, and a queue at its capability admits no more. Each test makes its own
+# kwok nodes (labelled grp=<test>, tainted kiln-cap=<test>) and selects them, so other
+# suites are not disturbed. A test that needs every pod in one session creates the pods
+# before it starts the scheduler.
+# shellcheck shell=bash
+SUITE=capacity
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+SCHED=$KILN_BUILD/scheduler/kiln-scheduler
+D=$KILN_CLUSTER_DIR
+CONF=$D/capacity-scheduler.conf
+LOG=$D/logs/kiln-scheduler-capacity.log
+mkdir -p "$D/logs" "$D/pids"
+cat > "$CONF" <<'EOF'
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: predicates
+  - name: capacity
+  - name: nodeorder
+EOF
+
+nodes() { # GRP COUNT ARGS...
+  local grp=$1 count=$2
+  shift 2
+  "$KILN_ROOT/tests/cluster/nodes" --dir "$D" --count "$count" --prefix "$grp-" \
+    --label "grp=$grp" --taint "kiln-cap=$grp:NoSchedule" "$@" >/dev/null \
+    || fail "cannot create nodes $grp-*"
+}
+
+queue() { # NAME SPEC-EXTRA
+  kubectl apply -f - >/dev/null <<EOF || fail "cannot create queue $1"
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: $1}
+spec: {weight: 1, reclaimable: false, $2}
+EOF
+}
+
+gangs() { # NS PREFIX QUEUE COUNT CPU GRP: COUNT one-pod gangs PREFIX-i in QUEUE
+  local i
+  for ((i = 0; i < $4; i++)); do
+    cat <<EOF
+---
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: PodGroup
+metadata: {name: $2-$i, namespace: $1}
+spec: {minMember: 1, queue: $3}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: $2-$i
+  namespace: $1
+  annotations: {scheduling.k8s.io/group-name: $2-$i}
+spec:
+  schedulerName: volcano
+  nodeSelector: {grp: $6}
+  tolerations: [{key: kiln-cap, value: $6, effect: NoSchedule}]
+  containers: [{name: c, image: fake, resources: {requests: {cpu: "$5"}, limits: {cpu: "$5"}}}]
+EOF
+  done | kubectl apply -f - >/dev/null || fail "cannot create gangs $2-*"
+}
+
+bound() { # NS PREFIX
+  kubectl get pods -n "$1" -o jsonpath='{range .items[*]}{.metadata.name} {.spec.nodeName}{"\n"}{end}' \
+    | awk -v p="^$2-" '$1 ~ p && $2 != ""' | wc -l
+}
+
+start_scheduler() {
+  "$SCHED" --kubeconfig "$KUBECONFIG" --scheduler-conf "$CONF" --v=3 --leader-elect=false \
+    >>"$LOG" 2>&1 &
+  echo $! > "$D/pids/kiln-scheduler-capacity.pid"
+  echo "$SCHED" > "$D/pids/kiln-scheduler-capacity.exe"
+}
+
+stop_scheduler() {
+  [ -f "$D/pids/kiln-scheduler-capacity.pid" ] || return 0
+  kill "$(cat "$D/pids/kiln-scheduler-capacity.pid")" 2>/dev/null || true
+  rm -f "$D/pids/kiln-scheduler-capacity.pid" "$D/pids/kiln-scheduler-capacity.exe"
+}
+
+kubectl apply --server-side -f "$KILN_ROOT/manifests/crd/" >/dev/null
+kubectl wait --for=condition=Established --timeout=60s crd/podgroups.scheduling.volcano.sh \
+  crd/queues.scheduling.volcano.sh >/dev/null 2>&1
+
+# Three queues deserving 2, 2 and 4 cpu, each with 8 one-cpu gangs waiting for 8 cpu of
+# nodes: the share order gives 2, 2 and 4.
+test_deserved_split_under_contention() {
+  local ns
+  ns=$(new_namespace cap)
+  nodes csplit 2 --cpu 4 --memory 16Gi
+  queue cap-a "deserved: {cpu: '2'}"
+  queue cap-b "deserved: {cpu: '2'}"
+  queue cap-c "deserved: {cpu: '4'}"
+  gangs "$ns" a cap-a 8 1 csplit
+  gangs "$ns" b cap-b 8 1 csplit
+  gangs "$ns" c cap-c 8 1 csplit
+  start_scheduler
+  local deadline=$((SECONDS + 90)) total
+  while :; do
+    total=$(($(bound "$ns" a) + $(bound "$ns" b) + $(bound "$ns" c)))
+    [ "$total" = 8 ] && break
+    [ $SECONDS -lt $deadline ] || fail "want 8 pods bound, have $total"
+    sleep 0.3
+  done
+  expect_eq "2 2 4" "$(bound "$ns" a) $(bound "$ns" b) $(bound "$ns" c)" "pods bound per queue a b c"
+  stop_scheduler
+  kubectl delete namespace "$ns" --wait=false >/dev/null
+  kubectl delete queue cap-a cap-b cap-c --wait=false >/dev/null 2>&1 || true
+}
+
+# A queue with capability 3 cpu binds three one-cpu gangs of five and holds the rest,
+# saying so with the numbers, though the nodes have room.
+test_capability_stops_admitting() {
+  local ns
+  ns=$(new_namespace cap)
+  nodes ccap 1 --cpu 8 --memory 16Gi
+  queue cap-limited "capability: {cpu: '3'}"
+  start_scheduler
+  gangs "$ns" l cap-limited 5 1 ccap
+  local deadline=$((SECONDS + 90))
+  until [ "$(bound "$ns" l)" = 3 ]; do
+    [ $SECONDS -lt $deadline ] || fail "want 3 pods bound, have $(bound "$ns" l)"
+    sleep 0.3
+  done
+  local msg=""
+  deadline=$((SECONDS + 60))
+  until [[ $msg == *"queue cap-limited resource quota insufficient: pod requests 1 cpu; the queue's capability is 3 cpu, 3 cpu allocated"* ]]; do
+    [ $SECONDS -lt $deadline ] || fail "no capability message: '$msg'"
+    sleep 0.5
+    msg=$(kubectl get podgroups -n "$ns" -o jsonpath='{range .items[*]}{.status.conditions[*].message}{"\n"}{end}')
+  done
+  expect_eq 3 "$(bound "$ns" l)" "pods bound in the limited queue"
+  stop_scheduler
+  kubectl delete namespace "$ns" --wait=false >/dev/null
+  kubectl delete queue cap-limited --wait=false >/dev/null 2>&1 || true
+}
+
+e2e_main "$@"
+rc=$?
+stop_scheduler
+kubectl delete nodes -l 'grp in (csplit,ccap)' --wait=false >/dev/null 2>&1
+if [ -n "${KILN_E2E_LOGS:-}" ]; then
+  mkdir -p "$KILN_E2E_LOGS" && cp "$LOG" "$KILN_E2E_LOGS"/ 2>/dev/null
+fi
+exit $rc
