@@ -158,6 +158,10 @@ typedef struct sch_queue {
   bool open; /* state Open (or unset) */
   int32_t priority;
   int64_t creation_time;
+  /* Set by the capacity plugin: the queue's limit (INT64_MAX in a dimension it leaves
+   * unlimited), for the queue_real_capacity metrics. */
+  bool has_real_capability;
+  sch_resource real_capability;
 } sch_queue;
 
 typedef struct sch_snapshot_options {

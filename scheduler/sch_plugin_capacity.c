@@ -331,6 +331,8 @@ static void build(cap_state *st, sch_snapshot *snap) {
     update_share(a);
     /* What the queue status, the overused message and the metrics report. */
     snap->queues[i].deserved = a->deserved;
+    snap->queues[i].has_real_capability = true;
+    snap->queues[i].real_capability = a->real_capability;
   }
 }
 

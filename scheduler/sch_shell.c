@@ -2,6 +2,7 @@
 #include "sch_shell.h"
 
 #include <errno.h>
+#include <float.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +75,8 @@ struct sch_shell {
   kc_series *m_e2e, *m_open, *m_attempt_ok, *m_attempt_unsched, *m_attempt_err;
   kc_series *m_unsched_jobs, *m_bind_latency;
   kc_metric *m_action, *m_unsched_tasks, *m_q_cpu, *m_q_mem;
+  /* Volcano's queue_deserved_*, queue_capacity_*, queue_real_capacity_* (cpu, memory). */
+  kc_metric *m_q_res[3][2];
   kc_series *m_preempt_attempts, *m_preempt_victims;
   kc_metric *m_evictions;
   sch_evictor *evictor;
@@ -231,6 +234,17 @@ static void setup_metrics(sch_shell *sh) {
                    queue_l, &sh->m_q_cpu);
   kc_metrics_gauge(r, "volcano_queue_allocated_memory_bytes", "Allocated memory for one queue",
                    queue_l, &sh->m_q_mem);
+  static const char *const qres[3][2] = {
+      {"volcano_queue_deserved_milli_cpu", "volcano_queue_deserved_memory_bytes"},
+      {"volcano_queue_capacity_milli_cpu", "volcano_queue_capacity_memory_bytes"},
+      {"volcano_queue_real_capacity_milli_cpu", "volcano_queue_real_capacity_memory_bytes"}};
+  static const char *const qhelp[3] = {"Deserved", "Capability", "Real capability"};
+  for (int i = 0; i < 3; i++)
+    for (int k = 0; k < 2; k++) {
+      char help[96];
+      snprintf(help, sizeof(help), "%s %s for one queue", qhelp[i], k ? "memory" : "CPU count");
+      kc_metrics_gauge(r, qres[i][k], help, queue_l, &sh->m_q_res[i][k]);
+    }
   if (kc_metrics_gauge(r, "volcano_pod_preemption_victims", "Number of selected preemption victims",
                        NULL, &m) == 0)
     kc_metric_series(m, NULL, &sh->m_preempt_victims);
@@ -558,6 +572,25 @@ static bool resource_matches(const sch_snapshot *snap, const sch_resource *want,
   return have_nonzero == (size_t)nonzero;
 }
 
+/* An unlimited dimension reads as the largest double, as Volcano's MaxFloat64. */
+static double metric_amount(int64_t v) {
+  return v == INT64_MAX ? DBL_MAX : (double)v;
+}
+
+static void queue_resource_metrics(sch_shell *sh, const sch_queue *q) {
+  const sch_resource *r[3] = {&q->deserved, q->has_capability ? &q->capability : NULL,
+                              q->has_real_capability ? &q->real_capability : NULL};
+  for (int i = 0; i < 3; i++) {
+    kc_series *s;
+    if (!r[i] || !sh->m_q_res[i][0] || !sh->m_q_res[i][1])
+      continue;
+    if (kc_metric_series(sh->m_q_res[i][0], (const char *const[]){q->name}, &s) == 0)
+      kc_gauge_set(s, metric_amount(r[i]->milli_cpu));
+    if (kc_metric_series(sh->m_q_res[i][1], (const char *const[]){q->name}, &s) == 0)
+      kc_gauge_set(s, metric_amount(r[i]->memory));
+  }
+}
+
 static void write_queue(sch_shell *sh, const sch_snapshot *snap, const sch_queue_status *qs) {
   const sch_queue *q = &snap->queues[qs->queue];
   if (sh->m_q_cpu) {
@@ -567,6 +600,7 @@ static void write_queue(sch_shell *sh, const sch_snapshot *snap, const sch_queue
     if (kc_metric_series(sh->m_q_mem, (const char *const[]){q->name}, &s) == 0)
       kc_gauge_set(s, (double)qs->allocated.memory);
   }
+  queue_resource_metrics(sh, q);
   if (q->queue == NULL || q->queue->metadata == NULL)
     return; /* made up by the snapshot: the cache creates it */
   const Kiln__Resource *have = q->queue->status ? q->queue->status->allocated : NULL;

@@ -74,9 +74,25 @@ bound() { # NS PREFIX
     | awk -v p="^$2-" '$1 ~ p && $2 != ""' | wc -l
 }
 
+METRICS_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+
+# metric NAME QUEUE: the gauge's value for the queue, empty when not exported.
+metric() {
+  curl -s "http://127.0.0.1:$METRICS_PORT/metrics" \
+    | awk -v n="$1{queue_name=\"$2\"}" '$1 == n {print $2}'
+}
+
+wait_metric() { # SECS NAME QUEUE WANT
+  local deadline=$((SECONDS + $1)) got
+  until got=$(metric "$2" "$3") && [ "$got" = "$4" ]; do
+    [ $SECONDS -lt $deadline ] || fail "$2{queue_name=$3}: want $4, got '$got'"
+    sleep 0.3
+  done
+}
+
 start_scheduler() {
   "$SCHED" --kubeconfig "$KUBECONFIG" --scheduler-conf "$CONF" --v=3 --leader-elect=false \
-    >>"$LOG" 2>&1 &
+    --enable-metrics --listen-address "127.0.0.1:$METRICS_PORT" >>"$LOG" 2>&1 &
   echo $! > "$D/pids/kiln-scheduler-capacity.pid"
   echo "$SCHED" > "$D/pids/kiln-scheduler-capacity.exe"
 }
@@ -112,6 +128,8 @@ test_deserved_split_under_contention() {
     sleep 0.3
   done
   expect_eq "2 2 4" "$(bound "$ns" a) $(bound "$ns" b) $(bound "$ns" c)" "pods bound per queue a b c"
+  wait_metric 30 volcano_queue_deserved_milli_cpu cap-c 4000
+  wait_metric 30 volcano_queue_allocated_milli_cpu cap-c 4000
   stop_scheduler
   kubectl delete namespace "$ns" --wait=false >/dev/null
   kubectl delete queue cap-a cap-b cap-c --wait=false >/dev/null 2>&1 || true
@@ -139,6 +157,8 @@ test_capability_stops_admitting() {
     msg=$(kubectl get podgroups -n "$ns" -o jsonpath='{range .items[*]}{.status.conditions[*].message}{"\n"}{end}')
   done
   expect_eq 3 "$(bound "$ns" l)" "pods bound in the limited queue"
+  wait_metric 30 volcano_queue_capacity_milli_cpu cap-limited 3000
+  wait_metric 30 volcano_queue_real_capacity_milli_cpu cap-limited 3000
   stop_scheduler
   kubectl delete namespace "$ns" --wait=false >/dev/null
   kubectl delete queue cap-limited --wait=false >/dev/null 2>&1 || true
