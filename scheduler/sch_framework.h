@@ -234,6 +234,10 @@ int32_t sch_job_ready_num(const sch_job *j);
 int32_t sch_job_waiting_num(const sch_job *j);
 int32_t sch_job_valid_num(const sch_job *j);
 int32_t sch_job_pending_best_effort_num(const sch_snapshot *snap, const sch_job *j);
+/* Adds the job's tasks in allocated statuses to *allocated and *request, its Pending ones
+ * to *request (the queue plugins' accounting); returns how many are allocated. */
+int32_t sch_job_tally(const sch_snapshot *snap, const sch_job *j, sch_resource *allocated,
+                      sch_resource *request);
 /* Volcano DeductSchGatedResources: r less the resreq of the job's gated tasks, per dimension
  * and never below zero. What an admitted job holds in its queue (proportion, overcommit), so
  * that gated pods do not keep other jobs out. */

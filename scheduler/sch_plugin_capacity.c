@@ -270,17 +270,7 @@ static void on_deallocate(sch_session *ssn, void *ctx, const sch_task *t) {
 /* Allocated and requested by its tasks; inqueue: what an admitted gang's minResources still
  * claims beyond its allocation; elastic: what a job holds above its minResources. */
 static void account_job(const sch_snapshot *snap, const sch_job *j, cap_attr *a) {
-  int32_t nallocated = 0;
-  for (int32_t k = 0; k < j->ntasks; k++) {
-    const sch_task *t = &snap->tasks[j->tasks[k]];
-    if (sch_task_status_allocated(t->status)) {
-      sch_resource_add(&a->allocated, &t->resreq);
-      sch_resource_add(&a->request, &t->resreq);
-      nallocated++;
-    } else if (t->status == SCH_TASK_PENDING) {
-      sch_resource_add(&a->request, &t->resreq);
-    }
-  }
+  int32_t nallocated = sch_job_tally(snap, j, &a->allocated, &a->request);
   if (!j->has_min_resources)
     return;
   if (j->phase == SCH_PG_INQUEUE ||

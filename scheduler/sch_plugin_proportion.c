@@ -309,17 +309,7 @@ static void on_deallocate(sch_session *ssn, void *ctx, const sch_task *t) {
 /* Tasks in allocated statuses, and the part of minResources a running job has not used
  * yet (Volcano util.GetInqueueResource). */
 static void account_job(const sch_snapshot *snap, const sch_job *j, queue_attr *a) {
-  int32_t nallocated = 0;
-  for (int32_t k = 0; k < j->ntasks; k++) {
-    const sch_task *t = &snap->tasks[j->tasks[k]];
-    if (sch_task_status_allocated(t->status)) {
-      sch_resource_add(&a->allocated, &t->resreq);
-      sch_resource_add(&a->request, &t->resreq);
-      nallocated++;
-    } else if (t->status == SCH_TASK_PENDING) {
-      sch_resource_add(&a->request, &t->resreq);
-    }
-  }
+  int32_t nallocated = sch_job_tally(snap, j, &a->allocated, &a->request);
   if (j->phase == SCH_PG_INQUEUE && j->has_min_resources) {
     sch_resource held = j->min_resources;
     sch_job_deduct_gated(j, &held);

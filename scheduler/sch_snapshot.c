@@ -169,6 +169,22 @@ int32_t sch_job_pending_best_effort_num(const sch_snapshot *snap, const sch_job 
   return j->pending_best_effort;
 }
 
+int32_t sch_job_tally(const sch_snapshot *snap, const sch_job *j, sch_resource *allocated,
+                      sch_resource *request) {
+  int32_t nallocated = 0;
+  for (int32_t k = 0; k < j->ntasks; k++) {
+    const sch_task *t = &snap->tasks[j->tasks[k]];
+    if (sch_task_status_allocated(t->status)) {
+      sch_resource_add(allocated, &t->resreq);
+      sch_resource_add(request, &t->resreq);
+      nallocated++;
+    } else if (t->status == SCH_TASK_PENDING) {
+      sch_resource_add(request, &t->resreq);
+    }
+  }
+  return nallocated;
+}
+
 /* ---- node accounting ---- */
 
 void sch__node_add_task(sch_snapshot *snap, int32_t ti, int32_t ni) {
