@@ -15,15 +15,15 @@ CONF=$D/capacity-scheduler.conf
 LOG=$D/logs/kiln-scheduler-capacity.log
 mkdir -p "$D/logs" "$D/pids"
 cat > "$CONF" <<'EOF'
-actions: "enqueue, allocate, backfill"
+actions: "enqueue, allocate, reclaim, backfill"
 tiers:
 - plugins:
   - name: priority
   - name: gang
   - name: conformance
+  - name: capacity
 - plugins:
   - name: predicates
-  - name: capacity
   - name: nodeorder
 EOF
 
@@ -69,9 +69,17 @@ EOF
   done | kubectl apply -f - >/dev/null || fail "cannot create gangs $2-*"
 }
 
-bound() { # NS PREFIX
-  kubectl get pods -n "$1" -o jsonpath='{range .items[*]}{.metadata.name} {.spec.nodeName}{"\n"}{end}' \
-    | awk -v p="^$2-" '$1 ~ p && $2 != ""' | wc -l
+bound() { # NS PREFIX: pods PREFIX-* bound and not being deleted
+  kubectl get pods -n "$1" -o jsonpath='{range .items[*]}{.metadata.name} {.spec.nodeName} {.metadata.deletionTimestamp}{"\n"}{end}' \
+    | awk -v p="^$2-" '$1 ~ p && $2 != "" && $3 == ""' | wc -l
+}
+
+wait_bound() { # SECS NS PREFIX N
+  local deadline=$((SECONDS + $1))
+  until [ "$(bound "$2" "$3")" = "$4" ]; do
+    [ $SECONDS -lt $deadline ] || fail "want $4 pods $3-* bound, have $(bound "$2" "$3")"
+    sleep 0.3
+  done
 }
 
 METRICS_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -164,10 +172,42 @@ test_capability_stops_admitting() {
   kubectl delete queue cap-limited --wait=false >/dev/null 2>&1 || true
 }
 
+# A queue that borrowed idle room gives it back to its owner by reclaim, but never below its
+# own guarantee: lender (deserved = guarantee = 2, as the queue rules allow no less) runs 4
+# one-cpu pods on a 4-cpu node; owner (deserved 2) then asks for 3; reclaim evicts 2 lender
+# pods, not 3, and the owner's third pod waits.
+test_reclaim_keeps_guarantee() {
+  local ns i
+  ns=$(new_namespace cap)
+  nodes crec 1 --cpu 4 --memory 16Gi
+  queue cap-lender "reclaimable: true, deserved: {cpu: '2'}, guarantee: {resource: {cpu: '2'}}"
+  queue cap-owner "deserved: {cpu: '2'}"
+  start_scheduler
+  {
+    printf 'apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {name: lend}\nspec: {minMember: 1, queue: cap-lender}\n'
+    for i in 0 1 2 3; do
+      printf -- '---\napiVersion: v1\nkind: Pod\nmetadata: {name: lend-%s, annotations: {scheduling.k8s.io/group-name: lend}}\n' "$i"
+      printf 'spec:\n  schedulerName: volcano\n  nodeSelector: {grp: crec}\n'
+      printf '  tolerations: [{key: kiln-cap, value: crec, effect: NoSchedule}]\n'
+      printf '  containers: [{name: c, image: fake, resources: {requests: {cpu: "1"}, limits: {cpu: "1"}}}]\n'
+    done
+  } | kubectl apply -n "$ns" -f - >/dev/null || fail "cannot create the lender's gang"
+  wait_bound 90 "$ns" lend 4
+  gangs "$ns" own cap-owner 3 1 crec
+  wait_bound 90 "$ns" own 2
+  wait_bound 30 "$ns" lend 2
+  # More sessions: the guarantee holds and the third owner pod keeps waiting.
+  sleep 3
+  expect_eq "2 2" "$(bound "$ns" lend) $(bound "$ns" own)" "lender and owner pods bound"
+  stop_scheduler
+  kubectl delete namespace "$ns" --wait=false >/dev/null
+  kubectl delete queue cap-lender cap-owner --wait=false >/dev/null 2>&1 || true
+}
+
 e2e_main "$@"
 rc=$?
 stop_scheduler
-kubectl delete nodes -l 'grp in (csplit,ccap)' --wait=false >/dev/null 2>&1
+kubectl delete nodes -l 'grp in (csplit,ccap,crec)' --wait=false >/dev/null 2>&1
 if [ -n "${KILN_E2E_LOGS:-}" ]; then
   mkdir -p "$KILN_E2E_LOGS" && cp "$LOG" "$KILN_E2E_LOGS"/ 2>/dev/null
 fi
