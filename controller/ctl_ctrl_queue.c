@@ -10,6 +10,7 @@
 #include "ctl_queue.h"
 #include "kc_error.h"
 #include "kc_log.h"
+#include "kc_metrics.h"
 #include "kc_strmap.h"
 
 #define FIELD_MANAGER "queue-controller"
@@ -24,6 +25,7 @@ enum { INF_QUEUES = 0, INF_PODGROUPS, INF_COMMANDS, INF_N };
 typedef struct {
   ctl_base base; /* first: the handlers' ud is the base */
   kc_strmap last_write; /* queue -> uint64_t* when its status was last written */
+  kc_metric *m_pg[CTL_QC_COUNT]; /* volcano_queue_pod_group_<phase>_count */
 } queue_ctl;
 
 /* A PodGroup as this controller keeps it. */
@@ -422,6 +424,48 @@ static void process(ctl_base *b, const char *key) {
     ctl_base_done(b, key, 0, NULL);
 }
 
+/* ---- metrics ---- */
+
+/* Volcano's queue controller exports the PodGroups of each queue per phase; recomputed here
+ * on every scrape from the caches, so a deleted PodGroup or queue never leaves a stale count. */
+static void collect(kc_metrics *r, void *ud) {
+  queue_ctl *qc = ud;
+  kc_store *queues = ctl_base_store(&qc->base, INF_QUEUES);
+  kc_store *pgs = ctl_base_store(&qc->base, INF_PODGROUPS);
+  if (!queues || !pgs)
+    return; /* stopped */
+  kc_store_iter it;
+  const char *k;
+  void *o;
+  kc_series *se;
+  kc_store_iter_init(queues, &it);
+  while (kc_store_iter_next(&it, &k, &o))
+    for (int i = 0; i < CTL_QC_COUNT; i++)
+      if (kc_metric_series(qc->m_pg[i], (const char *const[]){k}, &se) == 0)
+        kc_gauge_set(se, 0);
+  kc_store_iter_init(pgs, &it);
+  while (kc_store_iter_next(&it, &k, &o)) {
+    const qpg *p = o;
+    int slot = ctl_queue_count_of(p->phase);
+    if (slot >= 0 && kc_metric_series(qc->m_pg[slot], (const char *const[]){p->queue}, &se) == 0)
+      kc_gauge_add(se, 1);
+  }
+}
+
+static int register_metrics(queue_ctl *qc, kc_metrics *m) {
+  static const char *const names[CTL_QC_COUNT] = {"pending", "running", "unknown", "inqueue",
+                                                  "completed"};
+  static const char *const labels[] = {"queue_name", NULL};
+  int rc = 0;
+  for (int i = 0; rc == 0 && i < CTL_QC_COUNT; i++) {
+    char name[96], help[128];
+    snprintf(name, sizeof(name), "volcano_queue_pod_group_%s_count", names[i]);
+    snprintf(help, sizeof(help), "The number of %s PodGroups in this queue", names[i]);
+    rc = kc_metrics_gauge(m, name, help, labels, &qc->m_pg[i]);
+  }
+  return rc ? rc : kc_metrics_add_collector(m, collect, qc);
+}
+
 /* ---- the table entry ---- */
 
 static int queue_init(const ctl_env *env, void **out) {
@@ -435,6 +479,8 @@ static int queue_init(const ctl_env *env, void **out) {
   if (rc == 0)
     rc = kc_store_add_index(ctl_base_store(&qc->base, INF_PODGROUPS), "queue", index_pg_queue,
                             NULL);
+  if (rc == 0 && env->metrics)
+    rc = register_metrics(qc, env->metrics);
   qc->base.on_synced = all_synced;
   return rc;
 }
@@ -459,6 +505,8 @@ static void queue_free(void *c) {
   if (!c)
     return;
   ctl_base *b = c;
+  if (b->env.metrics && ((queue_ctl *)b)->m_pg[CTL_QC_COUNT - 1])
+    kc_metrics_remove_collector(b->env.metrics, collect, b);
   KC_INFO("queue-controller stopped: %llu syncs, %llu writes (%llu failed)",
           (unsigned long long)b->syncs, (unsigned long long)b->writes,
           (unsigned long long)b->write_errors);

@@ -868,43 +868,11 @@ void ctl__exec_done(ctl_shell *s, const char *key, int err, bool conflict) {
 
 /* ---- metrics ---- */
 
-static void collect(kc_metrics *r, void *ud) {
-  ctl_shell *s = ud;
-  static const char *const phases[5] = {"Inqueue", "Pending", "Running", "Unknown", "Completed"};
-  if (!s->m_pg[0] || !s->inf[CTL_INF_PODGROUPS])
-    return;
-  /* Recomputed on scrape: a gauge per queue and PodGroup phase. */
-  kc_store_iter it;
-  const char *k;
-  void *o;
-  kc_store_iter_init(store(s, CTL_INF_QUEUES), &it);
-  while (kc_store_iter_next(&it, &k, &o)) {
-    const char *vals[] = {k};
-    for (int i = 0; i < 5; i++) {
-      kc_series *se;
-      if (kc_metric_series(s->m_pg[i], vals, &se) == 0)
-        kc_gauge_set(se, 0);
-    }
-  }
-  kc_store_iter_init(store(s, CTL_INF_PODGROUPS), &it);
-  while (kc_store_iter_next(&it, &k, &o)) {
-    const Kiln__PodGroup *pg = o;
-    const char *ph = pg_phase(pg);
-    const char *vals[] = {pg->spec && pg->spec->queue ? pg->spec->queue : "default"};
-    for (int i = 0; i < 5; i++) {
-      kc_series *se;
-      if (strcmp(ph, phases[i]) == 0 && kc_metric_series(s->m_pg[i], vals, &se) == 0)
-        kc_gauge_add(se, 1);
-    }
-  }
-}
-
 static int register_metrics(ctl_shell *s) {
   kc_metrics *m = s->opt.metrics;
   if (!m)
     return 0;
   static const char *const job_labels[] = {"job_name", "queue_name", NULL};
-  static const char *const queue_labels[] = {"queue_name", NULL};
   double buckets[16];
   int rc = kc_metrics_exponential_buckets(5, 2, 16, buckets);
   if (rc == 0)
@@ -919,15 +887,7 @@ static int register_metrics(ctl_shell *s) {
     rc = kc_metrics_counter(m, "volcano_job_failed_phase_count",
                             "Number of jobs that reached the Failed phase", job_labels,
                             &s->m_failed);
-  static const char *const names[5] = {"inqueue", "pending", "running", "unknown", "completed"};
-  for (int i = 0; rc == 0 && i < 5; i++) {
-    char name[96], help[128];
-    snprintf(name, sizeof(name), "volcano_queue_pod_group_%s_count", names[i]);
-    snprintf(help, sizeof(help), "The number of %s PodGroups in this queue", names[i]);
-    rc = kc_metrics_gauge(m, name, help, queue_labels, &s->m_pg[i]);
-  }
-  if (rc == 0)
-    rc = kc_metrics_add_collector(m, collect, s);
+  /* volcano_queue_pod_group_*_count are the queue controller's (ctl_ctrl_queue.c). */
   if (rc == 0)
     rc = kc_workqueue_use_metrics(s->queue, m);
   return rc;
@@ -1110,8 +1070,6 @@ void ctl_shell_free(ctl_shell *s) {
     return;
   s->freed = true;
   s->stopping = true;
-  if (s->opt.metrics && s->m_pg[0])
-    kc_metrics_remove_collector(s->opt.metrics, collect, s);
   for (int i = 0; i < CTL_INF_COUNT; i++)
     kc_informer_free(s->inf[i]);
   size_t pos = 0;

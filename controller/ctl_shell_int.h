@@ -115,7 +115,7 @@ struct ctl_shell {
   void (*stop_done)(void *ud);
   void *stop_ud;
   /* metrics */
-  kc_metric *m_latency, *m_completed, *m_failed, *m_pg[5];
+  kc_metric *m_latency, *m_completed, *m_failed;
 };
 
 /* The executor: carries out plan (stolen) for key; when every write has finished it calls

@@ -23,7 +23,12 @@ setup() {
     [ "$i" -lt 120 ] || return 1
     sleep 0.5
   done
-  kubectl apply --server-side -f "$KILN_ROOT/manifests/queue-default.yaml" >/dev/null
+  kubectl apply --server-side -f "$KILN_ROOT/manifests/queue-default.yaml" >/dev/null || return 1
+  # Nodes of our own (every pod here selects them): earlier suites may leave the shared nodes
+  # full. The API server taints every new node not-ready; no node controller lifts it here.
+  "$KILN_ROOT/tests/cluster/nodes" --dir "$D" --count 2 --prefix ctlmgr- --label grp=ctlmgr \
+    >/dev/null 2>&1 || return 1
+  kubectl taint nodes -l grp=ctlmgr node.kubernetes.io/not-ready:NoSchedule- >/dev/null 2>&1 || true
 }
 
 start() { # NAME BIN LOG ARGS...
@@ -86,6 +91,7 @@ ${5:-}
         annotations: {${4:+kwok.kiln.dev/run-for: $4}}
       spec:
         restartPolicy: Never
+        nodeSelector: {grp: ctlmgr}
         containers: [{name: main, image: busybox, resources: {requests: {cpu: 10m}}}]
 J
 }
@@ -246,6 +252,7 @@ spec:
     metadata: {labels: {app: web}}
     spec:
       schedulerName: volcano
+      nodeSelector: {grp: ctlmgr}
       containers: [{name: c, image: busybox, resources: {requests: {cpu: 100m, memory: 32Mi}}}]
 DEP
   wait_for 60 "the ReplicaSet" bash -c "[ -n \"\$(kubectl get rs -n $ns -o name)\" ]"
@@ -292,6 +299,7 @@ spec:
       annotations: {scheduling.volcano.sh/queue-name: default}
     spec:
       schedulerName: volcano
+      nodeSelector: {grp: ctlmgr}
       containers: [{name: c, image: busybox, resources: {requests: {cpu: 100m}}}]
 STS
   local uid pg
@@ -360,7 +368,7 @@ test_y_only_job_controller() {
 }
 
 setup || {
-  echo "FAIL controllers/setup: cannot install the CRDs"
+  echo "FAIL controllers/setup: cannot install the CRDs or add the nodes"
   exit 1
 }
 start kiln-scheduler-mgr "$SCHED" "$D/logs/kiln-scheduler-mgr.log" -v=2
