@@ -91,7 +91,8 @@ void kc_event_recorder_free(kc_event_recorder *r);
 int kc_event_record(kc_event_recorder *r, const kc_object_ref *obj, const char *type,
                     const char *reason, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 int kc_event_vrecord(kc_event_recorder *r, const kc_object_ref *obj, const char *type,
-                     const char *reason, const char *fmt, va_list ap);
+                     const char *reason, const char *fmt, va_list ap)
+    __attribute__((format(printf, 5, 0)));
 
 void kc_event_get_stats(const kc_event_recorder *r, kc_event_stats *st);
 /* Events queued or in flight. */
