@@ -2,7 +2,8 @@
 # starts one real control plane, then runs each suite with KUBECONFIG, KILN_BUILD (the meson
 # build directory), KILN_CLUSTER_DIR and KILN_BIN (cached control-plane binaries) set.
 # A suite defines functions named test_* and ends with `e2e_main "$@"`; each test runs in
-# its own subshell, and prints one line "PASS name" or "FAIL name: why".
+# its own subshell, and prints one line "PASS name" or "FAIL name: why"; a passing test's
+# lines that start with "REPORT " follow its PASS line (counts, figures).
 # shellcheck shell=bash
 
 set -uo pipefail
@@ -87,6 +88,8 @@ e2e_main() {
     (set -e; "$t") >"$log" 2>&1
     if [ $? -eq 0 ]; then
       echo "PASS ${SUITE:-$(basename "$0" .sh)}/$t ($((SECONDS - start))s)"
+      # Figures a passing test reports (lines "REPORT ...") are shown too.
+      sed -n 's/^REPORT /    /p' "$log"
       passed=$((passed + 1))
     else
       echo "FAIL ${SUITE:-$(basename "$0" .sh)}/$t ($((SECONDS - start))s)"
