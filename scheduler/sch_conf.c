@@ -458,12 +458,24 @@ static int parse(const char *yaml, size_t len, bool lenient, sch_conf **out, cha
     goto out;
   }
   const char *actions = NULL;
+  bool seen_tiers = false, seen_conf = false;
   for (yaml_node_pair_t *kv = root->data.mapping.pairs.start; kv < root->data.mapping.pairs.top;
        kv++) {
     const char *k = scalar(node(&p, kv->key));
     yaml_node_t *v = node(&p, kv->value);
     if (!k || !v)
       continue;
+    /* A repeated key is a mistake in the file (Go's YAML decoder refuses it too); each list
+     * is parsed into arrays sized for one occurrence. */
+    bool *seen = strcmp(k, "tiers") == 0            ? &seen_tiers
+                 : strcmp(k, "configurations") == 0 ? &seen_conf
+                                                    : NULL;
+    if (seen && *seen) {
+      rc = fail(&p, KC_EPARSE, "%s is given twice", k);
+      goto out;
+    }
+    if (seen)
+      *seen = true;
     if (strcmp(k, "actions") == 0) {
       if (!(actions = scalar(v))) {
         rc = fail(&p, KC_EPARSE, "actions must be a string such as \"enqueue, allocate\"");

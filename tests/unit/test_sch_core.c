@@ -146,6 +146,13 @@ static void test_conf_invalid(void **state) {
       {"actions: allocate\ntiers:\n- plugins:\n  - name: drf\n    enableHierarchy: true\n"
        "  - name: proportion\n",
        KC_EINVAL, "proportion"},
+      /* found by fuzz_schedconf: a second tiers list wrote past the first one's array */
+      {"actions: allocate\ntiers:\n- plugins:\n  - name: gang\ntiers:\n- plugins:\n"
+       "  - name: gang\n  - name: priority\n",
+       KC_EPARSE, "tiers is given twice"},
+      {"actions: allocate\nconfigurations:\n- name: allocate\nconfigurations:\n- name: allocate\n"
+       "- name: allocate\n",
+       KC_EPARSE, "configurations is given twice"},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     sch_conf *c = (sch_conf *)1;
