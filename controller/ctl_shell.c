@@ -175,6 +175,28 @@ static bool req_equal(const ctl_req *a, const ctl_request *b) {
          strcmp(a->task, b->task ? b->task : "") == 0 && strcmp(a->pod, b->pod ? b->pod : "") == 0;
 }
 
+/* Removes the entries after prev (NULL: from the head) that only ask for a sync: the
+ * request being added runs a sync of its own. Without this a sync queued by the first sign of
+ * a pod's deletion runs before the PodEvicted behind it and creates the replacement pod that
+ * the policy (RestartTask) then deletes again: a pointless pod, and a window in which a
+ * second, outside delete by name (kwok deletes twice without a uid precondition) hits the
+ * replacement and counts as a second eviction. */
+static void drop_syncs(ctl_reqlist *l, ctl_req *prev) {
+  ctl_req **link = prev ? &prev->next : &l->head;
+  l->tail = prev;
+  while (*link) {
+    ctl_req *r = *link;
+    if (r->event == CTL_EV_OUT_OF_SYNC && r->action == CTL_ACT_NONE && !r->delayed) {
+      *link = r->next;
+      free(r);
+      l->n--;
+      continue;
+    }
+    l->tail = r;
+    link = &r->next;
+  }
+}
+
 /* batch: a pod event (see CTL_SYNC_BATCH_NS). */
 static int request(ctl_shell *s, const char *key, const ctl_request *req, bool batch) {
   if (s->stopping)
@@ -196,6 +218,10 @@ static int request(ctl_shell *s, const char *key, const ctl_request *req, bool b
   ctl_req *first = l->busy && l->head ? l->head->next : l->head;
   if (first && sync_only)
     goto enqueue;
+  if (first && !sync_only) {
+    drop_syncs(l, l->busy && l->head ? l->head : NULL);
+    first = l->busy && l->head ? l->head->next : l->head;
+  }
   for (ctl_req *r = first; r; r = r->next)
     if (req_equal(r, req))
       goto enqueue;

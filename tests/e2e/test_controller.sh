@@ -32,7 +32,7 @@ setup_crds() {
 # pid file lets tests/cluster/down stop it.
 start_controller() {
   mkdir -p "$KILN_CLUSTER_DIR/logs" "$KILN_CLUSTER_DIR/pids"
-  "$CTL_BIN" --kubeconfig "$KUBECONFIG" -v=2 \
+  "$CTL_BIN" --kubeconfig "$KUBECONFIG" -v=${KILN_CTL_V:-2} \
     --kube-api-qps=${KILN_CTL_QPS:-200} --kube-api-burst=${KILN_CTL_BURST:-400} \
     --leader-elect-lease-duration=8s --leader-elect-renew-deadline=6s \
     --leader-elect-retry-period=1s \
@@ -246,7 +246,10 @@ $(task b 1 '' '    policies:
   local old_a old_b
   old_a=$(jsonpath pod/ev-a-0 '{.metadata.uid}' "$ns")
   old_b=$(jsonpath pod/ev-b-0 '{.metadata.uid}' "$ns")
-  kubectl delete pod -n "$ns" ev-b-0 --wait=false >/dev/null
+  # Removed at once (grace 0): a graceful delete leaves the pod to kwok, which deletes it by
+  # name twice, without the uid precondition a kubelet uses; its second delete can land on the
+  # replacement the controller has just made, a real second eviction (retryCount 2).
+  kubectl delete pod -n "$ns" ev-b-0 --grace-period=0 --force --wait=false >/dev/null 2>&1
   wait_for 60 "ev-b-0 recreated" bash -c \
     "u=\$(kubectl get pod -n $ns ev-b-0 -o jsonpath='{.metadata.uid}') && [ -n \"\$u\" ] && [ \"\$u\" != $old_b ]"
   wait_phase 60 "$ns" ev Running
