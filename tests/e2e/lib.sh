@@ -58,6 +58,34 @@ wait_jsonpath() {
 }
 
 # new_namespace PREFIX: create a uniquely named namespace and print its name.
+# kubeconfig_with FILE USER_YAML: a kubeconfig for the same server and CA with another user.
+kubeconfig_with() {
+  local server ca
+  server=$(kubectl config view --raw --minify -o 'jsonpath={.clusters[0].cluster.server}')
+  ca=$(kubectl config view --raw --minify -o 'jsonpath={.clusters[0].cluster.certificate-authority-data}')
+  if [ -z "$ca" ]; then
+    ca=$(base64 -w0 < "$(kubectl config view --raw --minify \
+      -o 'jsonpath={.clusters[0].cluster.certificate-authority}')")
+  fi
+  cat > "$1" <<EOF
+apiVersion: v1
+kind: Config
+current-context: t
+clusters:
+- name: c
+  cluster:
+    server: $server
+    certificate-authority-data: $ca
+contexts:
+- name: t
+  context: {cluster: c, user: u}
+users:
+- name: u
+  user:
+$2
+EOF
+}
+
 new_namespace() {
   local ns
   ns="$1-$(head -c4 /dev/urandom | od -An -tx1 | tr -d ' \n')"

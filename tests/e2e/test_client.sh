@@ -8,34 +8,6 @@ SUITE=client
 
 CHECK="$KILN_BUILD/tests/e2e/client_check"
 
-# kubeconfig_with FILE USER_YAML: a kubeconfig for the same server and CA with another user.
-kubeconfig_with() {
-  local server ca
-  server=$(kubectl config view --raw --minify -o 'jsonpath={.clusters[0].cluster.server}')
-  ca=$(kubectl config view --raw --minify -o 'jsonpath={.clusters[0].cluster.certificate-authority-data}')
-  if [ -z "$ca" ]; then
-    ca=$(base64 -w0 < "$(kubectl config view --raw --minify \
-      -o 'jsonpath={.clusters[0].cluster.certificate-authority}')")
-  fi
-  cat > "$1" <<EOF
-apiVersion: v1
-kind: Config
-current-context: t
-clusters:
-- name: c
-  cluster:
-    server: $server
-    certificate-authority-data: $ca
-contexts:
-- name: t
-  context: {cluster: c, user: u}
-users:
-- name: u
-  user:
-$2
-EOF
-}
-
 test_crud_patch_apply_delete() {
   local ns out
   ns=$(new_namespace client)

@@ -31,29 +31,6 @@ setup() {
   return 0
 }
 
-# kubeconfig FILE USER_YAML: the cluster's server and CA with the given user.
-kubeconfig() {
-  local server
-  server=$(kubectl config view --raw --minify -o 'jsonpath={.clusters[0].cluster.server}')
-  cat >"$1" <<EOF
-apiVersion: v1
-kind: Config
-current-context: t
-clusters:
-- name: c
-  cluster:
-    server: $server
-    certificate-authority-data: $(base64 -w0 <"$PKI/ca.crt")
-contexts:
-- name: t
-  context: {cluster: c, user: u}
-users:
-- name: u
-  user:
-$2
-EOF
-}
-
 # start NAME BIN PORT KUBECONFIG ARGS...: one Kiln process at -v=10, logging to NAME.log.
 start() {
   local name=$1 bin=$2 port=$3 kc=$4
@@ -130,7 +107,7 @@ test_no_secret_at_v10() {
   # A bearer token of a service account.
   local tok
   tok=$(kubectl create token kiln-token -n kiln-secrets --duration=15m) || fail "no token"
-  kubeconfig "$WORK/kc-token" "    token: $tok"
+  kubeconfig_with "$WORK/kc-token" "    token: $tok"
   # A client certificate and key made for this test (system:masters), inline.
   openssl req -new -newkey rsa:2048 -nodes -keyout "$WORK/client.key" -out "$WORK/client.csr" \
     -subj "/O=system:masters/CN=kiln-secrets" 2>/dev/null || fail "openssl req"
@@ -138,7 +115,7 @@ test_no_secret_at_v10() {
     -CAcreateserial -out "$WORK/client.crt" -days 1 2>/dev/null || fail "openssl x509"
   local keydata
   keydata=$(base64 -w0 <"$WORK/client.key")
-  kubeconfig "$WORK/kc-cert" "    client-certificate-data: $(base64 -w0 <"$WORK/client.crt")
+  kubeconfig_with "$WORK/kc-cert" "    client-certificate-data: $(base64 -w0 <"$WORK/client.crt")
     client-key-data: $keydata"
   # An exec credential plugin handing out another service account's token.
   local etok
@@ -150,7 +127,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
   "$(cat "$(dirname "$0")/exec-token")"
 PLUGIN
   chmod +x "$WORK/plugin"
-  kubeconfig "$WORK/kc-exec" "    exec:
+  kubeconfig_with "$WORK/kc-exec" "    exec:
       apiVersion: client.authentication.k8s.io/v1
       command: ./plugin
       interactiveMode: Never"
