@@ -58,6 +58,9 @@ int kc_job_encode(const Kiln__Job *job, json_t **out, char *err, size_t errlen);
 int kc_command_decode(const json_t *json, Kiln__Command **out, char *err, size_t errlen);
 int kc_priorityclass_decode(const json_t *json, Kiln__PriorityClass **out, char *err,
                             size_t errlen);
+/* policy/v1 PodDisruptionBudget: selector, disruptionsAllowed and disruptedPods (the pdb
+ * plugin's view). */
+int kc_pdb_decode(const json_t *json, Kiln__PodDisruptionBudget **out, char *err, size_t errlen);
 
 /* Status bodies for writes: {"status": {...}}, usable as a merge patch or, with metadata
  * added by the caller, as the body of an update of the status subresource. A NULL status

@@ -15,7 +15,7 @@
 #include "kc_store.h"
 #include "kc_strmap.h"
 
-enum { INF_POD, INF_NODE, INF_PODGROUP, INF_QUEUE, INF_PRIORITYCLASS, INF__COUNT };
+enum { INF_POD, INF_NODE, INF_PODGROUP, INF_QUEUE, INF_PRIORITYCLASS, INF_PDB, INF__COUNT };
 
 struct sch_cache {
   kc_client *client;
@@ -59,6 +59,11 @@ static void *decode_pc(json_t *obj, void *ud, char *err, size_t errlen) {
   (void)ud;
   Kiln__PriorityClass *pc = NULL;
   return kc_priorityclass_decode(obj, &pc, err, errlen) == 0 ? pc : NULL;
+}
+static void *decode_pdb(json_t *obj, void *ud, char *err, size_t errlen) {
+  (void)ud;
+  Kiln__PodDisruptionBudget *pdb = NULL;
+  return kc_pdb_decode(obj, &pdb, err, errlen) == 0 ? pdb : NULL;
 }
 
 /* ---- pod handlers: confirm assumptions ---- */
@@ -132,6 +137,8 @@ int sch_cache_new(kc_client *c, const sch_cache_options *o, sch_cache **out) {
       [INF_PODGROUP] = {"scheduling.volcano.sh", "v1beta1", "podgroups", decode_podgroup},
       [INF_QUEUE] = {"scheduling.volcano.sh", "v1beta1", "queues", decode_queue},
       [INF_PRIORITYCLASS] = {"scheduling.k8s.io", "v1", "priorityclasses", decode_pc},
+      /* Volcano's PodDisruptionBudgetsSupport gate (on by default): the pdb plugin's input. */
+      [INF_PDB] = {"policy", "v1", "poddisruptionbudgets", decode_pdb},
   };
   *out = NULL;
   sch_cache *cache = calloc(1, sizeof(*cache));
@@ -346,7 +353,8 @@ const Kiln__Queue *sch_cache_queue(const sch_cache *cache, const char *name) {
 }
 
 kc_store *sch_cache_store(sch_cache *cache, sch_cache_kind kind) {
-  static const int inf_of[] = {INF_POD, INF_NODE, INF_PODGROUP, INF_QUEUE, INF_PRIORITYCLASS};
+  static const int inf_of[] = {INF_POD,   INF_NODE,          INF_PODGROUP,
+                               INF_QUEUE, INF_PRIORITYCLASS, INF_PDB};
   if ((unsigned)kind >= sizeof(inf_of) / sizeof(inf_of[0]))
     return NULL;
   return kc_informer_store(cache->inf[inf_of[kind]]);
@@ -412,6 +420,9 @@ int sch_cache_snapshot(sch_cache *cache, sch_cache_snap *out) {
   if (rc == 0)
     rc = store_array(kc_informer_store(cache->inf[INF_PRIORITYCLASS]),
                      (void ***)&m->priority_classes, &m->n_priority_classes);
+  if (rc == 0)
+    rc = store_array(kc_informer_store(cache->inf[INF_PDB]),
+                     (void ***)&m->pod_disruption_budgets, &m->n_pod_disruption_budgets);
   if (rc)
     goto fail;
   /* Assumed pods appear bound to their node, pods being evicted appear deleted: shallow
@@ -456,6 +467,7 @@ void sch_cache_snap_close(sch_cache_snap *s) {
   free(s->msg.pod_groups);
   free(s->msg.queues);
   free(s->msg.priority_classes);
+  free(s->msg.pod_disruption_budgets);
   free(s->assumed);
   memset(s, 0, sizeof(*s));
 }

@@ -31,6 +31,7 @@ typedef enum {
   SCH_CACHE_PODGROUPS,
   SCH_CACHE_QUEUES,
   SCH_CACHE_PRIORITY_CLASSES,
+  SCH_CACHE_PDBS,
 } sch_cache_kind;
 
 typedef struct {
@@ -50,7 +51,7 @@ typedef struct {
 
 /* *out is new; c and o's strings are borrowed and must outlive the cache. */
 int sch_cache_new(kc_client *c, const sch_cache_options *o, sch_cache **out);
-/* Starts the five informers. */
+/* Starts the informers. */
 int sch_cache_start(sch_cache *cache);
 /* Stops the informers and frees the cache; run the loop afterwards. NULL is a no-op. */
 void sch_cache_free(sch_cache *cache);

@@ -13,6 +13,7 @@ extern const sch_plugin sch_plugin_cdp;
 extern const sch_plugin sch_plugin_drf;
 extern const sch_plugin sch_plugin_nodeorder;
 extern const sch_plugin sch_plugin_overcommit;
+extern const sch_plugin sch_plugin_pdb;
 extern const sch_plugin sch_plugin_predicates;
 extern const sch_plugin sch_plugin_proportion;
 extern const sch_plugin sch_plugin_capacity;
@@ -36,6 +37,7 @@ static const sch_plugin *const plugins[] = {
     &sch_plugin_drf,
     &sch_plugin_nodeorder,
     &sch_plugin_overcommit,
+    &sch_plugin_pdb,
     &sch_plugin_predicates,
     &sch_plugin_proportion,
     &sch_plugin_capacity,

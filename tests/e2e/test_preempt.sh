@@ -18,25 +18,32 @@ CONF=$D/preempt-scheduler.conf
 LOG=$D/logs/kiln-scheduler-preempt.log
 mkdir -p "$D/logs" "$D/pids"
 
-# write_conf [SHUFFLE]: the suite's configuration; with SHUFFLE, shuffle runs too, with
+# write_conf [shuffle|pdb]: the suite's configuration; with shuffle, shuffle runs too, with
 # the rescheduling plugin every second (lowNodeUtilization: low under 20%, high over 90%),
-# before preempt (which ends by evicting the same plugin's victims, as "evict").
+# before preempt (which ends by evicting the same plugin's victims, as "evict"); with pdb,
+# the pdb plugin votes on victims in the first tier.
 write_conf() {
+  local shuffle="" pdb=""
+  [ "${1:-}" = shuffle ] && shuffle=1
+  [ "${1:-}" = pdb ] && pdb=1
   {
-    echo "actions: \"enqueue, allocate, ${1:+shuffle, }preempt, reclaim, backfill\""
+    echo "actions: \"enqueue, allocate, ${shuffle:+shuffle, }preempt, reclaim, backfill\""
     cat <<'EOF'
 tiers:
 - plugins:
   - name: priority
   - name: gang
   - name: conformance
+EOF
+    [ -z "$pdb" ] || echo "  - name: pdb"
+    cat <<'EOF'
 - plugins:
   - name: drf
   - name: predicates
   - name: proportion
   - name: nodeorder
 EOF
-    [ -z "${1:-}" ] || cat <<'EOF'
+    [ -z "$shuffle" ] || cat <<'EOF'
   - name: rescheduling
     arguments:
       interval: 1s
@@ -76,7 +83,8 @@ spec: {minMember: $3, queue: $4${5:+, priorityClassName: $5}}
 EOF
 }
 
-# pods NS GROUP COUNT REQUESTS GRP [PRIORITYCLASS] [ANNOTATIONS]: GROUP-0..COUNT-1.
+# pods NS GROUP COUNT REQUESTS GRP [PRIORITYCLASS] [ANNOTATIONS]: GROUP-0..COUNT-1, labelled
+# app=GROUP.
 pods() {
   local ns=$1 group=$2 count=$3 req=$4 grp=$5 pc=${6:-} ann=${7:-} i
   for ((i = 0; i < count; i++)); do
@@ -87,6 +95,7 @@ kind: Pod
 metadata:
   name: $group-$i
   namespace: $ns
+  labels: {app: $group}
   annotations: {scheduling.k8s.io/group-name: $group${ann:+, $ann}}
 spec:
   schedulerName: volcano
@@ -411,6 +420,46 @@ test_shuffle_evicts_from_overloaded_node() {
   expect_eq 1 "$(evictions "$ns" | sort -u | grep -c .)" "pods shuffled off the full node"
   no_double_eviction "$ns"
   expect_eq 3 "$(bound "$ns" full)" "pods left on the node"
+  kubectl delete ns "$ns" --wait=false >/dev/null
+}
+
+# A PodDisruptionBudget is never broken by preempt: four low pods under a budget that allows
+# one disruption; a gang that needs two victims takes none, a single preemptor takes one.
+# The test cluster runs no disruption controller, so the test writes the status that
+# controller would (minAvailable 3 of 4 healthy: one disruption allowed).
+test_pdb_not_violated_by_preempt() {
+  local ns from
+  ns=$(new_namespace ppdb)
+  nodes ph 2 --cpu 2 --memory 8Gi
+  podgroup "$ns" low 1 kiln-preempt kiln-e2e-low
+  pods "$ns" low 4 '{cpu: "1"}' ph kiln-e2e-low
+  wait_bound 60 "$ns" low 4
+  kubectl apply -n "$ns" -f - >/dev/null <<'EOF'
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: low}
+spec: {minAvailable: 3, selector: {matchLabels: {app: low}}}
+EOF
+  kubectl patch pdb low -n "$ns" --subresource=status --type=merge -p \
+    '{"status": {"observedGeneration": 1, "disruptionsAllowed": 1, "currentHealthy": 4, "desiredHealthy": 3, "expectedPods": 4}}' \
+    >/dev/null
+  from=$(($(wc -l < "$LOG") + 1))
+  write_conf pdb
+  wait_for 30 "the pdb configuration" bash -c \
+    "tail -n +$from '$LOG' | grep -aq 'loaded scheduler configuration .*2 tiers, 8 plugins'"
+  podgroup "$ns" pair 2 kiln-preempt kiln-e2e-high
+  pods "$ns" pair 2 '{cpu: "1"}' ph kiln-e2e-high
+  wait_sessions 4
+  expect_eq "" "$(evictions "$ns")" "evictions for a gang that needs two"
+  kubectl delete pod -n "$ns" pair-0 pair-1 --wait=false >/dev/null
+  podgroup "$ns" one 1 kiln-preempt kiln-e2e-high
+  pods "$ns" one 1 '{cpu: "1"}' ph kiln-e2e-high
+  wait_bound 60 "$ns" one 1
+  wait_sessions 4
+  write_conf
+  expect_eq 1 "$(evictions "$ns" | sort -u | grep -c .)" "victims under a budget allowing one"
+  expect_eq 3 "$(bound "$ns" low)" "low pods left (the budget's minAvailable)"
+  no_double_eviction "$ns"
   kubectl delete ns "$ns" --wait=false >/dev/null
 }
 

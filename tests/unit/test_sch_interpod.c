@@ -37,17 +37,6 @@ static Kiln__InterPodTerms *T(Kiln__Pod *p) {
   return p->inter_pod;
 }
 
-/* Appends k NUL v NUL to the pod's packed labels. */
-static void pod_label(Kiln__Pod *p, const char *k, const char *v) {
-  size_t kl = strlen(k) + 1, vl = strlen(v) + 1, len = p->packed_labels.len;
-  uint8_t *d = realloc(p->packed_labels.data, len + kl + vl);
-  assert_non_null(d);
-  memcpy(d + len, k, kl);
-  memcpy(d + len + kl, v, vl);
-  p->packed_labels.data = d;
-  p->packed_labels.len = len + kl + vl;
-}
-
 /* A selector with matchLabels {k: v} (k NULL: the empty selector). */
 static Kiln__LabelSelector *sel_eq(const char *k, const char *v) {
   Kiln__LabelSelector *s = fx_alloc(sizeof(*s));
@@ -133,7 +122,7 @@ static Kiln__Pod *labelled_pod(fx *f, const char *name, const char *group, const
                                const char *app) {
   Kiln__Pod *p = fx_pod(f, name, group, 100, GI, node);
   if (app)
-    pod_label(p, "app", app);
+    fx_pod_label(p, "app", app);
   return p;
 }
 
@@ -151,7 +140,7 @@ static void test_selectors_and_terms(void **state) {
   (void)state;
   fx *f = fx_new();
   Kiln__Pod *web = labelled_pod(f, "web", NULL, NULL, "web");
-  pod_label(web, "tier", "front");
+  fx_pod_label(web, "tier", "front");
   Kiln__Pod *db = labelled_pod(f, "db", NULL, NULL, "db");
   free(db->namespace_);
   db->namespace_ = fx_str("data");
@@ -204,7 +193,7 @@ static void test_selectors_and_terms(void **state) {
 
   /* matchLabelKeys / mismatchLabelKeys take the owner's values. */
   Kiln__Pod *web2 = labelled_pod(f, "web2", NULL, NULL, "web");
-  pod_label(web2, "tier", "back");
+  fx_pod_label(web2, "tier", "back");
   char *tier[] = {"tier"};
   t.match_label_keys = tier;
   t.n_match_label_keys = 1;

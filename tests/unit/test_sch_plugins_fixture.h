@@ -207,6 +207,17 @@ static inline void fx_open(fx *f, const char *yaml) {
   assert_int_equal(sch_session_open(f->snap, f->conf, NULL, &f->ssn), 0);
 }
 
+/* Appends k NUL v NUL to the pod's packed labels. */
+static inline void fx_pod_label(Kiln__Pod *p, const char *k, const char *v) {
+  size_t kl = strlen(k) + 1, vl = strlen(v) + 1, len = p->packed_labels.len;
+  uint8_t *d = realloc(p->packed_labels.data, len + kl + vl);
+  assert_non_null(d);
+  memcpy(d + len, k, kl);
+  memcpy(d + len + kl, v, vl);
+  p->packed_labels.data = d;
+  p->packed_labels.len = len + kl + vl;
+}
+
 /* Runs the session's actions and closes it; the result is the caller's. */
 static inline sch_result *fx_run(fx *f) {
   sch_result *r = NULL;

@@ -403,6 +403,78 @@ static void test_cdp_victims(void **state) {
   fx_free(f);
 }
 
+/* pdb: each budget of the pod's namespace that selects it spends one of its
+ * disruptionsAllowed; a pod that would take one below zero is no victim; a pod the budget
+ * lists in disruptedPods spends nothing; an unlabeled pod is never returned (Volcano). */
+/* A budget "low-pdb" in ns selecting app=low that allows `allowed` disruptions. */
+static Kiln__PodDisruptionBudget *add_budget(fx *f, int32_t allowed) {
+  Kiln__PodDisruptionBudget *b = fx_alloc(sizeof(*b));
+  kiln__pod_disruption_budget__init(b);
+  b->metadata = fx_meta("ns", "low-pdb");
+  b->spec = fx_alloc(sizeof(*b->spec));
+  kiln__pod_disruption_budget_spec__init(b->spec);
+  b->spec->selector = fx_alloc(sizeof(*b->spec->selector));
+  kiln__label_selector__init(b->spec->selector);
+  Kiln__LabelSelector__MatchLabelsEntry *e = fx_alloc(sizeof(*e));
+  kiln__label_selector__match_labels_entry__init(e);
+  e->key = fx_str("app");
+  e->value = fx_str("low");
+  FX_APPEND(b->spec->selector->match_labels, b->spec->selector->n_match_labels, e);
+  b->status = fx_alloc(sizeof(*b->status));
+  kiln__pod_disruption_budget_status__init(b->status);
+  b->status->disruptions_allowed = allowed;
+  FX_APPEND(f->msg->pod_disruption_budgets, f->msg->n_pod_disruption_budgets, b);
+  return b;
+}
+
+static void test_pdb_victims(void **state) {
+  (void)state;
+  fx *f = fx_new();
+  fx_node(f, "n1", 8000, 8 * GI, 110);
+  fx_pg(f, "j", "default", 1, "Running");
+  static const char *const low[] = {"l0", "l1", "l2"};
+  for (int i = 0; i < 3; i++)
+    fx_pod_label(fx_pod(f, low[i], "j", 100, 0, "n1"), "app", "low");
+  fx_pod_label(fx_pod(f, "other", "j", 100, 0, "n1"), "app", "other");
+  fx_pod(f, "bare", "j", 100, 0, "n1");
+  fx_pod(f, "pre", NULL, 100, 0, NULL);
+  Kiln__PodDisruptionBudget *b = add_budget(f, 1);
+  Kiln__PodDisruptionBudgetStatus__DisruptedPodsEntry *d = fx_alloc(sizeof(*d));
+  kiln__pod_disruption_budget_status__disrupted_pods_entry__init(d);
+  d->key = fx_str("l2");
+  d->value = fx_str("2026-12-01T10:00:00Z");
+  FX_APPEND(b->status->disrupted_pods, b->status->n_disrupted_pods, d);
+  fx_open(f, "actions: preempt\ntiers:\n- plugins:\n  - name: pdb\n");
+  int32_t cands[] = {fx_task(f, "l0"), fx_task(f, "l1"), fx_task(f, "l2"), fx_task(f, "other"),
+                     fx_task(f, "bare")};
+  int32_t out[5];
+  const sch_task *pre = &f->snap->tasks[fx_task(f, "pre")];
+  assert_int_equal(sch_session_preemptable(f->ssn, pre, cands, 5, out), 3);
+  assert_int_equal(out[0], fx_task(f, "l0"));    /* spends the one disruption allowed */
+  assert_int_equal(out[1], fx_task(f, "l2"));    /* already disrupted: spends nothing */
+  assert_int_equal(out[2], fx_task(f, "other")); /* no budget selects it */
+  assert_int_equal(sch_session_reclaimable(f->ssn, pre, cands, 5, out), 3);
+  fx_free(f);
+
+  /* In the preempt action: a gang that needs two victims under a budget allowing one gets
+   * none (the first preemptor's victim counts for the second); a budget allowing two lets
+   * it through. */
+  for (int32_t allowed = 1; allowed <= 2; allowed++) {
+    Kiln__Pod *lp[4], *hp[2];
+    f = full_cluster(1, lp, hp);
+    for (int i = 0; i < 4; i++)
+      fx_pod_label(lp[i], "app", "low");
+    add_budget(f, allowed);
+    fx_open(f, "actions: \"enqueue, allocate, preempt\"\ntiers:\n- plugins:\n"
+               "  - name: priority\n  - name: gang\n  - name: pdb\n"
+               "- plugins:\n  - name: predicates\n");
+    sch_result *r = fx_run(f);
+    assert_int_equal(r->nevicts, allowed == 1 ? 0 : 2);
+    sch_result_free(r);
+    fx_free(f);
+  }
+}
+
 /* ---- tier voting with scripted plugins ---- */
 
 typedef struct vscript {
@@ -499,6 +571,7 @@ int main(void) {
       cmocka_unit_test(test_priority_victims),
       cmocka_unit_test(test_gang_switch_off),
       cmocka_unit_test(test_cdp_victims),
+      cmocka_unit_test(test_pdb_victims),
       cmocka_unit_test(test_victim_tier_voting),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
