@@ -148,15 +148,16 @@ static int32_t cluster_full(sch_session *ssn, const sch_task *t, const sch_node 
 int32_t sch__why_unplaced(sch_session *ssn, const sch_task *t, int32_t placed, bool *is_too_big) {
   const sch_snapshot *snap = ssn->snap;
   *is_too_big = false;
-  /* Bigger than every node: no predicate needs asking. */
-  const sch_resource *all = largest_node(ssn);
-  unsigned mask = sch_resource_insufficient(&t->init_resreq, all);
-  if (mask) {
+  if (ssn->why_budget + ssn->nnode_list > WHY_PREDICATE_BUDGET) {
+    /* Out of budget: bigger than every node still shows without asking predicates (the
+     * size named is then the cluster's largest node, usable by the pod or not). */
+    const sch_resource *all = largest_node(ssn);
+    unsigned mask = sch_resource_insufficient(&t->init_resreq, all);
+    if (!mask)
+      return -1;
     *is_too_big = true;
     return too_big(ssn, t, all, mask);
   }
-  if (ssn->why_budget + ssn->nnode_list > WHY_PREDICATE_BUDGET)
-    return -1;
   ssn->why_budget += ssn->nnode_list;
   /* Predicates with the resources and pod count left out, as if each node were empty. */
   bool was = ssn->preempting;

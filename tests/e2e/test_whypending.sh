@@ -174,9 +174,12 @@ EOF
     [ $SECONDS -lt $deadline ] || fail "no predicate message: '$msg'"
     sleep 0.3
   done
-  expect_match "^NotEnoughResources\|1/1 tasks in gang unschedulable: 0/$total nodes are available: " "$msg"
-  expect_match "2 node\(s\) had untolerated taint \{kiln-why: wtaint\}" "$msg"
-  expect_match "$((total - 2)) node\(s\) didn't match Pod's node affinity/selector" "$msg"
+  # The counts are of the nodes the scheduler sees Ready: other suites' nodes may come and go
+  # in a shared cluster, so only this test's two nodes are counted exactly.
+  expect_match "^NotEnoughResources\|1/1 tasks in gang unschedulable: 0/[0-9]+ nodes are available: " "$msg"
+  expect_match "(: |, )2 node\(s\) had untolerated taint \{kiln-why: wtaint\}" "$msg"
+  expect_match "[0-9]+ node\(s\) didn't match Pod's node affinity/selector" "$msg"
+  [ "$total" -ge 3 ] || fail "the cluster has $total nodes"
   kubectl delete namespace "$ns" --wait=false >/dev/null
 }
 

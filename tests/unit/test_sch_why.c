@@ -108,6 +108,23 @@ static void test_largest_usable_node(void **state) {
   fx_free(f);
 }
 
+/* Bigger than every node, the largest being one the pod may not use: the size named is
+ * that of the largest node it may use. */
+static void test_largest_named_is_usable(void **state) {
+  (void)state;
+  fx *f = fx_new();
+  fx_node(f, "small", 32000, 64 * GI, 110);
+  Kiln__Node *g = fx_node(f, "tainted", 36000, 64 * GI, 110);
+  fx_node_taint(g, "dedicated", "infra", KILN__TAINT_EFFECT__TAINT_EFFECT_NO_SCHEDULE);
+  fx_pg(f, "pg", "default", 1, "Inqueue");
+  fx_pod(f, "p", "pg", 40000, GI, NULL);
+  sch_result *r;
+  assert_string_equal(run_condition(f, &r), "1/1 tasks in gang unschedulable: pod requests 40 "
+                                            "cpu; the largest node allocates 32");
+  sch_result_free(r);
+  fx_free(f);
+}
+
 /* Nodes big enough, but busy: the cluster is full and the largest free block is told. */
 static void test_cluster_full(void **state) {
   (void)state;
@@ -188,6 +205,7 @@ int main(void) {
       cmocka_unit_test(test_pod_bigger_than_every_node),
       cmocka_unit_test(test_gpu_and_memory),
       cmocka_unit_test(test_largest_usable_node),
+      cmocka_unit_test(test_largest_named_is_usable),
       cmocka_unit_test(test_cluster_full),
       cmocka_unit_test(test_predicates_stay),
       cmocka_unit_test(test_too_big_before_queue),
