@@ -489,9 +489,10 @@ static void run_plan(cj_op *op) {
 
 static void process(kc_workqueue *q, const char *key, void *ud) {
   cron_ctl *c = ud;
-  const json_t *cj = newest_cj(c, key);
+  /* After stop the informers are gone, while the shut-down queue still hands out its keys. */
+  const json_t *cj = c->stopping ? NULL : newest_cj(c, key);
   const json_t *m = json_object_get(cj, "metadata");
-  if (!cj || c->stopping || json_object_get(m, "deletionTimestamp")) {
+  if (!cj || json_object_get(m, "deletionTimestamp")) {
     kc_workqueue_forget(q, key);
     kc_workqueue_done(q, key);
     return;
