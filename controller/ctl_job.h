@@ -161,6 +161,7 @@ typedef struct {
   const char *const *pvcs;        /* names of PVCs that exist in the namespace */
   size_t npvcs;
   bool queue_exists;
+  bool queue_has_children; /* another queue names it as parent: Jobs need a leaf queue */
   const char *queue_state; /* status.state; NULL or "" counts as Open */
   bool queue_extend_clusters;
   const ctl_priority *priorities;

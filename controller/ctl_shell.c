@@ -129,6 +129,14 @@ static int index_job_queue(const void *obj, kc_index_out *out, void *ud) {
   return kc_index_out_add(out, ctl__queue(obj));
 }
 
+/* Queues by their parent: a queue that is some queue's parent is not a leaf. */
+static int index_queue_parent(const void *obj, kc_index_out *out, void *ud) {
+  const Kiln__Queue *q = obj;
+  if (!q->spec || !q->spec->parent || !*q->spec->parent)
+    return 0;
+  return kc_index_out_add(out, q->spec->parent);
+}
+
 static kc_store *store(const ctl_shell *s, int which) {
   return kc_informer_store(s->inf[which]);
 }
@@ -528,8 +536,15 @@ static void queue_changed(ctl_shell *s, const char *name) {
     simple_request(s, k, CTL_EV_OUT_OF_SYNC);
 }
 
+static const char *queue_parent(const Kiln__Queue *q) {
+  return q->spec && q->spec->parent ? q->spec->parent : "";
+}
+
+/* A queue that appears or goes also changes whether its parent is a leaf. */
 static void on_queue_add(const char *key, void *obj, void *ud) {
   queue_changed(ud, meta_name(((Kiln__Queue *)obj)->metadata));
+  if (*queue_parent(obj))
+    queue_changed(ud, queue_parent(obj));
 }
 static void on_queue_update(const char *key, void *old_obj, void *new_obj, void *ud) {
   const Kiln__Queue *o = old_obj, *n = new_obj;
@@ -537,9 +552,17 @@ static void on_queue_update(const char *key, void *old_obj, void *new_obj, void 
   const char *ns = n->status && n->status->state ? n->status->state : "";
   if (strcmp(os, ns) != 0)
     queue_changed(ud, meta_name(n->metadata));
+  if (strcmp(queue_parent(o), queue_parent(n)) != 0) {
+    if (*queue_parent(o))
+      queue_changed(ud, queue_parent(o));
+    if (*queue_parent(n))
+      queue_changed(ud, queue_parent(n));
+  }
 }
 static void on_queue_delete(const char *key, void *obj, void *ud) {
   queue_changed(ud, meta_name(((Kiln__Queue *)obj)->metadata));
+  if (*queue_parent(obj))
+    queue_changed(ud, queue_parent(obj));
 }
 
 /* A PVC a Pending Job waits for. */
@@ -673,6 +696,8 @@ static int build_view(ctl_shell *s, const char *key, const Kiln__Job *job, ctl_j
 
   const Kiln__Queue *q = kc_store_get(store(s, CTL_INF_QUEUES), ctl__queue(job));
   v->queue_exists = q != NULL;
+  v->queue_has_children =
+      q && kc_store_index_count(store(s, CTL_INF_QUEUES), "parent", ctl__queue(job)) > 0;
   v->queue_state = q && q->status ? q->status->state : NULL;
 
   kc_store *pcs = store(s, CTL_INF_PRIORITY);
@@ -1019,7 +1044,8 @@ int ctl_shell_new(uv_loop_t *loop, kc_client *c, const ctl_shell_options *opt, c
   if ((rc = kc_store_add_index(store(s, CTL_INF_PODS), "job", index_pod_job, NULL)) ||
       (rc = kc_store_add_index(store(s, CTL_INF_COMMANDS), "job", index_cmd_job, NULL)) ||
       (rc = kc_store_add_index(store(s, CTL_INF_PVCS), "ns", index_pvc_ns, NULL)) ||
-      (rc = kc_store_add_index(store(s, CTL_INF_JOBS), "queue", index_job_queue, NULL)))
+      (rc = kc_store_add_index(store(s, CTL_INF_JOBS), "queue", index_job_queue, NULL)) ||
+      (rc = kc_store_add_index(store(s, CTL_INF_QUEUES), "parent", index_queue_parent, NULL)))
     goto fail;
   if ((rc = register_metrics(s)))
     goto fail;

@@ -794,20 +794,30 @@ int ctl__sync_job(ctl_ctx *c, ctl_update_fn fn) {
     ctl__append_condition(st, CTL_PHASE_PENDING, v->now);
     c->initiated = true;
   }
-  /* The checks the API server cannot make: the queue must exist (and, for a job that has
-   * not started, be open). */
+  /* The checks the API server cannot make (they need the Queue objects): the queue must exist
+   * and be a leaf, and, for a job that has not started, be open. The messages contain the
+   * words of Volcano's job webhook and of its capacity plugin, which operators search for. */
   const char *qs = v->queue_state && *v->queue_state ? v->queue_state : "Open";
   bool not_started = st->phase == CTL_PHASE_PENDING && st->running + st->succeeded == 0;
-  if (!v->queue_exists || (not_started && strcmp(qs, "Open") != 0)) {
-    const char *reason = v->queue_exists ? "QueueNotOpen" : "QueueNotFound";
-    if (v->queue_exists) /* Volcano's webhook refuses the Job with these words */
+  if (!v->queue_exists || v->queue_has_children || (not_started && strcmp(qs, "Open") != 0)) {
+    const char *reason = !v->queue_exists         ? "QueueNotFound"
+                         : v->queue_has_children ? "QueueNotLeaf"
+                                                  : "QueueNotOpen";
+    if (!v->queue_exists)
+      snprintf(st->message, sizeof(st->message),
+               "unable to find job queue: queues.scheduling.volcano.sh \"%s\" not found; the "
+               "job stays Pending until it is created",
+               ctl__queue(job));
+    else if (v->queue_has_children)
+      snprintf(st->message, sizeof(st->message),
+               "The Queue <%s> of Job <%s/%s> is not leaf queue; jobs can only be submitted to "
+               "a queue without child queues",
+               ctl__queue(job), ctl__job_ns(job), ctl__job_name(job));
+    else /* Volcano's webhook refuses the Job with these words */
       snprintf(st->message, sizeof(st->message),
                "can only submit job to queue with state `Open`, queue `%s` status is `%s`; the "
                "job stays Pending until it opens",
                ctl__queue(job), qs);
-    else
-      snprintf(st->message, sizeof(st->message),
-               "queue %s is not found; the job stays Pending until it is created", ctl__queue(job));
     snprintf(st->reason, sizeof(st->reason), "%s", reason);
     ctl__event(c->plan, CTL_EVENT_WARNING, reason, "%s", st->message);
     c->plan->requeue_after = 30;

@@ -402,9 +402,22 @@ static void test_queue_checks(void **state) {
   assert_int_equal(e->type, CTL_EVENT_WARNING);
   assert_int_equal(f.plan.status.phase, CTL_PHASE_PENDING);
   assert_string_equal(f.plan.status.reason, "QueueNotFound");
+  /* Volcano's job webhook words, with the API server's not-found error. */
+  assert_non_null(strstr(e->message, "unable to find job queue: queues.scheduling.volcano.sh "
+                                     "\"default\" not found"));
   assert_null(f.plan.podgroup);
   assert_true(f.plan.requeue_after > 0);
   f.v.queue_exists = true;
+  f.v.queue_has_children = true;
+  assert_int_equal(fx_sync(&f, &req), 0);
+  e = fx_event(&f, "QueueNotLeaf");
+  assert_non_null(e);
+  assert_int_equal(e->type, CTL_EVENT_WARNING);
+  assert_string_equal(f.plan.status.reason, "QueueNotLeaf");
+  assert_non_null(strstr(f.plan.status.message, "The Queue <default> of Job <"));
+  assert_non_null(strstr(f.plan.status.message, "/hello> is not leaf queue"));
+  assert_null(f.plan.podgroup);
+  f.v.queue_has_children = false;
   f.v.queue_state = "Closed";
   assert_int_equal(fx_sync(&f, &req), 0);
   e = fx_event(&f, "QueueNotOpen");
