@@ -1,0 +1,266 @@
+#!/usr/bin/env bash
+# Admission without a webhook: the install's ValidatingAdmissionPolicies and
+# MutatingAdmissionPolicies (manifests/admission/) applied by the README's command, the defaults
+# Volcano's mutating webhooks give present in the object a create returns, valid objects
+# accepted, and the policies matched narrowly. The refusals, each with Volcano's words, are the
+# manifests-invalid/ files that test_manifests.sh creates; here they are checked once more
+# right after the install, which shows the policies are in force as soon as the install returns.
+# shellcheck shell=bash
+SUITE=admission
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+MANIFESTS=$KILN_ROOT/manifests
+POLICIES=(validatingadmissionpolicy/kiln-job-template validatingadmissionpolicy/kiln-queue
+          validatingadmissionpolicy/kiln-pod-budget mutatingadmissionpolicy/kiln-job-defaults
+          mutatingadmissionpolicy/kiln-queue-defaults mutatingadmissionpolicy/kiln-podgroup-queue)
+
+ensure_installed() {
+  local p
+  for p in "${POLICIES[@]}"; do
+    kubectl get "$p" >/dev/null 2>&1 || { kiln_install; return; }
+  done
+  wait_for 60 "admission policies in force" admission_policies_active
+}
+
+# Namespaces are deleted and waited for: a later suite's controller must not find these Jobs
+# in a namespace that is still terminating (its writes there would be refused).
+
+# create_json NAMESPACE: kubectl create -o json of the object on stdin ('-' for cluster scope).
+create_json() {
+  if [ "$1" = - ]; then kubectl create -o json -f -; else kubectl create -n "$1" -o json -f -; fi
+}
+
+test_install_applies_policies() {
+  kiln_install
+  local p out
+  for p in "${POLICIES[@]}"; do
+    kubectl get "$p" >/dev/null || fail "$p not installed by apply -k"
+    kubectl get "${p/policy\//policybinding/}" >/dev/null || fail "binding of $p not installed"
+  done
+  # The API server type-checks each policy against the CRD schemas: no warnings.
+  for p in "${POLICIES[@]}"; do
+    [[ $p == validating* ]] || continue
+    out=$(kubectl get "$p" -o jsonpath='{.status.typeChecking.expressionWarnings}')
+    [ -z "$out" ] || fail "$p: type-checking warnings: $out"
+  done
+}
+
+test_job_defaults_in_create_response() {
+  ensure_installed
+  local ns out
+  ns=$(new_namespace adm-job)
+  out=$(create_json "$ns" <<'EOF'
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: defaults}
+spec:
+  maxRetry: 0
+  plugins:
+    mpi: ["--master=default0", "--worker=default1"]
+  tasks:
+  - replicas: 1
+    template: {spec: {containers: [{name: c, image: "busybox:1.36"}]}}
+  - replicas: 4
+    minAvailable: 2
+    maxRetry: 0
+    template: {spec: {hostNetwork: true, containers: [{name: c, image: "busybox:1.36"}]}}
+EOF
+) || fail "create refused: $out"
+  expect_eq "default0 default1" "$(jq -r '[.spec.tasks[].name] | join(" ")' <<<"$out")" "task names"
+  # Volcano: the sum of each task's minAvailable, or its replicas when unset (1 + 2).
+  expect_eq 3 "$(jq -r .spec.minAvailable <<<"$out")" "job minAvailable"
+  expect_eq "3 3 3" "$(jq -r '[.spec.maxRetry, .spec.tasks[].maxRetry] | map(tostring) | join(" ")' <<<"$out")" \
+    "maxRetry 0 becomes 3"
+  expect_eq "null ClusterFirstWithHostNet" \
+    "$(jq -r '[.spec.tasks[].template.spec.dnsPolicy] | map(tostring) | join(" ")' <<<"$out")" \
+    "dnsPolicy for hostNetwork"
+  expect_eq "mpi ssh svc" "$(jq -r '.spec.plugins | keys | join(" ")' <<<"$out")" "mpi adds svc and ssh"
+  expect_eq "default volcano" "$(jq -r '"\(.spec.queue) \(.spec.schedulerName)"' <<<"$out")" \
+    "queue and scheduler"
+  # tensorflow and pytorch add svc only; a plugin already there is kept as given; an explicit
+  # minAvailable is left alone.
+  local fw
+  for fw in tensorflow pytorch; do
+    out=$(create_json "$ns" <<EOF
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: $fw}
+spec:
+  minAvailable: 1
+  plugins: {$fw: [], env: []}
+  tasks:
+  - {name: worker, replicas: 2, template: {spec: {containers: [{name: c, image: "busybox:1.36"}]}}}
+EOF
+) || fail "$fw job refused: $out"
+    expect_eq "$(printf '%s\n' env "$fw" svc | sort | paste -sd' ')" \
+      "$(jq -r '.spec.plugins | keys | join(" ")' <<<"$out")" "$fw plugins"
+    expect_eq 1 "$(jq -r .spec.minAvailable <<<"$out")" "$fw explicit minAvailable kept"
+  done
+  out=$(create_json "$ns" <<'EOF'
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: kept}
+spec:
+  plugins: {mpi: [], svc: ["--disable-network-policy=true"], ssh: ["--no-root"]}
+  tasks:
+  - {name: master, replicas: 1, template: {spec: {containers: [{name: c, image: "busybox:1.36"}]}}}
+  - {name: worker, replicas: 2, template: {spec: {containers: [{name: c, image: "busybox:1.36"}]}}}
+EOF
+) || fail "job with svc and ssh refused: $out"
+  expect_eq '["--disable-network-policy=true"] ["--no-root"]' \
+    "$(jq -c '.spec.plugins.svc, .spec.plugins.ssh' <<<"$out" | paste -sd' ')" "given plugins kept"
+  expect_eq 3 "$(jq -r .spec.minAvailable <<<"$out")" "minAvailable = replicas summed"
+  kubectl delete ns "$ns" --timeout=120s >/dev/null
+}
+
+test_queue_defaults_in_create_response() {
+  ensure_installed
+  local q=adm-q-$RANDOM out
+  out=$(create_json - <<EOF
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata:
+  name: $q
+  annotations: {volcano.sh/hierarchy: sci/dev, volcano.sh/hierarchy-weights: 2/8}
+spec: {weight: 0}
+EOF
+) || fail "queue refused: $out"
+  expect_eq "1 true" "$(jq -r '"\(.spec.weight) \(.spec.reclaimable)"' <<<"$out")" "weight and reclaimable"
+  expect_eq "root/sci/dev 1/2/8" \
+    "$(jq -r '.metadata.annotations | "\(.["volcano.sh/hierarchy"]) \(.["volcano.sh/hierarchy-weights"])"' <<<"$out")" \
+    "hierarchy under root"
+  # A hierarchy that already starts at root is kept; an explicit weight too.
+  out=$(create_json - <<EOF
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata:
+  name: $q-2
+  annotations: {volcano.sh/hierarchy: root/eng, volcano.sh/hierarchy-weights: 1/0.5}
+spec: {weight: 7, reclaimable: false}
+EOF
+) || fail "queue with root hierarchy refused: $out"
+  expect_eq "7 false root/eng 1/0.5" \
+    "$(jq -r '"\(.spec.weight) \(.spec.reclaimable) \(.metadata.annotations["volcano.sh/hierarchy"]) \(.metadata.annotations["volcano.sh/hierarchy-weights"])"' <<<"$out")" \
+    "given values kept"
+  kubectl delete queue "$q" "$q-2" --timeout=120s >/dev/null
+}
+
+test_podgroup_queue_from_namespace() {
+  ensure_installed
+  local ns plain out
+  ns=$(new_namespace adm-pg)
+  plain=$(new_namespace adm-pg-plain)
+  kubectl annotate ns "$ns" scheduling.volcano.sh/queue-name=team-a >/dev/null
+  pg() { # NS NAME [QUEUE]
+    create_json "$1" <<EOF
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: PodGroup
+metadata: {name: $2}
+spec: {minMember: 1${3:+, queue: $3}}
+EOF
+  }
+  out=$(pg "$ns" unset) || fail "$out"
+  expect_eq team-a "$(jq -r .spec.queue <<<"$out")" "queue from the namespace annotation"
+  # As in Volcano, "default" counts as not chosen; any other queue is kept.
+  out=$(pg "$ns" dflt default) || fail "$out"
+  expect_eq team-a "$(jq -r .spec.queue <<<"$out")" "default replaced by the annotation"
+  out=$(pg "$ns" mine other) || fail "$out"
+  expect_eq other "$(jq -r .spec.queue <<<"$out")" "explicit queue kept"
+  out=$(pg "$plain" unset) || fail "$out"
+  expect_eq default "$(jq -r .spec.queue <<<"$out")" "no annotation: default"
+  kubectl delete ns "$ns" "$plain" --timeout=120s >/dev/null
+}
+
+# What Volcano accepts, Kiln accepts: the edges of each policy's rules.
+test_valid_objects_accepted() {
+  ensure_installed
+  local ns out
+  ns=$(new_namespace adm-ok)
+  out=$(kubectl create --dry-run=server -n "$ns" -f - 2>&1 <<'EOF'
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: ok}
+spec:
+  tasks:
+  - name: t
+    replicas: 1
+    template:
+      spec:
+        initContainers:
+        - {name: init, image: "busybox:1.36", resources: {limits: {cpu: "0", memory: 0}}}
+        containers:
+        - name: c
+          image: busybox:1.36
+          resources: {requests: {cpu: 500m, memory: 1Gi, nvidia.com/gpu: 1}, limits: {cpu: 1, memory: 1Gi}}
+EOF
+) || fail "valid job refused: $out"
+  out=$(kubectl create --dry-run=server -f - 2>&1 <<'EOF'
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata:
+  name: adm-ok
+  annotations: {volcano.sh/hierarchy: root/a/b, volcano.sh/hierarchy-weights: 1/2.5/1e1}
+spec:
+  capability: {cpu: "8", memory: 16Gi}
+  deserved: {cpu: "4", memory: 8Gi}
+  guarantee: {resource: {cpu: "2"}}
+EOF
+) || fail "valid queue refused: $out"
+  local a
+  for a in 'volcano.sh/jdb-min-available: "1"' 'volcano.sh/jdb-max-unavailable: "99%"' \
+           'volcano.sh/jdb-min-available: "25%"'; do
+    out=$(pod_dry_run "$ns" volcano "$a") || fail "pod with {$a} refused: $out"
+  done
+  # Both annotations are Volcano's business only for its own pods without a PodGroup.
+  out=$(pod_dry_run "$ns" default-scheduler 'volcano.sh/jdb-min-available: "1", volcano.sh/jdb-max-unavailable: "0"') \
+    || fail "a pod for another scheduler was checked: $out"
+  out=$(pod_dry_run "$ns" volcano 'scheduling.k8s.io/group-name: pg, volcano.sh/jdb-min-available: "0"') \
+    || fail "a pod of a PodGroup was checked: $out"
+  kubectl delete ns "$ns" --timeout=120s >/dev/null
+}
+
+# pod_dry_run NS SCHEDULER ANNOTATIONS: create a pod with a server dry run.
+pod_dry_run() {
+  kubectl create --dry-run=server -n "$1" -f - 2>&1 <<EOF
+apiVersion: v1
+kind: Pod
+metadata:
+  name: p
+  annotations: {$3}
+spec:
+  schedulerName: $2
+  containers: [{name: c, image: "busybox:1.36"}]
+EOF
+}
+
+# The pods of Kiln Jobs (label volcano.sh/job-name) are left out by the object selector, before
+# any expression runs, even with annotations the policy would refuse.
+test_job_pods_not_matched() {
+  ensure_installed
+  local ns out
+  ns=$(new_namespace adm-sel)
+  out=$(kubectl create --dry-run=server -n "$ns" -f - 2>&1 <<'EOF'
+apiVersion: v1
+kind: Pod
+metadata:
+  name: p
+  labels: {volcano.sh/job-name: j}
+  annotations: {volcano.sh/jdb-min-available: "0"}
+spec:
+  schedulerName: volcano
+  containers: [{name: c, image: "busybox:1.36"}]
+EOF
+) || fail "a Job's pod went through the pod policy: $out"
+  expect_eq '[{"key":"volcano.sh/job-name","operator":"DoesNotExist"}]' \
+    "$(kubectl get validatingadmissionpolicy kiln-pod-budget -o jsonpath='{.spec.matchConstraints.objectSelector.matchExpressions}')" \
+    "object selector"
+  kubectl delete ns "$ns" --timeout=120s >/dev/null
+}
+
+# Every refusal a policy makes, with Volcano's words (the files' `# expect:` lines).
+test_policy_refusals() {
+  ensure_installed
+  expect_refused 12 "$E2E_DIR"/manifests-invalid/{job-template-,queue-negative-,queue-hierarchy-,pod-jdb-}*.yaml
+}
+
+e2e_main "$@"
