@@ -110,6 +110,21 @@ EOF
   expect_eq '["--disable-network-policy=true"] ["--no-root"]' \
     "$(jq -c '.spec.plugins.svc, .spec.plugins.ssh' <<<"$out" | paste -sd' ')" "given plugins kept"
   expect_eq 3 "$(jq -r .spec.minAvailable <<<"$out")" "minAvailable = replicas summed"
+  # A partitioned task counts minPartitions x partitionSize, as the controller does.
+  out=$(create_json "$ns" <<'EOF'
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: parts}
+spec:
+  tasks:
+  - name: w
+    replicas: 6
+    partitionPolicy: {totalPartitions: 3, partitionSize: 2, minPartitions: 2}
+    template: {spec: {containers: [{name: c, image: "busybox:1.36"}]}}
+  - {name: ps, replicas: 1, template: {spec: {containers: [{name: c, image: "busybox:1.36"}]}}}
+EOF
+) || fail "partitioned job refused: $out"
+  expect_eq 5 "$(jq -r .spec.minAvailable <<<"$out")" "minAvailable with partitions (2x2 + 1)"
   kubectl delete ns "$ns" --timeout=120s >/dev/null
 }
 
