@@ -209,6 +209,24 @@ spec:
           resources: {requests: {cpu: 500m, memory: 1Gi, nvidia.com/gpu: 1}, limits: {cpu: 1, memory: 1Gi}}
 EOF
 ) || fail "valid job refused: $out"
+  # topologyPolicy with Guaranteed pods and whole CPUs (requests taken from limits).
+  out=$(kubectl create --dry-run=server -n "$ns" -f - 2>&1 <<'EOF'
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: numa}
+spec:
+  tasks:
+  - name: t
+    replicas: 1
+    topologyPolicy: single-numa-node
+    template:
+      spec:
+        initContainers:
+        - {name: i, image: "busybox:1.36", resources: {limits: {cpu: "1", memory: 64Mi}}}
+        containers:
+        - {name: c, image: "busybox:1.36", resources: {requests: {cpu: "2", memory: 1Gi}, limits: {cpu: "2", memory: 1Gi}}}
+EOF
+) || fail "valid topologyPolicy job refused: $out"
   out=$(kubectl create --dry-run=server -f - 2>&1 <<'EOF'
 apiVersion: scheduling.volcano.sh/v1beta1
 kind: Queue
@@ -275,7 +293,7 @@ EOF
 # Every refusal a policy makes, with Volcano's words (the files' `# expect:` lines).
 test_policy_refusals() {
   ensure_installed
-  expect_refused 12 "$E2E_DIR"/manifests-invalid/{job-template-,queue-negative-,queue-hierarchy-,pod-jdb-}*.yaml
+  expect_refused 14 "$E2E_DIR"/manifests-invalid/{job-template-,job-topology-,queue-negative-,queue-hierarchy-,pod-jdb-}*.yaml
 }
 
 e2e_main "$@"
