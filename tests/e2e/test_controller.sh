@@ -375,6 +375,32 @@ test_missing_queue_stays_pending_others_flow() {
   expect_eq 0 "$(pod_count "$ns" volcano.sh/job-name=lost)" "no pods for it"
 }
 
+# Volcano's capacity plugin refuses a Job in a queue with child queues; the controller keeps it
+# Pending with reason QueueNotLeaf and Volcano's words, and starts it once the child is gone.
+test_non_leaf_queue_waits_until_leaf() {
+  local ns q=ctl-parent-$RANDOM
+  ns=$(new_namespace ctl-leaf)
+  kubectl create -f - >/dev/null <<EOF
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: $q}
+spec: {weight: 1}
+---
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: $q-child}
+spec: {weight: 1, parent: $q}
+EOF
+  QUEUE=$q job_yaml nl "$(task main 1)" "  minAvailable: 1" | kubectl apply -n "$ns" -f - >/dev/null
+  wait_jsonpath 60 vcjob/nl '{.status.state.reason}' QueueNotLeaf "$ns"
+  wait_for 30 "QueueNotLeaf event" bash -c "kubectl get events -n $ns --field-selector involvedObject.name=nl -o jsonpath='{.items[*].reason}' | grep -q QueueNotLeaf"
+  expect_match "The Queue <$q> of Job <$ns/nl> is not leaf queue" "$(events_of "$ns" nl)" "event"
+  ! podgroup_exists "$ns" || fail "a PodGroup was created for a Job in a queue with children"
+  kubectl delete queue "$q-child" >/dev/null
+  wait_for 60 "PodGroup once the queue is a leaf" podgroup_exists "$ns"
+  kubectl delete queue "$q" --wait=false >/dev/null
+}
+
 test_pod_pending_timeout_runs_delayed_action() {
   local ns pg
   ns=$(new_namespace ctl13)
