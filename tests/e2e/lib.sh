@@ -148,6 +148,12 @@ kiln_install() {
   wait_for 60 "admission policies in force" admission_policies_active
 }
 
+# remove_admission_policies: the suites share one cluster, and the install's policies are
+# cluster-wide; a suite that installed them takes them away again when it ends.
+remove_admission_policies() {
+  kubectl delete -f "$KILN_ROOT/manifests/admission/" --ignore-not-found >/dev/null 2>&1 || true
+}
+
 # admission_policies_active: a Job whose container has no image is refused (kiln-job-template).
 admission_policies_active() {
   ! kubectl create --dry-run=server -n default -f - >/dev/null 2>&1 <<'EOF2'

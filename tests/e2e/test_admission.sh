@@ -297,3 +297,6 @@ test_policy_refusals() {
 }
 
 e2e_main "$@"
+rc=$?
+remove_admission_policies
+exit $rc

@@ -400,3 +400,6 @@ test_generated_crds_current() {
 }
 
 e2e_main "$@"
+rc=$?
+remove_admission_policies
+exit $rc
