@@ -207,16 +207,8 @@ spec:
         - name: c
           image: busybox:1.36
           resources: {requests: {cpu: 500m, memory: 1Gi, nvidia.com/gpu: 1}, limits: {cpu: 1, memory: 1Gi}}
-EOF
-) || fail "valid job refused: $out"
   # topologyPolicy with Guaranteed pods and whole CPUs (requests taken from limits).
-  out=$(kubectl create --dry-run=server -n "$ns" -f - 2>&1 <<'EOF'
-apiVersion: batch.volcano.sh/v1alpha1
-kind: Job
-metadata: {name: numa}
-spec:
-  tasks:
-  - name: t
+  - name: numa
     replicas: 1
     topologyPolicy: single-numa-node
     template:
@@ -226,7 +218,7 @@ spec:
         containers:
         - {name: c, image: "busybox:1.36", resources: {requests: {cpu: "2", memory: 1Gi}, limits: {cpu: "2", memory: 1Gi}}}
 EOF
-) || fail "valid topologyPolicy job refused: $out"
+) || fail "valid job refused: $out"
   out=$(kubectl create --dry-run=server -f - 2>&1 <<'EOF'
 apiVersion: scheduling.volcano.sh/v1beta1
 kind: Queue
