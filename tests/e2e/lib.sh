@@ -144,7 +144,14 @@ kiln_install() {
   wait_for 60 "CRDs established" kubectl wait --for=condition=Established --timeout=5s \
     crd/jobs.batch.volcano.sh crd/commands.bus.volcano.sh crd/podgroups.scheduling.volcano.sh \
     crd/queues.scheduling.volcano.sh
-  out=$(kubectl apply --server-side -k "$KILN_ROOT/manifests" 2>&1) || fail "second apply failed: $out"
+  # An established CRD may still be a moment from being served ("There can be a delay"):
+  # the second pass is retried for that alone.
+  local deadline=$((SECONDS + 30))
+  until out=$(kubectl apply --server-side -k "$KILN_ROOT/manifests" 2>&1); do
+    grep -q 'There can be a delay' <<<"$out" && [ $SECONDS -lt $deadline ] ||
+      fail "second apply failed: $out"
+    sleep 1
+  done
   wait_for 60 "admission policies in force" admission_policies_active
 }
 
