@@ -31,9 +31,10 @@ static const char job_text[] =
     "{\"name\":\"head\",\"replicas\":1,\"template\":{\"spec\":{\"subdomain\":\"s\","
     "\"containers\":[{\"name\":\"head\"}]}}}]}}";
 
-static void fake_rand(void *ctx, char *buf, size_t n) {
+static int fake_rand(void *ctx, char *buf, size_t n) {
   memset(buf, 'a', n);
   buf[n] = '\0';
+  return 0;
 }
 
 static int fake_keygen(void *ctx, char **priv, char **pub) {
