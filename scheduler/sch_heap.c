@@ -45,3 +45,16 @@ int32_t sch__heap_pop(sch_session *ssn, sch__heap *h, sch__heap_cmp cmp) {
     h->v[i] = x;
   return top;
 }
+
+/* The session's job, queue and task orders over snapshot indexes. */
+int sch__job_cmp(sch_session *ssn, int32_t a, int32_t b) {
+  return sch_session_job_order(ssn, &ssn->snap->jobs[a], &ssn->snap->jobs[b]);
+}
+int sch__queue_cmp(sch_session *ssn, int32_t a, int32_t b) {
+  return sch_session_queue_order(ssn, &ssn->snap->queues[a], &ssn->snap->queues[b]);
+}
+int sch__task_cmp(const void *a, const void *b, void *arg) {
+  sch_session *ssn = arg;
+  return sch_session_task_order(ssn, &ssn->snap->tasks[*(const int32_t *)a],
+                                &ssn->snap->tasks[*(const int32_t *)b]);
+}

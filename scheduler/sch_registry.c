@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "sch_framework.h"
+#include "sch_int.h"
 
 extern const sch_plugin sch_plugin_gang;
 extern const sch_plugin sch_plugin_priority;
@@ -81,4 +82,12 @@ const sch_action *sch_action_find(const char *name) {
     if (strcmp(actions[i]->name, name) == 0)
       return actions[i];
   return NULL;
+}
+
+/* Whether the session's configuration runs the action named name. */
+bool sch__action_configured(const sch_session *ssn, const char *name) {
+  for (size_t i = 0; ssn->conf && i < ssn->conf->nactions; i++)
+    if (strcmp(ssn->conf->actions[i]->name, name) == 0)
+      return true;
+  return false;
 }

@@ -1,7 +1,7 @@
-/* The distributed-training job plugins (Volcano pkg/controllers/job/plugins/distributed-
- * framework): pytorch, tensorflow, mpi, ray, hcclrank, one file each, and what they share.
- * Like env/svc/ssh they are pure: they mutate the pod under construction and put objects into
- * the plan; nothing here does I/O. */
+/* The job plugins (Volcano pkg/controllers/job/plugins): env, svc, ssh and the
+ * distributed-training ones (pytorch, tensorflow, mpi, ray, hcclrank), one file each, and
+ * what they share. They are pure: they mutate the pod under construction and put objects
+ * into the plan; nothing here does I/O. */
 #ifndef CTL_PLUGIN_H
 #define CTL_PLUGIN_H
 
@@ -47,7 +47,19 @@ json_t *ctl__pod_containers(json_t *pod, bool init);
 /* The pod's metadata.<key> object (labels, annotations), created when absent. Borrowed. */
 json_t *ctl__pod_meta_map(json_t *pod, const char *key);
 
-/* ---- from ctl_plugins.c: the markers and object shapes that env/svc/ssh use ---- */
+/* ---- the markers, arguments and object shapes every plugin uses ---- */
+
+/* The value of "--flag=v" or "--flag v" in args (borrowed), "true" for a bare last flag,
+ * NULL when absent: the simple parsing env, svc and ssh do (Volcano reads their arguments
+ * the same loose way). */
+const char *ctl__plugin_arg(const Kiln__StringList *args, const char *flag);
+/* The flag as a bool ("true", "True" or "1"), def when absent. */
+bool ctl__plugin_arg_bool(const Kiln__StringList *args, const char *flag, bool def);
+/* o's member key as an array (or object), made and set when absent or of another type.
+ * Borrowed. */
+json_t *ctl__json_child(json_t *o, const char *key, bool array);
+/* Applies f to every container and init container of the pod spec. */
+void ctl__each_container(json_t *pod, void (*f)(json_t *ct, void *arg), void *arg);
 
 bool ctl__plugin_marked(ctl_ctx *c, const char *plugin);
 void ctl__plugin_mark(ctl_ctx *c, const char *plugin, bool on);
@@ -73,6 +85,23 @@ typedef struct {
 size_t ctl__plugins_used(const Kiln__JobSpec *spec, ctl_plugin_use *out, size_t cap);
 
 /* ---- the hooks, registered in ctl_plugins.c's table ---- */
+
+int ctl__env_job_add(ctl_ctx *c, const Kiln__StringList *args);
+int ctl__env_pod_create(ctl_ctx *c, const Kiln__StringList *args, json_t *pod,
+                        const Kiln__TaskSpec *t, int index);
+int ctl__env_job_delete(ctl_ctx *c, const Kiln__StringList *args);
+
+int ctl__svc_job_add(ctl_ctx *c, const Kiln__StringList *args);
+int ctl__svc_pod_create(ctl_ctx *c, const Kiln__StringList *args, json_t *pod,
+                        const Kiln__TaskSpec *t, int index);
+int ctl__svc_job_update(ctl_ctx *c, const Kiln__StringList *args);
+int ctl__svc_job_delete(ctl_ctx *c, const Kiln__StringList *args);
+
+int ctl__ssh_job_add(ctl_ctx *c, const Kiln__StringList *args);
+int ctl__ssh_pod_create(ctl_ctx *c, const Kiln__StringList *args, json_t *pod,
+                        const Kiln__TaskSpec *t, int index);
+int ctl__ssh_job_delete(ctl_ctx *c, const Kiln__StringList *args);
+
 
 int ctl__pytorch_job_add(ctl_ctx *c, const Kiln__StringList *args);
 int ctl__pytorch_pod_create(ctl_ctx *c, const Kiln__StringList *args, json_t *pod,

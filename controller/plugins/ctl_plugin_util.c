@@ -1,5 +1,6 @@
 /* What the training plugins share: Go-flag argument parsing, task lookup, pod domain names,
- * container env and ports, and the svc/ssh plugins a training plugin implies. */
+ * container env and ports, the plan markers and object shapes of every plugin, and the
+ * svc/ssh plugins a training plugin implies. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -7,6 +8,7 @@
 #include <string.h>
 
 #include "ctl_plugin.h"
+#include "ctl_int.h"
 #include "kc_error.h"
 #include "kc_log.h"
 
@@ -160,17 +162,8 @@ void ctl__domain_name(const Kiln__Job *job, const Kiln__TaskSpec *t, int index, 
     snprintf(out, len, "%s-%s-%d.%s", jname, t->name ? t->name : "", index, sub[0] ? sub : jname);
 }
 
-static json_t *array_child(json_t *o, const char *key) {
-  json_t *v = json_object_get(o, key);
-  if (!json_is_array(v)) {
-    v = json_array();
-    json_object_set_new(o, key, v);
-  }
-  return v;
-}
-
 void ctl__container_env(json_t *ct, const char *name, const char *value) {
-  json_array_append_new(array_child(ct, "env"),
+  json_array_append_new(ctl__json_child(ct, "env", true),
                         json_pack("{s:s, s:s}", "name", name, "value", value));
 }
 
@@ -183,7 +176,7 @@ void ctl__container_port(json_t *ct, const char *name, int64_t port) {
     if (json_integer_value(json_object_get(p, "containerPort")) == want)
       return;
   }
-  json_array_append_new(array_child(ct, "ports"),
+  json_array_append_new(ctl__json_child(ct, "ports", true),
                         json_pack("{s:s, s:I}", "name", name, "containerPort", want));
 }
 
@@ -205,6 +198,86 @@ json_t *ctl__pod_meta_map(json_t *pod, const char *key) {
     json_object_set_new(meta, key, m);
   }
   return m;
+}
+
+/* ---- what env, svc and ssh share with the others ---- */
+
+const char *ctl__plugin_arg(const Kiln__StringList *args, const char *flag) {
+  size_t fl = strlen(flag);
+  for (size_t i = 0; args && i < args->n_items; i++) {
+    const char *a = args->items[i];
+    if (strncmp(a, flag, fl) != 0)
+      continue;
+    if (a[fl] == '=')
+      return a + fl + 1;
+    if (a[fl] == '\0')
+      return i + 1 < args->n_items ? args->items[i + 1] : "true";
+  }
+  return NULL;
+}
+
+bool ctl__plugin_arg_bool(const Kiln__StringList *args, const char *flag, bool def) {
+  const char *v = ctl__plugin_arg(args, flag);
+  if (!v)
+    return def;
+  return strcmp(v, "true") == 0 || strcmp(v, "1") == 0 || strcmp(v, "True") == 0;
+}
+
+bool ctl__plugin_marked(ctl_ctx *c, const char *plugin) {
+  char key[64];
+  snprintf(key, sizeof(key), "plugin-%s", plugin);
+  const char *v = json_string_value(json_object_get(c->plan->status.controlled, key));
+  return v && strcmp(v, plugin) == 0;
+}
+
+void ctl__plugin_mark(ctl_ctx *c, const char *plugin, bool on) {
+  char key[64];
+  snprintf(key, sizeof(key), "plugin-%s", plugin);
+  if (on)
+    json_object_set_new(c->plan->status.controlled, key, json_string(plugin));
+  else
+    json_object_del(c->plan->status.controlled, key);
+}
+
+json_t *ctl__json_child(json_t *o, const char *key, bool array) {
+  json_t *v = json_object_get(o, key);
+  if (!v || (array ? !json_is_array(v) : !json_is_object(v))) {
+    v = array ? json_array() : json_object();
+    json_object_set_new(o, key, v);
+  }
+  return v;
+}
+
+/* Applies f to every container and init container of the pod spec. */
+void ctl__each_container(json_t *pod, void (*f)(json_t *ct, void *arg), void *arg) {
+  json_t *spec = json_object_get(pod, "spec");
+  static const char *const lists[] = {"containers", "initContainers"};
+  for (size_t l = 0; l < 2; l++) {
+    size_t i;
+    json_t *ct;
+    json_array_foreach(json_object_get(spec, lists[l]), i, ct) f(ct, arg);
+  }
+}
+
+json_t *ctl__plugin_meta(const Kiln__Job *job, const char *name) {
+  json_t *refs = json_array();
+  json_array_append_new(refs, ctl__owner_ref(job));
+  return json_pack("{s:s, s:s, s:o}", "name", name, "namespace", ctl__job_ns(job),
+                   "ownerReferences", refs);
+}
+
+int ctl__plugin_delete(ctl_ctx *c, const char *api, const char *kind, const char *name) {
+  return ctl__append(&c->plan->objects_delete,
+                     json_pack("{s:s, s:s, s:s}", "apiVersion", api, "kind", kind, "name", name));
+}
+
+void ctl__plugin_template_host(const Kiln__TaskSpec *t, char *host, size_t hl, char *sub,
+                               size_t sl) {
+  json_t *tmpl = t->template_json ? json_loads(t->template_json, 0, NULL) : NULL;
+  json_t *spec = json_object_get(tmpl, "spec");
+  snprintf(host, hl, "%s", json_string_value(json_object_get(spec, "hostname")) ?: "");
+  snprintf(sub, sl, "%s", json_string_value(json_object_get(spec, "subdomain")) ?: "");
+  json_decref(tmpl);
 }
 
 /* ---- implied plugins ---- */

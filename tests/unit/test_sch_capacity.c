@@ -1,4 +1,4 @@
-/* The capacity plugin (scheduler/sch_plugin_capacity.c): per-queue deserved, guarantee and
+/* The capacity plugin (scheduler/plugins/sch_plugin_capacity.c): per-queue deserved, guarantee and
  * capability per resource, GPUs included; realCapability, deserved capping, share order,
  * Allocatable, JobEnqueueable and Reclaimable (the guarantee is never reclaimed). */
 #include <setjmp.h>

@@ -1,4 +1,5 @@
-/* The core plugins gang, priority and conformance (Volcano pkg/scheduler/plugins). */
+/* The gang plugin (Volcano pkg/scheduler/plugins/gang): a job runs only when minAvailable
+ * of its tasks can, and its PodGroup says why not. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,8 +8,6 @@
 #include "kc_error.h"
 #include "kc_log.h"
 #include "sch_int.h"
-
-/* ---- gang ---- */
 
 /* Which tasks a per-task minimum counts (Volcano CheckTaskValid/Ready/Pipelined). */
 typedef enum { TASKS_VALID, TASKS_READY, TASKS_PIPELINED } task_check;
@@ -228,83 +227,3 @@ static void gang_close(sch_session *ssn, void *state) {
 }
 
 const sch_plugin sch_plugin_gang = {"gang", gang_open, gang_close};
-
-/* ---- priority ---- */
-
-static int prio_job_order(sch_session *ssn, void *ctx, const sch_job *l, const sch_job *r) {
-  return l->priority > r->priority ? -1 : l->priority < r->priority;
-}
-
-static int prio_task_order(sch_session *ssn, void *ctx, const sch_task *l, const sch_task *r) {
-  return l->priority > r->priority ? -1 : l->priority < r->priority;
-}
-
-/* Victims: tasks of lower-priority jobs; inside the preemptor's own job, lower-priority
- * tasks. */
-static bool prio_victims(sch_session *ssn, void *ctx, const sch_task *preemptor,
-                         const int32_t *cands, size_t n, int32_t *out, size_t *nout) {
-  const sch_snapshot *snap = ssn->snap;
-  int32_t pprio = preemptor->job >= 0 ? snap->jobs[preemptor->job].priority : preemptor->priority;
-  size_t k = 0;
-  for (size_t i = 0; i < n; i++) {
-    const sch_task *t = &snap->tasks[cands[i]];
-    if (t->job >= 0 && t->job == preemptor->job) {
-      if (t->priority < preemptor->priority)
-        out[k++] = cands[i];
-      continue;
-    }
-    int32_t vprio = t->job >= 0 ? snap->jobs[t->job].priority : t->priority;
-    if (vprio < pprio)
-      out[k++] = cands[i];
-  }
-  *nout = k;
-  return true;
-}
-
-/* Starving while some task of the job is neither ready nor pipelined (the gang plugin, in
- * the same tier, narrows it to "below minAvailable"). */
-static bool prio_starving(sch_session *ssn, void *ctx, const sch_job *j) {
-  return sch_job_ready_num(j) + sch_job_waiting_num(j) < j->ntasks;
-}
-
-static int prio_open(sch_session *ssn, const sch_plugin_conf *conf, void **state) {
-  int rc;
-  if ((rc = sch_add_job_order_fn(ssn, prio_job_order, NULL)) < 0 ||
-      (rc = sch_add_task_order_fn(ssn, prio_task_order, NULL)) < 0 ||
-      (rc = sch_add_preemptable_fn(ssn, prio_victims, NULL)) < 0 ||
-      (rc = sch_add_job_starving_fn(ssn, prio_starving, NULL)) < 0)
-    return rc;
-  return 0;
-}
-
-const sch_plugin sch_plugin_priority = {"priority", prio_open, NULL};
-
-/* ---- conformance ---- */
-
-static bool critical(const sch_task *t) {
-  const char *pc = t->pod->priority_class_name;
-  const char *ns = t->pod->namespace_;
-  return (pc && (strcmp(pc, "system-cluster-critical") == 0 ||
-                 strcmp(pc, "system-node-critical") == 0)) ||
-         (ns && strcmp(ns, "kube-system") == 0);
-}
-
-static bool conformance_victims(sch_session *ssn, void *ctx, const sch_task *preemptor,
-                                const int32_t *cands, size_t n, int32_t *out, size_t *nout) {
-  size_t k = 0;
-  for (size_t i = 0; i < n; i++)
-    if (!critical(&ssn->snap->tasks[cands[i]]))
-      out[k++] = cands[i];
-  *nout = k;
-  return true;
-}
-
-static int conformance_open(sch_session *ssn, const sch_plugin_conf *conf, void **state) {
-  int rc;
-  if ((rc = sch_add_preemptable_fn(ssn, conformance_victims, NULL)) < 0 ||
-      (rc = sch_add_reclaimable_fn(ssn, conformance_victims, NULL)) < 0)
-    return rc;
-  return 0;
-}
-
-const sch_plugin sch_plugin_conformance = {"conformance", conformance_open, NULL};

@@ -1,0 +1,33 @@
+/* The node search shared by the allocate and backfill actions: the feasible nodes of a task,
+ * resuming where the last scan stopped, with kube-scheduler's aggregated message when there
+ * are none, and the best of them by the session's node order. Second tier (sch__). */
+#ifndef SCH_SEARCH_H
+#define SCH_SEARCH_H
+
+#include "sch_int.h"
+
+typedef struct sch__search {
+  sch_session *ssn;
+  int32_t *feasible;
+  size_t nfeasible;
+  double *scores;
+  int32_t *hist; /* per reason id */
+  size_t cap_hist;
+  int32_t *touched;
+  size_t ntouched, cap_touched;
+  int32_t insufficient[2 + SCH_MAX_SCALARS]; /* reason ids, -1 until interned */
+} sch__search;
+
+/* Sets up s over ssn (borrowed). 0 or KC_ENOMEM; sch__search_close is due either way. */
+int sch__search_init(sch__search *s, sch_session *ssn);
+void sch__search_close(sch__search *s);
+/* Finds feasible nodes for t into s->feasible, resuming where the last scan stopped; with
+ * check_resources false only the predicates count. With none, returns the id of the
+ * aggregated reason; otherwise -1; KC_ENOMEM (< -1) on failure. */
+int32_t sch__find_nodes(sch__search *s, const sch_task *t, bool check_resources);
+/* The highest-scoring feasible node (the first of equals); *score gets its score and
+ * *scored is true when the node order callbacks ran. */
+int32_t sch__best_node_scored(sch__search *s, const sch_task *t, double *score, bool *scored);
+int32_t sch__best_node(sch__search *s, const sch_task *t);
+
+#endif
