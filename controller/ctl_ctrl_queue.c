@@ -93,6 +93,39 @@ static void on_queue_add(const char *key, void *obj, void *ud) {
   request(ud, key, CTL_QA_SYNC);
 }
 
+/* Volcano acts on a queue's update only through Commands and the parent's own sync, which
+ * requests its children's OpenQueue/CloseQueue once, from what its cache holds at that moment.
+ * The queue and Command informers are separate streams, so that moment can come before the
+ * cache has the child's closed-by-parent mark or the parent's new state, and the one request
+ * is then lost. Here a change of a queue's state, parent or mark also syncs the queue, and a
+ * change of its state syncs its children: their sync reaches the same decision
+ * (sync_hierarchy) from the settled cache. */
+static const char *queue_mark(const json_t *q) {
+  const json_t *ann = json_object_get(json_object_get(q, "metadata"), "annotations");
+  return json_string_value(json_object_get(ann, CTL_QUEUE_CLOSED_BY_PARENT));
+}
+
+static bool same_str(const char *a, const char *b) {
+  return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+static void on_queue_update(const char *key, void *old_obj, void *new_obj, void *ud) {
+  const json_t *o = old_obj, *n = new_obj;
+  bool state = !same_str(ctl_json_str(o, "status", "state"), ctl_json_str(n, "status", "state"));
+  if (state || !same_str(ctl_json_str(o, "spec", "parent"), ctl_json_str(n, "spec", "parent")) ||
+      !same_str(queue_mark(o), queue_mark(n)))
+    request(ud, key, CTL_QA_SYNC);
+  if (!state)
+    return;
+  kc_store_iter it;
+  const char *k;
+  void *q;
+  kc_store_iter_init(ctl_base_store(ud, INF_QUEUES), &it);
+  while (kc_store_iter_next(&it, &k, &q))
+    if (same_str(ctl_json_str(q, "spec", "parent"), key) && strcmp(k, key) != 0)
+      request(ud, k, CTL_QA_SYNC);
+}
+
 static void on_pg_add(const char *key, void *obj, void *ud) {
   request(ud, ((qpg *)obj)->queue, CTL_QA_SYNC);
 }
@@ -127,7 +160,7 @@ static void all_synced(ctl_base *b) {
 
 static const ctl_inf_def defs[INF_N] = {
     [INF_QUEUES] = {"scheduling.volcano.sh", "v1beta1", "queues", NULL, NULL, NULL, on_queue_add,
-                    NULL, NULL},
+                    on_queue_update, NULL},
     [INF_PODGROUPS] = {"scheduling.volcano.sh", "v1beta1", "podgroups", NULL, decode_pg, free,
                        on_pg_add, on_pg_update, on_pg_add},
     [INF_COMMANDS] = {"bus.volcano.sh", "v1alpha1", "commands", NULL, decode_cmd, free,
