@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The capacity plugin on the real control plane (kiln-scheduler configured with capacity in
 # place of proportion): three queues with deserved 1:1:2 get that split of dedicated nodes
-# under contention, and a queue at its capability admits no more. Each test makes its own
+# under contention, and a queue at its capability admits no more; then with enableHierarchy, a
+# depth-3 tree (root -> parent -> leaves): deserved 1:1:2 among siblings, a parent's
+# capability bounding its children together, jobs only in leaves, reclaim between siblings.
+# Each test makes its own
 # kwok nodes (labelled grp=<test>, tainted kiln-cap=<test>) and selects them, so other
 # suites are not disturbed. A test that needs every pod in one session creates the pods
 # before it starts the scheduler.
@@ -26,6 +29,8 @@ tiers:
   - name: predicates
   - name: nodeorder
 EOF
+HIER_CONF=$D/capacity-hier-scheduler.conf
+sed 's/^  - name: capacity$/  - name: capacity\n    enableHierarchy: true/' "$CONF" > "$HIER_CONF"
 
 nodes() { # GRP COUNT ARGS...
   local grp=$1 count=$2
@@ -35,7 +40,7 @@ nodes() { # GRP COUNT ARGS...
     || fail "cannot create nodes $grp-*"
 }
 
-queue() { # NAME SPEC-EXTRA
+queue() { # NAME SPEC-EXTRA (a queue without parent is under root)
   kubectl apply -f - >/dev/null <<EOF || fail "cannot create queue $1"
 apiVersion: scheduling.volcano.sh/v1beta1
 kind: Queue
@@ -98,8 +103,8 @@ wait_metric() { # SECS NAME QUEUE WANT
   done
 }
 
-start_scheduler() {
-  "$SCHED" --kubeconfig "$KUBECONFIG" --scheduler-conf "$CONF" --v=3 --leader-elect=false \
+start_scheduler() { # [CONF]
+  "$SCHED" --kubeconfig "$KUBECONFIG" --scheduler-conf "${1:-$CONF}" --v=3 --leader-elect=false \
     --enable-metrics --listen-address "127.0.0.1:$METRICS_PORT" >>"$LOG" 2>&1 &
   echo $! > "$D/pids/kiln-scheduler-capacity.pid"
   echo "$SCHED" > "$D/pids/kiln-scheduler-capacity.exe"
@@ -204,10 +209,112 @@ test_reclaim_keeps_guarantee() {
   kubectl delete queue cap-lender cap-owner --wait=false >/dev/null 2>&1 || true
 }
 
+# Hierarchy: root -> cap-hs (deserved 8) -> cap-hs-1, -2, -3 deserving 2, 2 and 4, each with 8
+# one-cpu gangs waiting for 8 cpu of nodes: the siblings' share order gives 2, 2 and 4.
+test_hier_deserved_split_under_contention() {
+  local ns
+  ns=$(new_namespace cap)
+  nodes chsplit 2 --cpu 4 --memory 16Gi
+  queue cap-hs "deserved: {cpu: '8'}"
+  queue cap-hs-1 "parent: cap-hs, deserved: {cpu: '2'}"
+  queue cap-hs-2 "parent: cap-hs, deserved: {cpu: '2'}"
+  queue cap-hs-3 "parent: cap-hs, deserved: {cpu: '4'}"
+  gangs "$ns" a cap-hs-1 8 1 chsplit
+  gangs "$ns" b cap-hs-2 8 1 chsplit
+  gangs "$ns" c cap-hs-3 8 1 chsplit
+  start_scheduler "$HIER_CONF"
+  local deadline=$((SECONDS + 90)) total
+  while :; do
+    total=$(($(bound "$ns" a) + $(bound "$ns" b) + $(bound "$ns" c)))
+    [ "$total" = 8 ] && break
+    [ $SECONDS -lt $deadline ] || fail "want 8 pods bound, have $total"
+    sleep 0.3
+  done
+  expect_eq "2 2 4" "$(bound "$ns" a) $(bound "$ns" b) $(bound "$ns" c)" "pods bound per leaf 1 2 3"
+  wait_metric 30 volcano_queue_deserved_milli_cpu cap-hs 8000
+  wait_metric 30 volcano_queue_allocated_milli_cpu cap-hs-3 4000
+  stop_scheduler
+  kubectl delete namespace "$ns" --wait=false >/dev/null
+  kubectl delete queue cap-hs-1 cap-hs-2 cap-hs-3 --wait=false >/dev/null 2>&1 || true
+  kubectl delete queue cap-hs --wait=false >/dev/null 2>&1 || true
+}
+
+# root -> cap-hc (capability 3 cpu) -> cap-hc-1, cap-hc-2 (no capability of their own): three
+# gangs in each, on a node with room for all; three bind in total, the others say which
+# queue holds them. A gang put in cap-hc itself is never admitted: jobs go to leaf queues.
+test_hier_parent_capability_bounds_children() {
+  local ns
+  ns=$(new_namespace cap)
+  nodes chcap 1 --cpu 8 --memory 16Gi
+  queue cap-hc "capability: {cpu: '3'}"
+  queue cap-hc-1 "parent: cap-hc"
+  queue cap-hc-2 "parent: cap-hc"
+  start_scheduler "$HIER_CONF"
+  gangs "$ns" l cap-hc-1 3 1 chcap
+  gangs "$ns" r cap-hc-2 3 1 chcap
+  kubectl apply -n "$ns" -f - >/dev/null <<EOF || fail "cannot create the inner PodGroup"
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: PodGroup
+metadata: {name: inner}
+spec: {minMember: 1, queue: cap-hc, minResources: {cpu: '1'}}
+EOF
+  local deadline=$((SECONDS + 90))
+  until [ $(($(bound "$ns" l) + $(bound "$ns" r))) = 3 ]; do
+    [ $SECONDS -lt $deadline ] || fail "want 3 pods bound, have $(($(bound "$ns" l) + $(bound "$ns" r)))"
+    sleep 0.3
+  done
+  local msg=""
+  deadline=$((SECONDS + 60))
+  until [[ $msg == *"queue cap-hc (an ancestor of queue cap-hc-"[12]") resource quota insufficient: pod requests 1 cpu; the queue's capability is 3 cpu, 3 cpu allocated"* ]]; do
+    [ $SECONDS -lt $deadline ] || fail "no ancestor capability message: '$msg'"
+    sleep 0.5
+    msg=$(kubectl get podgroups -n "$ns" -o jsonpath='{range .items[*]}{.status.conditions[*].message}{"\n"}{end}')
+  done
+  wait_for 60 "the inner PodGroup's leaf message" sh -c \
+    "kubectl get podgroup inner -n $ns -o jsonpath='{.status.conditions[*].message}' | grep -q 'The Queue <cap-hc> of Job <$ns/inner> is not leaf queue'"
+  expect_eq Pending "$(jsonpath podgroup/inner '{.status.phase}' "$ns")" "inner PodGroup phase"
+  expect_eq 3 "$(($(bound "$ns" l) + $(bound "$ns" r)))" "pods bound under cap-hc"
+  wait_metric 30 volcano_queue_real_capacity_milli_cpu cap-hc-1 3000
+  stop_scheduler
+  kubectl delete namespace "$ns" --wait=false >/dev/null
+  kubectl delete queue cap-hc-1 cap-hc-2 --wait=false >/dev/null 2>&1 || true
+  kubectl delete queue cap-hc --wait=false >/dev/null 2>&1 || true
+}
+
+# root -> cap-hr (deserved 4) -> cap-hr-1, cap-hr-2 (deserved 2 each): cap-hr-1 borrows its
+# idle sibling's share (4 pods on a 4-cpu node); cap-hr-2's work arrives and reclaim gives
+# it back: 2 and 2.
+test_hier_reclaim_between_siblings() {
+  local ns i
+  ns=$(new_namespace cap)
+  nodes chrec 1 --cpu 4 --memory 16Gi
+  queue cap-hr "deserved: {cpu: '4'}"
+  queue cap-hr-1 "parent: cap-hr, reclaimable: true, deserved: {cpu: '2'}"
+  queue cap-hr-2 "parent: cap-hr, deserved: {cpu: '2'}"
+  start_scheduler "$HIER_CONF"
+  {
+    printf 'apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {name: lend}\nspec: {minMember: 1, queue: cap-hr-1}\n'
+    for i in 0 1 2 3; do
+      printf -- '---\napiVersion: v1\nkind: Pod\nmetadata: {name: lend-%s, annotations: {scheduling.k8s.io/group-name: lend}}\n' "$i"
+      printf 'spec:\n  schedulerName: volcano\n  nodeSelector: {grp: chrec}\n'
+      printf '  tolerations: [{key: kiln-cap, value: chrec, effect: NoSchedule}]\n'
+      printf '  containers: [{name: c, image: fake, resources: {requests: {cpu: "1"}, limits: {cpu: "1"}}}]\n'
+    done
+  } | kubectl apply -n "$ns" -f - >/dev/null || fail "cannot create the borrower's gang"
+  wait_bound 90 "$ns" lend 4
+  gangs "$ns" own cap-hr-2 2 1 chrec
+  wait_bound 90 "$ns" own 2
+  wait_bound 30 "$ns" lend 2
+  stop_scheduler
+  kubectl delete namespace "$ns" --wait=false >/dev/null
+  kubectl delete queue cap-hr-1 cap-hr-2 --wait=false >/dev/null 2>&1 || true
+  kubectl delete queue cap-hr --wait=false >/dev/null 2>&1 || true
+}
+
 e2e_main "$@"
 rc=$?
 stop_scheduler
-kubectl delete nodes -l 'grp in (csplit,ccap,crec)' --wait=false >/dev/null 2>&1
+kubectl delete nodes -l 'grp in (csplit,ccap,crec,chsplit,chcap,chrec)' --wait=false >/dev/null 2>&1
 if [ -n "${KILN_E2E_LOGS:-}" ]; then
   mkdir -p "$KILN_E2E_LOGS" && cp "$LOG" "$KILN_E2E_LOGS"/ 2>/dev/null
 fi
