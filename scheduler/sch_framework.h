@@ -500,6 +500,12 @@ int sch_session_job_event(sch_session *ssn, const sch_job *j, const char *type,
  * the job's Unschedulable message when no fit error explains it better. */
 int sch_session_job_queue_reason(sch_session *ssn, const sch_job *j, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The queue reason of a gang its queue cannot admit (capacity, proportion): "queue Q resource
+ * quota insufficient: the gang needs G (minResources); the queue has L left of C", in the
+ * dimensions dims (SCH_DIM_* bits). */
+int sch_session_gang_quota_reason(sch_session *ssn, const sch_job *j, const char *qname,
+                                  const sch_resource *left, const sch_resource *cap,
+                                  unsigned dims);
 
 /* ------------------------------------------------------------------------------------ */
 /* Statements (Volcano Statement)                                                       */

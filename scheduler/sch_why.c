@@ -224,3 +224,17 @@ void sch__why_detail(sch_session *ssn, const sch_job *j, char *buf, size_t len) 
     id = j->fit_message;
   snprintf(buf, len, "%s", id >= 0 ? sch_session_reason_str(ssn, id) : "");
 }
+
+int sch_session_gang_quota_reason(sch_session *ssn, const sch_job *j, const char *qname,
+                                  const sch_resource *left, const sch_resource *cap,
+                                  unsigned dims) {
+  const sch_snapshot *snap = sch_session_snapshot(ssn);
+  char gang[256], lft[256], capb[256];
+  sch_resource_human(snap, &j->min_resources, dims, gang, sizeof(gang));
+  sch_resource_human(snap, left, dims, lft, sizeof(lft));
+  sch_resource_human(snap, cap, dims, capb, sizeof(capb));
+  return sch_session_job_queue_reason(ssn, j,
+                                      "queue %s resource quota insufficient: the gang needs %s "
+                                      "(minResources); the queue has %s left of %s",
+                                      qname, gang, lft, capb);
+}

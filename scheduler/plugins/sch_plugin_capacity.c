@@ -346,15 +346,9 @@ static void enqueue_refusal(sch_session *ssn, const cap_state *st, const sch_job
   sch_resource_add(&used, &a->inqueue);
   sch_resource_sub(&used, &a->elastic);
   sch_resource_sub(&left, &used);
-  char name[160], gang[256], lft[256], cap[256];
+  char name[160];
   chain_name(st, snap, k, j->queue, name, sizeof(name));
-  sch_resource_human(snap, &j->min_resources, short_dims, gang, sizeof(gang));
-  sch_resource_human(snap, &left, short_dims, lft, sizeof(lft));
-  sch_resource_human(snap, &a->real_capability, short_dims, cap, sizeof(cap));
-  sch_session_job_queue_reason(ssn, j,
-                               "queue %s resource quota insufficient: the gang needs %s "
-                               "(minResources); the queue has %s left of %s",
-                               name, gang, lft, cap);
+  sch_session_gang_quota_reason(ssn, j, name, &left, &a->real_capability, short_dims);
 }
 
 static int job_enqueueable(sch_session *ssn, void *ctx, const sch_job *j) {

@@ -241,14 +241,7 @@ static int job_enqueueable(sch_session *ssn, void *ctx, const sch_job *j) {
   sch_resource_sub(&used, &j->min_resources);
   sch_resource_sub(&left, &used);
   unsigned dims = sch_resource_insufficient(&j->min_resources, &left);
-  char gang[256], lft[256], cap[256];
-  sch_resource_human(snap, &j->min_resources, dims, gang, sizeof(gang));
-  sch_resource_human(snap, &left, dims, lft, sizeof(lft));
-  sch_resource_human(snap, &a->real_capability, dims, cap, sizeof(cap));
-  sch_session_job_queue_reason(ssn, j,
-                               "queue %s resource quota insufficient: the gang needs %s "
-                               "(minResources); the queue has %s left of %s",
-                               qname, gang, lft, cap);
+  sch_session_gang_quota_reason(ssn, j, qname, &left, &a->real_capability, dims);
   KC_V(3, "proportion: job %s rejected: queue %s resource quota insufficient", j->key, qname);
   return SCH_REJECT;
 }

@@ -87,6 +87,29 @@ wait_bound() { # SECS NS PREFIX N
   done
 }
 
+lender_gang() { # NS QUEUE GRP: PodGroup lend (minMember 1) in QUEUE with four one-cpu pods
+  local i
+  {
+    printf 'apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {name: lend}\nspec: {minMember: 1, queue: %s}\n' "$2"
+    for i in 0 1 2 3; do
+      printf -- '---\napiVersion: v1\nkind: Pod\nmetadata: {name: lend-%s, annotations: {scheduling.k8s.io/group-name: lend}}\n' "$i"
+      printf 'spec:\n  schedulerName: volcano\n  nodeSelector: {grp: %s}\n' "$3"
+      printf '  tolerations: [{key: kiln-cap, value: %s, effect: NoSchedule}]\n' "$3"
+      printf '  containers: [{name: c, image: fake, resources: {requests: {cpu: "1"}, limits: {cpu: "1"}}}]\n'
+    done
+  } | kubectl apply -n "$1" -f - >/dev/null || fail "cannot create the gang lend in $2"
+}
+
+finish() { # NS QUEUE...: stop the scheduler, delete the namespace, then the queues in order
+  local ns=$1 q
+  shift
+  stop_scheduler
+  kubectl delete namespace "$ns" --wait=false >/dev/null
+  for q in "$@"; do
+    kubectl delete queue "$q" --wait=false >/dev/null 2>&1 || true
+  done
+}
+
 METRICS_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 
 # metric NAME QUEUE: the gauge's value for the queue, empty when not exported.
@@ -143,9 +166,7 @@ test_deserved_split_under_contention() {
   expect_eq "2 2 4" "$(bound "$ns" a) $(bound "$ns" b) $(bound "$ns" c)" "pods bound per queue a b c"
   wait_metric 30 volcano_queue_deserved_milli_cpu cap-c 4000
   wait_metric 30 volcano_queue_allocated_milli_cpu cap-c 4000
-  stop_scheduler
-  kubectl delete namespace "$ns" --wait=false >/dev/null
-  kubectl delete queue cap-a cap-b cap-c --wait=false >/dev/null 2>&1 || true
+  finish "$ns" cap-a cap-b cap-c
 }
 
 # A queue with capability 3 cpu binds three one-cpu gangs of five and holds the rest,
@@ -172,9 +193,7 @@ test_capability_stops_admitting() {
   expect_eq 3 "$(bound "$ns" l)" "pods bound in the limited queue"
   wait_metric 30 volcano_queue_capacity_milli_cpu cap-limited 3000
   wait_metric 30 volcano_queue_real_capacity_milli_cpu cap-limited 3000
-  stop_scheduler
-  kubectl delete namespace "$ns" --wait=false >/dev/null
-  kubectl delete queue cap-limited --wait=false >/dev/null 2>&1 || true
+  finish "$ns" cap-limited
 }
 
 # A queue that borrowed idle room gives it back to its owner by reclaim, but never below its
@@ -182,21 +201,13 @@ test_capability_stops_admitting() {
 # one-cpu pods on a 4-cpu node; owner (deserved 2) then asks for 3; reclaim evicts 2 lender
 # pods, not 3, and the owner's third pod waits.
 test_reclaim_keeps_guarantee() {
-  local ns i
+  local ns
   ns=$(new_namespace cap)
   nodes crec 1 --cpu 4 --memory 16Gi
   queue cap-lender "reclaimable: true, deserved: {cpu: '2'}, guarantee: {resource: {cpu: '2'}}"
   queue cap-owner "deserved: {cpu: '2'}"
   start_scheduler
-  {
-    printf 'apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {name: lend}\nspec: {minMember: 1, queue: cap-lender}\n'
-    for i in 0 1 2 3; do
-      printf -- '---\napiVersion: v1\nkind: Pod\nmetadata: {name: lend-%s, annotations: {scheduling.k8s.io/group-name: lend}}\n' "$i"
-      printf 'spec:\n  schedulerName: volcano\n  nodeSelector: {grp: crec}\n'
-      printf '  tolerations: [{key: kiln-cap, value: crec, effect: NoSchedule}]\n'
-      printf '  containers: [{name: c, image: fake, resources: {requests: {cpu: "1"}, limits: {cpu: "1"}}}]\n'
-    done
-  } | kubectl apply -n "$ns" -f - >/dev/null || fail "cannot create the lender's gang"
+  lender_gang "$ns" cap-lender crec
   wait_bound 90 "$ns" lend 4
   gangs "$ns" own cap-owner 3 1 crec
   wait_bound 90 "$ns" own 2
@@ -204,9 +215,7 @@ test_reclaim_keeps_guarantee() {
   # More sessions: the guarantee holds and the third owner pod keeps waiting.
   sleep 3
   expect_eq "2 2" "$(bound "$ns" lend) $(bound "$ns" own)" "lender and owner pods bound"
-  stop_scheduler
-  kubectl delete namespace "$ns" --wait=false >/dev/null
-  kubectl delete queue cap-lender cap-owner --wait=false >/dev/null 2>&1 || true
+  finish "$ns" cap-lender cap-owner
 }
 
 # Hierarchy: root -> cap-hs (deserved 8) -> cap-hs-1, -2, -3 deserving 2, 2 and 4, each with 8
@@ -233,10 +242,7 @@ test_hier_deserved_split_under_contention() {
   expect_eq "2 2 4" "$(bound "$ns" a) $(bound "$ns" b) $(bound "$ns" c)" "pods bound per leaf 1 2 3"
   wait_metric 30 volcano_queue_deserved_milli_cpu cap-hs 8000
   wait_metric 30 volcano_queue_allocated_milli_cpu cap-hs-3 4000
-  stop_scheduler
-  kubectl delete namespace "$ns" --wait=false >/dev/null
-  kubectl delete queue cap-hs-1 cap-hs-2 cap-hs-3 --wait=false >/dev/null 2>&1 || true
-  kubectl delete queue cap-hs --wait=false >/dev/null 2>&1 || true
+  finish "$ns" cap-hs-1 cap-hs-2 cap-hs-3 cap-hs
 }
 
 # root -> cap-hc (capability 3 cpu) -> cap-hc-1, cap-hc-2 (no capability of their own): three
@@ -275,40 +281,26 @@ EOF
   expect_eq Pending "$(jsonpath podgroup/inner '{.status.phase}' "$ns")" "inner PodGroup phase"
   expect_eq 3 "$(($(bound "$ns" l) + $(bound "$ns" r)))" "pods bound under cap-hc"
   wait_metric 30 volcano_queue_real_capacity_milli_cpu cap-hc-1 3000
-  stop_scheduler
-  kubectl delete namespace "$ns" --wait=false >/dev/null
-  kubectl delete queue cap-hc-1 cap-hc-2 --wait=false >/dev/null 2>&1 || true
-  kubectl delete queue cap-hc --wait=false >/dev/null 2>&1 || true
+  finish "$ns" cap-hc-1 cap-hc-2 cap-hc
 }
 
 # root -> cap-hr (deserved 4) -> cap-hr-1, cap-hr-2 (deserved 2 each): cap-hr-1 borrows its
 # idle sibling's share (4 pods on a 4-cpu node); cap-hr-2's work arrives and reclaim gives
 # it back: 2 and 2.
 test_hier_reclaim_between_siblings() {
-  local ns i
+  local ns
   ns=$(new_namespace cap)
   nodes chrec 1 --cpu 4 --memory 16Gi
   queue cap-hr "deserved: {cpu: '4'}"
   queue cap-hr-1 "parent: cap-hr, reclaimable: true, deserved: {cpu: '2'}"
   queue cap-hr-2 "parent: cap-hr, deserved: {cpu: '2'}"
   start_scheduler "$HIER_CONF"
-  {
-    printf 'apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {name: lend}\nspec: {minMember: 1, queue: cap-hr-1}\n'
-    for i in 0 1 2 3; do
-      printf -- '---\napiVersion: v1\nkind: Pod\nmetadata: {name: lend-%s, annotations: {scheduling.k8s.io/group-name: lend}}\n' "$i"
-      printf 'spec:\n  schedulerName: volcano\n  nodeSelector: {grp: chrec}\n'
-      printf '  tolerations: [{key: kiln-cap, value: chrec, effect: NoSchedule}]\n'
-      printf '  containers: [{name: c, image: fake, resources: {requests: {cpu: "1"}, limits: {cpu: "1"}}}]\n'
-    done
-  } | kubectl apply -n "$ns" -f - >/dev/null || fail "cannot create the borrower's gang"
+  lender_gang "$ns" cap-hr-1 chrec
   wait_bound 90 "$ns" lend 4
   gangs "$ns" own cap-hr-2 2 1 chrec
   wait_bound 90 "$ns" own 2
   wait_bound 30 "$ns" lend 2
-  stop_scheduler
-  kubectl delete namespace "$ns" --wait=false >/dev/null
-  kubectl delete queue cap-hr-1 cap-hr-2 --wait=false >/dev/null 2>&1 || true
-  kubectl delete queue cap-hr --wait=false >/dev/null 2>&1 || true
+  finish "$ns" cap-hr-1 cap-hr-2 cap-hr
 }
 
 e2e_main "$@"
