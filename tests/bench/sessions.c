@@ -8,7 +8,11 @@
  * Nodes: 64 cpu / 256Gi / 250 pods by default. Pending pods (500m, 1Gi) come in PodGroups of
  * G with minMember G, phase Pending, so the whole default configuration (enqueue, allocate,
  * backfill) runs. Running pods (100m, 256Mi) are spread round-robin over the nodes in Running
- * PodGroups of G. One queue, "default".
+ * PodGroups of G. One queue, "default"; with --queues Q (issue 13), Q queues in a hierarchy
+ * under `root` instead: Q/10 parents, each with its share of the leaves, deserved splitting the
+ * cluster evenly at each level, the PodGroups spread round-robin over the leaves, and (without
+ * --scheduler-conf) Volcano's default tiers with capacity and enableHierarchy in place of
+ * proportion.
  *
  * Prints one JSON object: placements (binds), the snapshot build time (sch_snapshot_new), the
  * session time (open + run + close), placements per second over the session and over the
@@ -42,6 +46,7 @@ typedef struct gen_opts {
    * preempt action has victims everywhere. */
   bool preempt;
   int nodes, pending, gang, running;
+  int queues; /* 0: the one queue "default"; else a hierarchy of that many under root */
   int node_milli_cpu, node_gi, node_pods;
   int pod_milli_cpu, pod_mi;
   int run_milli_cpu, run_mi;
@@ -103,7 +108,7 @@ static Kiln__ObjectMeta *meta(const char *ns, char *name) {
 }
 
 static Kiln__PodGroup *pod_group(char *name, int32_t min_member, const char *phase,
-                                  const char *priority_class) {
+                                  const char *priority_class, const char *queue) {
   Kiln__PodGroup *pg = xcalloc(sizeof(*pg));
   kiln__pod_group__init(pg);
   pg->metadata = meta("bench", name);
@@ -111,7 +116,7 @@ static Kiln__PodGroup *pod_group(char *name, int32_t min_member, const char *pha
   kiln__pod_group_spec__init(pg->spec);
   pg->spec->has_min_member = 1;
   pg->spec->min_member = min_member;
-  pg->spec->queue = xstrf("default");
+  pg->spec->queue = xstrf("%s", queue);
   if (priority_class)
     pg->spec->priority_class_name = xstrf("%s", priority_class);
   pg->status = xcalloc(sizeof(*pg->status));
@@ -230,19 +235,65 @@ static void shape_pod(Kiln__Pod *p, int g) {
 
 /* A *new* message (free with kiln__snapshot__free_unpacked(msg, NULL)). nodes_only leaves out
  * pods and PodGroups (for the per-node memory figure). */
-static Kiln__Snapshot *generate(const gen_opts *o, bool nodes_only) {
-  Kiln__Snapshot *m = xcalloc(sizeof(*m));
-  kiln__snapshot__init(m);
-  m->scheduler_name = xstrf("volcano");
-  m->n_queues = 1;
-  m->queues = xcalloc(sizeof(*m->queues));
-  Kiln__Queue *q = m->queues[0] = xcalloc(sizeof(*q));
+static Kiln__Queue *queue(const char *name, const char *parent, int64_t deserved_milli_cpu) {
+  Kiln__Queue *q = xcalloc(sizeof(*q));
   kiln__queue__init(q);
-  q->metadata = meta(NULL, xstrf("default"));
+  q->metadata = meta(NULL, xstrf("%s", name));
   q->spec = xcalloc(sizeof(*q->spec));
   kiln__queue_spec__init(q->spec);
   q->spec->has_weight = 1;
   q->spec->weight = 1;
+  if (parent)
+    q->spec->parent = xstrf("%s", parent);
+  if (deserved_milli_cpu > 0)
+    q->spec->deserved = res(deserved_milli_cpu, 0, 0);
+  return q;
+}
+
+/* --queues Q: root, Q/10 parents (at least 1) and Q - parents leaves; deserved cpu splits the
+ * cluster evenly among the parents and each parent's among its leaves. */
+static int nparents(const gen_opts *o) {
+  return o->queues / 10 > 0 ? o->queues / 10 : 1;
+}
+
+static void leaf_name(const gen_opts *o, int i, char *buf, size_t len) {
+  if (o->queues == 0)
+    snprintf(buf, len, "default");
+  else
+    snprintf(buf, len, "leaf-%03d", i % (o->queues - nparents(o)));
+}
+
+static void add_queues(Kiln__Snapshot *m, const gen_opts *o) {
+  if (o->queues == 0) {
+    m->n_queues = 1;
+    m->queues = xcalloc(sizeof(*m->queues));
+    m->queues[0] = queue("default", NULL, 0);
+    return;
+  }
+  int np = nparents(o), nl = o->queues - np;
+  int64_t total = (int64_t)o->nodes * o->node_milli_cpu;
+  m->n_queues = (size_t)o->queues + 1;
+  m->queues = xcalloc(m->n_queues * sizeof(*m->queues));
+  m->queues[0] = queue("root", NULL, 0);
+  for (int p = 0; p < np; p++) {
+    char name[32];
+    snprintf(name, sizeof(name), "parent-%03d", p);
+    m->queues[1 + p] = queue(name, NULL, total / np);
+  }
+  for (int l = 0; l < nl; l++) {
+    char name[32], parent[32];
+    snprintf(name, sizeof(name), "leaf-%03d", l);
+    snprintf(parent, sizeof(parent), "parent-%03d", l % np);
+    int per_parent = nl / np + (l % np < nl % np ? 1 : 0);
+    m->queues[1 + np + l] = queue(name, parent, total / np / per_parent);
+  }
+}
+
+static Kiln__Snapshot *generate(const gen_opts *o, bool nodes_only) {
+  Kiln__Snapshot *m = xcalloc(sizeof(*m));
+  kiln__snapshot__init(m);
+  m->scheduler_name = xstrf("volcano");
+  add_queues(m, o);
   m->n_nodes = (size_t)o->nodes;
   m->nodes = xcalloc((size_t)o->nodes * sizeof(*m->nodes));
   for (int i = 0; i < o->nodes; i++) {
@@ -281,8 +332,10 @@ static Kiln__Snapshot *generate(const gen_opts *o, bool nodes_only) {
   size_t np = 0, ng = 0;
   for (int g = 0; g < run_groups; g++) {
     int size = o->running - g * gang < gang ? o->running - g * gang : gang;
+    char qname[32];
+    leaf_name(o, g, qname, sizeof(qname));
     m->pod_groups[ng++] = pod_group(xstrf("run-%06d", g), o->preempt ? 1 : size, "Running",
-                                    o->preempt ? "low" : NULL);
+                                    o->preempt ? "low" : NULL, qname);
     char group[32];
     snprintf(group, sizeof(group), "run-%06d", g);
     for (int k = 0; k < size; k++) {
@@ -293,8 +346,10 @@ static Kiln__Snapshot *generate(const gen_opts *o, bool nodes_only) {
   }
   for (int g = 0; g < pend_groups; g++) {
     int size = o->pending - g * gang < gang ? o->pending - g * gang : gang;
+    char qname[32];
+    leaf_name(o, g, qname, sizeof(qname));
     m->pod_groups[ng++] =
-        pod_group(xstrf("job-%06d", g), size, "Pending", o->preempt ? "high" : NULL);
+        pod_group(xstrf("job-%06d", g), size, "Pending", o->preempt ? "high" : NULL, qname);
     char group[32];
     snprintf(group, sizeof(group), "job-%06d", g);
     for (int k = 0; k < size; k++) {
@@ -375,6 +430,23 @@ static const char preempt_conf[] = "actions: \"enqueue, allocate, preempt, backf
                                    "  - name: proportion\n"
                                    "  - name: nodeorder\n";
 
+/* --queues without --scheduler-conf: Volcano's default tiers, capacity with enableHierarchy
+ * in place of proportion. */
+static const char hier_conf[] = "actions: \"enqueue, allocate, backfill\"\n"
+                                "tiers:\n"
+                                "- plugins:\n"
+                                "  - name: priority\n"
+                                "  - name: gang\n"
+                                "  - name: conformance\n"
+                                "- plugins:\n"
+                                "  - name: overcommit\n"
+                                "  - name: drf\n"
+                                "  - name: predicates\n"
+                                "  - name: capacity\n"
+                                "    enableHierarchy: true\n"
+                                "  - name: nodeorder\n"
+                                "  - name: binpack\n";
+
 static int read_conf(const char *path, sch_conf **out) {
   if (path == NULL || path[0] == '\0')
     return sch_conf_default(out);
@@ -408,6 +480,9 @@ int main(int argc, char **argv) {
       {"preempt", KC_FLAG_BOOL, &o.preempt,
        "running PodGroups low priority (minMember 1), pending ones high; preempt runs", "false",
        NULL, false, NULL},
+      {"queues", KC_FLAG_INT, &o.queues,
+       "queues in a hierarchy under root (capacity with enableHierarchy), 0: one queue", "0",
+       NULL, false, NULL},
       {"shapes", KC_FLAG_BOOL, &o.shapes,
        "node labels and taints, pod selectors, affinity and tolerations (varied per gang)", "false",
        NULL, false, NULL},
@@ -420,7 +495,7 @@ int main(int argc, char **argv) {
   };
   const size_t nflags = sizeof(flags) / sizeof(flags[0]);
   /* Defaults are applied by parsing them: the table's def strings are for --help only. */
-  o = (gen_opts){false, false, 1000, 10000, 10, 0, 64000, 256, 250, 500, 1024, 100, 256};
+  o = (gen_opts){false, false, 1000, 10000, 10, 0, 0, 64000, 256, 250, 500, 1024, 100, 256};
   char err[256];
   int nargs = 0;
   if (kc_flags_parse(flags, nflags, argc, argv, &nargs, err, sizeof(err)) != 0 || nargs > 0) {
@@ -432,8 +507,10 @@ int main(int argc, char **argv) {
                    flags, nflags);
     return 0;
   }
-  if (o.nodes < 1 || o.pending < 0 || o.gang < 1 || o.running < 0) {
-    fprintf(stderr, "sessions: --nodes and --gang want >= 1, --pending and --running >= 0\n");
+  if (o.nodes < 1 || o.pending < 0 || o.gang < 1 || o.running < 0 || o.queues < 0 ||
+      o.queues == 1) {
+    fprintf(stderr, "sessions: --nodes and --gang want >= 1, --pending and --running >= 0, "
+                    "--queues 0 or >= 2\n");
     return 2;
   }
 
@@ -484,8 +561,9 @@ int main(int argc, char **argv) {
   bool hwm_reset = reset_peak_rss();
   if (msg == NULL)
     goto out;
-  if (o.preempt && conf_path == NULL) {
-    if (sch_conf_parse(preempt_conf, strlen(preempt_conf), &conf, err, sizeof(err)) != 0) {
+  const char *builtin = conf_path ? NULL : o.preempt ? preempt_conf : o.queues ? hier_conf : NULL;
+  if (builtin) {
+    if (sch_conf_parse(builtin, strlen(builtin), &conf, err, sizeof(err)) != 0) {
       fprintf(stderr, "sessions: %s\n", err);
       goto out;
     }
@@ -511,14 +589,15 @@ int main(int argc, char **argv) {
   long peak_kb = peak_rss_kb();
   size_t npods = (size_t)o.pending + (size_t)o.running;
   double session_s = t4 - t1;
-  printf("{\"nodes\":%d,\"pending\":%d,\"gang\":%d,\"running\":%d,\"placements\":%zu,"
+  printf("{\"nodes\":%d,\"pending\":%d,\"gang\":%d,\"running\":%d,\"queues\":%d,"
+         "\"placements\":%zu,"
          "\"snapshot_s\":%.4f,\"session_s\":%.4f,\"open_s\":%.4f,\"actions_s\":%.4f,"
          "\"close_s\":%.4f,\"placements_per_s\":%.0f,\"actions_placements_per_s\":%.0f,"
          "\"peak_rss_kb\":%ld,\"peak_rss_session_only\":%s,\"snapshot_bytes\":%zu,\"bytes_per_"
          "node\":%.0f,"
          "\"bytes_per_pod\":%.0f,\"preempt\":%s,\"nominations\":%zu,\"evictions\":%zu,"
          "\"nominations_per_s\":%.0f,\"victims_per_s\":%.0f}\n",
-         o.nodes, o.pending, o.gang, o.running, r->nbinds, t1 - t0, session_s, t2 - t1, t3 - t2,
+         o.nodes, o.pending, o.gang, o.running, o.queues, r->nbinds, t1 - t0, session_s, t2 - t1, t3 - t2,
          t4 - t3, session_s > 0 ? (double)r->nbinds / session_s : 0,
          t3 > t2 ? (double)r->nbinds / (t3 - t2) : 0, peak_kb, hwm_reset ? "true" : "false",
          all_bytes, (double)node_bytes / o.nodes,

@@ -44,6 +44,10 @@ test_tiny_run_binds_every_pod() {
     .processes["kiln-controller"].peak_rss_kb] | all(type == "number" and . > 0)' "$j")" \
     "kiln figures present"
   expect_match 'kiln e2e \(c\) 100x1 +100 ' "$(cat "$out/table.txt")" "kiln (c) row"
+  # The in-process session with 50 queues in a hierarchy (capacity, enableHierarchy) placed all.
+  expect_eq 10000 "$(jq '.sessions[] | select(.queues == 50) | .placements' "$j")" \
+    "placements with 50 queues in a hierarchy"
+  expect_match '1000 +10000 +10 +0 +50 +10000 ' "$(cat "$out/table.txt")" "the 50-queue row"
   [ ! -e "$out/cluster" ] || fail "the bench left its cluster directory behind"
   rm -rf "$out"
 }
