@@ -77,6 +77,9 @@ struct sch_shell {
   kc_metric *m_action, *m_unsched_tasks, *m_q_cpu, *m_q_mem;
   /* Volcano's queue_deserved_*, queue_capacity_*, queue_real_capacity_* (cpu, memory). */
   kc_metric *m_q_res[3][2];
+  /* ... and their scalar_resources series (GPUs and other extended resources), with
+   * queue_allocated_scalar_resources: deserved, capacity, real capacity, allocated. */
+  kc_metric *m_q_scalar[4];
   kc_series *m_preempt_attempts, *m_preempt_victims;
   kc_metric *m_evictions;
   sch_evictor *evictor;
@@ -245,6 +248,15 @@ static void setup_metrics(sch_shell *sh) {
       snprintf(help, sizeof(help), "%s %s for one queue", qhelp[i], k ? "memory" : "CPU count");
       kc_metrics_gauge(r, qres[i][k], help, queue_l, &sh->m_q_res[i][k]);
     }
+  static const char *const queue_res_l[] = {"queue_name", "resource", NULL};
+  static const char *const qscalar[4] = {
+      "volcano_queue_deserved_scalar_resources", "volcano_queue_capacity_scalar_resources",
+      "volcano_queue_real_capacity_scalar_resources", "volcano_queue_allocated_scalar_resources"};
+  static const char *const qscalar_help[4] = {
+      "Deserved scalar resources for one queue", "Capability scalar resources for one queue",
+      "Real capability scalar resources for one queue", "Allocated scalar resources for one queue"};
+  for (int i = 0; i < 4; i++)
+    kc_metrics_gauge(r, qscalar[i], qscalar_help[i], queue_res_l, &sh->m_q_scalar[i]);
   if (kc_metrics_gauge(r, "volcano_pod_preemption_victims", "Number of selected preemption victims",
                        NULL, &m) == 0)
     kc_metric_series(m, NULL, &sh->m_preempt_victims);
@@ -577,7 +589,20 @@ static double metric_amount(int64_t v) {
   return v == INT64_MAX ? DBL_MAX : (double)v;
 }
 
-static void queue_resource_metrics(sch_shell *sh, const sch_queue *q) {
+/* The scalar series of r (milli units, as Volcano's capacity plugin records them): every
+ * scalar of the session for the allocation, the ones r names otherwise. */
+static void queue_scalar_metrics(kc_metric *m, const sch_snapshot *snap, const sch_queue *q,
+                                 const sch_resource *r, bool all) {
+  for (int k = 0; m && k < snap->nscalars; k++) {
+    kc_series *s;
+    if ((all || r->scalar[k] > 0) &&
+        kc_metric_series(m, (const char *const[]){q->name, snap->scalar_names[k]}, &s) == 0)
+      kc_gauge_set(s, metric_amount(r->scalar[k]));
+  }
+}
+
+static void queue_resource_metrics(sch_shell *sh, const sch_snapshot *snap, const sch_queue *q,
+                                   const sch_resource *allocated) {
   const sch_resource *r[3] = {&q->deserved, q->has_capability ? &q->capability : NULL,
                               q->has_real_capability ? &q->real_capability : NULL};
   for (int i = 0; i < 3; i++) {
@@ -588,7 +613,9 @@ static void queue_resource_metrics(sch_shell *sh, const sch_queue *q) {
       kc_gauge_set(s, metric_amount(r[i]->milli_cpu));
     if (kc_metric_series(sh->m_q_res[i][1], (const char *const[]){q->name}, &s) == 0)
       kc_gauge_set(s, metric_amount(r[i]->memory));
+    queue_scalar_metrics(sh->m_q_scalar[i], snap, q, r[i], false);
   }
+  queue_scalar_metrics(sh->m_q_scalar[3], snap, q, allocated, true);
 }
 
 static void write_queue(sch_shell *sh, const sch_snapshot *snap, const sch_queue_status *qs) {
@@ -600,7 +627,7 @@ static void write_queue(sch_shell *sh, const sch_snapshot *snap, const sch_queue
     if (kc_metric_series(sh->m_q_mem, (const char *const[]){q->name}, &s) == 0)
       kc_gauge_set(s, (double)qs->allocated.memory);
   }
-  queue_resource_metrics(sh, q);
+  queue_resource_metrics(sh, snap, q, &qs->allocated);
   if (q->queue == NULL || q->queue->metadata == NULL)
     return; /* made up by the snapshot: the cache creates it */
   const Kiln__Resource *have = q->queue->status ? q->queue->status->allocated : NULL;

@@ -11,6 +11,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 MANIFESTS=$KILN_ROOT/manifests
 POLICIES=(validatingadmissionpolicy/kiln-job-template validatingadmissionpolicy/kiln-queue
+          validatingadmissionpolicy/kiln-queue-delete
           validatingadmissionpolicy/kiln-pod-budget mutatingadmissionpolicy/kiln-job-defaults
           mutatingadmissionpolicy/kiln-queue-defaults mutatingadmissionpolicy/kiln-podgroup-queue)
 
@@ -158,6 +159,43 @@ EOF
     "$(jq -r '"\(.spec.weight) \(.spec.reclaimable) \(.metadata.annotations["volcano.sh/hierarchy"]) \(.metadata.annotations["volcano.sh/hierarchy-weights"])"' <<<"$out")" \
     "given values kept"
   kubectl delete queue "$q" "$q-2" --timeout=120s >/dev/null
+}
+
+# Volcano's validateQueueDeleting and root queue protection without a webhook: `default` and
+# `root` cannot be deleted and the root queue's resources cannot change; its weight can, and
+# another queue can be deleted.
+test_queue_default_and_root_protected() {
+  ensure_installed
+  kubectl get queue root >/dev/null 2>&1 || kubectl create -f - >/dev/null <<'EOF' || fail "cannot create root"
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: root}
+spec: {weight: 1, reclaimable: false}
+EOF
+  local q out
+  for q in default root; do
+    out=$(kubectl delete queue "$q" --dry-run=server 2>&1) && fail "deleting $q was accepted"
+    expect_match "\`$q\` queue can not be deleted" "$out" "refusal to delete $q"
+  done
+  for out in '{"spec":{"capability":{"cpu":"3333m"}}}' '{"spec":{"deserved":{"cpu":"3333m"}}}' \
+             '{"spec":{"guarantee":{"resource":{"cpu":"3333m"}}}}'; do
+    out=$(kubectl patch queue root --type=merge -p "$out" --dry-run=server 2>&1) &&
+      fail "a change of root's resources was accepted"
+    expect_match "root queue's resource attributes \(capability, deserved, guarantee\) cannot be modified" \
+      "$out" "refusal to change root's resources"
+  done
+  out=$(kubectl patch queue root --type=merge -p '{"spec":{"weight":3}}' --dry-run=server 2>&1) ||
+    fail "a change of root's weight was refused: $out"
+  q=adm-del-$RANDOM
+  kubectl create -f - >/dev/null <<EOF || fail "cannot create $q"
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: $q}
+spec: {capability: {cpu: "2"}}
+EOF
+  out=$(kubectl patch queue "$q" --type=merge -p '{"spec":{"capability":{"cpu":"3"}}}' 2>&1) ||
+    fail "a change of another queue's capability was refused: $out"
+  out=$(kubectl delete queue "$q" --timeout=120s 2>&1) || fail "deleting $q was refused: $out"
 }
 
 test_podgroup_queue_from_namespace() {

@@ -112,16 +112,17 @@ finish() { # NS QUEUE...: stop the scheduler, delete the namespace, then the que
 
 METRICS_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 
-# metric NAME QUEUE: the gauge's value for the queue, empty when not exported.
+# metric NAME QUEUE [RESOURCE]: the gauge's value for the queue (and resource), empty when
+# not exported.
 metric() {
   curl -s "http://127.0.0.1:$METRICS_PORT/metrics" \
-    | awk -v n="$1{queue_name=\"$2\"}" '$1 == n {print $2}'
+    | awk -v n="$1{queue_name=\"$2\"${3:+,resource=\"$3\"}}" '$1 == n {print $2}'
 }
 
-wait_metric() { # SECS NAME QUEUE WANT
+wait_metric() { # SECS NAME QUEUE WANT [RESOURCE]
   local deadline=$((SECONDS + $1)) got
-  until got=$(metric "$2" "$3") && [ "$got" = "$4" ]; do
-    [ $SECONDS -lt $deadline ] || fail "$2{queue_name=$3}: want $4, got '$got'"
+  until got=$(metric "$2" "$3" "${5:-}") && [ "$got" = "$4" ]; do
+    [ $SECONDS -lt $deadline ] || fail "$2{queue_name=$3${5:+,resource=$5}}: want $4, got '$got'"
     sleep 0.3
   done
 }
@@ -247,12 +248,13 @@ test_hier_deserved_split_under_contention() {
 
 # root -> cap-hc (capability 3 cpu) -> cap-hc-1, cap-hc-2 (no capability of their own): three
 # gangs in each, on a node with room for all; three bind in total, the others say which
-# queue holds them. A gang put in cap-hc itself is never admitted: jobs go to leaf queues.
+# queue holds them. A gang put in cap-hc itself is never admitted: jobs go to leaf queues. The
+# GPU capability shows in the scalar series, the children's inherited from the parent.
 test_hier_parent_capability_bounds_children() {
   local ns
   ns=$(new_namespace cap)
-  nodes chcap 1 --cpu 8 --memory 16Gi
-  queue cap-hc "capability: {cpu: '3'}"
+  nodes chcap 1 --cpu 8 --memory 16Gi --gpu 4
+  queue cap-hc "capability: {cpu: '3', nvidia.com/gpu: '2'}"
   queue cap-hc-1 "parent: cap-hc"
   queue cap-hc-2 "parent: cap-hc"
   start_scheduler "$HIER_CONF"
@@ -281,6 +283,9 @@ EOF
   expect_eq Pending "$(jsonpath podgroup/inner '{.status.phase}' "$ns")" "inner PodGroup phase"
   expect_eq 3 "$(($(bound "$ns" l) + $(bound "$ns" r)))" "pods bound under cap-hc"
   wait_metric 30 volcano_queue_real_capacity_milli_cpu cap-hc-1 3000
+  wait_metric 30 volcano_queue_capacity_scalar_resources cap-hc 2000 nvidia.com/gpu
+  wait_metric 30 volcano_queue_real_capacity_scalar_resources cap-hc-2 2000 nvidia.com/gpu
+  wait_metric 30 volcano_queue_allocated_scalar_resources cap-hc-1 0 nvidia.com/gpu
   finish "$ns" cap-hc-1 cap-hc-2 cap-hc
 }
 
