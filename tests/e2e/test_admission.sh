@@ -178,7 +178,7 @@ EOF
     expect_match "\`$q\` queue can not be deleted" "$out" "refusal to delete $q"
   done
   for out in '{"spec":{"capability":{"cpu":"3333m"}}}' '{"spec":{"deserved":{"cpu":"3333m"}}}' \
-             '{"spec":{"guarantee":{"resource":{"cpu":"3333m"}}}}'; do
+             '{"spec":{"deserved":{"cpu":"3333m"},"guarantee":{"resource":{"cpu":"3333m"}}}}'; do
     out=$(kubectl patch queue root --type=merge -p "$out" --dry-run=server 2>&1) &&
       fail "a change of root's resources was accepted"
     expect_match "root queue's resource attributes \(capability, deserved, guarantee\) cannot be modified" \
