@@ -416,23 +416,9 @@ static long peak_rss_kb(void) {
   return kb;
 }
 
-/* --preempt without --scheduler-conf: Volcano's default tiers, with preempt after allocate. */
-static const char preempt_conf[] = "actions: \"enqueue, allocate, preempt, backfill\"\n"
-                                   "tiers:\n"
-                                   "- plugins:\n"
-                                   "  - name: priority\n"
-                                   "  - name: gang\n"
-                                   "  - name: conformance\n"
-                                   "- plugins:\n"
-                                   "  - name: overcommit\n"
-                                   "  - name: drf\n"
-                                   "  - name: predicates\n"
-                                   "  - name: proportion\n"
-                                   "  - name: nodeorder\n";
-
-/* --queues without --scheduler-conf: Volcano's default tiers, capacity with enableHierarchy
- * in place of proportion. */
-static const char hier_conf[] = "actions: \"enqueue, allocate, backfill\"\n"
+/* Without --scheduler-conf: Volcano's default tiers, with preempt after allocate for
+ * --preempt, with capacity (enableHierarchy) in place of proportion for --queues. */
+static const char tiers_fmt[] = "actions: \"enqueue, allocate, %sbackfill\"\n"
                                 "tiers:\n"
                                 "- plugins:\n"
                                 "  - name: priority\n"
@@ -442,10 +428,9 @@ static const char hier_conf[] = "actions: \"enqueue, allocate, backfill\"\n"
                                 "  - name: overcommit\n"
                                 "  - name: drf\n"
                                 "  - name: predicates\n"
-                                "  - name: capacity\n"
-                                "    enableHierarchy: true\n"
+                                "  - name: %s\n"
                                 "  - name: nodeorder\n"
-                                "  - name: binpack\n";
+                                "%s";
 
 static int read_conf(const char *path, sch_conf **out) {
   if (path == NULL || path[0] == '\0')
@@ -561,8 +546,15 @@ int main(int argc, char **argv) {
   bool hwm_reset = reset_peak_rss();
   if (msg == NULL)
     goto out;
-  const char *builtin = conf_path ? NULL : o.preempt ? preempt_conf : o.queues ? hier_conf : NULL;
-  if (builtin) {
+  char builtin[768];
+  if (conf_path == NULL && o.preempt)
+    snprintf(builtin, sizeof(builtin), tiers_fmt, "preempt, ", "proportion", "");
+  else if (conf_path == NULL && o.queues)
+    snprintf(builtin, sizeof(builtin), tiers_fmt, "", "capacity\n    enableHierarchy: true",
+             "  - name: binpack\n");
+  else
+    builtin[0] = 0;
+  if (builtin[0]) {
     if (sch_conf_parse(builtin, strlen(builtin), &conf, err, sizeof(err)) != 0) {
       fprintf(stderr, "sessions: %s\n", err);
       goto out;
