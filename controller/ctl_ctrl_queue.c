@@ -11,6 +11,7 @@
 #include "kc_error.h"
 #include "kc_log.h"
 #include "kc_metrics.h"
+#include "kc_quantity.h"
 #include "kc_strmap.h"
 
 #define FIELD_MANAGER "queue-controller"
@@ -25,6 +26,7 @@ enum { INF_QUEUES = 0, INF_PODGROUPS, INF_COMMANDS, INF_N };
 typedef struct {
   ctl_base base; /* first: the handlers' ud is the base */
   kc_strmap last_write; /* queue -> uint64_t* when its status was last written */
+  kc_strmap tree_said;  /* queue -> the tree problem last reported (owned), while it lasts */
   kc_metric *m_pg[CTL_QC_COUNT]; /* volcano_queue_pod_group_<phase>_count */
 } queue_ctl;
 
@@ -109,8 +111,38 @@ static bool same_str(const char *a, const char *b) {
   return strcmp(a ? a : "", b ? b : "") == 0;
 }
 
+/* capability, deserved or guarantee changed: the tree rules (report_tree) of the queue, its
+ * children and its siblings are to be checked again. */
+static bool resources_changed(const json_t *o, const json_t *n) {
+  static const char *const fields[] = {"capability", "deserved", "guarantee"};
+  const json_t *os = json_object_get(o, "spec"), *ns = json_object_get(n, "spec");
+  for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+    const json_t *a = json_object_get(os, fields[i]), *b = json_object_get(ns, fields[i]);
+    if ((a || b) && !(a && b && json_equal(a, b)))
+      return true;
+  }
+  return false;
+}
+
+static void resync_near(ctl_base *b, const char *key, const json_t *q) {
+  const char *parent = ctl_json_str(q, "spec", "parent");
+  kc_store_iter it;
+  const char *k;
+  void *o;
+  kc_store_iter_init(ctl_base_store(b, INF_QUEUES), &it);
+  while (kc_store_iter_next(&it, &k, &o)) {
+    const char *op = ctl_json_str(o, "spec", "parent");
+    if (strcmp(k, key) != 0 && op && (strcmp(op, key) == 0 || (parent && strcmp(op, parent) == 0)))
+      request(b, k, CTL_QA_SYNC);
+  }
+}
+
 static void on_queue_update(const char *key, void *old_obj, void *new_obj, void *ud) {
   const json_t *o = old_obj, *n = new_obj;
+  if (resources_changed(o, n)) {
+    request(ud, key, CTL_QA_SYNC);
+    resync_near(ud, key, n);
+  }
   bool state = !same_str(ctl_json_str(o, "status", "state"), ctl_json_str(n, "status", "state"));
   if (state || !same_str(ctl_json_str(o, "spec", "parent"), ctl_json_str(n, "spec", "parent")) ||
       !same_str(queue_mark(o), queue_mark(n)))
@@ -124,6 +156,11 @@ static void on_queue_update(const char *key, void *old_obj, void *new_obj, void 
   while (kc_store_iter_next(&it, &k, &q))
     if (same_str(ctl_json_str(q, "spec", "parent"), key) && strcmp(k, key) != 0)
       request(ud, k, CTL_QA_SYNC);
+}
+
+/* A queue gone: its children now name a missing parent (report_tree). */
+static void on_queue_delete(const char *key, void *obj, void *ud) {
+  resync_near(ud, key, NULL);
 }
 
 static void on_pg_add(const char *key, void *obj, void *ud) {
@@ -160,7 +197,7 @@ static void all_synced(ctl_base *b) {
 
 static const ctl_inf_def defs[INF_N] = {
     [INF_QUEUES] = {"scheduling.volcano.sh", "v1beta1", "queues", NULL, NULL, NULL, on_queue_add,
-                    on_queue_update, NULL},
+                    on_queue_update, on_queue_delete},
     [INF_PODGROUPS] = {"scheduling.volcano.sh", "v1beta1", "podgroups", NULL, decode_pg, free,
                        on_pg_add, on_pg_update, on_pg_add},
     [INF_COMMANDS] = {"bus.volcano.sh", "v1alpha1", "commands", NULL, decode_cmd, free,
@@ -229,6 +266,107 @@ static int build_view(ctl_base *b, const json_t *q, view_buf *vb) {
   v->children = vb->children;
   v->nchildren = nk;
   return 0;
+}
+
+/* ---- the queue tree rules that need other queues ---- */
+
+static void qres_of(const json_t *list, ctl_qres *out) {
+  const char *k;
+  json_t *v;
+  out->n = 0;
+  json_object_foreach((json_t *)list, k, v) {
+    char num[32];
+    const char *text = json_string_value(v);
+    if (!text && json_is_integer(v)) {
+      snprintf(num, sizeof(num), "%lld", (long long)json_integer_value(v));
+      text = num;
+    }
+    kc_quantity q;
+    if (out->n == CTL_QRES_MAX || !text || kc_quantity_parse(text, &q, NULL) != 0)
+      continue;
+    out->r[out->n].name = k;
+    out->r[out->n++].milli = kc_quantity_milli(&q);
+  }
+}
+
+static ctl_qnode node_of(const json_t *q) {
+  const json_t *spec = json_object_get(q, "spec");
+  ctl_qnode n = {.name = ctl_json_str(q, "metadata", "name")};
+  qres_of(json_object_get(spec, "capability"), &n.capability);
+  qres_of(json_object_get(spec, "deserved"), &n.deserved);
+  qres_of(json_object_get(json_object_get(spec, "guarantee"), "resource"), &n.guarantee);
+  return n;
+}
+
+static bool under_root(const char *parent) {
+  return !parent || !*parent || strcmp(parent, CTL_QUEUE_ROOT) == 0;
+}
+
+/* The first tree rule q breaks (ctl_queue_tree_problem), or false. */
+static bool tree_problem(ctl_base *b, const json_t *q, char *msg, size_t len) {
+  kc_store *queues = ctl_base_store(b, INF_QUEUES);
+  ctl_qnode self = node_of(q);
+  const char *parent = ctl_json_str(q, "spec", "parent");
+  ctl_queue_tree_view v = {.self = &self, .parent = parent ? parent : ""};
+  if (under_root(parent) || !self.name)
+    return false;
+  size_t n = kc_store_len(queues);
+  ctl_qnode *anc = calloc(n + 1, sizeof(*anc)), *sib = calloc(n + 1, sizeof(*sib));
+  bool found = false;
+  if (anc && sib) {
+    const char *cur = parent;
+    v.parent_missing = kc_store_get(queues, parent) == NULL;
+    while (!under_root(cur) && !v.parent_missing) {
+      const json_t *pq = kc_store_get(queues, cur);
+      if (!pq)
+        break;
+      if (strcmp(cur, self.name) == 0 || v.nancestors == n) {
+        v.cycle = true;
+        break;
+      }
+      anc[v.nancestors++] = node_of(pq);
+      cur = ctl_json_str(pq, "spec", "parent");
+    }
+    kc_store_iter it;
+    const char *k;
+    void *o;
+    kc_store_iter_init(queues, &it);
+    while (kc_store_iter_next(&it, &k, &o)) {
+      const char *op = ctl_json_str(o, "spec", "parent");
+      if (op && strcmp(op, parent) == 0 && strcmp(k, self.name) != 0)
+        sib[v.nsiblings++] = node_of(o);
+    }
+    v.ancestors = anc;
+    v.siblings = sib;
+    found = ctl_queue_tree_problem(&v, msg, len);
+  }
+  free(anc);
+  free(sib);
+  return found;
+}
+
+/* A Warning on the queue when it breaks a tree rule, once per problem (Volcano's webhook
+ * would have refused the change that made it). */
+static void report_tree(queue_ctl *qc, const json_t *q, const char *name) {
+  char msg[512];
+  ctl_base *b = &qc->base;
+  void *old = NULL;
+  if (!tree_problem(b, q, msg, sizeof(msg))) {
+    if (kc_strmap_del(&qc->tree_said, name, &old) == 0)
+      free(old);
+    return;
+  }
+  const char *said = kc_strmap_get(&qc->tree_said, name);
+  if (said && strcmp(said, msg) == 0)
+    return;
+  KC_WARN("queue %s: %s", name, msg);
+  kc_object_ref o = {.kind = "Queue", .name = name, .api_version = "scheduling.volcano.sh/v1beta1"};
+  ctl_base_event(b, &o, KC_EVENT_WARNING, "InvalidHierarchy", "%s", msg);
+  char *copy_msg = strdup(msg);
+  if (copy_msg && kc_strmap_put(&qc->tree_said, name, copy_msg, &old) < 0)
+    free(copy_msg);
+  else
+    free(old);
 }
 
 /* ---- carrying a plan out ---- */
@@ -386,6 +524,7 @@ static void process_queue(queue_ctl *qc, const char *key, const char *slash) {
     ctl_base_done(b, key, rc, give_up);
     return;
   }
+  report_tree(qc, q, slash + 1);
   r->qc = qc;
   copy(r->key, sizeof(r->key), key);
   copy(r->queue, sizeof(r->queue), slash + 1);
@@ -506,6 +645,7 @@ static int queue_init(const ctl_env *env, void **out) {
   if (!qc)
     return KC_ENOMEM;
   kc_strmap_init(&qc->last_write, KC_STRMAP_COPY_KEYS);
+  kc_strmap_init(&qc->tree_said, KC_STRMAP_COPY_KEYS);
   *out = qc;
   int rc = ctl_base_init(&qc->base, env, "queue-controller", defs, INF_N, env->workers_queue,
                          process);
@@ -531,6 +671,7 @@ static void queue_stop(void *c, uint64_t deadline_ms, void (*done)(void *), void
 static void free_owner(ctl_base *b) {
   queue_ctl *qc = (queue_ctl *)b;
   kc_strmap_close(&qc->last_write, free);
+  kc_strmap_close(&qc->tree_said, free);
   free(qc);
 }
 

@@ -94,4 +94,39 @@ ctl_queue_action ctl_queue_action_parse(const char *s);
 /* The count slot of a PodGroup phase, or -1 (no phase yet, or not one of the five). */
 int ctl_queue_count_of(const char *phase);
 
+/* ---- the queue tree rules that need other queues (ctl_queue_tree.c) ----
+ * Volcano's queue webhook refuses a queue whose parent does not exist, whose capability is
+ * above its nearest ancestor's, or whose siblings' guarantee or deserved would sum above the
+ * parent's. Without a webhook, the controller reports them after the fact. */
+
+#define CTL_QRES_MAX 8
+
+/* A resource list: names borrowed, amounts in milli units. */
+typedef struct {
+  size_t n;
+  struct {
+    const char *name;
+    int64_t milli;
+  } r[CTL_QRES_MAX];
+} ctl_qres;
+
+typedef struct {
+  const char *name;
+  ctl_qres capability, deserved, guarantee;
+} ctl_qnode;
+
+typedef struct {
+  const ctl_qnode *self;
+  const char *parent;         /* spec.parent, "" none: under root, nothing to check */
+  bool parent_missing;        /* no queue of that name */
+  bool cycle;                 /* following the parents comes back around */
+  const ctl_qnode *ancestors; /* the parent first, up to (not including) root */
+  size_t nancestors;
+  const ctl_qnode *siblings;  /* the parent's other children */
+  size_t nsiblings;
+} ctl_queue_tree_view;
+
+/* The first rule the queue breaks, in Volcano's words, written into msg; false when none. */
+bool ctl_queue_tree_problem(const ctl_queue_tree_view *v, char *msg, size_t len);
+
 #endif

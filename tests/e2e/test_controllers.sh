@@ -236,6 +236,50 @@ test_hierarchy_child_follows_parent() {
 
 # ---- podgroup controller ----
 
+# The queue tree rules Volcano's queue webhook checks against other queues, reported after
+# the fact as Warning events on the queue (there is no webhook): a parent that does not
+# exist (or is deleted), a capability above the parent's, children deserving more than their
+# parent.
+test_hierarchy_rules_reported() {
+  local p c o
+  p=$(uniq_name qcap)
+  c=$(uniq_name qbig)
+  o=$(uniq_name qorph)
+  kubectl apply -f - >/dev/null <<Q || fail "cannot create the queues"
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: $p}
+spec: {capability: {cpu: "2"}, deserved: {cpu: "2"}}
+---
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: $c}
+spec: {parent: $p, capability: {cpu: "4"}}
+---
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: $o}
+spec: {parent: $o-gone}
+Q
+  wait_grep 60 "the missing parent reported" \
+    "^Warning InvalidHierarchy: failed to get parent queue of queue $o: queues.scheduling.volcano.sh \"$o-gone\" not found" \
+    queue_events "$o"
+  wait_grep 60 "the capability above the parent's reported" \
+    "^Warning InvalidHierarchy: queue $c capability\[cpu\]=4 exceeds its ancestor's capability=2$" \
+    queue_events "$c"
+  kubectl patch queue "$c" --type=merge -p '{"spec":{"capability":null,"deserved":{"cpu":"3"}}}' \
+    >/dev/null 2>&1 || fail "cannot change $c"
+  wait_grep 60 "the children's deserved above the parent's reported" \
+    "^Warning InvalidHierarchy: parent queue $p validation failed: sum of children's deserved \(cpu 3000.00, memory 0.00\) exceeds parent's deserved limit \(cpu 2000.00, memory 0.00\)$" \
+    queue_events "$c"
+  # The parent deleted under its child (Volcano refuses that; here it is reported).
+  kubectl delete queue "$p" >/dev/null || fail "cannot delete $p"
+  wait_grep 60 "the deleted parent reported" \
+    "^Warning InvalidHierarchy: failed to get parent queue of queue $c: queues.scheduling.volcano.sh \"$p\" not found" \
+    queue_events "$c"
+  kubectl delete queue "$c" "$o" --wait=false >/dev/null
+}
+
 test_deployment_gets_one_podgroup_and_is_scheduled() {
   local ns
   ns=$(new_namespace pgdep)

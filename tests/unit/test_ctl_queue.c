@@ -176,12 +176,66 @@ static void test_action_names(void **state) {
   assert_string_equal(ctl_queue_action_name(CTL_QA_SYNC), "SyncQueue");
 }
 
+static ctl_qres res1(const char *name, int64_t milli) {
+  ctl_qres r = {.n = 1};
+  r.r[0].name = name;
+  r.r[0].milli = milli;
+  return r;
+}
+
+/* The tree rules that need other queues, in the words of Volcano's queue webhook. */
+static void test_tree_rules(void **state) {
+  (void)state;
+  char msg[512];
+  ctl_qnode self = {.name = "c"};
+  ctl_queue_tree_view v = {.self = &self, .parent = "p", .parent_missing = true};
+  assert_true(ctl_queue_tree_problem(&v, msg, sizeof(msg)));
+  assert_string_equal(msg, "failed to get parent queue of queue c: "
+                           "queues.scheduling.volcano.sh \"p\" not found");
+  v.parent_missing = false;
+  v.cycle = true;
+  assert_true(ctl_queue_tree_problem(&v, msg, sizeof(msg)));
+  assert_string_equal(msg, "cycle detected in queue hierarchy for queue c");
+  v.cycle = false;
+  /* c -> p (no cpu capability) -> g (capability 2 cpu): the nearest ancestor naming cpu */
+  ctl_qnode anc[2] = {{.name = "p"}, {.name = "g", .capability = res1("cpu", 2000)}};
+  anc[0].capability = res1("memory", 1024LL * 1024 * 1024 * 1000);
+  v.ancestors = anc;
+  v.nancestors = 2;
+  self.capability = res1("cpu", 4000);
+  assert_true(ctl_queue_tree_problem(&v, msg, sizeof(msg)));
+  assert_string_equal(msg, "queue c capability[cpu]=4 exceeds its ancestor's capability=2");
+  self.capability = res1("cpu", 1500);
+  assert_false(ctl_queue_tree_problem(&v, msg, sizeof(msg)));
+  /* siblings: deserved 3 + 2 cpu against the parent's 4 */
+  ctl_qnode sib[1] = {{.name = "s", .deserved = res1("cpu", 3000)}};
+  v.siblings = sib;
+  v.nsiblings = 1;
+  self.deserved = res1("cpu", 2000);
+  anc[0].deserved = res1("cpu", 4000);
+  assert_true(ctl_queue_tree_problem(&v, msg, sizeof(msg)));
+  assert_string_equal(msg, "parent queue p validation failed: sum of children's deserved (cpu "
+                           "5000.00, memory 0.00) exceeds parent's deserved limit (cpu 4000.00, "
+                           "memory 0.00)");
+  anc[0].deserved = res1("cpu", 5000);
+  assert_false(ctl_queue_tree_problem(&v, msg, sizeof(msg)));
+  /* a guarantee (GPUs) the parent does not have */
+  self.guarantee = res1("nvidia.com/gpu", 1000);
+  assert_true(ctl_queue_tree_problem(&v, msg, sizeof(msg)));
+  assert_string_equal(msg, "parent queue p validation failed: sum of children's guarantee (cpu "
+                           "0.00, memory 0.00, nvidia.com/gpu 1000.00) exceeds parent's "
+                           "guarantee limit (cpu 0.00, memory 0.00)");
+  /* under root: nothing to check */
+  v.parent = "root";
+  assert_false(ctl_queue_tree_problem(&v, msg, sizeof(msg)));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_table),          cmocka_unit_test(test_invalid_state),
       cmocka_unit_test(test_close_events),   cmocka_unit_test(test_counts),
       cmocka_unit_test(test_default_parent), cmocka_unit_test(test_hierarchy),
-      cmocka_unit_test(test_action_names),
+      cmocka_unit_test(test_action_names),   cmocka_unit_test(test_tree_rules),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
