@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "kc_error.h"
+#include "kc_file.h"
 #include "vc.h"
 
 #define ERRLEN 1200
@@ -59,30 +60,11 @@ static int call(run_ctx *x, kc_verb verb, const kc_ref *ref, const kc_query *q, 
 
 /* Reads a whole file (at most 16 MiB) into *buf (new, NUL-terminated). */
 static int read_file(run_ctx *x, const char *f, const char *prefix, char **buf, size_t *len) {
-  FILE *fp = fopen(f, "rb");
-  *buf = NULL;
-  *len = 0;
-  if (fp == NULL)
+  int rc = kc_file_read(f, 16u << 20, buf, len);
+  if (rc == KC_ETOOBIG || rc == KC_ENOMEM)
+    return failf(x, KC_ETOOBIG, "%s%s is too large", prefix, f);
+  if (rc)
     return failf(x, KC_EIO, "%sopen %s: %s", prefix, f, strerror(errno));
-  size_t cap = 0;
-  for (;;) {
-    if (*len + 4096 > cap) {
-      char *nb = cap < (16u << 20) ? realloc(*buf, cap = cap ? cap * 2 : 8192) : NULL;
-      if (nb == NULL) {
-        free(*buf);
-        *buf = NULL;
-        fclose(fp);
-        return failf(x, KC_ETOOBIG, "%s%s is too large", prefix, f);
-      }
-      *buf = nb;
-    }
-    size_t n = fread(*buf + *len, 1, cap - *len - 1, fp);
-    *len += n;
-    if (n == 0)
-      break;
-  }
-  (*buf)[*len] = '\0';
-  fclose(fp);
   return 0;
 }
 

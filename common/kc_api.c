@@ -1,5 +1,6 @@
 #include "kc_api.h"
 
+#include "kc_container.h"
 #include "kc_error.h"
 #include "kc_log.h"
 #include "kc_ratelimit.h"
@@ -10,7 +11,6 @@
 #include <string.h>
 
 #ifndef container_of
-#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 #endif
 
 #define NS_PER_MS              1000000ull

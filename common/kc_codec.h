@@ -29,6 +29,9 @@
 #include "snapshot.pb-c.h"
 #include "volcano.pb-c.h"
 
+/* kc_time_parse and kc_rfc3339_parse moved to kc_time.h; the codec users keep them. */
+#include "kc_time.h"
+
 /* Suggested size of the err buffer; longer messages are truncated. */
 #define KC_CODEC_ERR_MAX 256
 
@@ -74,11 +77,8 @@ int kc_job_status_encode(const Kiln__JobStatus *st, json_t **out, char *err, siz
 int kc_pod_decode(const json_t *json, Kiln__Pod **out, char *err, size_t errlen);
 int kc_node_decode(const json_t *json, Kiln__Node **out, char *err, size_t errlen);
 
-/* RFC 3339 timestamp ("2026-11-29T16:01:51Z", optional fraction and offset) to Unix
- * seconds. Returns 0 or KC_EPARSE. */
-int kc_time_parse(const char *s, int64_t *out);
-/* The same to Unix milliseconds (a fraction's first three digits count; leap seconds, 60, are
- * refused as Go's time.Parse refuses them). */
-int kc_rfc3339_parse(const char *s, int64_t *ms);
+/* Standard base64 (RFC 4648, padded) of n bytes, as a new string (free()); NULL when out of
+ * memory. Secrets' data fields are written this way. */
+char *kc_base64_encode(const void *data, size_t n);
 
 #endif

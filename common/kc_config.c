@@ -1,6 +1,7 @@
 #include "kc_config.h"
 
 #include "kc_error.h"
+#include "kc_file.h"
 #include "kc_log.h"
 
 #include <errno.h>
@@ -111,53 +112,6 @@ bad:
 
 /* ---- small file and string helpers ---- */
 
-static int read_file(const char *path, size_t max, char **out, size_t *outlen) {
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return errno == ENOENT ? KC_ENOENT : KC_EIO;
-  size_t cap = 4096, n = 0;
-  char *buf = malloc(cap);
-  int rc = KC_ENOMEM;
-  if (!buf)
-    goto out;
-  for (;;) {
-    if (n + 1 == cap) {
-      if (cap > max) {
-        rc = KC_ETOOBIG;
-        goto out;
-      }
-      char *nb = realloc(buf, cap * 2);
-      if (!nb)
-        goto out;
-      buf = nb;
-      cap *= 2;
-    }
-    size_t r = fread(buf + n, 1, cap - n - 1, f);
-    n += r;
-    if (r == 0) {
-      if (ferror(f)) {
-        rc = KC_EIO;
-        goto out;
-      }
-      break;
-    }
-  }
-  if (n > max) {
-    rc = KC_ETOOBIG;
-    goto out;
-  }
-  buf[n] = '\0';
-  *out = buf;
-  *outlen = n;
-  buf = NULL;
-  rc = 0;
-out:
-  if (buf)
-    kc_secret_free(buf, cap);
-  fclose(f);
-  return rc;
-}
-
 /* Joins a relative path to base_dir; absolute paths and a NULL base are copied. */
 static char *resolve_path(const char *base_dir, const char *path) {
   while (path[0] == '.' && path[1] == '/' && path[2]) /* "./x" is "x", as filepath.Join says */
@@ -186,7 +140,7 @@ static char *trim_dup(const char *s, size_t len) {
 static int read_trimmed(const char *path, char **out) {
   char *buf;
   size_t len;
-  int rc = read_file(path, SECRET_FILE_MAX, &buf, &len);
+  int rc = kc_file_read(path, SECRET_FILE_MAX, &buf, &len);
   if (rc)
     return rc;
   *out = trim_dup(buf, len);
@@ -726,7 +680,7 @@ int kc_config_load_kubeconfig(kc_config *c, const char *path, const char *contex
   char *text, *dir;
   size_t len;
   memset(c, 0, sizeof(*c));
-  int rc = read_file(path, KUBECONFIG_MAX, &text, &len);
+  int rc = kc_file_read(path, KUBECONFIG_MAX, &text, &len);
   if (rc)
     return kc_errorf(err, errlen, rc, "kubeconfig %s: %s", path, kc_strerror(rc));
   if (!(dir = dir_of(path))) {
@@ -775,7 +729,7 @@ int kc_config_load_kubeconfigs(kc_config *c, const char *paths, const char *cont
       rc = kc_errorf(err, errlen, KC_ERANGE, "KUBECONFIG: more than %d files", KUBECONFIG_FILES_MAX);
       goto out;
     }
-    int r = read_file(f, KUBECONFIG_MAX, &texts[n], &lens[n]);
+    int r = kc_file_read(f, KUBECONFIG_MAX, &texts[n], &lens[n]);
     if (r == KC_ENOENT) { /* client-go skips a listed file that does not exist */
       KC_V(2, "kubeconfig %s does not exist, skipped", f);
       free(f);

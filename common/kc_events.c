@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "kc_error.h"
+#include "kc_time.h"
 #include "kc_log.h"
 #include "kc_strmap.h"
 
@@ -350,13 +351,6 @@ static void process(kc_event_recorder *r) {
   }
 }
 
-static void rfc3339(int64_t s, char buf[32]) {
-  time_t t = (time_t)s;
-  struct tm tm;
-  gmtime_r(&t, &tm);
-  strftime(buf, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 static json_t *str_or_null(const char *s) {
   return s && *s ? json_string(s) : NULL;
 }
@@ -364,8 +358,8 @@ static json_t *str_or_null(const char *s) {
 static json_t *build_event(const kc_event_recorder *r, const kc_object_ref *o, const char *ns,
                            const char *type, const char *reason, const kc_event_decision *d) {
   char first[32], last[32];
-  rfc3339(d->first_s, first);
-  rfc3339(d->last_s, last);
+  kc_time_format(d->first_s, first);
+  kc_time_format(d->last_s, last);
   json_t *inv = json_pack("{s:s, s:s}", "kind", o->kind, "name", o->name);
   if (inv == NULL)
     return NULL;
@@ -429,7 +423,7 @@ int kc_event_vrecord(kc_event_recorder *r, const kc_object_ref *obj, const char 
   it->event = build_event(r, obj, ns, type, reason, &d);
   if (it->event && d.patch) {
     char last[32];
-    rfc3339(d.last_s, last);
+    kc_time_format(d.last_s, last);
     it->patch =
         json_pack("{s:i, s:s, s:s}", "count", d.count, "lastTimestamp", last, "message", d.message);
   }

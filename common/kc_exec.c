@@ -1,7 +1,9 @@
 #include "kc_exec.h"
 
 #include "kc_codec.h"
+#include "kc_container.h"
 #include "kc_error.h"
+#include "kc_file.h"
 #include "kc_log.h"
 
 #include <jansson.h>
@@ -13,7 +15,6 @@
 #include <time.h>
 
 #ifndef container_of
-#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 #endif
 
 #define CA_FILE_MAX ((size_t)1 << 20)
@@ -126,43 +127,22 @@ int kc_exec_parse(const kc_exec_config *x, const char *out, size_t len, kc_exec_
 
 /* ---- KUBERNETES_EXEC_INFO ---- */
 
-static char *base64_encode(const unsigned char *in, size_t len) {
-  static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  char *out = malloc((len + 2) / 3 * 4 + 1), *o = out;
-  if (!out)
-    return NULL;
-  for (size_t i = 0; i < len; i += 3) {
-    uint32_t v = (uint32_t)in[i] << 16;
-    if (i + 1 < len)
-      v |= (uint32_t)in[i + 1] << 8;
-    if (i + 2 < len)
-      v |= in[i + 2];
-    *o++ = tbl[v >> 18 & 63];
-    *o++ = tbl[v >> 12 & 63];
-    *o++ = i + 1 < len ? tbl[v >> 6 & 63] : '=';
-    *o++ = i + 2 < len ? tbl[v & 63] : '=';
-  }
-  *o = '\0';
-  return out;
-}
-
 /* The CA bytes for spec.cluster: inline data, or the file read now (client-go reads it too). */
 static int ca_base64(const kc_pem *ca, char **out) {
   *out = NULL;
   if (ca->data) {
-    *out = base64_encode(ca->data, ca->len);
+    *out = kc_base64_encode(ca->data, ca->len);
     return *out ? 0 : KC_ENOMEM;
   }
   if (!ca->file)
     return 0;
-  FILE *f = fopen(ca->file, "rb");
-  if (!f)
-    return KC_EIO;
-  unsigned char *buf = malloc(CA_FILE_MAX);
-  size_t n = buf ? fread(buf, 1, CA_FILE_MAX, f) : 0;
-  int rc = !buf ? KC_ENOMEM : ferror(f) ? KC_EIO : n == CA_FILE_MAX ? KC_ETOOBIG : 0;
-  fclose(f);
-  if (rc == 0 && !(*out = base64_encode(buf, n)))
+  /* A CA bundle is read as bytes; any failure to read it is KC_EIO to the caller. */
+  char *buf = NULL;
+  size_t n = 0;
+  int rc = kc_file_read(ca->file, CA_FILE_MAX - 1, &buf, &n);
+  if (rc == KC_ENOENT)
+    rc = KC_EIO;
+  if (rc == 0 && !(*out = kc_base64_encode(buf, n)))
     rc = KC_ENOMEM;
   free(buf);
   return rc;

@@ -1,5 +1,6 @@
 #include "kc_http.h"
 
+#include "kc_container.h"
 #include "kc_error.h"
 #include "kc_exec.h"
 #include "kc_log.h"
@@ -13,7 +14,6 @@
 #include <time.h>
 
 #ifndef container_of
-#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 #endif
 
 #define CONNECT_TIMEOUT_MS   30000L /* client-go's dialer timeout */

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "kc_container.h"
 #include "kc_error.h"
 #include "kc_log.h"
 
@@ -203,8 +204,6 @@ struct listed {
   void *obj; /* decoded; NULL when it could not be (the cached copy is kept) */
 };
 
-#define CONTAINER_OF(ptr, type, field) ((type *)((char *)(ptr)-offsetof(type, field)))
-
 static const uint64_t BACKOFF_INITIAL_NS = 800ULL * 1000 * 1000;
 static const uint64_t BACKOFF_MAX_NS = 30ULL * 1000 * 1000 * 1000;
 /* A watch is healthy (the backoff resets) when it delivered an event or lasted this long. */
@@ -274,7 +273,7 @@ static void fail_to(kc_informer *inf, kc_informer_state next, const char *why) {
 }
 
 static void backoff_cb(uv_timer_t *t) {
-  kc_informer *inf = CONTAINER_OF(t, kc_informer, timer);
+  kc_informer *inf = container_of(t, kc_informer, timer);
   set_state(inf, inf->after_backoff, "backoff over");
 }
 
@@ -683,7 +682,7 @@ static void enter_watch(kc_informer *inf) {
 /* ---- resync ---- */
 
 static void resync_cb(uv_timer_t *t) {
-  kc_informer *inf = CONTAINER_OF(t, kc_informer, resync);
+  kc_informer *inf = container_of(t, kc_informer, resync);
   if (!inf->synced || inf->h.on_update == NULL)
     return;
   kc_store_iter it;

@@ -11,10 +11,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kc_container.h"
 #include "kc_error.h"
+#include "kc_time.h"
 #include "kc_log.h"
-
-#define CONTAINER_OF(ptr, type, field) ((type *)((char *)(ptr)-offsetof(type, field)))
 
 int kc_leader_validate(const kc_leader_options *o, char *err, size_t errlen) {
   if (o->lease_duration_ns <= 0 || o->renew_deadline_ns <= 0 || o->retry_period_ns <= 0) {
@@ -152,11 +152,7 @@ int kc_leader_make_identity(char *buf, size_t cap) {
 void kc_leader_microtime(char buf[40]) {
   struct timeval tv;
   gettimeofday(&tv, NULL);
-  struct tm tm;
-  gmtime_r(&tv.tv_sec, &tm);
-  char s[24];
-  strftime(s, sizeof(s), "%Y-%m-%dT%H:%M:%S", &tm);
-  snprintf(buf, 40, "%s.%06ldZ", s, (long)tv.tv_usec);
+  kc_time_format_micro((int64_t)tv.tv_sec * 1000000 + tv.tv_usec, buf);
 }
 
 static void read_record(const json_t *lease, kc_lease_record *r) {
@@ -236,7 +232,7 @@ static void stop_leading(kc_leader *l, const char *why) {
 }
 
 static void deadline_cb(uv_timer_t *t) {
-  kc_leader *l = CONTAINER_OF(t, kc_leader, deadline);
+  kc_leader *l = container_of(t, kc_leader, deadline);
   if (kc_leader_core_expire(&l->core, uv_hrtime()))
     stop_leading(l, "renew deadline passed without a successful renewal");
   else if (l->core.leading) /* renewed meanwhile: re-arm */
@@ -337,7 +333,7 @@ static void get_cb(const kc_api_result *res, void *data) {
 }
 
 static void tick_cb(uv_timer_t *t) {
-  kc_leader *l = CONTAINER_OF(t, kc_leader, tick);
+  kc_leader *l = container_of(t, kc_leader, tick);
   if (l->in_flight || l->freeing)
     return;
   kc_ref ref = {"coordination.k8s.io", "v1", "leases", l->ns, l->name, NULL};

@@ -4,11 +4,10 @@
 #include <string.h>
 
 #include "ctl_base.h"
+#include "kc_container.h"
 #include "kc_error.h"
 #include "kc_leader.h"
 #include "kc_log.h"
-
-#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 const char *ctl_json_str(const json_t *obj, const char *a, const char *b) {
   const json_t *v = json_object_get(obj, a);

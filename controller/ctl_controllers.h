@@ -14,6 +14,7 @@
 
 #include <uv.h>
 
+#include "ctl_gates.h"
 #include "kc_api.h"
 
 struct kc_metrics;
@@ -58,24 +59,6 @@ typedef struct ctl_controller_def {
 
 /* The table, NULL-terminated, in start order. */
 extern const ctl_controller_def *const ctl_controllers[];
-
-/* ---- --controllers (pure; ctl_gates.c) ---- */
-
-/* Volcano's names that this build does not run (yet): accepted by --controllers and
- * reported, never an error. NULL-terminated. */
-extern const char *const ctl_controllers_later[];
-
-/* Volcano's checkControllers: '*' may only be combined with '-name'/'+name' entries, and a
- * name may not appear twice (as name, +name or -name). 0, or KC_EINVAL with the message in
- * err. Unknown names are not errors (Volcano ignores them); see ctl_controllers_unknown. */
-int ctl_controllers_check(const char *const *v, size_t n, char *err, size_t cap);
-/* Volcano's isControllerEnabled: the first entry naming the controller decides (name or
- * +name: on, -name: off); otherwise it runs only when '*' is listed. An empty list enables
- * everything. */
-bool ctl_controller_enabled(const char *name, const char *const *v, size_t n);
-/* The first entry of v (without its +/- sign) that names neither a controller of known[]
- * (NULL-terminated) nor one of ctl_controllers_later, or NULL. */
-const char *ctl_controllers_unknown(const char *const *v, size_t n, const char *const *known);
 
 /* ---- the manager ---- */
 

@@ -11,12 +11,12 @@
 #include "ctl_overlay.h"
 #include "ctl_shell_int.h"
 #include "kc_codec.h"
+#include "kc_container.h"
 #include "kc_error.h"
 #include "kc_events.h"
 #include "kc_log.h"
 
 #define KEY_MAX                         (2 * CTL_NAME_MAX)
-#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 typedef enum {
   ST_COMMANDS = 0,

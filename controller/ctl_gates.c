@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ctl_controllers.h"
+#include "ctl_gates.h"
 #include "kc_error.h"
 
 /* Volcano controllers that this build does not run: a Deployment written for Volcano may

@@ -114,7 +114,6 @@ const char *ctl__job_uid(const Kiln__Job *job);
       }                                                                                            \
     v_;                                                                                            \
   })
-void ctl__time_format(int64_t t, char *buf, size_t len);
 json_t *ctl__owner_ref(const Kiln__Job *job); /* new */
 const char *ctl__queue(const Kiln__Job *job);
 /* Volcano util.CalTaskRequests: a pod's quota usage (GetPodQuotaUsage, as minResources counts

@@ -179,7 +179,7 @@ typedef struct {
 
 typedef struct {
   ctl_phase phase;
-  int64_t time;
+  int64_t at; /* Unix seconds of the transition */
 } ctl_condition;
 
 /* Job status as the core computes it. Owns tasks, conds and controlled. */

@@ -10,12 +10,12 @@
 #include "ctl_overlay.h"
 #include "ctl_shell_int.h"
 #include "kc_codec.h"
+#include "kc_container.h"
 #include "kc_error.h"
 #include "kc_leader.h"
 #include "kc_log.h"
 
 #define KEY_MAX                         (2 * CTL_NAME_MAX)
-#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 #define MAX_REQS                        4096 /* per Job; beyond it new requests are dropped */
 
 static void copy_str(char *dst, size_t cap, const char *src) {

@@ -10,6 +10,7 @@
 #include "ctl_int.h"
 #include "kc_codec.h"
 #include "kc_error.h"
+#include "kc_time.h"
 
 static const char *const phase_names[CTL_PHASE_COUNT] = {
     "Pending",    "Aborting",  "Aborted",     "Running",    "Restarting",
@@ -223,13 +224,6 @@ int ctl_duration_parse(const char *s, int64_t *secs) {
   return 0;
 }
 
-void ctl__time_format(int64_t t, char *buf, size_t len) {
-  time_t tt = (time_t)t;
-  struct tm tm;
-  if (!gmtime_r(&tt, &tm) || strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
-    copy_str(buf, len, "1970-01-01T00:00:00Z");
-}
-
 /* ---- status ---- */
 
 void ctl_status_init(ctl_status *st) {
@@ -269,7 +263,7 @@ void ctl__append_condition(ctl_status *st, ctl_phase phase, int64_t t) {
     return; /* the condition list is advisory; the phase itself is already set */
   st->conds = n;
   n[st->nconds].phase = phase;
-  n[st->nconds].time = t;
+  n[st->nconds].at = t;
   st->nconds++;
 }
 
@@ -317,7 +311,7 @@ int ctl_status_from_pb(ctl_status *st, const Kiln__JobStatus *pb) {
       goto nomem;
     st->conds = n;
     n[st->nconds].phase = ctl_phase_parse(pb->conditions[i]->status);
-    n[st->nconds++].time = t;
+    n[st->nconds++].at = t;
   }
   for (size_t i = 0; i < pb->n_controlled_resources; i++) {
     Kiln__JobStatus__ControlledResourcesEntry *e = pb->controlled_resources[i];
@@ -361,7 +355,7 @@ static bool put(json_t *o, const char *key, json_t *v) {
 
 static bool put_time(json_t *o, const char *key, int64_t t) {
   char tbuf[40];
-  ctl__time_format(t, tbuf, sizeof(tbuf));
+  kc_time_format(t, tbuf);
   return put(o, key, json_string(tbuf));
 }
 
@@ -413,7 +407,7 @@ static json_t *conditions_json(const ctl_status *st) {
   for (size_t i = 0; ok && i < st->nconds; i++) {
     json_t *c = json_object();
     ok = put(c, "status", json_string(ctl_phase_name(st->conds[i].phase))) &&
-         put_time(c, "lastTransitionTime", st->conds[i].time) && json_array_append(a, c) == 0;
+         put_time(c, "lastTransitionTime", st->conds[i].at) && json_array_append(a, c) == 0;
     json_decref(c);
   }
   return all_or_nothing(a, ok);

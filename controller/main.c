@@ -14,6 +14,7 @@
 #include "kc_api.h"
 #include "kc_app.h"
 #include "kc_cli.h"
+#include "kc_container.h"
 #include "kc_error.h"
 #include "kc_httpd.h"
 #include "kc_leader.h"
@@ -25,8 +26,6 @@ static const char summary[] =
     "podgroup controller groups plain pods, and the gc controller deletes finished Jobs.";
 
 #define SHUTDOWN_DEADLINE_MS 10000
-
-#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 typedef struct {
   kc_app app;

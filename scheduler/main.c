@@ -17,6 +17,7 @@
 #include "kc_api.h"
 #include "kc_app.h"
 #include "kc_cli.h"
+#include "kc_container.h"
 #include "kc_error.h"
 #include "kc_httpd.h"
 #include "kc_leader.h"
@@ -53,8 +54,6 @@ typedef struct {
   kc_client_options client;
   kc_leader_options leader;
 } sched_flags;
-
-#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 /* The process: everything main owns, reachable from the loop's callbacks. */
 typedef struct {

@@ -7,10 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kc_container.h"
 #include "kc_error.h"
 #include "kc_log.h"
-
-#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 typedef struct bind_req {
   struct bind_req *next;
@@ -92,8 +91,7 @@ static void bind_done(const kc_api_result *res, void *data) {
     b->bound++;
     KC_V(3, "bound %s to %s in %.1f ms", key, r->node, (double)lat / 1e6);
     if (b->opt.events) {
-      kc_object_ref o = {
-          .kind = "Pod", .namespace = r->ns, .name = r->name, .uid = r->uid, .api_version = "v1"};
+      kc_object_ref o = kc_pod_ref(r->ns, r->name, r->uid);
       kc_event_record(b->opt.events, &o, KC_EVENT_NORMAL, "Scheduled",
                       "Successfully assigned %s/%s to %s", r->ns, r->name, r->node);
     }
@@ -111,8 +109,7 @@ static void bind_done(const kc_api_result *res, void *data) {
       snprintf(why, sizeof(why), "binding to %s failed: %s", r->node, res->message);
       mark_unschedulable(b, r, why);
       if (b->opt.events) {
-        kc_object_ref o = {
-            .kind = "Pod", .namespace = r->ns, .name = r->name, .uid = r->uid, .api_version = "v1"};
+        kc_object_ref o = kc_pod_ref(r->ns, r->name, r->uid);
         kc_event_record(b->opt.events, &o, KC_EVENT_WARNING, "FailedScheduling", "%s", why);
       }
     }

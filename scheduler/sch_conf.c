@@ -1,5 +1,4 @@
 /* The scheduler configuration file, parsed with libyaml's document API. */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -8,6 +7,7 @@
 #include <yaml.h>
 
 #include "kc_error.h"
+#include "kc_file.h"
 #include "kc_log.h"
 #include "sch_conf.h"
 
@@ -555,31 +555,22 @@ void sch_conf_free(sch_conf *c) {
 int sch_conf_read_file(const char *path, sch_conf **out, char *err, size_t errlen) {
   enum { MAX_BYTES = 1 << 20 };
   *out = NULL;
-  FILE *f = fopen(path, "rb");
-  if (f == NULL) {
+  char *buf;
+  size_t len;
+  int rc = kc_file_read(path, MAX_BYTES, &buf, &len);
+  if (rc == KC_ENOMEM)
+    return rc;
+  if (rc == KC_ETOOBIG) {
+    if (err)
+      snprintf(err, errlen, "%s: larger than %d bytes", path, MAX_BYTES);
+    return rc;
+  }
+  if (rc) {
     if (err)
       snprintf(err, errlen, "%s: %s", path, strerror(errno));
     return KC_EIO;
   }
-  char *buf = malloc(MAX_BYTES + 1);
-  size_t len = buf ? fread(buf, 1, MAX_BYTES + 1, f) : 0;
-  bool failed = buf != NULL && ferror(f);
-  fclose(f);
-  if (buf == NULL)
-    return KC_ENOMEM;
-  int rc = 0;
-  if (failed) {
-    if (err)
-      snprintf(err, errlen, "%s: read error", path);
-    rc = KC_EIO;
-  } else if (len > MAX_BYTES) {
-    if (err)
-      snprintf(err, errlen, "%s: larger than %d bytes", path, MAX_BYTES);
-    rc = KC_ETOOBIG;
-  } else {
-    buf[len] = '\0';
-    rc = sch_conf_parse(buf, len, out, err, errlen);
-  }
+  rc = sch_conf_parse(buf, len, out, err, errlen);
   free(buf);
   return rc;
 }

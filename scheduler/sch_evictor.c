@@ -1,5 +1,4 @@
 /* The evictor: see sch_evictor.h. */
-#define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +7,7 @@
 #include <jansson.h>
 
 #include "kc_error.h"
+#include "kc_time.h"
 #include "kc_log.h"
 #include "kc_store.h"
 #include "sch_evictor.h"
@@ -122,10 +122,8 @@ static void status_written(const kc_api_result *res, void *data) {
 /* Ready=False (Evict) and DisruptionTarget=True (PreemptionByScheduler): a strategic merge
  * patch merges conditions by type, so the pod's other conditions stay. */
 static json_t *status_patch(const char *msg) {
-  char now[32];
-  time_t t = time(NULL);
-  struct tm tm;
-  strftime(now, sizeof(now), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+  char now[KC_TIME_LEN];
+  kc_time_format((int64_t)time(NULL), now);
   return json_pack("{s:{s:[{s:s,s:s,s:s,s:s,s:s},{s:s,s:s,s:s,s:s,s:s}]}}", "status",
                    "conditions", "type", "Ready", "status", "False", "reason", "Evict", "message",
                    msg, "lastTransitionTime", now, "type", "DisruptionTarget", "status", "True",
@@ -136,11 +134,7 @@ static void record(sch_evictor *ev, const Kiln__Pod *p, const Kiln__PodGroup *pg
                    const char *reason, const char *msg) {
   if (ev->events == NULL)
     return;
-  kc_object_ref o = {.kind = "Pod",
-                     .namespace = p->namespace_,
-                     .name = p->name,
-                     .uid = p->uid,
-                     .api_version = "v1"};
+  kc_object_ref o = kc_pod_ref(p->namespace_, p->name, p->uid);
   kc_event_record(ev->events, &o, KC_EVENT_WARNING, "Evict", "%s", msg);
   if (pg == NULL || pg->metadata == NULL)
     return;

@@ -339,8 +339,8 @@ typedef struct sch_session_options {
   int percentage_nodes_to_find;         /* 0: adaptive (Volcano) */
   int minimum_percentage_nodes_to_find; /* 5 */
   int minimum_feasible_nodes;           /* 100 */
-  int64_t now;                          /* Unix seconds for conditions; 0: time(NULL) */
-  const char *session_uid;              /* transitionID of conditions; NULL: generated */
+  int64_t now;                          /* Unix seconds; 0: the snapshot's time       */
+  const char *session_uid;              /* transitionID; NULL: from the snapshot time */
 } sch_session_options;
 
 #define SCH_SESSION_OPTIONS_DEFAULT {0, 5, 100, 0, NULL}

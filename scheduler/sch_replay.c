@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "kc_error.h"
+#include "kc_file.h"
 #include "kc_flags.h"
 #include "kc_log.h"
 #include "sch_conf.h"
@@ -32,39 +33,6 @@ static const char *pod_ns(const sch_task *t) {
 }
 static const char *pod_name(const sch_task *t) {
   return t->pod && t->pod->name ? t->pod->name : "?";
-}
-
-/* Reads the whole file into a *new* buffer. */
-static int read_all(const char *path, uint8_t **out, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (f == NULL)
-    return KC_EIO;
-  size_t cap = 1 << 16, n = 0;
-  uint8_t *buf = malloc(cap);
-  int rc = KC_ENOMEM;
-  while (buf) {
-    if (n == cap) {
-      uint8_t *b = realloc(buf, cap * 2);
-      if (b == NULL)
-        break;
-      buf = b;
-      cap *= 2;
-    }
-    size_t got = fread(buf + n, 1, cap - n, f);
-    n += got;
-    if (got == 0) {
-      rc = ferror(f) ? KC_EIO : 0;
-      break;
-    }
-  }
-  fclose(f);
-  if (rc != 0) {
-    free(buf);
-    return rc;
-  }
-  *out = buf;
-  *len = n;
-  return 0;
 }
 
 static double now_s(void) {
@@ -145,7 +113,7 @@ int main(int argc, char **argv) {
     return help ? 0 : 2;
   }
   const char *path = argv[0];
-  uint8_t *buf = NULL;
+  char *buf = NULL;
   size_t len = 0;
   Kiln__Snapshot *msg = NULL;
   sch_conf *conf = NULL;
@@ -153,12 +121,13 @@ int main(int argc, char **argv) {
   sch_session *ssn = NULL;
   sch_result *r = NULL;
   int status = 1;
-  int rc = read_all(path, &buf, &len);
+  /* A dump of a large cluster is a few hundred MB; the bound only stops a wrong file. */
+  int rc = kc_file_read(path, (size_t)4 << 30, &buf, &len);
   if (rc != 0) {
     fprintf(stderr, "kiln-replay: cannot read %s: %s\n", path, kc_strerror(rc));
     goto out;
   }
-  msg = kiln__snapshot__unpack(NULL, len, buf);
+  msg = kiln__snapshot__unpack(NULL, len, (const uint8_t *)buf);
   if (msg == NULL) {
     fprintf(stderr, "kiln-replay: %s is not a Snapshot message\n", path);
     goto out;

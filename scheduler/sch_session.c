@@ -1,7 +1,6 @@
 /* The session: callback registry, Volcano's tier dispatch rules (session_plugins.go),
  * reasons, outputs, and open/run/close with the PodGroup and Queue status computation
  * (session.go jobStatus / getPodGroupPhase). */
-#define _GNU_SOURCE
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -514,7 +513,6 @@ static void close_plugins(sch_session *ssn, size_t upto) {
 int sch_session_open(sch_snapshot *snap, const sch_conf *conf, const sch_session_options *opts,
                      sch_session **out) {
   static const sch_session_options defaults = SCH_SESSION_OPTIONS_DEFAULT;
-  static unsigned long counter;
   *out = NULL;
   sch_session *ssn = calloc(1, sizeof(*ssn));
   if (!ssn)
@@ -522,12 +520,16 @@ int sch_session_open(sch_snapshot *snap, const sch_conf *conf, const sch_session
   ssn->snap = snap;
   ssn->conf = conf;
   ssn->opts = opts ? *opts : defaults;
+  /* The clock and the session's identity come from the snapshot (the time it was taken),
+   * so a replay of a dumped snapshot makes the same decisions and writes the same
+   * conditions as the live session did. */
+  int64_t taken = snap->msg ? snap->msg->time_unix_nano : 0;
   if (!ssn->opts.now)
-    ssn->opts.now = (int64_t)time(NULL);
+    ssn->opts.now = taken / 1000000000;
   if (ssn->opts.session_uid)
     snprintf(ssn->uid, sizeof(ssn->uid), "%s", ssn->opts.session_uid);
   else
-    snprintf(ssn->uid, sizeof(ssn->uid), "%llx-%lx", (unsigned long long)ssn->opts.now, ++counter);
+    snprintf(ssn->uid, sizeof(ssn->uid), "%llx", (unsigned long long)taken);
   ssn->opts.session_uid = ssn->uid;
   kc_strmap_init(&ssn->reason_index, KC_STRMAP_BORROW_KEYS);
   ssn->res = calloc(1, sizeof(*ssn->res));

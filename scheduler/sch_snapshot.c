@@ -1,6 +1,5 @@
 /* Snapshot construction from a Kiln__Snapshot message (Volcano cache Snapshot(),
  * getOrCreateJob, createShadowPodGroup, NodeInfo accounting). */
-#define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

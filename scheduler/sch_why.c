@@ -13,7 +13,6 @@
  * The condition reason (NotEnoughResources, ...) stays Volcano's, for tools that read it.
  *
  * Pure: reads the session and snapshot, interns strings in the session's reason table. */
-#define _GNU_SOURCE
 #include <stdio.h>
 #include <string.h>
 

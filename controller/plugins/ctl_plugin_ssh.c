@@ -1,23 +1,19 @@
 /* ssh (Volcano pkg/controllers/job/plugins/ssh): a Secret with a key pair (made through
  * the injected ops) and an ssh config naming every pod, mounted in every container. */
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ctl_plugin.h"
+#include "kc_codec.h"
 #include "kc_error.h"
 
 #define SSH_ROOT_PATH "/root/.ssh"
 
 static json_t *b64(const char *s) {
-  size_t n = strlen(s);
-  unsigned char *out = malloc(4 * ((n + 2) / 3) + 1);
-  if (!out)
-    return NULL;
-  EVP_EncodeBlock(out, (const unsigned char *)s, (int)n);
-  json_t *j = json_string((char *)out);
-  free(out);
+  char *enc = kc_base64_encode(s, strlen(s));
+  json_t *j = enc ? json_string(enc) : NULL;
+  free(enc);
   return j;
 }
 

@@ -1,6 +1,5 @@
 /* The allocate action (Volcano pkg/scheduler/actions/allocate): places the pending tasks
  * of each job, queue by queue, as one gang statement. */
-#define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,5 @@
 /* The backfill action (Volcano pkg/scheduler/actions/backfill): places best-effort tasks
  * (no resource request) on any node the predicates accept. */
-#define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,5 @@
 /* The enqueue action (Volcano pkg/scheduler/actions/enqueue): admits Pending jobs into
  * their queues, in queue and job order, when the plugins say they fit. */
-#define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

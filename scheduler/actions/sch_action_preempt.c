@@ -16,7 +16,6 @@
  * Never victims: tasks not Running or Bound, pods marked volcano.sh/preemptable "false",
  * other schedulers' pods, and any non-best-effort task when the preemptor is best-effort.
  * A preemptor whose pod says preemptionPolicy: Never does not preempt. */
-#define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,5 +1,4 @@
 /* The node search shared by allocate and backfill (see sch_search.h). */
-#define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

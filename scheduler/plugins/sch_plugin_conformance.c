@@ -1,6 +1,5 @@
 /* The conformance plugin (Volcano pkg/scheduler/plugins/conformance): critical pods are
  * never victims. */
-#define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

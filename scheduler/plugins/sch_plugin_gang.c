@@ -1,6 +1,5 @@
 /* The gang plugin (Volcano pkg/scheduler/plugins/gang): a job runs only when minAvailable
  * of its tasks can, and its PodGroup says why not. */
-#define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

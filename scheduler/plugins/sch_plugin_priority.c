@@ -1,6 +1,5 @@
 /* The priority plugin (Volcano pkg/scheduler/plugins/priority): job and task order by
  * priority, victims of lower priority. */
-#define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -24,7 +24,6 @@
  *     params: {thresholds: {cpu: 20, memory: 20}, targetThresholds: {cpu: 80, memory: 80}}
  * The interval is measured across sessions, as Volcano's util.IsToBeExecuted does, with one
  * clock per process (the session's `now`). */
-#define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -292,6 +292,7 @@ static void add_queues(Kiln__Snapshot *m, const gen_opts *o) {
 static Kiln__Snapshot *generate(const gen_opts *o, bool nodes_only) {
   Kiln__Snapshot *m = xcalloc(sizeof(*m));
   kiln__snapshot__init(m);
+  m->time_unix_nano = (int64_t)time(NULL) * 1000000000; /* taken now, as a live one */
   m->scheduler_name = xstrf("volcano");
   add_queues(m, o);
   m->n_nodes = (size_t)o->nodes;

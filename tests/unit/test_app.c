@@ -16,9 +16,8 @@
 #include <uv.h>
 
 #include "kc_app.h"
+#include "kc_container.h"
 #include "kc_error.h"
-
-#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 static char kubeconfig[256];
 

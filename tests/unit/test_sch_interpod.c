@@ -604,7 +604,7 @@ static void test_scale(void **state) {
   int nseen[100] = {0};
   for (size_t i = 0; i < res->nbinds; i++) {
     const sch_task *t = &f->snap->tasks[res->binds[i].task];
-    int g = atoi(sch_pod_label(t->pod, "app") + 1);
+    int g = (int)strtol(sch_pod_label(t->pod, "app") + 1, NULL, 10);
     int32_t ni = res->binds[i].node;
     for (int k = 0; k < nseen[g]; k++)
       assert_int_not_equal(seen[g][k], ni);

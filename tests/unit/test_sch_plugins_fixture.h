@@ -43,6 +43,9 @@ static inline fx *fx_new(void) {
   fx *f = fx_alloc(sizeof(*f));
   f->msg = fx_alloc(sizeof(*f->msg));
   kiln__snapshot__init(f->msg);
+  /* Taken at 2026-11-29T12:00:00Z, two hours after the fixture's objects were created: the
+   * session's clock (waiting times, condition times) is the snapshot's. */
+  f->msg->time_unix_nano = 1795953600LL * 1000000000;
   return f;
 }
 
