@@ -3,7 +3,8 @@
 # place of proportion): three queues with deserved 1:1:2 get that split of dedicated nodes
 # under contention, and a queue at its capability admits no more; then with enableHierarchy, a
 # depth-3 tree (root -> parent -> leaves): deserved 1:1:2 among siblings, a parent's
-# capability bounding its children together, jobs only in leaves, reclaim between siblings.
+# capability bounding its children together, jobs only in leaves, reclaim between siblings;
+# and hierarchical DRF (drf with enableHierarchy) dividing by the queues' weights.
 # Each test makes its own
 # kwok nodes (labelled grp=<test>, tainted kiln-cap=<test>) and selects them, so other
 # suites are not disturbed. A test that needs every pod in one session creates the pods
@@ -29,6 +30,8 @@ tiers:
   - name: predicates
   - name: nodeorder
 EOF
+HDRF_CONF=$D/hdrf-scheduler.conf
+sed -e 's/^  - name: capacity$/  - name: drf\n    enableHierarchy: true/' "$CONF" > "$HDRF_CONF"
 HIER_CONF=$D/capacity-hier-scheduler.conf
 sed 's/^  - name: capacity$/  - name: capacity\n    enableHierarchy: true/' "$CONF" > "$HIER_CONF"
 
@@ -308,10 +311,42 @@ test_hier_reclaim_between_siblings() {
   finish "$ns" cap-hr-1 cap-hr-2 cap-hr
 }
 
+# Hierarchical DRF in place of capacity: root -> cap-hd-a (weight 3), cap-hd-b (weight 1),
+# each with 8 one-cpu gangs waiting for 8 cpu of nodes: share / weight orders the queues, so
+# they get 6 and 2.
+test_hdrf_weights_split_under_contention() {
+  local ns
+  ns=$(new_namespace cap)
+  nodes chdrf 2 --cpu 4 --memory 16Gi
+  kubectl apply -f - >/dev/null <<EOF || fail "cannot create the queues"
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: cap-hd-a}
+spec: {weight: 3, reclaimable: false}
+---
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: cap-hd-b}
+spec: {weight: 1, reclaimable: false}
+EOF
+  gangs "$ns" a cap-hd-a 8 1 chdrf
+  gangs "$ns" b cap-hd-b 8 1 chdrf
+  start_scheduler "$HDRF_CONF"
+  local deadline=$((SECONDS + 90)) total
+  while :; do
+    total=$(($(bound "$ns" a) + $(bound "$ns" b)))
+    [ "$total" = 8 ] && break
+    [ $SECONDS -lt $deadline ] || fail "want 8 pods bound, have $total"
+    sleep 0.3
+  done
+  expect_eq "6 2" "$(bound "$ns" a) $(bound "$ns" b)" "pods bound in cap-hd-a and cap-hd-b"
+  finish "$ns" cap-hd-a cap-hd-b
+}
+
 e2e_main "$@"
 rc=$?
 stop_scheduler
-kubectl delete nodes -l 'grp in (csplit,ccap,crec,chsplit,chcap,chrec)' --wait=false >/dev/null 2>&1
+kubectl delete nodes -l 'grp in (csplit,ccap,crec,chsplit,chcap,chrec,chdrf)' --wait=false >/dev/null 2>&1
 if [ -n "${KILN_E2E_LOGS:-}" ]; then
   mkdir -p "$KILN_E2E_LOGS" && cp "$LOG" "$KILN_E2E_LOGS"/ 2>/dev/null
 fi
