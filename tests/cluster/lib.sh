@@ -32,6 +32,21 @@ start() {
   local pid=$!
   echo "$pid" >"$DIR/pids/$name.pid"
   echo "$1" >"$DIR/pids/$name.exe"
+  await_exec "$name"
+}
+
+# await_exec NAME: wait (5 s at most) until the process started as NAME runs its program or is
+# gone. Until the fork's exec, /proc/PID/exe is still this shell, and `alive` would call a
+# healthy start "exited" (seen on a machine with a load average near 40).
+await_exec() {
+  local pid want
+  pid=$(cat "$DIR/pids/$1.pid")
+  want=$(readlink -f "$(cat "$DIR/pids/$1.exe")")
+  for _ in $(seq 1 50); do
+    [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$want" ] && return 0
+    kill -0 "$pid" 2>/dev/null || return 0
+    sleep 0.1
+  done
 }
 
 # alive NAME: the process started as NAME is still running.
