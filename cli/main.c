@@ -33,8 +33,7 @@ static int raw(run_ctx *x, kc_verb verb, const kc_ref *ref, const kc_query *q, j
                vc_reply *r) {
   memset(r, 0, sizeof(*r));
   if (x->conn == NULL) {
-    int rc = vc_conn_open(x->a->kubeconfig, x->a->master, &x->conn, r->message,
-                          sizeof(r->message));
+    int rc = vc_conn_open(x->a->kubeconfig, x->a->master, &x->conn, r->message, sizeof(r->message));
     if (rc != 0)
       return r->err = rc;
   }
@@ -51,10 +50,14 @@ static int call(run_ctx *x, kc_verb verb, const kc_ref *ref, const kc_query *q, 
   return rc;
 }
 
-#define JOBS(ns, name) {"batch.volcano.sh", "v1alpha1", "jobs", ns, name, NULL}
-#define QUEUES(name) {"scheduling.volcano.sh", "v1beta1", "queues", NULL, name, NULL}
-#define PODGROUPS(ns, name) {"scheduling.volcano.sh", "v1beta1", "podgroups", ns, name, NULL}
-#define COMMANDS(ns) {"bus.volcano.sh", "v1alpha1", "commands", ns, NULL, NULL}
+#define JOBS(ns, name)                                                                             \
+  { "batch.volcano.sh", "v1alpha1", "jobs", ns, name, NULL }
+#define QUEUES(name)                                                                               \
+  { "scheduling.volcano.sh", "v1beta1", "queues", NULL, name, NULL }
+#define PODGROUPS(ns, name)                                                                        \
+  { "scheduling.volcano.sh", "v1beta1", "podgroups", ns, name, NULL }
+#define COMMANDS(ns)                                                                               \
+  { "bus.volcano.sh", "v1alpha1", "commands", ns, NULL, NULL }
 
 /* ---- jobs ---- */
 
@@ -167,8 +170,9 @@ static int job_view(run_ctx *x) {
   if (a->name == NULL || !a->name[0]) {
     if (a->list_if_no_name)
       return job_list(x);
-    return failf(x, KC_EINVAL, "job name (specified by --name or -N) is mandatory to view a "
-                               "particular job");
+    return failf(x, KC_EINVAL,
+                 "job name (specified by --name or -N) is mandatory to view a "
+                 "particular job");
   }
   kc_ref ref = JOBS(a->namespace, a->name);
   vc_reply r;
@@ -302,16 +306,19 @@ static int queue_operate(run_ctx *x) {
   int rc;
   if (strcmp(act, "update") == 0) {
     if (a->weight == 0)
-      return failf(x, KC_EINVAL, "When update queue %s, weight must be specified, the value "
-                                 "must be greater than 0", a->name);
+      return failf(x, KC_EINVAL,
+                   "When update queue %s, weight must be specified, the value "
+                   "must be greater than 0",
+                   a->name);
     json_t *patch = json_pack("{s:{s:i}}", "spec", "weight", a->weight);
     rc = call(x, KC_PATCH_MERGE, &ref, NULL, patch, &r);
     json_decref(patch);
     vc_reply_clear(&r);
     return rc;
   }
-  const char *action = strcmp(act, "open") == 0 ? "OpenQueue"
-                       : strcmp(act, "close") == 0 ? "CloseQueue" : NULL;
+  const char *action = strcmp(act, "open") == 0    ? "OpenQueue"
+                       : strcmp(act, "close") == 0 ? "CloseQueue"
+                                                   : NULL;
   if (act[0] == '\0')
     return failf(x, KC_EINVAL, "Action can not be null");
   if (action == NULL)
@@ -385,8 +392,8 @@ static int pod_list(run_ctx *x) {
     json_array_foreach(json_object_get(pods, "items"), i, p) {
       const char *l = label(p, "volcano.sh/queue-name");
       if (l && strcmp(l, a->queue) != 0)
-        rc = failf(x, KC_EINVAL, "the input vcjob %s does not match the queue %s", a->job,
-                   a->queue);
+        rc =
+            failf(x, KC_EINVAL, "the input vcjob %s does not match the queue %s", a->job, a->queue);
     }
   } else if (by_queue) {
     json_decref(pods);
@@ -425,8 +432,8 @@ static int fail_aggregate(run_ctx *x, const json_t *msgs) {
   if (m == NULL)
     return failf(x, KC_ENOMEM, "out of memory");
   json_t *v;
-  json_array_foreach(msgs, i, v) fprintf(m, "%s%s", i ? ", " : (n > 1 ? "[" : ""),
-                                          json_string_value(v));
+  json_array_foreach(msgs, i, v)
+      fprintf(m, "%s%s", i ? ", " : (n > 1 ? "[" : ""), json_string_value(v));
   fputs(n > 1 ? "]" : "", m);
   fclose(m);
   failf(x, KC_EINVAL, "%s", text);
@@ -452,18 +459,21 @@ static int flow_each_doc(run_ctx *x, bool create) {
   size_t i;
   json_t *d;
   json_array_foreach(docs, i, d) {
-    const char *ns = vc_str(d, "metadata.namespace")[0] ? vc_str(d, "metadata.namespace")
-                                                        : "default";
-    kc_ref ref = {"flow.volcano.sh", "v1alpha1", k.resource, ns,
-                  create ? NULL : vc_str(d, "metadata.name"), NULL};
+    const char *ns =
+        vc_str(d, "metadata.namespace")[0] ? vc_str(d, "metadata.namespace") : "default";
+    kc_ref ref = {"flow.volcano.sh",
+                  "v1alpha1",
+                  k.resource,
+                  ns,
+                  create ? NULL : vc_str(d, "metadata.name"),
+                  NULL};
     vc_reply r;
     if (raw(x, create ? KC_CREATE : KC_DELETE, &ref, NULL, create ? d : NULL, &r) == 0) {
       printf("%s %s: %s/%s\n", create ? "Created" : "Deleted", k.kind, ns,
              vc_str(d, "metadata.name"));
     } else {
       json_array_append_new(errs, json_sprintf("%s %s %s/%s: %s", create ? "create" : "delete",
-                                               k.kind, ns, vc_str(d, "metadata.name"),
-                                               r.message));
+                                               k.kind, ns, vc_str(d, "metadata.name"), r.message));
     }
     vc_reply_clear(&r);
   }
@@ -475,8 +485,12 @@ static int flow_each_doc(run_ctx *x, bool create) {
 
 static int flow_list(run_ctx *x) {
   flow_kind k = kind_of(x->a);
-  kc_ref ref = {"flow.volcano.sh", "v1alpha1", k.resource,
-                x->a->all_namespaces ? NULL : x->a->namespace, NULL, NULL};
+  kc_ref ref = {"flow.volcano.sh",
+                "v1alpha1",
+                k.resource,
+                x->a->all_namespaces ? NULL : x->a->namespace,
+                NULL,
+                NULL};
   vc_reply r;
   int rc = call(x, KC_LIST, &ref, NULL, NULL, &r);
   if (rc == 0 && json_array_size(json_object_get(r.obj, "items")) == 0)
@@ -538,7 +552,7 @@ static void print_detail(const vc_args *a, json_t *obj, flow_kind k) {
 static int flow_describe(run_ctx *x) {
   flow_kind k = kind_of(x->a);
   bool one = x->a->name && x->a->name[0];
-  kc_ref ref = {"flow.volcano.sh", "v1alpha1", k.resource, x->a->namespace,
+  kc_ref ref = {"flow.volcano.sh",       "v1alpha1", k.resource, x->a->namespace,
                 one ? x->a->name : NULL, NULL};
   vc_reply r;
   int rc = call(x, one ? KC_GET : KC_LIST, &ref, NULL, NULL, &r);
@@ -560,24 +574,42 @@ static int flow_describe(run_ctx *x) {
 
 static int run(run_ctx *x) {
   switch (x->a->verb) {
-  case VC_JOB_RUN: return job_run(x);
-  case VC_JOB_LIST: return job_list(x);
-  case VC_JOB_VIEW: return job_view(x);
-  case VC_JOB_SUSPEND: return job_command(x, "AbortJob", "suspend");
-  case VC_JOB_RESUME: return job_command(x, "ResumeJob", "resume");
-  case VC_JOB_DELETE: return job_delete(x, x->a->what[0] == '\0');
-  case VC_QUEUE_CREATE: return queue_create(x);
-  case VC_QUEUE_GET: return queue_get(x);
-  case VC_QUEUE_LIST: return queue_list(x);
-  case VC_QUEUE_OPERATE: return queue_operate(x);
-  case VC_QUEUE_DELETE: return queue_delete(x);
-  case VC_POD_LIST: return pod_list(x);
-  case VC_FLOW_CREATE: return flow_each_doc(x, true);
-  case VC_FLOW_LIST: return flow_list(x);
-  case VC_FLOW_GET: return flow_get(x);
-  case VC_FLOW_DELETE: return flow_delete(x);
-  case VC_FLOW_DESCRIBE: return flow_describe(x);
-  default: return failf(x, KC_EINVAL, "nothing to do");
+  case VC_JOB_RUN:
+    return job_run(x);
+  case VC_JOB_LIST:
+    return job_list(x);
+  case VC_JOB_VIEW:
+    return job_view(x);
+  case VC_JOB_SUSPEND:
+    return job_command(x, "AbortJob", "suspend");
+  case VC_JOB_RESUME:
+    return job_command(x, "ResumeJob", "resume");
+  case VC_JOB_DELETE:
+    return job_delete(x, x->a->what[0] == '\0');
+  case VC_QUEUE_CREATE:
+    return queue_create(x);
+  case VC_QUEUE_GET:
+    return queue_get(x);
+  case VC_QUEUE_LIST:
+    return queue_list(x);
+  case VC_QUEUE_OPERATE:
+    return queue_operate(x);
+  case VC_QUEUE_DELETE:
+    return queue_delete(x);
+  case VC_POD_LIST:
+    return pod_list(x);
+  case VC_FLOW_CREATE:
+    return flow_each_doc(x, true);
+  case VC_FLOW_LIST:
+    return flow_list(x);
+  case VC_FLOW_GET:
+    return flow_get(x);
+  case VC_FLOW_DELETE:
+    return flow_delete(x);
+  case VC_FLOW_DESCRIBE:
+    return flow_describe(x);
+  default:
+    return failf(x, KC_EINVAL, "nothing to do");
   }
 }
 

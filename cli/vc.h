@@ -52,9 +52,9 @@ typedef enum {
  * defaults. */
 typedef struct {
   vc_verb verb;
-  char what[48];       /* "suspend job": the words after "Failed to"; "" for a shortcut */
+  char what[48];        /* "suspend job": the words after "Failed to"; "" for a shortcut */
   bool list_if_no_name; /* vjobs, vqueues: without --name, list instead */
-  const char *usage;   /* the help text of the command (static) */
+  const char *usage;    /* the help text of the command (static) */
   const char *master;
   const char *kubeconfig;
   const char *namespace;
@@ -178,9 +178,9 @@ void vc_go_time(const char *rfc3339, char *buf, size_t len);
 typedef struct vc_conn vc_conn;
 
 typedef struct {
-  int err;       /* 0 or a kc_error.h code */
-  long status;   /* HTTP status */
-  json_t *obj;   /* new reference to the body (2xx), or NULL */
+  int err;     /* 0 or a kc_error.h code */
+  long status; /* HTTP status */
+  json_t *obj; /* new reference to the body (2xx), or NULL */
   char message[1024];
 } vc_reply;
 

@@ -41,7 +41,8 @@ typedef struct {
   size_t off;
 } opt_def;
 
-#define OPT(n, t, field) {n, t, offsetof(vc_args, field)}
+#define OPT(n, t, field)                                                                           \
+  { n, t, offsetof(vc_args, field) }
 static const opt_def opts[O__COUNT] = {
     [O_MASTER] = OPT("master", KC_FLAG_STRING, master),
     [O_KUBECONFIG] = OPT("kubeconfig", KC_FLAG_STRING, kubeconfig),
@@ -70,7 +71,7 @@ static const opt_def opts[O__COUNT] = {
 /* A flag as one command has it: its shorthand, default and help text (Volcano's). */
 typedef struct {
   int opt;
-  char shorthand; /* 0: none */
+  char shorthand;  /* 0: none */
   const char *def; /* the default value, or NULL */
   const char *usage;
 } use;
@@ -81,99 +82,195 @@ typedef struct {
   const char *group; /* "job", or NULL for a shortcut */
   const char *word;  /* "run", or the shortcut's program name */
   vc_verb verb;
-  const char *noun;  /* for "Failed to <word> <noun>" */
+  const char *noun; /* for "Failed to <word> <noun>" */
   const char *summary;
   bool list_if_no_name;
   use uses[MAX_USES];
 } cmd_def;
 
 /* The flags every command has (util.InitFlags). */
-#define COMMON                                                                                   \
-  {O_MASTER, 's', NULL, "the address of apiserver"},                                              \
-      {O_KUBECONFIG, 'k', NULL,                                                                   \
-       "(optional) absolute path to the kubeconfig file (default $KUBECONFIG, else "              \
+#define COMMON                                                                                     \
+  {O_MASTER, 's', NULL, "the address of apiserver"},                                               \
+      {O_KUBECONFIG, 'k', NULL,                                                                    \
+       "(optional) absolute path to the kubeconfig file (default $KUBECONFIG, else "               \
        "~/.kube/config)"},                                                                         \
-      {O_HELP, 'h', NULL, "help"}
+  {                                                                                                \
+    O_HELP, 'h', NULL, "help"                                                                      \
+  }
 
-#define NS(c) {O_NAMESPACE, c, "default", "the namespace of job"}
-#define JOBNAME(c) {O_NAME, c, NULL, "the name of job"}
-#define QNAME(def) {O_NAME, 'n', def, "the name of queue"}
-#define RUNFLAGS(nsc, namec, imgdef, nsdef, schdef)                                              \
-  {O_IMAGE, 'i', imgdef, "the container image of job"},                                           \
-      {O_NAMESPACE, nsc, nsdef, "the namespace of job"}, JOBNAME(namec),                          \
-      {O_MIN, 'm', "1", "the minimal available tasks of job"},                   \
-      {O_REPLICAS, 'r', "1", "the total tasks of job"},                                           \
-      {O_REQUESTS, 'R', "cpu=1000m,memory=100Mi", "the resource request of the task"},            \
-      {O_LIMITS, 'L', "cpu=1000m,memory=100Mi", "the resource limit of the task"},                \
-      {O_SCHEDULER, 'S', schdef, "the scheduler for this job"}
+#define NS(c)                                                                                      \
+  { O_NAMESPACE, c, "default", "the namespace of job" }
+#define JOBNAME(c)                                                                                 \
+  { O_NAME, c, NULL, "the name of job" }
+#define QNAME(def)                                                                                 \
+  { O_NAME, 'n', def, "the name of queue" }
+#define RUNFLAGS(nsc, namec, imgdef, nsdef, schdef)                                                \
+  {O_IMAGE, 'i', imgdef, "the container image of job"},                                            \
+      {O_NAMESPACE, nsc, nsdef, "the namespace of job"}, JOBNAME(namec),                           \
+      {O_MIN, 'm', "1", "the minimal available tasks of job"},                                     \
+      {O_REPLICAS, 'r', "1", "the total tasks of job"},                                            \
+      {O_REQUESTS, 'R', "cpu=1000m,memory=100Mi", "the resource request of the task"},             \
+      {O_LIMITS, 'L', "cpu=1000m,memory=100Mi", "the resource limit of the task"}, {               \
+    O_SCHEDULER, 'S', schdef, "the scheduler for this job"                                         \
+  }
 
 static const cmd_def cmds[] = {
-    {"job", "run", VC_JOB_RUN, "job", "run job by parameters from the command line", false,
-     {COMMON, RUNFLAGS('n', 'N', "busybox", "default", "volcano"),
+    {"job",
+     "run",
+     VC_JOB_RUN,
+     "job",
+     "run job by parameters from the command line",
+     false,
+     {COMMON,
+      RUNFLAGS('n', 'N', "busybox", "default", "volcano"),
       {O_FILENAME, 'f', NULL, "the yaml file of job"}}},
-    {"job", "list", VC_JOB_LIST, "job", "list job information", false,
-     {COMMON, {O_QUEUE, 'q', NULL, "list job with specified queue name"}, NS('n'),
+    {"job",
+     "list",
+     VC_JOB_LIST,
+     "job",
+     "list job information",
+     false,
+     {COMMON,
+      {O_QUEUE, 'q', NULL, "list job with specified queue name"},
+      NS('n'),
       {O_SCHEDULER, 'S', NULL, "list job with specified scheduler name"},
       {O_ALLNS, 0, NULL, "list jobs in all namespaces"},
       {O_SELECTOR, 0, NULL, "fuzzy matching jobName"}}},
-    {"job", "view", VC_JOB_VIEW, "job", "show job information", false,
+    {"job",
+     "view",
+     VC_JOB_VIEW,
+     "job",
+     "show job information",
+     false,
      {COMMON, NS('n'), JOBNAME('N')}},
-    {"job", "suspend", VC_JOB_SUSPEND, "job", "abort a job", false,
+    {"job",
+     "suspend",
+     VC_JOB_SUSPEND,
+     "job",
+     "abort a job",
+     false,
      {COMMON, NS('n'), JOBNAME('N')}},
-    {"job", "resume", VC_JOB_RESUME, "job", "resume a job", false,
+    {"job", "resume", VC_JOB_RESUME, "job", "resume a job", false, {COMMON, NS('n'), JOBNAME('N')}},
+    {"job",
+     "delete",
+     VC_JOB_DELETE,
+     "job",
+     "delete a job ",
+     false,
      {COMMON, NS('n'), JOBNAME('N')}},
-    {"job", "delete", VC_JOB_DELETE, "job", "delete a job ", false,
-     {COMMON, NS('n'), JOBNAME('N')}},
-    {"queue", "create", VC_QUEUE_CREATE, "queue", "creates queue", false,
-     {COMMON, QNAME("test"), {O_WEIGHT, 'w', "1", "the weight of the queue"},
+    {"queue",
+     "create",
+     VC_QUEUE_CREATE,
+     "queue",
+     "creates queue",
+     false,
+     {COMMON,
+      QNAME("test"),
+      {O_WEIGHT, 'w', "1", "the weight of the queue"},
       {O_STATE, 'S', "Open", "the state of queue"}}},
-    {"queue", "delete", VC_QUEUE_DELETE, "queue", "delete queue", false,
-     {COMMON, QNAME(NULL)}},
-    {"queue", "operate", VC_QUEUE_OPERATE, "queue", "operate queue", false,
-     {COMMON, QNAME(NULL), {O_WEIGHT, 'w', "0", "the weight of the queue"},
+    {"queue", "delete", VC_QUEUE_DELETE, "queue", "delete queue", false, {COMMON, QNAME(NULL)}},
+    {"queue",
+     "operate",
+     VC_QUEUE_OPERATE,
+     "queue",
+     "operate queue",
+     false,
+     {COMMON,
+      QNAME(NULL),
+      {O_WEIGHT, 'w', "0", "the weight of the queue"},
       {O_ACTION, 'a', NULL, "operate action to queue, valid actions are open, close, update"}}},
     {"queue", "list", VC_QUEUE_LIST, "queue", "lists all the queue", false, {COMMON}},
     {"queue", "get", VC_QUEUE_GET, "queue", "get a queue", false, {COMMON, QNAME(NULL)}},
-    {"pod", "list", VC_POD_LIST, "pod", "list pod information created by vcjob", false,
-     {COMMON, {O_QUEUE, 'q', NULL, "list pod with specified queue name"},
+    {"pod",
+     "list",
+     VC_POD_LIST,
+     "pod",
+     "list pod information created by vcjob",
+     false,
+     {COMMON,
+      {O_QUEUE, 'q', NULL, "list pod with specified queue name"},
       {O_JOB, 'j', NULL, "list pod with specified job name"},
       {O_NAMESPACE, 'n', "default", "the namespace of pod"},
       {O_ALLNS, 0, NULL, "list pods in all namespaces"}}},
-    /* flow.volcano.sh: the same five commands for JobFlows and JobTemplates. */
-#define FLOWCMDS(g, noun)                                                                        \
-  {g, "create", VC_FLOW_CREATE, g, "create a " noun, false,                                       \
-   {COMMON, {O_FILE, 'f', NULL, "the path to the YAML file containing the " noun}}},              \
-      {g, "list", VC_FLOW_LIST, g, "list " noun "s", false,                                       \
-       {COMMON, {O_NAMESPACE, 'n', "default", "the namespace of " noun},                          \
-        {O_ALLNS, 0, NULL, "list " noun "s in all namespaces"}}},                                 \
-      {g, "get", VC_FLOW_GET, g, "get a " noun, false,                                            \
-       {COMMON, {O_NAME, 'N', NULL, "the name of " noun},                                         \
-        {O_NAMESPACE, 'n', "default", "the namespace of " noun}}},                                \
-      {g, "delete", VC_FLOW_DELETE, g, "delete a " noun, false,                                   \
-       {COMMON, {O_NAME, 'N', NULL, "the name of " noun},                                         \
-        {O_NAMESPACE, 'n', "default", "the namespace of " noun},                                  \
-        {O_FILE, 'f', NULL, "the path to the YAML file containing the " noun}}},                  \
-      {g, "describe", VC_FLOW_DESCRIBE, g, "describe a " noun, false,                             \
-       {COMMON, {O_NAME, 'N', NULL, "the name of " noun},                                         \
-        {O_NAMESPACE, 'n', "default", "the namespace of " noun},                                  \
-        {O_FORMAT, 'o', "yaml", "the format of output"}}}
+/* flow.volcano.sh: the same five commands for JobFlows and JobTemplates. */
+#define FLOWCMDS(g, noun)                                                                          \
+  {g,                                                                                              \
+   "create",                                                                                       \
+   VC_FLOW_CREATE,                                                                                 \
+   g,                                                                                              \
+   "create a " noun,                                                                               \
+   false,                                                                                          \
+   {COMMON, {O_FILE, 'f', NULL, "the path to the YAML file containing the " noun}}},               \
+      {g,                                                                                          \
+       "list",                                                                                     \
+       VC_FLOW_LIST,                                                                               \
+       g,                                                                                          \
+       "list " noun "s",                                                                           \
+       false,                                                                                      \
+       {COMMON,                                                                                    \
+        {O_NAMESPACE, 'n', "default", "the namespace of " noun},                                   \
+        {O_ALLNS, 0, NULL, "list " noun "s in all namespaces"}}},                                  \
+      {g,                                                                                          \
+       "get",                                                                                      \
+       VC_FLOW_GET,                                                                                \
+       g,                                                                                          \
+       "get a " noun,                                                                              \
+       false,                                                                                      \
+       {COMMON,                                                                                    \
+        {O_NAME, 'N', NULL, "the name of " noun},                                                  \
+        {O_NAMESPACE, 'n', "default", "the namespace of " noun}}},                                 \
+      {g,                                                                                          \
+       "delete",                                                                                   \
+       VC_FLOW_DELETE,                                                                             \
+       g,                                                                                          \
+       "delete a " noun,                                                                           \
+       false,                                                                                      \
+       {COMMON,                                                                                    \
+        {O_NAME, 'N', NULL, "the name of " noun},                                                  \
+        {O_NAMESPACE, 'n', "default", "the namespace of " noun},                                   \
+        {O_FILE, 'f', NULL, "the path to the YAML file containing the " noun}}},                   \
+  {                                                                                                \
+    g, "describe", VC_FLOW_DESCRIBE, g, "describe a " noun, false, {                               \
+      COMMON, {O_NAME, 'N', NULL, "the name of " noun},                                            \
+          {O_NAMESPACE, 'n', "default", "the namespace of " noun}, {                               \
+        O_FORMAT, 'o', "yaml", "the format of output"                                              \
+      }                                                                                            \
+    }                                                                                              \
+  }
     FLOWCMDS("jobflow", "jobflow"),
     FLOWCMDS("jobtemplate", "jobtemplate"),
     /* The Slurm/LSF-style shortcuts: -N is the namespace, -n the name. */
-    {NULL, "vsub", VC_JOB_RUN, NULL, "submit a job", false,
-     {COMMON, RUNFLAGS('N', 'n', NULL, NULL, NULL), {O_COMMAND, 'c', NULL, "the command of of job"}}},
-    {NULL, "vjobs", VC_JOB_VIEW, NULL, "view job information", true,
-     {COMMON, NS('N'), JOBNAME('n'),
+    {NULL,
+     "vsub",
+     VC_JOB_RUN,
+     NULL,
+     "submit a job",
+     false,
+     {COMMON,
+      RUNFLAGS('N', 'n', NULL, NULL, NULL),
+      {O_COMMAND, 'c', NULL, "the command of of job"}}},
+    {NULL,
+     "vjobs",
+     VC_JOB_VIEW,
+     NULL,
+     "view job information",
+     true,
+     {COMMON,
+      NS('N'),
+      JOBNAME('n'),
       {O_SCHEDULER, 'S', NULL, "list job with specified scheduler name"},
       {O_ALLNS, 0, NULL, "list jobs in all namespaces"},
       {O_SELECTOR, 0, NULL, "fuzzy matching jobName"}}},
     {NULL, "vqueues", VC_QUEUE_GET, NULL, "view queue information", true, {COMMON, QNAME(NULL)}},
-    {NULL, "vsuspend", VC_JOB_SUSPEND, NULL, "suspend a job", false,
+    {NULL,
+     "vsuspend",
+     VC_JOB_SUSPEND,
+     NULL,
+     "suspend a job",
+     false,
      {COMMON, NS('N'), JOBNAME('n')}},
-    {NULL, "vresume", VC_JOB_RESUME, NULL, "resume a job", false,
-     {COMMON, NS('N'), JOBNAME('n')}},
-    {NULL, "vcancel", VC_JOB_DELETE, NULL, "cancel a job", false,
-     {COMMON, NS('N'), JOBNAME('n')}},
+    {NULL, "vresume", VC_JOB_RESUME, NULL, "resume a job", false, {COMMON, NS('N'), JOBNAME('n')}},
+    {NULL, "vcancel", VC_JOB_DELETE, NULL, "cancel a job", false, {COMMON, NS('N'), JOBNAME('n')}},
 };
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
 
@@ -253,8 +350,7 @@ static const char *std_getenv(const char *name) {
   return getenv(name);
 }
 
-int vc_args_parse(int argc, char **argv, vc_getenv_fn env, vc_args *a, char *err,
-                  size_t errlen) {
+int vc_args_parse(int argc, char **argv, vc_getenv_fn env, vc_args *a, char *err, size_t errlen) {
   memset(a, 0, sizeof(*a));
   current = NULL;
   if (env == NULL)
@@ -273,8 +369,7 @@ int vc_args_parse(int argc, char **argv, vc_getenv_fn env, vc_args *a, char *err
       return 0;
     }
     if (!is_group(argv[1]))
-      return kc_errorf(err, errlen, KC_EINVAL, "unknown command \"%s\" for \"%s\"", argv[1],
-                       prog);
+      return kc_errorf(err, errlen, KC_EINVAL, "unknown command \"%s\" for \"%s\"", argv[1], prog);
     if (argc < 3 || argv[2][0] == '-') {
       snprintf(a->what, sizeof(a->what), "%s", argv[1]);
       a->verb = VC_HELP;
@@ -327,8 +422,8 @@ static void print_flags(FILE *out, const cmd_def *c) {
 void vc_usage(FILE *out, const char *prog, const vc_args *a) {
   if (current && a->help) {
     if (current->group)
-      fprintf(out, "%s\n\nUsage:\n  %s %s %s [flags]\n\n", current->summary, prog,
-              current->group, current->word);
+      fprintf(out, "%s\n\nUsage:\n  %s %s %s [flags]\n\n", current->summary, prog, current->group,
+              current->word);
     else
       fprintf(out, "%s\n\nUsage:\n  %s [flags]\n\n", current->summary, prog);
     print_flags(out, current);

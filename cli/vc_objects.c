@@ -135,18 +135,21 @@ int vc_job_from_flags(const vc_args *a, json_t **out, char *err, size_t errlen) 
     rc = vc_shlex(a->command, &cmd, err, errlen);
   if (rc != 0)
     goto done;
-  json_t *container = json_pack("{s:s, s:s, s:s, s:o}", "image", a->image ? a->image : "",
-                                "name", a->name, "imagePullPolicy", "IfNotPresent", "resources",
-                                resources(lim, req));
+  json_t *container =
+      json_pack("{s:s, s:s, s:s, s:o}", "image", a->image ? a->image : "", "name", a->name,
+                "imagePullPolicy", "IfNotPresent", "resources", resources(lim, req));
   if (container && cmd)
     json_object_set(container, "command", cmd);
-  json_t *job = container ? json_pack(
-      "{s:s, s:s, s:{s:s, s:s}, s:{s:i, s:s, s:[{s:i, s:{s:{s:s, s:{s:s}}, s:{s:s, s:[o]}}}]}}",
-      "apiVersion", "batch.volcano.sh/v1alpha1", "kind", "Job", "metadata", "name", a->name,
-      "namespace", a->namespace, "spec", "minAvailable", a->min, "schedulerName",
-      a->scheduler ? a->scheduler : "", "tasks", "replicas", a->replicas, "template", "metadata",
-      "name", a->name, "labels", "job.volcano.sh", a->name, "spec", "restartPolicy", "Never",
-      "containers", container) : NULL;
+  json_t *job = container
+                    ? json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:i, s:s, s:[{s:i, s:{s:{s:s, "
+                                "s:{s:s}}, s:{s:s, s:[o]}}}]}}",
+                                "apiVersion", "batch.volcano.sh/v1alpha1", "kind", "Job",
+                                "metadata", "name", a->name, "namespace", a->namespace, "spec",
+                                "minAvailable", a->min, "schedulerName",
+                                a->scheduler ? a->scheduler : "", "tasks", "replicas", a->replicas,
+                                "template", "metadata", "name", a->name, "labels", "job.volcano.sh",
+                                a->name, "spec", "restartPolicy", "Never", "containers", container)
+                    : NULL;
   rc = job ? 0 : KC_ENOMEM;
   *out = job;
 done:
@@ -173,15 +176,14 @@ int vc_command_for(const json_t *obj, const char *api_version, const char *kind,
   lower[i] = '\0';
   snprintf(gen, sizeof(gen), "%s-%s-", name, lower);
   /* metav1.NewControllerRef: controller and blockOwnerDeletion both true. */
-  json_t *ref = json_pack("{s:s, s:s, s:s, s:s, s:b, s:b}", "apiVersion", api_version, "kind",
-                          kind, "name", name, "uid", uid, "controller", 1,
-                          "blockOwnerDeletion", 1);
+  json_t *ref = json_pack("{s:s, s:s, s:s, s:s, s:b, s:b}", "apiVersion", api_version, "kind", kind,
+                          "name", name, "uid", uid, "controller", 1, "blockOwnerDeletion", 1);
   if (ref == NULL)
     return KC_ENOMEM;
-  json_t *cmd = json_pack("{s:s, s:s, s:{s:s, s:s, s:[O]}, s:O, s:s}", "apiVersion",
-                          "bus.volcano.sh/v1alpha1", "kind", "Command", "metadata",
-                          "generateName", gen, "namespace", namespace, "ownerReferences", ref,
-                          "target", ref, "action", action);
+  json_t *cmd =
+      json_pack("{s:s, s:s, s:{s:s, s:s, s:[O]}, s:O, s:s}", "apiVersion",
+                "bus.volcano.sh/v1alpha1", "kind", "Command", "metadata", "generateName", gen,
+                "namespace", namespace, "ownerReferences", ref, "target", ref, "action", action);
   json_decref(ref);
   *out = cmd;
   return cmd ? 0 : KC_ENOMEM;
@@ -218,8 +220,8 @@ static json_t *plain_scalar(const char *s, size_t len) {
   char *end;
   errno = 0;
   long long i = strtoll(s, &end, 10);
-  if (len > 0 && *end == '\0' && errno == 0 && (isdigit((unsigned char)s[0]) ||
-                                                ((s[0] == '-' || s[0] == '+') && len > 1)))
+  if (len > 0 && *end == '\0' && errno == 0 &&
+      (isdigit((unsigned char)s[0]) || ((s[0] == '-' || s[0] == '+') && len > 1)))
     return json_integer(i);
   errno = 0;
   double d = strtod(s, &end);
@@ -259,8 +261,8 @@ static json_t *convert(yaml_document_t *doc, yaml_node_t *node, int depth) {
       yaml_node_t *k = yaml_document_get_node(doc, p->key);
       json_t *v = convert(doc, yaml_document_get_node(doc, p->value), depth + 1);
       if (k == NULL || k->type != YAML_SCALAR_NODE || v == NULL ||
-          json_object_setn_new(obj, (const char *)k->data.scalar.value, k->data.scalar.length,
-                               v) != 0) {
+          json_object_setn_new(obj, (const char *)k->data.scalar.value, k->data.scalar.length, v) !=
+              0) {
         json_decref(v);
         json_decref(obj);
         return NULL;
@@ -339,8 +341,8 @@ static int emit(yaml_emitter_t *e, yaml_event_t *ev) {
 static int emit_scalar(yaml_emitter_t *e, const char *s, bool plain_ok) {
   yaml_event_t ev;
   yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s, (int)strlen(s), plain_ok,
-                               !plain_ok, plain_ok ? YAML_ANY_SCALAR_STYLE
-                                                   : YAML_DOUBLE_QUOTED_SCALAR_STYLE);
+                               !plain_ok,
+                               plain_ok ? YAML_ANY_SCALAR_STYLE : YAML_DOUBLE_QUOTED_SCALAR_STYLE);
   return emit(e, &ev);
 }
 

@@ -105,7 +105,8 @@ size_t vc_print_jobs(FILE *out, const json_t *list, bool all_ns) {
   json_t *j;
   int wname = 4, wns = 9; /* len("Name"), len("Namespace") */
   json_array_foreach(items, i, j) {
-    int n = (int)strlen(vc_str(j, "metadata.name")), s = (int)strlen(vc_str(j, "metadata.namespace"));
+    int n = (int)strlen(vc_str(j, "metadata.name")),
+        s = (int)strlen(vc_str(j, "metadata.namespace"));
     wname = n > wname ? n : wname;
     wns = s > wns ? s : wns;
   }
@@ -131,7 +132,8 @@ size_t vc_print_jobs(FILE *out, const json_t *list, bool all_ns) {
             wname, vc_str(j, "metadata.name"), date, vc_str(j, "status.state.phase"),
             type && type[0] ? type : "Batch", replicas, vc_num(j, "status.minAvailable"),
             vc_num(j, "status.pending"), vc_num(j, "status.running"), vc_num(j, "status.succeeded"),
-            vc_num(j, "status.failed"), vc_num(j, "status.unknown"), vc_num(j, "status.retryCount"));
+            vc_num(j, "status.failed"), vc_num(j, "status.unknown"),
+            vc_num(j, "status.retryCount"));
     rows++;
   }
   return rows;
@@ -284,8 +286,8 @@ static void pod_info(const json_t *pod, int64_t now, pod_row *r) {
         strcmp(vc_str(c, "reason"), "SchedulingGated") == 0)
       snprintf(r->status, sizeof(r->status), "SchedulingGated");
   }
-  bool initializing = init_status(pod, r->status, sizeof(r->status), &restarts, &rinit, &last,
-                                  &last_rinit, &ready);
+  bool initializing =
+      init_status(pod, r->status, sizeof(r->status), &restarts, &rinit, &last, &last_rinit, &ready);
   if (!initializing || cond_true(pod, "Initialized")) {
     restarts = rinit;
     last = last_rinit;
@@ -306,7 +308,8 @@ static void pod_info(const json_t *pod, int64_t now, pod_row *r) {
       }
     }
     if (strcmp(r->status, "Completed") == 0 && running)
-      snprintf(r->status, sizeof(r->status), "%s", cond_true(pod, "Ready") ? "Running" : "NotReady");
+      snprintf(r->status, sizeof(r->status), "%s",
+               cond_true(pod, "Ready") ? "Running" : "NotReady");
   }
   bool deleting = vc_str(pod, "metadata.deletionTimestamp")[0] != '\0';
   if (deleting && strcmp(vc_str(pod, "status.reason"), "NodeLost") == 0)

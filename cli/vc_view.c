@@ -9,8 +9,7 @@
 #include "vc.h"
 
 /* WriteLine: two spaces per level, then the formatted text. */
-__attribute__((format(printf, 3, 4))) static void line(FILE *out, int level, const char *fmt,
-                                                       ...) {
+__attribute__((format(printf, 3, 4))) static void line(FILE *out, int level, const char *fmt, ...) {
   for (int i = 0; i < level; i++)
     fputs("  ", out);
   va_list ap;
@@ -47,8 +46,8 @@ static void print_container(FILE *out, const json_t *c) {
   size_t k;
   json_t *v;
   line(out, 5, "Command:\n");
-  json_array_foreach(json_object_get(c, "command"), k, v) line(out, 6, "%s\n",
-                                                                 json_string_value(v));
+  json_array_foreach(json_object_get(c, "command"), k, v)
+      line(out, 6, "%s\n", json_string_value(v));
   line(out, 5, "Image:\t%s\n", vc_str(c, "image"));
   line(out, 5, "Name: \t%s\n", vc_str(c, "name"));
   line(out, 5, "Ports:\n");
@@ -60,8 +59,8 @@ static void print_container(FILE *out, const json_t *c) {
   line(out, 5, "Resources:\n");
   static const char *const kinds[2][2] = {{"limits", "Limits:\n"}, {"requests", "Requests:\n"}};
   for (int i = 0; i < 2; i++) {
-    const json_t *list = vc_at(c, "resources") ? json_object_get(vc_at(c, "resources"), kinds[i][0])
-                                            : NULL;
+    const json_t *list =
+        vc_at(c, "resources") ? json_object_get(vc_at(c, "resources"), kinds[i][0]) : NULL;
     line(out, 6, "%s", kinds[i][1]);
     quantity(list, "cpu", q, sizeof(q));
     line(out, 7, "Cpu:   \t%s\n", q);
@@ -100,10 +99,10 @@ static void print_task(FILE *out, const json_t *t) {
 
 static void print_status(FILE *out, const json_t *job) {
   static const char *const counts[][2] = {
-      {"succeeded", "Succeeded:    "},  {"pending", "Pending:      "},
-      {"running", "Running:      "},    {"failed", "Failed:       "},
+      {"succeeded", "Succeeded:    "},   {"pending", "Pending:      "},
+      {"running", "Running:      "},     {"failed", "Failed:       "},
       {"terminating", "Terminating:  "}, {"unknown", "Unknown:      "},
-      {"retryCount", "RetryCount:   "}, {"minAvailable", "Min Available:"},
+      {"retryCount", "RetryCount:   "},  {"minAvailable", "Min Available:"},
       {"version", "Version:      "},
   };
   const json_t *st = json_object_get(job, "status");

@@ -12,13 +12,17 @@ int kc_cli_apply(const kc_cli_common *o, char *err, size_t errlen) {
     return KC_EINVAL;
   }
   if (o->logging_format && kc_log_set_format(o->logging_format) != 0) {
-    snprintf(err, errlen, "invalid argument \"%s\" for \"--logging-format\" flag: "
-             "permitted formats are \"text\" and \"json\"", o->logging_format);
+    snprintf(err, errlen,
+             "invalid argument \"%s\" for \"--logging-format\" flag: "
+             "permitted formats are \"text\" and \"json\"",
+             o->logging_format);
     return KC_EINVAL;
   }
   if (o->vmodule && kc_log_set_vmodule(o->vmodule) != 0) {
-    snprintf(err, errlen, "invalid argument \"%s\" for \"--vmodule\" flag: "
-             "expected pattern=N[,pattern=N...]", o->vmodule);
+    snprintf(err, errlen,
+             "invalid argument \"%s\" for \"--vmodule\" flag: "
+             "expected pattern=N[,pattern=N...]",
+             o->vmodule);
     return KC_EINVAL;
   }
   if (o->log_dir || o->log_file)

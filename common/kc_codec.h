@@ -14,9 +14,9 @@
  * (for example PodGroup spec.subGroupPolicy, metadata.managedFields) are dropped, so an
  * encoded object is fit for a create or a merge patch, not for a full update of an object
  * that was read from the server. Custom resources keep quantities as written ("1.5Gi"),
- * and the decoders accept every form kc_quantity does; encoders write canonical forms. Pods and Nodes are reduced to the
- * scheduling view of pod.proto by hand-written decoders; there is no encoder for them
- * because the processes never write a whole pod or node. */
+ * and the decoders accept every form kc_quantity does; encoders write canonical forms. Pods and
+ * Nodes are reduced to the scheduling view of pod.proto by hand-written decoders; there is no
+ * encoder for them because the processes never write a whole pod or node. */
 #ifndef KC_CODEC_H
 #define KC_CODEC_H
 

@@ -389,8 +389,8 @@ static int pod_resources(kc__cctx *c, Kiln__Pod *p, const json_t *spec) {
 
 /* aff.<key>.requiredDuringScheduling... and preferredDuringScheduling... into the two
  * fields of t (terms decode field by field from their JSON names). */
-static int inter_pod_terms(kc__cctx *c, Kiln__InterPodTerms *t, const json_t *aff,
-                           const char *key, const char *required, const char *preferred) {
+static int inter_pod_terms(kc__cctx *c, Kiln__InterPodTerms *t, const json_t *aff, const char *key,
+                           const char *required, const char *preferred) {
   json_t *pa;
   int rc = get_object(c, aff, key, &pa);
   if (rc < 0 || !pa)

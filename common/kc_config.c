@@ -193,9 +193,9 @@ typedef struct {
  * text that has one, as client-go's merge keeps the first file's entry whole, and returns its
  * inner mapping (entry.<inner>); *where gets "<file: >key[i].inner" for error messages and
  * *src the text it came from. */
-static int find_named(src_doc *docs, size_t n, const char *key, const char *inner,
-                      const char *name, yaml_node_t **out, src_doc **src, char *where,
-                      size_t wlen, char *err, size_t errlen) {
+static int find_named(src_doc *docs, size_t n, const char *key, const char *inner, const char *name,
+                      yaml_node_t **out, src_doc **src, char *where, size_t wlen, char *err,
+                      size_t errlen) {
   bool any_list = false;
   for (size_t k = 0; k < n; k++) {
     yaml_document_t *d = &docs[k].doc;
@@ -203,15 +203,14 @@ static int find_named(src_doc *docs, size_t n, const char *key, const char *inne
     yaml_node_t *list = map_get(d, docs[k].root, key);
     if (!list ||
         (list->type == YAML_SCALAR_NODE && list->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
-         (!scalar(list)[0] || strcmp(scalar(list), "null") == 0 ||
-          strcmp(scalar(list), "~") == 0)))
+         (!scalar(list)[0] || strcmp(scalar(list), "null") == 0 || strcmp(scalar(list), "~") == 0)))
       continue;
     if (list->type != YAML_SEQUENCE_NODE)
       return kc_errorf(err, errlen, KC_EPARSE, "%s%s: expected a list", pfx, key);
     any_list = true;
     int i = 0;
-    for (yaml_node_item_t *it = list->data.sequence.items.start;
-         it < list->data.sequence.items.top; it++, i++) {
+    for (yaml_node_item_t *it = list->data.sequence.items.start; it < list->data.sequence.items.top;
+         it++, i++) {
       yaml_node_t *e = yaml_document_get_node(d, *it);
       if (!e || e->type != YAML_MAPPING_NODE)
         return kc_errorf(err, errlen, KC_EPARSE, "%s%s[%d]: expected a mapping", pfx, key, i);
@@ -222,8 +221,8 @@ static int find_named(src_doc *docs, size_t n, const char *key, const char *inne
         continue;
       yaml_node_t *body = map_get(d, e, inner);
       if (!body || body->type != YAML_MAPPING_NODE)
-        return kc_errorf(err, errlen, KC_EPARSE, "%s%s[%d].%s: missing or not a mapping", pfx, key, i,
-                    inner);
+        return kc_errorf(err, errlen, KC_EPARSE, "%s%s[%d].%s: missing or not a mapping", pfx, key,
+                         i, inner);
       *out = body;
       *src = &docs[k];
       snprintf(where, wlen, "%s%s[%d].%s", pfx, key, i, inner);
@@ -247,7 +246,8 @@ static int get_pem(yaml_document_t *d, yaml_node_t *map, const char *where, cons
       (rc = get_str(d, map, data_key, where, &data, err, errlen)))
     return rc;
   if (file && data)
-    return kc_errorf(err, errlen, KC_EINVAL, "%s: both %s and %s are set", where, file_key, data_key);
+    return kc_errorf(err, errlen, KC_EINVAL, "%s: both %s and %s are set", where, file_key,
+                     data_key);
   if (file) {
     if (!(pem->file = resolve_path(base_dir, file)))
       return KC_ENOMEM;
@@ -311,15 +311,14 @@ static int check_server(const char *server, const char *where, char *err, size_t
 
 /* client-go accepts http, https and socks5 proxies. Go's SOCKS5 dialer lets the proxy resolve
  * the name; curl calls that socks5h. */
-static int set_proxy(kc_config *c, const char *proxy, const char *where, char *err,
-                     size_t errlen) {
+static int set_proxy(kc_config *c, const char *proxy, const char *where, char *err, size_t errlen) {
   const char *rest = NULL;
   if (strncmp(proxy, "socks5://", 9) == 0)
     rest = proxy + 9;
   else if (strncmp(proxy, "http://", 7) != 0 && strncmp(proxy, "https://", 8) != 0)
     return kc_errorf(err, errlen, KC_EINVAL,
-                "%s.proxy-url: \"%s\": unsupported scheme, must be http, https, or socks5", where,
-                proxy);
+                     "%s.proxy-url: \"%s\": unsupported scheme, must be http, https, or socks5",
+                     where, proxy);
   if (rest) {
     size_t n = strlen(rest) + sizeof("socks5h://");
     if ((c->proxy_url = malloc(n)))
@@ -349,14 +348,14 @@ static int parse_cluster(kc_config *c, src_doc *docs, size_t ndocs, const char *
     return rc;
   if (insecure && strcmp(insecure, "false") != 0)
     return kc_errorf(err, errlen, KC_EINVAL,
-                "%s.insecure-skip-tls-verify: not supported, Kiln always verifies TLS", where);
+                     "%s.insecure-skip-tls-verify: not supported, Kiln always verifies TLS", where);
   if (sni) {
     /* It goes into a URL and a CURLOPT_CONNECT_TO entry: a host name or address only. */
     for (const char *p = sni; *p; p++)
       if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
             *p == '.' || *p == '-' || *p == '_' || *p == ':' || *p == '[' || *p == ']'))
         return kc_errorf(err, errlen, KC_EINVAL, "%s.tls-server-name: \"%s\" is not a host name",
-                    where, sni);
+                         where, sni);
     if (!(c->tls_server_name = strdup(sni)))
       return KC_ENOMEM;
   }
@@ -375,8 +374,8 @@ static int parse_cluster(kc_config *c, src_doc *docs, size_t ndocs, const char *
   }
   if (proxy && (rc = set_proxy(c, proxy, where, err, errlen)))
     return rc;
-  return get_pem(d, cl, where, "certificate-authority", "certificate-authority-data",
-                 src->base_dir, &c->ca, err, errlen);
+  return get_pem(d, cl, where, "certificate-authority", "certificate-authority-data", src->base_dir,
+                 &c->ca, err, errlen);
 }
 
 static void exec_free(kc_exec_config *x) {
@@ -421,27 +420,27 @@ static int parse_exec(kc_config *c, yaml_document_t *d, yaml_node_t *ex, const c
   bool v1 = strcmp(api, "client.authentication.k8s.io/v1") == 0;
   if (!v1 && strcmp(api, "client.authentication.k8s.io/v1beta1") != 0)
     return kc_errorf(err, errlen, KC_EINVAL,
-                "%s.apiVersion: \"%s\" is not client.authentication.k8s.io/v1 or /v1beta1", w,
-                api);
+                     "%s.apiVersion: \"%s\" is not client.authentication.k8s.io/v1 or /v1beta1", w,
+                     api);
   /* v1 requires the mode; v1beta1 defaults it to IfAvailable (clientcmd's defaulting). */
   if (!mode && v1)
-    return kc_errorf(err, errlen, KC_EINVAL, "%s.interactiveMode: missing (required by %s)", w, api);
+    return kc_errorf(err, errlen, KC_EINVAL, "%s.interactiveMode: missing (required by %s)", w,
+                     api);
   if (!mode || strcmp(mode, "IfAvailable") == 0)
     x->interactive = KC_EXEC_IF_AVAILABLE;
   else if (strcmp(mode, "Never") == 0)
     x->interactive = KC_EXEC_NEVER;
   else if (strcmp(mode, "Always") == 0)
     return kc_errorf(err, errlen, KC_EINVAL,
-                "%s.interactiveMode: Always needs a terminal on standard input, and Kiln runs "
-                "without one (use IfAvailable or Never)",
-                w);
+                     "%s.interactiveMode: Always needs a terminal on standard input, and Kiln runs "
+                     "without one (use IfAvailable or Never)",
+                     w);
   else
     return kc_errorf(err, errlen, KC_EINVAL, "%s.interactiveMode: invalid value \"%s\"", w, mode);
   /* A command with a '/' is a path relative to the kubeconfig; a bare name is looked up in
    * PATH (clientcmd's ResolveLocalPaths). */
   x->command = strchr(command, '/') ? resolve_path(base_dir, command) : strdup(command);
-  if (!x->command || !(x->api_version = strdup(api)) ||
-      (hint && !(x->install_hint = strdup(hint))))
+  if (!x->command || !(x->api_version = strdup(api)) || (hint && !(x->install_hint = strdup(hint))))
     return KC_ENOMEM;
   yaml_node_t *args = map_get(d, ex, "args");
   if (args && !(args->type == YAML_SCALAR_NODE && !scalar(args)[0]) &&
@@ -461,8 +460,8 @@ static int parse_exec(kc_config *c, yaml_document_t *d, yaml_node_t *ex, const c
     }
   }
   yaml_node_t *env = map_get(d, ex, "env");
-  if (env && !(env->type == YAML_SCALAR_NODE && (!scalar(env)[0] ||
-                                                 strcmp(scalar(env), "null") == 0))) {
+  if (env &&
+      !(env->type == YAML_SCALAR_NODE && (!scalar(env)[0] || strcmp(scalar(env), "null") == 0))) {
     if (env->type != YAML_SEQUENCE_NODE)
       return kc_errorf(err, errlen, KC_EPARSE, "%s.env: expected a list", w);
     size_t n = (size_t)(env->data.sequence.items.top - env->data.sequence.items.start);
@@ -508,8 +507,8 @@ static int parse_user(kc_config *c, src_doc *docs, size_t ndocs, const char *nam
   for (size_t i = 0; i < sizeof(unsupported) / sizeof(unsupported[0]); i++)
     if (map_get(d, u, unsupported[i]))
       return kc_errorf(err, errlen, KC_EINVAL,
-                  "%s.%s: not supported (use a token, a client certificate or exec)", where,
-                  unsupported[i]);
+                       "%s.%s: not supported (use a token, a client certificate or exec)", where,
+                       unsupported[i]);
   const char *token, *token_file;
   if ((rc = get_pem(d, u, where, "client-certificate", "client-certificate-data", base_dir,
                     &c->cert, err, errlen)) ||
@@ -521,8 +520,8 @@ static int parse_user(kc_config *c, src_doc *docs, size_t ndocs, const char *nam
   bool has_cert = c->cert.file || c->cert.data, has_key = c->key.file || c->key.data;
   if (has_cert != has_key)
     return kc_errorf(err, errlen, KC_EINVAL, "%s: %s without %s", where,
-                has_cert ? "client-certificate" : "client-key",
-                has_cert ? "client-key" : "client-certificate");
+                     has_cert ? "client-certificate" : "client-key",
+                     has_cert ? "client-key" : "client-certificate");
   yaml_node_t *ex = map_get(d, u, "exec");
   if (ex && (rc = parse_exec(c, d, ex, where, base_dir, err, errlen)))
     return rc;
@@ -539,7 +538,7 @@ static int parse_user(kc_config *c, src_doc *docs, size_t ndocs, const char *nam
       return KC_ENOMEM;
     if ((rc = read_trimmed(c->token_file, &c->token)))
       return kc_errorf(err, errlen, rc, "%s.tokenFile: cannot read %s: %s", where, c->token_file,
-                  kc_strerror(rc));
+                       kc_strerror(rc));
     if (!c->token[0])
       return kc_errorf(err, errlen, KC_EINVAL, "%s.tokenFile: %s is empty", where, c->token_file);
   } else if (token && !(c->token = strdup(token))) {
@@ -563,14 +562,15 @@ static int parse_docs(kc_config *c, src_doc *docs, size_t n, const char *context
   }
   if (!ctx_name) {
     if (!have_master)
-      return kc_errorf(err, errlen, KC_EINVAL, "%scurrent-context: missing and no context was given",
-                  n == 1 ? docs[0].pfx : "");
+      return kc_errorf(err, errlen, KC_EINVAL,
+                       "%scurrent-context: missing and no context was given",
+                       n == 1 ? docs[0].pfx : "");
   } else {
     yaml_node_t *cx;
     src_doc *src;
     char where[400];
-    if ((rc = find_named(docs, n, "contexts", "context", ctx_name, &cx, &src, where,
-                         sizeof(where), err, errlen)))
+    if ((rc = find_named(docs, n, "contexts", "context", ctx_name, &cx, &src, where, sizeof(where),
+                         err, errlen)))
       return rc;
     const char *cluster, *user, *ns;
     if ((rc = get_str(&src->doc, cx, "cluster", where, &cluster, err, errlen)) ||
@@ -604,8 +604,8 @@ static int load_doc(src_doc *d, const char *text, size_t len, char *err, size_t 
   int rc = 0;
   if (!yaml_parser_load(&parser, &d->doc)) {
     rc = kc_errorf(err, errlen, KC_EPARSE, "%sline %zu column %zu: %s", d->pfx,
-              parser.problem_mark.line + 1, parser.problem_mark.column + 1,
-              parser.problem ? parser.problem : "invalid YAML");
+                   parser.problem_mark.line + 1, parser.problem_mark.column + 1,
+                   parser.problem ? parser.problem : "invalid YAML");
     yaml_parser_delete(&parser);
     return rc;
   }
@@ -726,7 +726,8 @@ int kc_config_load_kubeconfigs(kc_config *c, const char *paths, const char *cont
     }
     if (n == KUBECONFIG_FILES_MAX) {
       free(f);
-      rc = kc_errorf(err, errlen, KC_ERANGE, "KUBECONFIG: more than %d files", KUBECONFIG_FILES_MAX);
+      rc =
+          kc_errorf(err, errlen, KC_ERANGE, "KUBECONFIG: more than %d files", KUBECONFIG_FILES_MAX);
       goto out;
     }
     int r = kc_file_read(f, KUBECONFIG_MAX, &texts[n], &lens[n]);
@@ -824,7 +825,6 @@ int kc_config_tls_target(const kc_config *c, char **url, char **connect_to, char
   return 0;
 }
 
-
 int kc_config_in_cluster(kc_config *c, const char *sa_dir, char *err, size_t errlen) {
   memset(c, 0, sizeof(*c));
   c->token_period_ns = TOKEN_PERIOD_NS;
@@ -835,8 +835,8 @@ int kc_config_in_cluster(kc_config *c, const char *sa_dir, char *err, size_t err
   const char *port = getenv("KUBERNETES_SERVICE_PORT");
   if (!host || !host[0] || !port || !port[0])
     return kc_errorf(err, errlen, KC_EINVAL,
-                "in-cluster: KUBERNETES_SERVICE_HOST and "
-                "KUBERNETES_SERVICE_PORT must be set");
+                     "in-cluster: KUBERNETES_SERVICE_HOST and "
+                     "KUBERNETES_SERVICE_PORT must be set");
   char path[512];
   int rc = KC_ENOMEM;
   size_t n = strlen(host) + strlen(port) + 16;
@@ -927,9 +927,9 @@ int kc_config_load(kc_config *c, const char *kubeconfig, const char *master, cha
     }
     if (!(paths = default_kubeconfig()))
       return kc_errorf(err, errlen, KC_EINVAL,
-                  "no configuration: give --kubeconfig or --master "
-                  "(%s; no $KUBECONFIG or ~/.kube/config)",
-                  ierr);
+                       "no configuration: give --kubeconfig or --master "
+                       "(%s; no $KUBECONFIG or ~/.kube/config)",
+                       ierr);
     rc = kc_config_load_kubeconfigs(c, paths, NULL, NULL, err, errlen);
     free(paths);
     return rc;

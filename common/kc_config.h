@@ -24,10 +24,10 @@ typedef enum { KC_EXEC_NEVER, KC_EXEC_IF_AVAILABLE, KC_EXEC_ALWAYS } kc_exec_int
 
 /* A client-go credential plugin (users[].user.exec), run by kc_exec. */
 typedef struct {
-  char *command;      /* owned; a relative path with a '/' is resolved against the kubeconfig */
-  char **args;        /* owned, nargs entries */
+  char *command; /* owned; a relative path with a '/' is resolved against the kubeconfig */
+  char **args;   /* owned, nargs entries */
   size_t nargs;
-  char **env;         /* owned "NAME=VALUE" entries added to Kiln's environment */
+  char **env; /* owned "NAME=VALUE" entries added to Kiln's environment */
   size_t nenv;
   char *api_version;  /* owned: client.authentication.k8s.io/v1 or /v1beta1 */
   char *install_hint; /* owned, or NULL */

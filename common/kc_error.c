@@ -11,7 +11,7 @@ struct errinfo {
 
 static const struct errinfo table[] = {
 #define XX(name, msg) {"KC_E" #name, msg},
-  KC_ERRNO_MAP(XX)
+    KC_ERRNO_MAP(XX)
 #undef XX
 };
 
@@ -40,13 +40,20 @@ int kc_err_from_reason(const char *reason) {
     const char *reason;
     int code;
   } reasons[] = {
-    {"BadRequest", KC_EBADREQUEST},     {"Unauthorized", KC_EUNAUTHORIZED},
-    {"Forbidden", KC_EFORBIDDEN},       {"NotFound", KC_ENOTFOUND},
-    {"AlreadyExists", KC_EALREADYEXISTS}, {"Conflict", KC_ECONFLICT},
-    {"Gone", KC_EGONE},                 {"Expired", KC_EEXPIRED},
-    {"Invalid", KC_EINVALID},           {"TooManyRequests", KC_ETOOMANYREQUESTS},
-    {"Timeout", KC_ESERVERTIMEOUT},     {"ServerTimeout", KC_ESERVERTIMEOUT},
-    {"InternalError", KC_EINTERNAL},    {"ServiceUnavailable", KC_EUNAVAILABLE},
+      {"BadRequest", KC_EBADREQUEST},
+      {"Unauthorized", KC_EUNAUTHORIZED},
+      {"Forbidden", KC_EFORBIDDEN},
+      {"NotFound", KC_ENOTFOUND},
+      {"AlreadyExists", KC_EALREADYEXISTS},
+      {"Conflict", KC_ECONFLICT},
+      {"Gone", KC_EGONE},
+      {"Expired", KC_EEXPIRED},
+      {"Invalid", KC_EINVALID},
+      {"TooManyRequests", KC_ETOOMANYREQUESTS},
+      {"Timeout", KC_ESERVERTIMEOUT},
+      {"ServerTimeout", KC_ESERVERTIMEOUT},
+      {"InternalError", KC_EINTERNAL},
+      {"ServiceUnavailable", KC_EUNAVAILABLE},
   };
   if (reason == NULL)
     return KC_EHTTP;
@@ -60,18 +67,30 @@ int kc_err_from_http(long status) {
   if (status >= 200 && status < 300)
     return 0;
   switch (status) {
-  case 400: return KC_EBADREQUEST;
-  case 401: return KC_EUNAUTHORIZED;
-  case 403: return KC_EFORBIDDEN;
-  case 404: return KC_ENOTFOUND;
-  case 409: return KC_ECONFLICT;
-  case 410: return KC_EGONE;
-  case 422: return KC_EINVALID;
-  case 429: return KC_ETOOMANYREQUESTS;
-  case 500: return KC_EINTERNAL;
-  case 503: return KC_EUNAVAILABLE;
-  case 504: return KC_ESERVERTIMEOUT;
-  default: return KC_EHTTP;
+  case 400:
+    return KC_EBADREQUEST;
+  case 401:
+    return KC_EUNAUTHORIZED;
+  case 403:
+    return KC_EFORBIDDEN;
+  case 404:
+    return KC_ENOTFOUND;
+  case 409:
+    return KC_ECONFLICT;
+  case 410:
+    return KC_EGONE;
+  case 422:
+    return KC_EINVALID;
+  case 429:
+    return KC_ETOOMANYREQUESTS;
+  case 500:
+    return KC_EINTERNAL;
+  case 503:
+    return KC_EUNAVAILABLE;
+  case 504:
+    return KC_ESERVERTIMEOUT;
+  default:
+    return KC_EHTTP;
   }
 }
 

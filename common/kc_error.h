@@ -7,35 +7,35 @@
 
 /* XX(name, message). Kubernetes Status.reason values keep their API spelling
  * in the message so that callers can report them verbatim. */
-#define KC_ERRNO_MAP(XX)                                                   \
-  XX(NOMEM, "out of memory")                                               \
-  XX(INVAL, "invalid argument")                                            \
-  XX(RANGE, "value out of range")                                          \
-  XX(PARSE, "parse error")                                                 \
-  XX(IO, "input/output error")                                             \
-  XX(TOOBIG, "message too large")                                          \
-  XX(TIMEDOUT, "timed out")                                                \
-  XX(CANCELED, "canceled")                                                 \
-  XX(CONNECT, "cannot connect to the API server")                          \
-  XX(TLS, "TLS handshake or certificate error")                            \
-  XX(TRANSPORT, "transport error")                                         \
-  XX(HTTP, "unexpected HTTP status")                                       \
-  XX(BADREQUEST, "BadRequest")                                             \
-  XX(UNAUTHORIZED, "Unauthorized")                                         \
-  XX(FORBIDDEN, "Forbidden")                                               \
-  XX(NOTFOUND, "NotFound")                                                 \
-  XX(ALREADYEXISTS, "AlreadyExists")                                       \
-  XX(CONFLICT, "Conflict")                                                 \
-  XX(GONE, "Gone")                                                         \
-  XX(EXPIRED, "Expired")                                                   \
-  XX(INVALID, "Invalid")                                                   \
-  XX(TOOMANYREQUESTS, "TooManyRequests")                                   \
-  XX(SERVERTIMEOUT, "ServerTimeout")                                       \
-  XX(INTERNAL, "InternalError")                                            \
-  XX(UNAVAILABLE, "ServiceUnavailable")                                    \
-  XX(NOTLEADER, "not the leader")                                          \
-  XX(EXISTS, "already exists")                                             \
-  XX(NOENT, "no such entry")                                               \
+#define KC_ERRNO_MAP(XX)                                                                           \
+  XX(NOMEM, "out of memory")                                                                       \
+  XX(INVAL, "invalid argument")                                                                    \
+  XX(RANGE, "value out of range")                                                                  \
+  XX(PARSE, "parse error")                                                                         \
+  XX(IO, "input/output error")                                                                     \
+  XX(TOOBIG, "message too large")                                                                  \
+  XX(TIMEDOUT, "timed out")                                                                        \
+  XX(CANCELED, "canceled")                                                                         \
+  XX(CONNECT, "cannot connect to the API server")                                                  \
+  XX(TLS, "TLS handshake or certificate error")                                                    \
+  XX(TRANSPORT, "transport error")                                                                 \
+  XX(HTTP, "unexpected HTTP status")                                                               \
+  XX(BADREQUEST, "BadRequest")                                                                     \
+  XX(UNAUTHORIZED, "Unauthorized")                                                                 \
+  XX(FORBIDDEN, "Forbidden")                                                                       \
+  XX(NOTFOUND, "NotFound")                                                                         \
+  XX(ALREADYEXISTS, "AlreadyExists")                                                               \
+  XX(CONFLICT, "Conflict")                                                                         \
+  XX(GONE, "Gone")                                                                                 \
+  XX(EXPIRED, "Expired")                                                                           \
+  XX(INVALID, "Invalid")                                                                           \
+  XX(TOOMANYREQUESTS, "TooManyRequests")                                                           \
+  XX(SERVERTIMEOUT, "ServerTimeout")                                                               \
+  XX(INTERNAL, "InternalError")                                                                    \
+  XX(UNAVAILABLE, "ServiceUnavailable")                                                            \
+  XX(NOTLEADER, "not the leader")                                                                  \
+  XX(EXISTS, "already exists")                                                                     \
+  XX(NOENT, "no such entry")                                                                       \
   XX(ADDRINUSE, "address already in use")
 
 typedef enum {
@@ -44,7 +44,7 @@ typedef enum {
 #define XX(name, msg) KC_E##name,
   KC_ERRNO_MAP(XX)
 #undef XX
-  KC__EMAX
+      KC__EMAX
 } kc_errno;
 
 /* The message for an error code, or "unknown error". Never NULL, static. */

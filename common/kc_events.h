@@ -44,8 +44,8 @@ typedef struct {
 
 /* The reference of a core/v1 Pod (strings borrowed), the object of most events. */
 static inline kc_object_ref kc_pod_ref(const char *ns, const char *name, const char *uid) {
-  return (kc_object_ref){.kind = "Pod", .namespace = ns, .name = name, .uid = uid,
-                         .api_version = "v1"};
+  return (kc_object_ref){
+      .kind = "Pod", .namespace = ns, .name = name, .uid = uid, .api_version = "v1"};
 }
 
 #define KC_EVENT_NORMAL  "Normal"

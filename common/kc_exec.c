@@ -60,7 +60,7 @@ int kc_exec_parse(const kc_exec_config *x, const char *out, size_t len, kc_exec_
   int rc;
   if (!o)
     return kc_errorf(err, errlen, KC_EPARSE, "decoding stdout: line %d column %d: %s", je.line,
-                je.column, je.text);
+                     je.column, je.text);
   const char *kind = json_string_value(json_object_get(o, "kind"));
   const char *api = json_string_value(json_object_get(o, "apiVersion"));
   json_t *status = json_object_get(o, "status");
@@ -69,11 +69,11 @@ int kc_exec_parse(const kc_exec_config *x, const char *out, size_t len, kc_exec_
     rc = kc_errorf(err, errlen, KC_EPARSE, "decoding stdout: not a JSON object");
   } else if (!kind || strcmp(kind, "ExecCredential") != 0) {
     rc = kc_errorf(err, errlen, KC_EPARSE, "decoding stdout: kind is \"%s\", want ExecCredential",
-              kind ? kind : "");
+                   kind ? kind : "");
   } else if (!api || strcmp(api, x->api_version) != 0) {
     rc = kc_errorf(err, errlen, KC_EINVAL,
-              "exec plugin is configured to use API version %s, plugin returned version %s",
-              x->api_version, api ? api : "(none)");
+                   "exec plugin is configured to use API version %s, plugin returned version %s",
+                   x->api_version, api ? api : "(none)");
   } else if (!status || json_is_null(status)) {
     rc = kc_errorf(err, errlen, KC_EINVAL, "exec plugin didn't return a status field");
   } else if (!json_is_object(status)) {
@@ -86,16 +86,19 @@ int kc_exec_parse(const kc_exec_config *x, const char *out, size_t len, kc_exec_
   } else if (!token && !cert && !key) {
     rc = kc_errorf(err, errlen, KC_EINVAL, "exec plugin didn't return a token or cert/key pair");
   } else if (!cert != !key) {
-    rc = kc_errorf(err, errlen, KC_EINVAL, "exec plugin returned only certificate or key, not both");
+    rc =
+        kc_errorf(err, errlen, KC_EINVAL, "exec plugin returned only certificate or key, not both");
   } else if (cert && (!strstr(cert, "-----BEGIN ") || !strstr(key, "-----BEGIN "))) {
     /* curl checks the pair itself at the handshake; this catches base64 given for PEM. */
-    rc = kc_errorf(err, errlen, KC_EINVAL,
-              "failed parsing client key/certificate: status.%s is not PEM (clientCertificateData "
-              "and clientKeyData hold PEM text, not base64)",
-              strstr(cert, "-----BEGIN ") ? "clientKeyData" : "clientCertificateData");
+    rc = kc_errorf(
+        err, errlen, KC_EINVAL,
+        "failed parsing client key/certificate: status.%s is not PEM (clientCertificateData "
+        "and clientKeyData hold PEM text, not base64)",
+        strstr(cert, "-----BEGIN ") ? "clientKeyData" : "clientCertificateData");
   } else if (exp && kc_rfc3339_parse(exp, &cred->expiry_ms) != 0) {
     rc = kc_errorf(err, errlen, KC_EPARSE,
-              "decoding stdout: status.expirationTimestamp: \"%s\" is not an RFC 3339 time", exp);
+                   "decoding stdout: status.expirationTimestamp: \"%s\" is not an RFC 3339 time",
+                   exp);
   } else {
     rc = 0;
     if ((token && !(cred->token = strdup(token))) ||
@@ -219,30 +222,31 @@ static void deliver(kc_exec_run *r) {
   int rc;
   if (r->spawn_err == UV_ENOENT) {
     rc = kc_errorf(msg, sizeof(msg), KC_ENOENT,
-              "exec: executable %s not found (a client-go credential plugin named in the "
-              "kubeconfig that is not installed)%s%s",
-              r->command, r->install_hint ? "\n\n" : "", r->install_hint ? r->install_hint : "");
+                   "exec: executable %s not found (a client-go credential plugin named in the "
+                   "kubeconfig that is not installed)%s%s",
+                   r->command, r->install_hint ? "\n\n" : "",
+                   r->install_hint ? r->install_hint : "");
   } else if (r->spawn_err) {
     rc = kc_errorf(msg, sizeof(msg), KC_EIO, "exec: cannot run %s: %s", r->command,
-              uv_strerror(r->spawn_err));
+                   uv_strerror(r->spawn_err));
   } else if (r->timed_out) {
     rc = kc_errorf(msg, sizeof(msg), KC_ETIMEDOUT,
-              "exec: executable %s did not finish within %.1f s and was killed (Kiln gives a "
-              "credential plugin at most that long)",
-              r->command, (double)r->timeout_ms / 1000.0);
+                   "exec: executable %s did not finish within %.1f s and was killed (Kiln gives a "
+                   "credential plugin at most that long)",
+                   r->command, (double)r->timeout_ms / 1000.0);
   } else if (r->overflow) {
     rc = kc_errorf(msg, sizeof(msg), KC_ETOOBIG,
-              "exec: executable %s wrote more than %zu bytes to standard output", r->command,
-              KC_EXEC_OUTPUT_MAX);
+                   "exec: executable %s wrote more than %zu bytes to standard output", r->command,
+                   KC_EXEC_OUTPUT_MAX);
   } else if (r->term_signal) {
-    rc = kc_errorf(msg, sizeof(msg), KC_EIO, "exec: executable %s was killed by signal %d", r->command,
-              r->term_signal);
+    rc = kc_errorf(msg, sizeof(msg), KC_EIO, "exec: executable %s was killed by signal %d",
+                   r->command, r->term_signal);
   } else if (r->exit_status) {
     rc = kc_errorf(msg, sizeof(msg), KC_EIO, "exec: executable %s failed with exit code %lld",
-              r->command, (long long)r->exit_status);
+                   r->command, (long long)r->exit_status);
   } else if (r->read_err) {
     rc = kc_errorf(msg, sizeof(msg), KC_EIO, "exec: reading the output of %s: %s", r->command,
-              uv_strerror(r->read_err));
+                   uv_strerror(r->read_err));
   } else {
     rc = kc_exec_parse(&r->cfg, r->buf ? r->buf : "", r->len, &cred, msg, sizeof(msg));
   }

@@ -27,8 +27,8 @@ int kc_parse_duration(const char *s, int64_t *ns) {
   static const struct {
     const char *unit;
     double mult;
-  } units[] = {{"ns", 1}, {"us", 1e3}, {"\xc2\xb5s", 1e3}, {"\xce\xbcs", 1e3}, {"ms", 1e6},
-               {"s", 1e9}, {"m", 60e9}, {"h", 3600e9}};
+  } units[] = {{"ns", 1},   {"us", 1e3}, {"\xc2\xb5s", 1e3}, {"\xce\xbcs", 1e3},
+               {"ms", 1e6}, {"s", 1e9},  {"m", 60e9},        {"h", 3600e9}};
   const char *p = s;
   bool neg = false;
   if (*p == '+' || *p == '-')

@@ -24,7 +24,7 @@ typedef enum {
 typedef struct {
   const char **v;
   size_t n;
-  bool set;       /* given on the command line at least once */
+  bool set; /* given on the command line at least once */
 } kc_strv;
 
 typedef int (*kc_flag_set_fn)(void *target, const char *value, char *err, size_t errlen);
@@ -34,7 +34,7 @@ typedef struct {
   kc_flag_type type;
   void *target;
   const char *usage;
-  const char *def;  /* the default as shown by --help, or NULL */
+  const char *def;    /* the default as shown by --help, or NULL */
   kc_flag_set_fn set; /* KC_FLAG_FUNC only */
   bool split_commas;  /* KC_FLAG_STRINGS: also split each value at commas (StringSlice) */
   bool *seen;         /* optional: set to true when the flag is given */

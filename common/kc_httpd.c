@@ -356,8 +356,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
   return respond(c, MHD_HTTP_NOT_FOUND, TEXT_PLAIN, NULL, 0, "404 page not found\n");
 }
 
-__attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char *fmt,
-                                                          va_list ap) {
+__attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char *fmt, va_list ap) {
   (void)cls;
   char line[512];
   vsnprintf(line, sizeof(line), fmt, ap);

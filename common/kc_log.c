@@ -36,7 +36,9 @@ int kc_log_set_format(const char *format) {
   return 0;
 }
 
-void kc_log_set_stream_fd(int fd) { log_fd = fd; }
+void kc_log_set_stream_fd(int fd) {
+  log_fd = fd;
+}
 
 static const char *base_name(const char *file) {
   const char *slash = strrchr(file, '/');
@@ -129,9 +131,11 @@ void kc_log_write(kc_log_severity sev, const char *file, int line, const char *f
     snprintf(ts, sizeof(ts), "%lld.%06ld", (long long)tv.tv_sec, (long)tv.tv_usec);
     char caller[256];
     snprintf(caller, sizeof(caller), "%s:%d", base_name(file), line);
-    json_t *o = json_pack("{s:s#,s:s,s:s,s:s}", "ts", ts, strlen(ts), "caller", caller, "msg", msg,
-                          "level", sev == KC_LOG_INFO ? "info" : sev == KC_LOG_WARNING ? "warning"
-                                                                  : "error");
+    json_t *o =
+        json_pack("{s:s#,s:s,s:s,s:s}", "ts", ts, strlen(ts), "caller", caller, "msg", msg, "level",
+                  sev == KC_LOG_INFO      ? "info"
+                  : sev == KC_LOG_WARNING ? "warning"
+                                          : "error");
     if (o) {
       char *s = json_dumps(o, JSON_COMPACT);
       if (s) {

@@ -21,14 +21,14 @@ int kc_log_set_vmodule(const char *spec);
 void kc_log_write(kc_log_severity sev, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-#define KC_INFO(...) kc_log_write(KC_LOG_INFO, __FILE__, __LINE__, __VA_ARGS__)
-#define KC_WARN(...) kc_log_write(KC_LOG_WARNING, __FILE__, __LINE__, __VA_ARGS__)
+#define KC_INFO(...)  kc_log_write(KC_LOG_INFO, __FILE__, __LINE__, __VA_ARGS__)
+#define KC_WARN(...)  kc_log_write(KC_LOG_WARNING, __FILE__, __LINE__, __VA_ARGS__)
 #define KC_ERROR(...) kc_log_write(KC_LOG_ERROR, __FILE__, __LINE__, __VA_ARGS__)
 /* Info at verbosity v (klog.V(v).Infof). */
-#define KC_V(v, ...)                                                           \
-  do {                                                                         \
-    if (kc_log_v_enabled((v), __FILE__))                                       \
-      kc_log_write(KC_LOG_INFO, __FILE__, __LINE__, __VA_ARGS__);              \
+#define KC_V(v, ...)                                                                               \
+  do {                                                                                             \
+    if (kc_log_v_enabled((v), __FILE__))                                                           \
+      kc_log_write(KC_LOG_INFO, __FILE__, __LINE__, __VA_ARGS__);                                  \
   } while (0)
 
 #endif

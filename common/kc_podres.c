@@ -103,7 +103,8 @@ static int init_containers(const json_t *spec, const char *kind, unsigned flags,
     const char *rp = json_string_value(json_object_get(ct, "restartPolicy"));
     tmp.n = 0;
     if (rp && strcmp(rp, "Always") == 0) {
-      if ((rc = add_json(out, r)) || (rc = add_json(&side, r)) || (rc = kc_reslist_add(&tmp, &side)))
+      if ((rc = add_json(out, r)) || (rc = add_json(&side, r)) ||
+          (rc = kc_reslist_add(&tmp, &side)))
         break;
     } else if (flags & KC_PODRES_NO_INIT) {
       continue;

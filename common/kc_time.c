@@ -53,8 +53,8 @@ static int64_t days_from_civil(int64_t y, int m, int d) {
 int kc_rfc3339_parse(const char *s, int64_t *ms) {
   int y, mo, d, h, mi, se;
   if (strlen(s) < 20 || !digits(s, 4, &y) || s[4] != '-' || !digits(s + 5, 2, &mo) || s[7] != '-' ||
-      !digits(s + 8, 2, &d) || (s[10] != 'T' && s[10] != 't') || !digits(s + 11, 2, &h) || s[13] != ':' ||
-      !digits(s + 14, 2, &mi) || s[16] != ':' || !digits(s + 17, 2, &se))
+      !digits(s + 8, 2, &d) || (s[10] != 'T' && s[10] != 't') || !digits(s + 11, 2, &h) ||
+      s[13] != ':' || !digits(s + 14, 2, &mi) || s[16] != ':' || !digits(s + 17, 2, &se))
     return KC_EPARSE;
   static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
   bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;

@@ -110,8 +110,8 @@ void ctl_base_add_after(ctl_base *b, const char *key, uint64_t delay_ns) {
     kc_workqueue_add_after(b->queue, key, delay_ns);
 }
 
-void ctl_base_done(ctl_base *b, const char *key,
-                   int err, void (*give_up)(ctl_base *, const char *, int)) {
+void ctl_base_done(ctl_base *b, const char *key, int err,
+                   void (*give_up)(ctl_base *, const char *, int)) {
   if (err == 0 || b->stopping) {
     kc_workqueue_forget(b->queue, key);
     kc_workqueue_done(b->queue, key);
@@ -192,8 +192,7 @@ void ctl_base_event(ctl_base *b, const kc_object_ref *obj, const char *type, con
   if (b->env.events) {
     int rc = kc_event_record(b->env.events, obj, type, reason, "%s", msg);
     if (rc)
-      KC_WARN("%s: cannot record event %s on %s: %s", b->name, reason, obj->name,
-              kc_strerror(rc));
+      KC_WARN("%s: cannot record event %s on %s: %s", b->name, reason, obj->name, kc_strerror(rc));
   }
 }
 

@@ -24,7 +24,7 @@
 
 typedef struct {
   const char *group, *version, *resource;
-  const char *label_selector; /* NULL: every object */
+  const char *label_selector;                                       /* NULL: every object */
   void *(*decode)(json_t *obj, void *ud, char *err, size_t errlen); /* NULL: keep the JSON */
   void (*free_obj)(void *obj);
   void (*add)(const char *key, void *obj, void *ud);
@@ -75,7 +75,8 @@ void ctl_base_add_after(ctl_base *b, const char *key, uint64_t delay_ns);
 /* Ends the processing of key: err 0 forgets its failures; otherwise it is requeued with
  * backoff until --max-requeue-num, after which give_up(b, key, err) is called (may be NULL)
  * and the key dropped. */
-void ctl_base_done(ctl_base *b, const char *key, int err, void (*give_up)(ctl_base *, const char *, int));
+void ctl_base_done(ctl_base *b, const char *key, int err,
+                   void (*give_up)(ctl_base *, const char *, int));
 
 /* A write through the client, counted in flight. cb (may be NULL) gets the result unless
  * the base is closing. Refused with KC_ENOTLEADER when the fence is closed. */

@@ -31,13 +31,13 @@ typedef struct {
   struct kc_event_recorder *events; /* NULL: events are only logged */
   const char *const *schedulers;    /* --scheduler-name */
   size_t nschedulers;
-  int workers;       /* --worker-threads: Jobs synced at once */
-  int workers_pg;    /* --worker-threads-for-podgroup */
-  int workers_queue; /* --worker-threads-for-queue */
-  int workers_gc;    /* --worker-threads-for-gc */
-  int workers_cron;  /* --worker-threads-for-cronjob */
+  int workers;             /* --worker-threads: Jobs synced at once */
+  int workers_pg;          /* --worker-threads-for-podgroup */
+  int workers_queue;       /* --worker-threads-for-queue */
+  int workers_gc;          /* --worker-threads-for-gc */
+  int workers_cron;        /* --worker-threads-for-cronjob */
   double cron_clock_speed; /* --cronjob-test-clock-speed (tests only); 0 or 1: the wall clock */
-  int max_requeue;   /* --max-requeue-num; -1 unlimited */
+  int max_requeue;         /* --max-requeue-num; -1 unlimited */
   bool inherit_owner_annotations; /* --inherit-owner-annotations */
 } ctl_env;
 
@@ -67,8 +67,7 @@ typedef struct ctl_manager ctl_manager;
 /* Initialises every controller of the table that gates (Volcano's --controllers) enables,
  * logging the others as Volcano does. env is borrowed. *out is new. 0 or the first
  * controller's error (named in the log). */
-int ctl_manager_new(const ctl_env *env, const char *const *gates, size_t ngates,
-                    ctl_manager **out);
+int ctl_manager_new(const ctl_env *env, const char *const *gates, size_t ngates, ctl_manager **out);
 int ctl_manager_start(ctl_manager *m);
 /* True once every running controller has synced its caches. */
 bool ctl_manager_synced(const ctl_manager *m);

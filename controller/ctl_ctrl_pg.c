@@ -175,8 +175,8 @@ static void annotate(ctl_base *b, pod_run *r) {
   kc_ref ref = {NULL, "v1", "pods", r->ns, r->pod, NULL};
   json_t *patch = json_pack("{s:{s:s,s:{s:s}}}", "metadata", "uid", r->uid, "annotations",
                             CTL_PG_GROUP_NAME, r->group);
-  int rc = patch ? ctl_base_call(b, KC_PATCH_STRATEGIC, &ref, NULL, patch, annotated, r)
-                 : KC_ENOMEM;
+  int rc =
+      patch ? ctl_base_call(b, KC_PATCH_STRATEGIC, &ref, NULL, patch, annotated, r) : KC_ENOMEM;
   json_decref(patch);
   if (rc) {
     ctl_base_done(b, r->key, rc, NULL);
@@ -221,8 +221,7 @@ static json_t *owner_annotations(ctl_base *b, const json_t *pod) {
       out = json_object();
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)ann, k, v)
-      if (!json_object_get(out, k))
+    json_object_foreach((json_t *)ann, k, v) if (!json_object_get(out, k))
         json_object_set(out, k, v);
   }
   return out;
@@ -250,9 +249,9 @@ static bool owner_scaled_to_zero(ctl_base *b, const json_t *pod, bool *known) {
 
 static void process_pod(ctl_base *b, const char *key, const char *pkey) {
   const pg_pod *p = kc_store_get(ctl_base_store(b, INF_PODS), pkey);
-  ctl_pg_verdict v = p && p->json ? ctl_pg_decide_pod(p->json, b->env.schedulers,
-                                                      b->env.nschedulers)
-                                  : CTL_PG_IGNORE;
+  ctl_pg_verdict v = p && p->json
+                         ? ctl_pg_decide_pod(p->json, b->env.schedulers, b->env.nschedulers)
+                         : CTL_PG_IGNORE;
   bool known = true;
   pod_run *r = v != CTL_PG_IGNORE && !owner_scaled_to_zero(b, p->json, &known) && known
                    ? calloc(1, sizeof(*r))
@@ -370,8 +369,7 @@ static int pg_init(const ctl_env *env, void **out) {
   };
   char sel[300];
   if (env->nschedulers == 1 &&
-      (size_t)snprintf(sel, sizeof(sel), "spec.schedulerName=%s", env->schedulers[0]) <
-          sizeof(sel))
+      (size_t)snprintf(sel, sizeof(sel), "spec.schedulerName=%s", env->schedulers[0]) < sizeof(sel))
     defs[INF_PODS].field_selector = sel;
   int rc = ctl_base_init(&pc->base, env, "pg-controller", defs, INF_N, env->workers_pg, process);
   if (rc == 0)

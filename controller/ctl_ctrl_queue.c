@@ -14,8 +14,8 @@
 #include "kc_quantity.h"
 #include "kc_strmap.h"
 
-#define FIELD_MANAGER "queue-controller"
-#define KEY_MAX       600
+#define FIELD_MANAGER   "queue-controller"
+#define KEY_MAX         600
 /* A status whose only change is in the PodGroup counts is written at most this often per
  * queue (state changes are written at once): a burst of Jobs moving through their phases
  * costs one queue write per second, not one per PodGroup transition. */
@@ -24,7 +24,7 @@
 enum { INF_QUEUES = 0, INF_PODGROUPS, INF_COMMANDS, INF_N };
 
 typedef struct {
-  ctl_base base; /* first: the handlers' ud is the base */
+  ctl_base base;        /* first: the handlers' ud is the base */
   kc_strmap last_write; /* queue -> uint64_t* when its status was last written */
   kc_strmap tree_said;  /* queue -> the tree problem last reported (owned), while it lasts */
   kc_metric *m_pg[CTL_QC_COUNT]; /* volcano_queue_pod_group_<phase>_count */
@@ -86,8 +86,7 @@ static int index_pg_queue(const void *obj, kc_index_out *out, void *ud) {
 
 static void request(ctl_base *b, const char *queue, ctl_queue_action a) {
   char key[KEY_MAX];
-  if ((size_t)snprintf(key, sizeof(key), "%s/%s", ctl_queue_action_name(a), queue) <
-      sizeof(key))
+  if ((size_t)snprintf(key, sizeof(key), "%s/%s", ctl_queue_action_name(a), queue) < sizeof(key))
     ctl_base_add(b, key);
 }
 
@@ -200,8 +199,8 @@ static const ctl_inf_def defs[INF_N] = {
                     on_queue_update, on_queue_delete},
     [INF_PODGROUPS] = {"scheduling.volcano.sh", "v1beta1", "podgroups", NULL, decode_pg, free,
                        on_pg_add, on_pg_update, on_pg_add},
-    [INF_COMMANDS] = {"bus.volcano.sh", "v1alpha1", "commands", NULL, decode_cmd, free,
-                      on_cmd_add, NULL, NULL},
+    [INF_COMMANDS] = {"bus.volcano.sh", "v1alpha1", "commands", NULL, decode_cmd, free, on_cmd_add,
+                      NULL, NULL},
 };
 
 /* ---- the view ---- */
@@ -391,8 +390,8 @@ static void give_up(ctl_base *b, const char *key, int err) {
   /* Volcano handleQueueErr: a Warning named after the action once the retries are spent. */
   char action[32];
   snprintf(action, sizeof(action), "%.*s", (int)(slash - key), key);
-  kc_object_ref o = {.kind = "Queue", .name = slash + 1,
-                     .api_version = "scheduling.volcano.sh/v1beta1"};
+  kc_object_ref o = {
+      .kind = "Queue", .name = slash + 1, .api_version = "scheduling.volcano.sh/v1beta1"};
   ctl_base_event(b, &o, KC_EVENT_WARNING, action, "%s queue failed for %s", action,
                  kc_strerror(err));
 }
@@ -400,8 +399,8 @@ static void give_up(ctl_base *b, const char *key, int err) {
 static void run_finish(run *r) {
   ctl_base *b = &r->qc->base;
   const ctl_queue_plan *p = &r->plan;
-  kc_object_ref o = {.kind = "Queue", .name = r->queue,
-                     .api_version = "scheduling.volcano.sh/v1beta1"};
+  kc_object_ref o = {
+      .kind = "Queue", .name = r->queue, .api_version = "scheduling.volcano.sh/v1beta1"};
   if (r->status_failed && p->fail_reason) {
     if (strcmp(p->fail_reason, "CloseQueue") == 0)
       ctl_base_event(b, &o, KC_EVENT_WARNING, p->fail_reason, "Close queue failed for %s",
@@ -442,7 +441,8 @@ static void status_done(ctl_base *b, const kc_api_result *res, void *ud) {
     copy(r->status_msg, sizeof(r->status_msg), res->message);
   } else {
     uint64_t *t = kc_strmap_get(&r->qc->last_write, r->queue);
-    if (t || ((t = malloc(sizeof(*t))) && kc_strmap_put(&r->qc->last_write, r->queue, t, NULL) >= 0))
+    if (t ||
+        ((t = malloc(sizeof(*t))) && kc_strmap_put(&r->qc->last_write, r->queue, t, NULL) >= 0))
       *t = uv_hrtime();
   }
   write_done(b, res, ud);
@@ -484,8 +484,8 @@ static void execute(run *r) {
   r->pending = 1; /* held until every write is issued */
   kc_ref ref = {"scheduling.volcano.sh", "v1beta1", "queues", NULL, r->queue, NULL};
   if (p->set_parent_root) { /* Volcano updateQueueParent: a JSON patch adding spec.parent */
-    json_t *patch = json_pack("[{s:s,s:s,s:s}]", "op", "add", "path", "/spec/parent", "value",
-                              CTL_QUEUE_ROOT);
+    json_t *patch =
+        json_pack("[{s:s,s:s,s:s}]", "op", "add", "path", "/spec/parent", "value", CTL_QUEUE_ROOT);
     issue(r, KC_PATCH_JSON, &ref, NULL, patch, write_done);
     json_decref(patch);
   }
@@ -647,11 +647,11 @@ static int queue_init(const ctl_env *env, void **out) {
   kc_strmap_init(&qc->last_write, KC_STRMAP_COPY_KEYS);
   kc_strmap_init(&qc->tree_said, KC_STRMAP_COPY_KEYS);
   *out = qc;
-  int rc = ctl_base_init(&qc->base, env, "queue-controller", defs, INF_N, env->workers_queue,
-                         process);
+  int rc =
+      ctl_base_init(&qc->base, env, "queue-controller", defs, INF_N, env->workers_queue, process);
   if (rc == 0)
-    rc = kc_store_add_index(ctl_base_store(&qc->base, INF_PODGROUPS), "queue", index_pg_queue,
-                            NULL);
+    rc =
+        kc_store_add_index(ctl_base_store(&qc->base, INF_PODGROUPS), "queue", index_pg_queue, NULL);
   if (rc == 0 && env->metrics)
     rc = register_metrics(qc, env->metrics);
   qc->base.on_synced = all_synced;

@@ -11,10 +11,10 @@
 typedef struct {
   const char *phase; /* status.state.phase */
   bool has_ttl;
-  int64_t ttl_s;      /* spec.ttlSecondsAfterFinished */
-  bool deleting;      /* metadata.deletionTimestamp is set */
-  bool has_finish;    /* status.state.lastTransitionTime is set */
-  int64_t finish_ms;  /* ... as Unix milliseconds */
+  int64_t ttl_s;     /* spec.ttlSecondsAfterFinished */
+  bool deleting;     /* metadata.deletionTimestamp is set */
+  bool has_finish;   /* status.state.lastTransitionTime is set */
+  int64_t finish_ms; /* ... as Unix milliseconds */
 } ctl_gc_job;
 
 typedef enum {

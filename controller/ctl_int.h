@@ -27,8 +27,8 @@ typedef struct {
   const ctl_request *req;
   ctl_plan *plan;
   ctl_action action;
-  bool initiated; /* status was just initialised (phase was empty) */
-  bool blocked;   /* initiation failed: keep the phase, create nothing */
+  bool initiated;   /* status was just initialised (phase was empty) */
+  bool blocked;     /* initiation failed: keep the phase, create nothing */
   char errmsg[192]; /* why an effect failed, for the event that reports it */
 } ctl_ctx;
 

@@ -35,7 +35,8 @@ int ctl_pg_name(const json_t *pod, char *buf, size_t cap) {
 }
 
 ctl_pg_verdict ctl_pg_decide_pod(const json_t *pod, const char *const *schedulers, size_t n) {
-  const char *sched = json_string_value(json_object_get(json_object_get(pod, "spec"), "schedulerName"));
+  const char *sched =
+      json_string_value(json_object_get(json_object_get(pod, "spec"), "schedulerName"));
   bool ours = false;
   for (size_t i = 0; sched && i < n; i++)
     ours = ours || strcmp(schedulers[i], sched) == 0;
@@ -87,11 +88,12 @@ json_t *ctl_pg_build(const json_t *pod, const char *name, const json_t *owner_an
   const json_t *pod_labels = json_object_get(meta(pod), "labels");
   int32_t min_member = inherit ? ctl_pg_min_member(owner_annotations) : 1;
   json_t *ann = json_object(), *labels = json_object(), *pgspec = json_object();
-  json_t *pg = json_pack("{s:s,s:s,s:{s:s,s:s?,s:o?,s:o,s:o},s:o,s:{s:s}}", "apiVersion",
-                         "scheduling.volcano.sh/v1beta1", "kind", "PodGroup", "metadata", "name",
-                         name, "namespace", json_string_value(json_object_get(meta(pod), "namespace")),
-                         "ownerReferences", owner_refs(pod), "annotations", ann, "labels", labels,
-                         "spec", pgspec, "status", "phase", "Pending");
+  json_t *pg =
+      json_pack("{s:s,s:s,s:{s:s,s:s?,s:o?,s:o,s:o},s:o,s:{s:s}}", "apiVersion",
+                "scheduling.volcano.sh/v1beta1", "kind", "PodGroup", "metadata", "name", name,
+                "namespace", json_string_value(json_object_get(meta(pod), "namespace")),
+                "ownerReferences", owner_refs(pod), "annotations", ann, "labels", labels, "spec",
+                pgspec, "status", "phase", "Pending");
   json_t *mr = ctl__pod_requests_times(spec, min_member);
   if (!pg || !mr) {
     json_decref(pg);
@@ -104,9 +106,10 @@ json_t *ctl_pg_build(const json_t *pod, const char *name, const json_t *owner_an
   const char *k;
   json_t *v;
   if (inherit)
-    json_object_foreach((json_t *)owner_annotations, k, v)
-      if (strncmp(k, CTL_PG_INHERIT_PREFIX, strlen(CTL_PG_INHERIT_PREFIX)) == 0 && json_is_string(v))
-        json_object_set(ann, k, v);
+    json_object_foreach((json_t *)owner_annotations, k,
+                        v) if (strncmp(k, CTL_PG_INHERIT_PREFIX, strlen(CTL_PG_INHERIT_PREFIX)) ==
+                                   0 &&
+                               json_is_string(v)) json_object_set(ann, k, v);
   /* The pod's own annotations win over inherited ones. */
   const char *queue = json_string_value(json_object_get(pod_ann, CTL_PG_QUEUE_NAME));
   if (queue)

@@ -1,7 +1,8 @@
 /* The table of job plugins (Volcano pkg/controllers/job/plugins), one file each in
  * controller/plugins/, and the hooks that run them in spec order. Each records
- * "plugin-<name>" in status.controlledResources on add so that a second add is a no-op, and forgets it on delete so that a restarted job gets fresh
- * objects. The objects themselves go into the plan; nothing here does I/O. */
+ * "plugin-<name>" in status.controlledResources on add so that a second add is a no-op, and forgets
+ * it on delete so that a restarted job gets fresh objects. The objects themselves go into the plan;
+ * nothing here does I/O. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

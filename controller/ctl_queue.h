@@ -44,11 +44,11 @@ typedef struct {
 typedef struct {
   ctl_queue_ref q;
   int32_t status_counts[CTL_QC_COUNT]; /* as stored in its status */
-  bool has_status_counts;             /* the status carries the counts at all */
-  int32_t counts[CTL_QC_COUNT];       /* its PodGroups, by phase */
-  size_t npodgroups;                  /* its PodGroups, any phase */
-  const ctl_queue_ref *parent;        /* NULL: not found (or q is root) */
-  const ctl_queue_ref *children;      /* queues whose spec.parent is q */
+  bool has_status_counts;              /* the status carries the counts at all */
+  int32_t counts[CTL_QC_COUNT];        /* its PodGroups, by phase */
+  size_t npodgroups;                   /* its PodGroups, any phase */
+  const ctl_queue_ref *parent;         /* NULL: not found (or q is root) */
+  const ctl_queue_ref *children;       /* queues whose spec.parent is q */
   size_t nchildren;
 } ctl_queue_view;
 
@@ -65,7 +65,7 @@ typedef struct {
 #define CTL_QUEUE_MAX_FANOUT 64 /* children acted on per sync; the rest on the next one */
 
 typedef struct {
-  int err;          /* KC_EINVAL: refused; errmsg says why (requeued with backoff) */
+  int err; /* KC_EINVAL: refused; errmsg says why (requeued with backoff) */
   char errmsg[256];
   bool set_parent_root; /* JSON patch spec.parent = root (Volcano updateQueueParent) */
   bool write_status;    /* apply state + counts */
@@ -122,7 +122,7 @@ typedef struct {
   bool cycle;                 /* following the parents comes back around */
   const ctl_qnode *ancestors; /* the parent first, up to (not including) root */
   size_t nancestors;
-  const ctl_qnode *siblings;  /* the parent's other children */
+  const ctl_qnode *siblings; /* the parent's other children */
   size_t nsiblings;
 } ctl_queue_tree_view;
 

@@ -60,8 +60,8 @@ static void set_status(const ctl_queue_view *v, ctl_queue_plan *p, const char *s
   p->state = state;
   p->state_changed = strcmp(have, state) != 0;
   memcpy(p->counts, v->counts, sizeof(p->counts));
-  bool counts_differ = !v->has_status_counts ||
-                       memcmp(v->status_counts, v->counts, sizeof(v->counts)) != 0;
+  bool counts_differ =
+      !v->has_status_counts || memcmp(v->status_counts, v->counts, sizeof(v->counts)) != 0;
   p->write_status = p->state_changed || counts_differ;
   p->counts_only = !p->state_changed && counts_differ;
 }
@@ -96,8 +96,8 @@ static int do_open(const ctl_queue_view *v, ctl_queue_plan *p) {
     const char *parent = v->q.parent ? v->q.parent : "";
     if (*parent && !is(parent, CTL_QUEUE_ROOT)) {
       if (!v->parent) {
-        snprintf(p->errmsg, sizeof(p->errmsg), "Failed to get parent queue %s of queue %s",
-                 parent, v->q.name);
+        snprintf(p->errmsg, sizeof(p->errmsg), "Failed to get parent queue %s of queue %s", parent,
+                 v->q.name);
         return p->err = KC_EINVAL;
       }
       if (closed_or_closing(v->parent->state)) {

@@ -131,6 +131,5 @@ bool ctl_queue_tree_problem(const ctl_queue_tree_view *v, char *msg, size_t len)
     snprintf(msg, len, "cycle detected in queue hierarchy for queue %s", v->self->name);
     return true;
   }
-  return v->nancestors > 0 &&
-         (capability_problem(v, msg, len) || siblings_problem(v, msg, len));
+  return v->nancestors > 0 && (capability_problem(v, msg, len) || siblings_problem(v, msg, len));
 }

@@ -15,8 +15,8 @@
 #include "kc_leader.h"
 #include "kc_log.h"
 
-#define KEY_MAX                         (2 * CTL_NAME_MAX)
-#define MAX_REQS                        4096 /* per Job; beyond it new requests are dropped */
+#define KEY_MAX  (2 * CTL_NAME_MAX)
+#define MAX_REQS 4096 /* per Job; beyond it new requests are dropped */
 
 static void copy_str(char *dst, size_t cap, const char *src) {
   snprintf(dst, cap, "%s", src ? src : "");
@@ -799,10 +799,10 @@ static void process_key(kc_workqueue *q, const char *qkey, void *ud) {
     return;
   }
   const char *job_rv = NULL;
-  const Kiln__Job *job = kc_store_get(store(s, CTL_INF_JOBS), key)
-                             ? ctl_newest(&s->jobs_written, store(s, CTL_INF_JOBS), key,
-                                          uv_hrtime(), &job_rv)
-                             : NULL; /* not cached: deleted, whatever we wrote last */
+  const Kiln__Job *job =
+      kc_store_get(store(s, CTL_INF_JOBS), key)
+          ? ctl_newest(&s->jobs_written, store(s, CTL_INF_JOBS), key, uv_hrtime(), &job_rv)
+          : NULL; /* not cached: deleted, whatever we wrote last */
   if (!job) {
     drop_key(s, key);
     kc_workqueue_forget(q, key);

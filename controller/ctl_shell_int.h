@@ -101,8 +101,8 @@ struct ctl_shell {
   bool synced[CTL_INF_COUNT];
   bool all_synced, started, stopping, freed;
   kc_workqueue *queue;
-  kc_strmap reqs;   /* job key -> ctl_reqlist* */
-  kc_strmap expect; /* job key -> kc_strmap* (pod name -> ctl_expect*) */
+  kc_strmap reqs;         /* job key -> ctl_reqlist* */
+  kc_strmap expect;       /* job key -> kc_strmap* (pod name -> ctl_expect*) */
   kc_strmap jobs_written; /* job key -> ctl_written* (ctl_overlay.h) */
   kc_strmap pgs_written;  /* PodGroup key -> ctl_written* */
   kc_strmap keys;         /* job key -> ctl_keystate* */

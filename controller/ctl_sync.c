@@ -78,8 +78,7 @@ static int job_io(ctl_ctx *c, claim_names *claims, bool initiate) {
       int tries = 0;
       do {
         if ((rc = c->v->ops->rand_str(c->v->ops->ctx, rnd, 12))) {
-          ctl__failure(c->plan, "PVCError",
-                       "Failed to create PVC, err: no name for the claim: %s",
+          ctl__failure(c->plan, "PVCError", "Failed to create PVC, err: no name for the claim: %s",
                        rc == KC_EIO ? "the random source failed" : kc_strerror(rc));
           goto out;
         }
@@ -205,7 +204,8 @@ static int pod_usage(const json_t *spec, kc_reslist *out) {
   }
   for (size_t i = 0; i < req.n && !rc; i++) {
     const char *name = req.e[i].name;
-    if (strncmp(name, "hugepages-", 10) == 0 && !(rc = kc_reslist_put(out, name, &req.e[i].q, false)))
+    if (strncmp(name, "hugepages-", 10) == 0 &&
+        !(rc = kc_reslist_put(out, name, &req.e[i].q, false)))
       rc = put_prefixed(out, "requests.", name, &req.e[i].q);
     /* requests.<extended>, and (Volcano's addition) the bare name next to it */
     if (!rc && extended_resource(name) && !(rc = put_prefixed(out, "requests.", name, &req.e[i].q)))
@@ -800,9 +800,9 @@ int ctl__sync_job(ctl_ctx *c, ctl_update_fn fn) {
   const char *qs = v->queue_state && *v->queue_state ? v->queue_state : "Open";
   bool not_started = st->phase == CTL_PHASE_PENDING && st->running + st->succeeded == 0;
   if (!v->queue_exists || v->queue_has_children || (not_started && strcmp(qs, "Open") != 0)) {
-    const char *reason = !v->queue_exists         ? "QueueNotFound"
+    const char *reason = !v->queue_exists        ? "QueueNotFound"
                          : v->queue_has_children ? "QueueNotLeaf"
-                                                  : "QueueNotOpen";
+                                                 : "QueueNotOpen";
     if (!v->queue_exists)
       snprintf(st->message, sizeof(st->message),
                "unable to find job queue: queues.scheduling.volcano.sh \"%s\" not found; the "

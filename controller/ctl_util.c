@@ -416,12 +416,10 @@ static json_t *conditions_json(const ctl_status *st) {
 json_t *ctl_status_to_json(const ctl_status *st) {
   json_t *o = json_object();
   bool ok = put(o, "state", state_json(st));
-  static const char *const names[] = {"minAvailable", "pending",     "running", "succeeded",
-                                      "failed",       "terminating", "unknown", "version",
-                                      "retryCount"};
-  const int32_t vals[] = {st->min_available, st->pending,     st->running,
-                          st->succeeded,     st->failed,      st->terminating,
-                          st->unknown,       st->version,     st->retry_count};
+  static const char *const names[] = {"minAvailable", "pending", "running", "succeeded", "failed",
+                                      "terminating",  "unknown", "version", "retryCount"};
+  const int32_t vals[] = {st->min_available, st->pending, st->running, st->succeeded,  st->failed,
+                          st->terminating,   st->unknown, st->version, st->retry_count};
   for (size_t i = 0; ok && i < sizeof(names) / sizeof(names[0]); i++)
     ok = put(o, names[i], json_integer(vals[i]));
   if (ok && st->has_running_duration) {

@@ -130,7 +130,8 @@ int main(int argc, char **argv) {
        NULL, false, NULL},
       {"controllers", KC_FLAG_STRINGS, &controllers,
        "Specify controller gates. Use '*' for all controllers, all knownController: "
-       "[cronjob-controller gc-controller job-controller pg-controller queue-controller], and we can use '-' to "
+       "[cronjob-controller gc-controller job-controller pg-controller queue-controller], and we "
+       "can use '-' to "
        "disable controllers, e.g. \"*,-job-controller,-queue-controller\" to disable job and "
        "queue controllers. As in Volcano, an entry that names a controller decides for it and "
        "the others run only when '*' is listed.",

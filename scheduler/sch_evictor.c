@@ -124,9 +124,9 @@ static void status_written(const kc_api_result *res, void *data) {
 static json_t *status_patch(const char *msg) {
   char now[KC_TIME_LEN];
   kc_time_format((int64_t)time(NULL), now);
-  return json_pack("{s:{s:[{s:s,s:s,s:s,s:s,s:s},{s:s,s:s,s:s,s:s,s:s}]}}", "status",
-                   "conditions", "type", "Ready", "status", "False", "reason", "Evict", "message",
-                   msg, "lastTransitionTime", now, "type", "DisruptionTarget", "status", "True",
+  return json_pack("{s:{s:[{s:s,s:s,s:s,s:s,s:s},{s:s,s:s,s:s,s:s,s:s}]}}", "status", "conditions",
+                   "type", "Ready", "status", "False", "reason", "Evict", "message", msg,
+                   "lastTransitionTime", now, "type", "DisruptionTarget", "status", "True",
                    "reason", "PreemptionByScheduler", "message", msg, "lastTransitionTime", now);
 }
 
@@ -208,8 +208,8 @@ int sch_evictor_nominate(sch_evictor *ev, const Kiln__Pod *p, const char *node) 
     return KC_ENOMEM;
   json_t *patch = json_pack("{s:{s:s}}", "status", "nominatedNodeName", node);
   kc_ref ref = {NULL, "v1", "pods", p->namespace_, p->name, "status"};
-  if (patch == NULL || kc_api_call(ev->client, KC_PATCH_STRATEGIC, &ref, NULL, patch, nominated,
-                                   key) != 0) {
+  if (patch == NULL ||
+      kc_api_call(ev->client, KC_PATCH_STRATEGIC, &ref, NULL, patch, nominated, key) != 0) {
     free(key);
     json_decref(patch);
     return KC_ENOMEM;

@@ -37,16 +37,16 @@
 /* ------------------------------------------------------------------------------------ */
 
 /* Volcano TaskStatus. */
-#define SCH_TASK_STATUS_MAP(XX)                                                            \
-  XX(PENDING, "Pending")                                                                   \
-  XX(ALLOCATED, "Allocated")                                                               \
-  XX(PIPELINED, "Pipelined")                                                               \
-  XX(BINDING, "Binding")                                                                   \
-  XX(BOUND, "Bound")                                                                       \
-  XX(RUNNING, "Running")                                                                   \
-  XX(RELEASING, "Releasing")                                                               \
-  XX(SUCCEEDED, "Succeeded")                                                               \
-  XX(FAILED, "Failed")                                                                     \
+#define SCH_TASK_STATUS_MAP(XX)                                                                    \
+  XX(PENDING, "Pending")                                                                           \
+  XX(ALLOCATED, "Allocated")                                                                       \
+  XX(PIPELINED, "Pipelined")                                                                       \
+  XX(BINDING, "Binding")                                                                           \
+  XX(BOUND, "Bound")                                                                               \
+  XX(RUNNING, "Running")                                                                           \
+  XX(RELEASING, "Releasing")                                                                       \
+  XX(SUCCEEDED, "Succeeded")                                                                       \
+  XX(FAILED, "Failed")                                                                             \
   XX(UNKNOWN, "Unknown")
 
 typedef enum {
@@ -139,15 +139,15 @@ typedef struct sch_job {
   int32_t gated;                  /* Pending tasks with scheduling gates */
   sch_resource gated_resreq;      /* their resreq */
   /* Session state. */
-  bool invalid;        /* failed JobValid: skipped by the actions */
-  int32_t fit_message; /* reason-table index of the aggregated fit error, -1 none */
+  bool invalid;          /* failed JobValid: skipped by the actions */
+  int32_t fit_message;   /* reason-table index of the aggregated fit error, -1 none */
   int32_t queue_message; /* reason index of "queue ... insufficient", -1 none */
   int32_t why_message;   /* reason index of the actionable explanation (sch_why.c), -1 none */
   bool why_too_big;      /* it says a pod fits no node even when empty */
 } sch_job;
 
 typedef struct sch_queue {
-  const char *name;        /* borrowed, or a static "default" for the made-up one */
+  const char *name;         /* borrowed, or a static "default" for the made-up one */
   const Kiln__Queue *queue; /* borrowed; NULL when created because it was missing */
   int32_t weight;           /* >= 1 */
   bool has_capability;
@@ -203,7 +203,8 @@ typedef struct sch_snapshot {
  * job through group_name; a pod of ours without one gets a shadow job (keyed by its owner
  * UID or its own UID, minMember 1, default queue); pods of other schedulers only count
  * on their nodes; a PodGroup naming a missing queue gets queue -1 (never scheduled, and
- * its condition says why); the default queue is made up when missing. Returns 0 and a *new* snapshot, or KC_ENOMEM. */
+ * its condition says why); the default queue is made up when missing. Returns 0 and a *new*
+ * snapshot, or KC_ENOMEM. */
 int sch_snapshot_new(const Kiln__Snapshot *msg, const sch_snapshot_options *opt,
                      sch_snapshot **out);
 void sch_snapshot_free(sch_snapshot *snap);
@@ -218,15 +219,15 @@ int sch_snapshot_scalar(const sch_snapshot *snap, const char *name);
 /* kube-scheduler's non-zero requests: a pod without a cpu or memory request counts as this
  * much when nodes are scored. */
 #define SCH_NONZERO_MILLI_CPU 100
-#define SCH_NONZERO_MEMORY (200LL * 1024 * 1024)
+#define SCH_NONZERO_MEMORY    (200LL * 1024 * 1024)
 
 /* Volcano NodeInfo.FutureIdle: idle + releasing - pipelined. */
 void sch_node_future_idle(const sch_node *n, sch_resource *out);
 
 /* "40 cpu, 64Gi memory, 2 nvidia.com/gpu": the dimensions in dims (SCH_DIM_* bits; 0: the
  * ones r has) as an operator writes them (sch_why.c); "nothing" when none. */
-void sch_resource_human(const sch_snapshot *snap, const sch_resource *r, unsigned dims,
-                        char *buf, size_t len);
+void sch_resource_human(const sch_snapshot *snap, const sch_resource *r, unsigned dims, char *buf,
+                        size_t len);
 
 /* Job counters (Volcano JobInfo): ready = allocated statuses + Succeeded; waiting =
  * Pipelined; valid = Pending + allocated statuses + Succeeded + Pipelined. */
@@ -248,27 +249,27 @@ void sch_job_deduct_gated(const sch_job *j, sch_resource *r);
 /* ------------------------------------------------------------------------------------ */
 
 /* Extension points that have an enable switch in the configuration file. */
-#define SCH_EXT_MAP(XX)                                                                    \
-  XX(JOB_ORDER, "enableJobOrder")                                                          \
-  XX(QUEUE_ORDER, "enableQueueOrder")                                                      \
-  XX(TASK_ORDER, "enableTaskOrder")                                                        \
-  XX(PREDICATE, "enablePredicate")                                                         \
-  XX(BEST_NODE, "enableBestNode")                                                          \
-  XX(NODE_ORDER, "enableNodeOrder")                                                        \
-  XX(JOB_READY, "enableJobReady")                                                          \
-  XX(JOB_PIPELINED, "enableJobPipelined")                                                  \
-  XX(JOB_STARVING, "enableJobStarving")                                                    \
-  XX(JOB_ENQUEUED, "enableJobEnqueued")                                                    \
-  XX(PREEMPTABLE, "enablePreemptable")                                                     \
-  XX(RECLAIMABLE, "enableReclaimable")                                                     \
-  XX(PREEMPTIVE, "enablePreemptive")                                                       \
-  XX(OVERUSED, "enabledOverused")                                                          \
-  XX(ALLOCATABLE, "enabledAllocatable")                                                    \
-  XX(CLUSTER_ORDER, "enabledClusterOrder")                                                 \
-  XX(HIERARCHY, "enableHierarchy")                                                         \
-  XX(TARGET_JOB, "enableTargetJob")                                                        \
-  XX(RESERVED_NODES, "enableReservedNodes")                                                \
-  XX(VICTIM, "enabledVictim")                                                              \
+#define SCH_EXT_MAP(XX)                                                                            \
+  XX(JOB_ORDER, "enableJobOrder")                                                                  \
+  XX(QUEUE_ORDER, "enableQueueOrder")                                                              \
+  XX(TASK_ORDER, "enableTaskOrder")                                                                \
+  XX(PREDICATE, "enablePredicate")                                                                 \
+  XX(BEST_NODE, "enableBestNode")                                                                  \
+  XX(NODE_ORDER, "enableNodeOrder")                                                                \
+  XX(JOB_READY, "enableJobReady")                                                                  \
+  XX(JOB_PIPELINED, "enableJobPipelined")                                                          \
+  XX(JOB_STARVING, "enableJobStarving")                                                            \
+  XX(JOB_ENQUEUED, "enableJobEnqueued")                                                            \
+  XX(PREEMPTABLE, "enablePreemptable")                                                             \
+  XX(RECLAIMABLE, "enableReclaimable")                                                             \
+  XX(PREEMPTIVE, "enablePreemptive")                                                               \
+  XX(OVERUSED, "enabledOverused")                                                                  \
+  XX(ALLOCATABLE, "enabledAllocatable")                                                            \
+  XX(CLUSTER_ORDER, "enabledClusterOrder")                                                         \
+  XX(HIERARCHY, "enableHierarchy")                                                                 \
+  XX(TARGET_JOB, "enableTargetJob")                                                                \
+  XX(RESERVED_NODES, "enableReservedNodes")                                                        \
+  XX(VICTIM, "enabledVictim")                                                                      \
   XX(HYPERNODE_ORDER, "enabledHyperNodeOrder")
 
 typedef enum {
@@ -343,7 +344,8 @@ typedef struct sch_session_options {
   const char *session_uid;              /* transitionID; NULL: from the snapshot time */
 } sch_session_options;
 
-#define SCH_SESSION_OPTIONS_DEFAULT {0, 5, 100, 0, NULL}
+#define SCH_SESSION_OPTIONS_DEFAULT                                                                \
+  { 0, 5, 100, 0, NULL }
 
 /* Votes of the tri-state extension points (JobPipelined, JobEnqueueable). */
 enum { SCH_REJECT = -1, SCH_ABSTAIN = 0, SCH_PERMIT = 1 };
@@ -351,8 +353,8 @@ enum { SCH_REJECT = -1, SCH_ABSTAIN = 0, SCH_PERMIT = 1 };
 /* Predicate results. */
 enum {
   SCH_FIT = 0,
-  SCH_UNSCHEDULABLE = 1,  /* the node could take the task if something changed */
-  SCH_UNRESOLVABLE = 2,   /* preemption would not help (affinity, taint, ...) */
+  SCH_UNSCHEDULABLE = 1, /* the node could take the task if something changed */
+  SCH_UNRESOLVABLE = 2,  /* preemption would not help (affinity, taint, ...) */
 };
 
 #define SCH_FIT_MAX_REASONS 4
@@ -386,8 +388,7 @@ typedef struct sch_valid {
 typedef int (*sch_job_order_fn)(sch_session *ssn, void *ctx, const sch_job *l, const sch_job *r);
 typedef int (*sch_queue_order_fn)(sch_session *ssn, void *ctx, const sch_queue *l,
                                   const sch_queue *r);
-typedef int (*sch_task_order_fn)(sch_session *ssn, void *ctx, const sch_task *l,
-                                 const sch_task *r);
+typedef int (*sch_task_order_fn)(sch_session *ssn, void *ctx, const sch_task *l, const sch_task *r);
 /* SCH_FIT, or SCH_UNSCHEDULABLE/SCH_UNRESOLVABLE with reasons added to *why. */
 typedef int (*sch_predicate_fn)(sch_session *ssn, void *ctx, const sch_task *t, const sch_node *n,
                                 sch_fit *why);
@@ -493,9 +494,8 @@ const sch_session_options *sch_session_opts(const sch_session *ssn);
 const sch_args *sch_session_action_args(const sch_session *ssn, const char *action);
 
 /* Outputs a plugin may add. Events on a job's PodGroup ("Normal"/"Warning"): */
-int sch_session_job_event(sch_session *ssn, const sch_job *j, const char *type,
-                          const char *reason, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
+int sch_session_job_event(sch_session *ssn, const sch_job *j, const char *type, const char *reason,
+                          const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* Records why a job cannot go on because of its queue (proportion, overcommit): it becomes
  * the job's Unschedulable message when no fit error explains it better. */
 int sch_session_job_queue_reason(sch_session *ssn, const sch_job *j, const char *fmt, ...)
@@ -504,8 +504,7 @@ int sch_session_job_queue_reason(sch_session *ssn, const sch_job *j, const char 
  * quota insufficient: the gang needs G (minResources); the queue has L left of C", in the
  * dimensions dims (SCH_DIM_* bits). */
 int sch_session_gang_quota_reason(sch_session *ssn, const sch_job *j, const char *qname,
-                                  const sch_resource *left, const sch_resource *cap,
-                                  unsigned dims);
+                                  const sch_resource *left, const sch_resource *cap, unsigned dims);
 
 /* ------------------------------------------------------------------------------------ */
 /* Statements (Volcano Statement)                                                       */
@@ -604,7 +603,7 @@ typedef enum { SCH_EVENT_POD, SCH_EVENT_PODGROUP } sch_event_kind;
 
 typedef struct sch_event {
   sch_event_kind kind;
-  int32_t object; /* task index or job index */
+  int32_t object;     /* task index or job index */
   const char *type;   /* "Normal" | "Warning" (static) */
   const char *reason; /* static */
   char *message;      /* owned by the result */
@@ -623,8 +622,8 @@ typedef struct sch_result {
   size_t nevicts;
   sch_bind *nominations; /* pipelined preemptors and the node freed for them */
   size_t nnominations;
-  int64_t preempt_attempts; /* nodes the preempt action tried victims on */
-  int32_t last_victims;     /* victims the last of those tries chose */
+  int64_t preempt_attempts;  /* nodes the preempt action tried victims on */
+  int32_t last_victims;      /* victims the last of those tries chose */
   sch_pg_status *pod_groups; /* every non-shadow job */
   size_t npod_groups;
   sch_queue_status *queues;

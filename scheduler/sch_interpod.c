@@ -23,10 +23,10 @@ typedef struct topo_key {
 typedef struct spread {
   const Kiln__TopologySpreadConstraint *c;
   int key;
-  bool filter;    /* DoNotSchedule; else ScheduleAnyway (scored) */
-  bool self;      /* the pod matches its own selector */
-  uint8_t *elig;  /* per node: counted (all the group's keys, inclusion policies) */
-  int64_t *cnt;   /* per domain of key */
+  bool filter;   /* DoNotSchedule; else ScheduleAnyway (scored) */
+  bool self;     /* the pod matches its own selector */
+  uint8_t *elig; /* per node: counted (all the group's keys, inclusion policies) */
+  int64_t *cnt;  /* per domain of key */
   uint8_t *present;
   int32_t npresent;
   int64_t min;
@@ -38,7 +38,7 @@ struct sch_ipa {
   int64_t hard_weight;
   topo_key *keys;
   int nkeys;
-  size_t ndoms; /* sum of the keys' ndom */
+  size_t ndoms;        /* sum of the keys' ndom */
   int32_t *with_terms; /* tasks whose pods carry terms */
   int32_t nwith_terms;
   /* The current shape. */
@@ -320,7 +320,8 @@ static void account(sch_ipa *a, const sch_task *x, int32_t ni, int64_t sign) {
   if (terms(P)->n_required_affinity &&
       matches_all(P, terms(P)->required_affinity, terms(P)->n_required_affinity, X))
     for (size_t i = 0; i < terms(P)->n_required_affinity; i++)
-      bump(a->aff, slot(a, terms(P)->required_affinity[i]->topology_key, ni), sign, &a->aff_nonzero);
+      bump(a->aff, slot(a, terms(P)->required_affinity[i]->topology_key, ni), sign,
+           &a->aff_nonzero);
   for (size_t i = 0; i < terms(P)->n_required_anti_affinity; i++) {
     const Kiln__PodAffinityTerm *t = terms(P)->required_anti_affinity[i];
     if (sch_affinity_term_matches(t, P, X))
@@ -334,7 +335,8 @@ static void account(sch_ipa *a, const sch_task *x, int32_t ni, int64_t sign) {
   }
   /* Scores, both directions (InterPodAffinity processExistingPod). */
   score_terms(a, terms(P)->preferred_affinity, terms(P)->n_preferred_affinity, P, X, ni, sign);
-  score_terms(a, terms(P)->preferred_anti_affinity, terms(P)->n_preferred_anti_affinity, P, X, ni, -sign);
+  score_terms(a, terms(P)->preferred_anti_affinity, terms(P)->n_preferred_anti_affinity, P, X, ni,
+              -sign);
   if (a->hard_weight > 0)
     for (size_t i = 0; i < terms(X)->n_required_affinity; i++) {
       const Kiln__PodAffinityTerm *t = terms(X)->required_affinity[i];
@@ -345,7 +347,8 @@ static void account(sch_ipa *a, const sch_task *x, int32_t ni, int64_t sign) {
       }
     }
   score_terms(a, terms(X)->preferred_affinity, terms(X)->n_preferred_affinity, X, P, ni, sign);
-  score_terms(a, terms(X)->preferred_anti_affinity, terms(X)->n_preferred_anti_affinity, X, P, ni, -sign);
+  score_terms(a, terms(X)->preferred_anti_affinity, terms(X)->n_preferred_anti_affinity, X, P, ni,
+              -sign);
   /* Spread: matching pods of the same namespace, terminating ones left out. */
   if (a->nsp == 0 || X->deletion_time != 0 ||
       strcmp(X->namespace_ ? X->namespace_ : "", P->namespace_ ? P->namespace_ : "") != 0)
@@ -395,8 +398,7 @@ static int build_spreads(sch_ipa *a) {
     *sp = (spread){.c = c, .key = k, .min_dirty = true};
     sp->filter =
         c->when_unsatisfiable == NULL || strcmp(c->when_unsatisfiable, "ScheduleAnyway") != 0;
-    sp->self = c->label_selector != NULL &&
-               sch_selector_matches(c->label_selector, pod_label, P);
+    sp->self = c->label_selector != NULL && sch_selector_matches(c->label_selector, pod_label, P);
     size_t nd = (size_t)(a->keys[k].ndom ? a->keys[k].ndom : 1);
     sp->elig = calloc((size_t)(snap->nnodes ? snap->nnodes : 1), 1);
     sp->cnt = calloc(nd, sizeof(*sp->cnt));
@@ -509,7 +511,8 @@ static int64_t spread_min(sch_ipa *a, spread *sp) {
 
 sch_ipa_verdict sch_ipa_filter(sch_ipa *a, const sch_task *t, int32_t ni, unsigned checks) {
   if (a == NULL || t->pod == NULL || use_shape(a, t) < 0)
-    return SCH_IPA_FIT; /* out of memory: the constraint is not enforced rather than all nodes lost */
+    return SCH_IPA_FIT; /* out of memory: the constraint is not enforced rather than all nodes lost
+                         */
   const Kiln__Pod *P = a->pod;
   if (checks & SCH_IPA_CHECK_AFFINITY) {
     sch_ipa_verdict v = interpod_filter(a, P, ni);
@@ -532,8 +535,8 @@ static sch_ipa_verdict interpod_filter(sch_ipa *a, const Kiln__Pod *P, int32_t n
         exist = false;
     }
     /* The first pod of a group with affinity to itself. */
-    if (!exist && !(a->aff_nonzero == 0 && matches_all(P, terms(P)->required_affinity,
-                                                       terms(P)->n_required_affinity, P)))
+    if (!exist && !(a->aff_nonzero == 0 &&
+                    matches_all(P, terms(P)->required_affinity, terms(P)->n_required_affinity, P)))
       return SCH_IPA_AFFINITY;
   }
   for (size_t i = 0; i < terms(P)->n_required_anti_affinity; i++) {
@@ -605,9 +608,10 @@ static void affinity_scores(sch_ipa *a, const int32_t *nodes, size_t n, int64_t 
   }
   /* Min-max to 0..100, truncated as Go's int64(float64) does. */
   for (size_t i = 0; i < n; i++)
-    out[i] = hi > lo ? (int64_t)((double)SCH_MAX_NODE_SCORE * ((double)(out[i] - lo) /
-                                                               (double)(hi - lo)))
-                     : 0;
+    out[i] =
+        hi > lo
+            ? (int64_t)((double)SCH_MAX_NODE_SCORE * ((double)(out[i] - lo) / (double)(hi - lo)))
+            : 0;
 }
 
 static void spread_scores(sch_ipa *a, const int32_t *nodes, size_t n, int64_t *out) {

@@ -37,11 +37,11 @@ typedef struct sch_ipa sch_ipa;
 /* Filter verdicts (the reason is the kube-scheduler message of the same name). */
 typedef enum {
   SCH_IPA_FIT = 0,
-  SCH_IPA_AFFINITY,       /* SCH_REASON_POD_AFFINITY, unresolvable */
-  SCH_IPA_ANTI_AFFINITY,  /* SCH_REASON_POD_ANTI_AFFINITY */
-  SCH_IPA_EXISTING_ANTI,  /* SCH_REASON_EXISTING_ANTI_AFFINITY */
-  SCH_IPA_SPREAD,         /* SCH_REASON_SPREAD */
-  SCH_IPA_SPREAD_LABEL,   /* SCH_REASON_SPREAD_LABEL, unresolvable */
+  SCH_IPA_AFFINITY,      /* SCH_REASON_POD_AFFINITY, unresolvable */
+  SCH_IPA_ANTI_AFFINITY, /* SCH_REASON_POD_ANTI_AFFINITY */
+  SCH_IPA_EXISTING_ANTI, /* SCH_REASON_EXISTING_ANTI_AFFINITY */
+  SCH_IPA_SPREAD,        /* SCH_REASON_SPREAD */
+  SCH_IPA_SPREAD_LABEL,  /* SCH_REASON_SPREAD_LABEL, unresolvable */
 } sch_ipa_verdict;
 
 /* *out = a *new* state for snap (borrowed, must outlive it), or NULL when no pod of the

@@ -510,7 +510,7 @@ bool sch_spread_selects(const Kiln__TopologySpreadConstraint *c, const Kiln__Pod
 
 bool sch_pod_has_interpod(const Kiln__Pod *pod) {
   const Kiln__InterPodTerms *t = pod->inter_pod;
-  return t != NULL && (t->n_required_affinity || t->n_preferred_affinity ||
-                       t->n_required_anti_affinity || t->n_preferred_anti_affinity ||
-                       t->n_topology_spread_constraints);
+  return t != NULL &&
+         (t->n_required_affinity || t->n_preferred_affinity || t->n_required_anti_affinity ||
+          t->n_preferred_anti_affinity || t->n_topology_spread_constraints);
 }

@@ -87,11 +87,11 @@ bool sch_host_ports_conflict(const Kiln__Pod *pod, Kiln__HostPort *const *used, 
 
 /* ---- label selectors and inter-pod affinity terms (InterPodAffinity, PodTopologySpread) ---- */
 
-#define SCH_REASON_POD_AFFINITY      "node(s) didn't match pod affinity rules"
-#define SCH_REASON_POD_ANTI_AFFINITY "node(s) didn't match pod anti-affinity rules"
+#define SCH_REASON_POD_AFFINITY           "node(s) didn't match pod affinity rules"
+#define SCH_REASON_POD_ANTI_AFFINITY      "node(s) didn't match pod anti-affinity rules"
 #define SCH_REASON_EXISTING_ANTI_AFFINITY "node(s) didn't satisfy existing pods anti-affinity rules"
-#define SCH_REASON_SPREAD            "node(s) didn't match pod topology spread constraints"
-#define SCH_REASON_SPREAD_LABEL                                                            \
+#define SCH_REASON_SPREAD                 "node(s) didn't match pod topology spread constraints"
+#define SCH_REASON_SPREAD_LABEL                                                                    \
   "node(s) didn't match pod topology spread constraints (missing required label)"
 
 /* The label every namespace carries (the API server sets it to the namespace's name). */

@@ -47,12 +47,8 @@ static const sch_plugin *const plugins[] = {
 };
 
 static const sch_action *const actions[] = {
-    &sch_action_enqueue,
-    &sch_action_allocate,
-    &sch_action_backfill,
-    &sch_action_preempt,
-    &sch_action_reclaim,
-    &sch_action_shuffle,
+    &sch_action_enqueue, &sch_action_allocate, &sch_action_backfill,
+    &sch_action_preempt, &sch_action_reclaim,  &sch_action_shuffle,
 };
 
 const sch_plugin *sch_plugin_find(const char *name) {
@@ -66,8 +62,8 @@ const sch_plugin *sch_plugin_find(const char *name) {
  * that names one Kiln has not built is still the operator's configuration: that action is
  * skipped with an error and the rest of the file applies. */
 static const char *const volcano_actions[] = {
-    "enqueue", "allocate",    "backfill",    "preempt",
-    "reclaim", "shuffle",     "gangpreempt", "gangreclaim",
+    "enqueue", "allocate", "backfill",    "preempt",
+    "reclaim", "shuffle",  "gangpreempt", "gangreclaim",
 };
 
 bool sch_action_volcano(const char *name) {

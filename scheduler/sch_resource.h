@@ -20,13 +20,13 @@
 
 /* Volcano's minResource epsilons. */
 #define SCH_MIN_MILLI_CPU 10
-#define SCH_MIN_MEMORY 1
-#define SCH_MIN_SCALAR 10
+#define SCH_MIN_MEMORY    1
+#define SCH_MIN_SCALAR    10
 
 /* Dimension bits used by sch_resource_insufficient: bit 0 cpu, bit 1 memory, bit 2+i
  * scalar slot i. */
-#define SCH_DIM_CPU (1u << 0)
-#define SCH_DIM_MEMORY (1u << 1)
+#define SCH_DIM_CPU       (1u << 0)
+#define SCH_DIM_MEMORY    (1u << 1)
 #define SCH_DIM_SCALAR(i) (1u << (2 + (i)))
 
 typedef struct sch_resource {

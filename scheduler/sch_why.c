@@ -24,9 +24,7 @@
 #define WHY_PREDICATE_BUDGET 200000
 
 void sch__why_dim_name(const sch_snapshot *snap, int dim, char *buf, size_t len) {
-  const char *name = dim == 0   ? "cpu"
-                     : dim == 1 ? "memory"
-                                : snap->scalar_names[dim - 2];
+  const char *name = dim == 0 ? "cpu" : dim == 1 ? "memory" : snap->scalar_names[dim - 2];
   snprintf(buf, len, "%s", name ? name : "?");
 }
 
@@ -63,8 +61,8 @@ static void amount_named(const sch_snapshot *snap, int dim, int64_t v, char *buf
   snprintf(buf, len, "%s %s", a, n);
 }
 
-void sch_resource_human(const sch_snapshot *snap, const sch_resource *r, unsigned dims,
-                        char *buf, size_t len) {
+void sch_resource_human(const sch_snapshot *snap, const sch_resource *r, unsigned dims, char *buf,
+                        size_t len) {
   size_t off = 0;
   buf[0] = 0;
   for (int d = 0; d < 2 + SCH_MAX_SCALARS && off < len; d++) {
@@ -135,8 +133,9 @@ static int32_t cluster_full(sch_session *ssn, const sch_task *t, const sch_node 
   amount_named(ssn->snap, d, dim_value(free_, d) > 0 ? dim_value(free_, d) : 0, blk, sizeof(blk));
   if (placed > 0)
     snprintf(after, sizeof(after), " after %d pod(s) of the gang were placed", placed);
-  return sch_session_reasonf(ssn, "cluster full: pod requests %s; the largest free block is %s "
-                                  "(node %s)%s",
+  return sch_session_reasonf(ssn,
+                             "cluster full: pod requests %s; the largest free block is %s "
+                             "(node %s)%s",
                              req, blk, n->name ? n->name : "?", after);
 }
 

@@ -102,7 +102,6 @@ int ctl__ssh_pod_create(ctl_ctx *c, const Kiln__StringList *args, json_t *pod,
                         const Kiln__TaskSpec *t, int index);
 int ctl__ssh_job_delete(ctl_ctx *c, const Kiln__StringList *args);
 
-
 int ctl__pytorch_job_add(ctl_ctx *c, const Kiln__StringList *args);
 int ctl__pytorch_pod_create(ctl_ctx *c, const Kiln__StringList *args, json_t *pod,
                             const Kiln__TaskSpec *t, int index);

@@ -15,7 +15,7 @@ static void env_add(json_t *ct, void *arg) {
 }
 
 int ctl__env_pod_create(ctl_ctx *c, const Kiln__StringList *args, json_t *pod,
-                          const Kiln__TaskSpec *t, int index) {
+                        const Kiln__TaskSpec *t, int index) {
   char idx[16];
   snprintf(idx, sizeof(idx), "%d", index);
   ctl__each_container(pod, env_add, idx);

@@ -88,9 +88,9 @@ static void add_wait_container(json_t *pod, const settings *s, const char *maste
   }
   char script[2048];
   wait_script(script, sizeof(script), master_addr, s->port, s->wait_timeout);
-  json_array_append_new(inits, json_pack("{s:s, s:s, s:[s, s, s], s:{}}", "name", WAIT_CONTAINER,
-                                         "image", s->wait_image, "command", "sh", "-c", script,
-                                         "resources"));
+  json_array_append_new(inits,
+                        json_pack("{s:s, s:s, s:[s, s, s], s:{}}", "name", WAIT_CONTAINER, "image",
+                                  s->wait_image, "command", "sh", "-c", script, "resources"));
 }
 
 int ctl__pytorch_pod_create(ctl_ctx *c, const Kiln__StringList *args, json_t *pod,

@@ -79,7 +79,8 @@ int ctl__ssh_job_add(ctl_ctx *c, const Kiln__StringList *args) {
   json_object_set_new(data, "config", b64(cfg));
   rc = ctl__append(&c->plan->objects_create,
                    json_pack("{s:s, s:s, s:o, s:s, s:O}", "apiVersion", "v1", "kind", "Secret",
-                             "metadata", ctl__plugin_meta(job, name), "type", "Opaque", "data", data));
+                             "metadata", ctl__plugin_meta(job, name), "type", "Opaque", "data",
+                             data));
   if (!rc)
     ctl__plugin_mark(c, "ssh", true);
 out:
@@ -114,7 +115,7 @@ static void ssh_container(json_t *ct, void *arg) {
 }
 
 int ctl__ssh_pod_create(ctl_ctx *c, const Kiln__StringList *args, json_t *pod,
-                          const Kiln__TaskSpec *t, int index) {
+                        const Kiln__TaskSpec *t, int index) {
   char name[CTL_NAME_MAX + 8];
   snprintf(name, sizeof(name), "%s-ssh", ctl__job_name(c->v->job));
   const char *path = ctl__plugin_arg(args, "--ssh-key-file-path");

@@ -125,9 +125,9 @@ int ctl__svc_job_add(ctl_ctx *c, const Kiln__StringList *args) {
   if (!ctl__plugin_arg_bool(args, "--disable-network-policy", false)) {
     json_t *np = json_pack("{s:s, s:s, s:o, s:{s:{s:o}, s:[{s:[{s:{s:o}}]}], s:[s]}}", "apiVersion",
                            "networking.k8s.io/v1", "kind", "NetworkPolicy", "metadata",
-                           ctl__plugin_meta(job, ctl__job_name(job)), "spec", "podSelector", "matchLabels",
-                           job_selector(job), "ingress", "from", "podSelector", "matchLabels",
-                           job_selector(job), "policyTypes", "Ingress");
+                           ctl__plugin_meta(job, ctl__job_name(job)), "spec", "podSelector",
+                           "matchLabels", job_selector(job), "ingress", "from", "podSelector",
+                           "matchLabels", job_selector(job), "policyTypes", "Ingress");
     if ((rc = ctl__append(&c->plan->objects_create, np)))
       return rc;
   }
@@ -183,7 +183,7 @@ static void svc_container(json_t *ct, void *arg) {
 }
 
 int ctl__svc_pod_create(ctl_ctx *c, const Kiln__StringList *args, json_t *pod,
-                          const Kiln__TaskSpec *t, int index) {
+                        const Kiln__TaskSpec *t, int index) {
   const Kiln__Job *job = c->v->job;
   json_t *spec = ctl__json_child(pod, "spec", false);
   const char *pname = json_string_value(json_object_get(json_object_get(pod, "metadata"), "name"));

@@ -96,8 +96,8 @@ int ctl__tensorflow_pod_create(ctl_ctx *c, const Kiln__StringList *args, json_t 
     return KC_ENOMEM;
   size_t i;
   json_t *ct;
-  json_array_foreach(ctl__pod_containers(pod, false), i, ct) ctl__container_env(ct, "TF_CONFIG",
-                                                                               raw);
+  json_array_foreach(ctl__pod_containers(pod, false), i, ct)
+      ctl__container_env(ct, "TF_CONFIG", raw);
   free(raw);
   return 0;
 }

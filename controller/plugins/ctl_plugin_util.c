@@ -76,8 +76,8 @@ static const ctl_flag *flag_find(const ctl_flag *flags, size_t n, const char *na
 
 /* One flag of Go's FlagSet.parseOne; *i is advanced past what it consumed. Returns 1 to go
  * on, 0 at the end of the flags, or an error with the message in err. */
-static int parse_one(const ctl_flag *flags, size_t nflags, const Kiln__StringList *args,
-                     size_t *i, char *st, char *err, size_t errlen) {
+static int parse_one(const ctl_flag *flags, size_t nflags, const Kiln__StringList *args, size_t *i,
+                     char *st, char *err, size_t errlen) {
   const char *s = args->items[*i];
   if (strlen(s) < 2 || s[0] != '-')
     return 0;
@@ -181,8 +181,7 @@ void ctl__container_port(json_t *ct, const char *name, int64_t port) {
 }
 
 json_t *ctl__pod_containers(json_t *pod, bool init) {
-  json_t *a =
-      json_object_get(json_object_get(pod, "spec"), init ? "initContainers" : "containers");
+  json_t *a = json_object_get(json_object_get(pod, "spec"), init ? "initContainers" : "containers");
   return json_is_array(a) ? a : NULL;
 }
 

@@ -131,7 +131,7 @@ bool sch__fits_future(const sch_task *t, const sch_node *n) {
 
 /* Volcano ValidateVictims: the victims free enough for the task. */
 bool sch__victims_suffice(const sch_snapshot *snap, const sch_task *t, const sch_node *n,
-                            const int32_t *v, size_t nv) {
+                          const int32_t *v, size_t nv) {
   sch_resource fut;
   sch_node_future_idle(n, &fut);
   for (size_t i = 0; i < nv; i++)
@@ -175,15 +175,15 @@ static int evict_on(sch_session *ssn, sch_statement *st, int32_t ti, int32_t ni,
     if (rc < 0)
       continue;
     const Kiln__Pod *vp = snap->tasks[v[i]].pod;
-    KC_V(3, "preempt: evicting %s/%s for %s/%s on %s", vp->namespace_, vp->name,
-         t->pod->namespace_, t->pod->name, node->name);
+    KC_V(3, "preempt: evicting %s/%s for %s/%s on %s", vp->namespace_, vp->name, t->pod->namespace_,
+         t->pod->name, node->name);
     evicted = true;
   }
   ssn->res->preempt_attempts++;
   if (!sch_session_allocatable(ssn, q, t) || !sch__fits_future(t, node))
     return 0;
-  int rc = evicted ? sch_statement_pipeline_nominate(st, ti, ni)
-                   : sch_statement_pipeline(st, ti, ni);
+  int rc =
+      evicted ? sch_statement_pipeline_nominate(st, ti, ni) : sch_statement_pipeline(st, ti, ni);
   if (rc == KC_ENOMEM)
     return rc;
   *placed = true; /* Volcano ignores a pipeline error: the next session corrects it */
@@ -302,8 +302,7 @@ static int preempt_execute(sch_session *ssn) {
   sch__heap *jobs = calloc((size_t)snap->nqueues + 1, sizeof(*jobs));
   size_t nstarving = 0;
   int rc = KC_ENOMEM;
-  if (!w.nodes || !w.cands || !w.victims || !w.scores || !w.sorted || !tasks || !starving ||
-      !jobs)
+  if (!w.nodes || !w.cands || !w.victims || !w.scores || !w.sorted || !tasks || !starving || !jobs)
     goto out;
   rc = 0;
   for (int32_t ji = 0; ji < snap->njobs; ji++) {

@@ -53,8 +53,8 @@ static int reclaim_on(sch_session *ssn, int32_t ti, int32_t ni, int32_t *v, size
     if (rc < 0)
       continue;
     const Kiln__Pod *vp = snap->tasks[v[i]].pod;
-    KC_V(3, "reclaim: evicting %s/%s for %s/%s on %s", vp->namespace_, vp->name,
-         t->pod->namespace_, t->pod->name, snap->nodes[ni].name);
+    KC_V(3, "reclaim: evicting %s/%s for %s/%s on %s", vp->namespace_, vp->name, t->pod->namespace_,
+         t->pod->name, snap->nodes[ni].name);
     sch_resource_add(&reclaimed, &snap->tasks[v[i]].resreq);
     if (sch_resource_less_equal(&t->init_resreq, &reclaimed))
       break;

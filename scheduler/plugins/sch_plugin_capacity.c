@@ -46,7 +46,7 @@
 #include "kc_log.h"
 #include "sch_framework.h"
 
-#define INF INT64_MAX
+#define INF  INT64_MAX
 #define ROOT "root"
 
 /* Why a queue's place in the hierarchy is unusable. */
@@ -68,7 +68,7 @@ typedef struct cap_attr {
 } cap_attr;
 
 typedef struct cap_state {
-  int32_t n;  /* the snapshot's queues; q[n] stands for a missing root queue */
+  int32_t n; /* the snapshot's queues; q[n] stands for a missing root queue */
   cap_attr *q;
   bool hier;
   int32_t root; /* index of the root queue (n when it does not exist yet) */
@@ -111,8 +111,8 @@ static void cap_min(sch_resource *r, const sch_resource *cap) {
 
 /* used fits limit in every dimension req asks for (Volcano
  * LessEqualWithDimensionAndResourcesName); *short_dims gets those that do not. */
-static bool fits_dims(const sch_resource *used, const sch_resource *limit,
-                      const sch_resource *req, unsigned *short_dims) {
+static bool fits_dims(const sch_resource *used, const sch_resource *limit, const sch_resource *req,
+                      unsigned *short_dims) {
   unsigned m = 0;
   for (int d = 0; d < NDIMS; d++) {
     if (dimv(req, d) <= 0 || dimv(limit, d) == INF)
@@ -204,8 +204,7 @@ static bool tree_refusal(const cap_state *st, const sch_snapshot *snap, int32_t 
   if (!st->hier)
     return false;
   if (a->tree == CAP_TREE_NO_PARENT)
-    snprintf(buf, len, "the queue %s has invalid parent queue %s", a->tree_queue,
-             a->tree_parent);
+    snprintf(buf, len, "the queue %s has invalid parent queue %s", a->tree_queue, a->tree_parent);
   else if (a->tree == CAP_TREE_CYCLE)
     snprintf(buf, len, "cycle detected in queue hierarchy for queue %s", a->tree_queue);
   else if (a->nchildren > 0)
@@ -625,8 +624,8 @@ static void find_parents(cap_state *st, const sch_snapshot *snap) {
     if (i == st->root)
       continue;
     const Kiln__Queue *kq = snap->queues[i].queue;
-    const char *p = kq && kq->spec && kq->spec->parent && *kq->spec->parent ? kq->spec->parent
-                                                                             : ROOT;
+    const char *p =
+        kq && kq->spec && kq->spec->parent && *kq->spec->parent ? kq->spec->parent : ROOT;
     int32_t pi = strcmp(p, ROOT) == 0 ? st->root : sch_snapshot_queue(snap, p);
     if (pi < 0) {
       st->q[i].tree = CAP_TREE_NO_PARENT;
@@ -699,8 +698,9 @@ static void log_limits(const cap_state *st, const sch_snapshot *snap, int32_t c,
   const cap_attr *ca = &st->q[c], *pa = &st->q[p];
   for (int d = 0; d < NDIMS; d++)
     if (dimv(&pa->capability, d) != INF && dimv(&ca->capability, d) > dimv(&pa->capability, d))
-      KC_V(3, "capacity: child queue %s capability exceeds parent queue %s capability; "
-              "its effective capability is limited by the parent",
+      KC_V(3,
+           "capacity: child queue %s capability exceeds parent queue %s capability; "
+           "its effective capability is limited by the parent",
            attr_name(st, snap, c), attr_name(st, snap, p));
   if (p != st->root && !sch_resource_less_equal(&sum_d[p], &pa->deserved))
     KC_V(3, "capacity: sum of child queue deserved exceeds parent queue %s deserved",

@@ -170,8 +170,9 @@ static double node_order(sch_session *ssn, void *ctx, const sch_task *t, const s
 }
 
 /* Out of line: the pods without terms never come here, and keep the loop below as it was. */
-__attribute__((noinline)) static void interpod_order(nodeorder_state *st, const sch_task *t, const int32_t *nodes, size_t n,
-                           double *scores) {
+__attribute__((noinline)) static void interpod_order(nodeorder_state *st, const sch_task *t,
+                                                     const int32_t *nodes, size_t n,
+                                                     double *scores) {
   if (n > st->cap_ipa) {
     int64_t *a = realloc(st->ipa_aff, n * sizeof(*a));
     if (a)

@@ -224,7 +224,7 @@ static int predicate(sch_session *ssn, void *ctx, const sch_task *t, const sch_n
       /* kube-scheduler: affinity and missing spread labels are UnschedulableAndUnresolvable;
        * anti-affinity and skew could change when pods go away. */
       return iv == SCH_IPA_AFFINITY || iv == SCH_IPA_SPREAD_LABEL ? SCH_UNRESOLVABLE
-                                                                   : SCH_UNSCHEDULABLE;
+                                                                  : SCH_UNSCHEDULABLE;
     }
   }
   return SCH_FIT;

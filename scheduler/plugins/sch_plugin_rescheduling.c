@@ -198,5 +198,4 @@ static void rescheduling_close(sch_session *ssn, void *state) {
   free(state);
 }
 
-const sch_plugin sch_plugin_rescheduling = {"rescheduling", rescheduling_open,
-                                             rescheduling_close};
+const sch_plugin sch_plugin_rescheduling = {"rescheduling", rescheduling_open, rescheduling_close};

@@ -18,7 +18,7 @@
 #include "kc_log.h"
 #include "sch_framework.h"
 
-#define SLA_KEY "sla-waiting-time"
+#define SLA_KEY  "sla-waiting-time"
 #define NS_PER_S 1000000000LL
 
 typedef struct sla_state {
@@ -79,14 +79,13 @@ static int sla_open(sch_session *ssn, const sch_plugin_conf *conf, void **state)
     goto fail;
   const char *g = sch_args_get(&conf->args, SLA_KEY);
   if (g && (st->global_ns = parse_waiting(g)) == 0)
-    KC_WARN("sla: invalid global %s \"%s\" (a positive duration such as 1h2m3s): ignored",
-            SLA_KEY, g);
+    KC_WARN("sla: invalid global %s \"%s\" (a positive duration such as 1h2m3s): ignored", SLA_KEY,
+            g);
   for (int32_t i = 0; i < snap->njobs; i++) {
     const char *v = pg_annotation(&snap->jobs[i], SLA_KEY);
     /* Every session reads it again: say it only at a verbosity that asks for it. */
     if (v && (st->job_ns[i] = parse_waiting(v)) == 0)
-      KC_V(2, "sla: job %s: invalid %s annotation \"%s\": ignored", snap->jobs[i].key, SLA_KEY,
-           v);
+      KC_V(2, "sla: job %s: invalid %s annotation \"%s\": ignored", snap->jobs[i].key, SLA_KEY, v);
   }
   if ((rc = sch_add_job_order_fn(ssn, sla_job_order, st)) < 0 ||
       (rc = sch_add_job_enqueueable_fn(ssn, sla_permit, st)) < 0 ||

@@ -108,7 +108,7 @@ static Kiln__ObjectMeta *meta(const char *ns, char *name) {
 }
 
 static Kiln__PodGroup *pod_group(char *name, int32_t min_member, const char *phase,
-                                  const char *priority_class, const char *queue) {
+                                 const char *priority_class, const char *queue) {
   Kiln__PodGroup *pg = xcalloc(sizeof(*pg));
   kiln__pod_group__init(pg);
   pg->metadata = meta("bench", name);
@@ -467,8 +467,8 @@ int main(int argc, char **argv) {
        "running PodGroups low priority (minMember 1), pending ones high; preempt runs", "false",
        NULL, false, NULL},
       {"queues", KC_FLAG_INT, &o.queues,
-       "queues in a hierarchy under root (capacity with enableHierarchy), 0: one queue", "0",
-       NULL, false, NULL},
+       "queues in a hierarchy under root (capacity with enableHierarchy), 0: one queue", "0", NULL,
+       false, NULL},
       {"shapes", KC_FLAG_BOOL, &o.shapes,
        "node labels and taints, pod selectors, affinity and tolerations (varied per gang)", "false",
        NULL, false, NULL},
@@ -590,13 +590,12 @@ int main(int argc, char **argv) {
          "node\":%.0f,"
          "\"bytes_per_pod\":%.0f,\"preempt\":%s,\"nominations\":%zu,\"evictions\":%zu,"
          "\"nominations_per_s\":%.0f,\"victims_per_s\":%.0f}\n",
-         o.nodes, o.pending, o.gang, o.running, o.queues, r->nbinds, t1 - t0, session_s, t2 - t1, t3 - t2,
-         t4 - t3, session_s > 0 ? (double)r->nbinds / session_s : 0,
+         o.nodes, o.pending, o.gang, o.running, o.queues, r->nbinds, t1 - t0, session_s, t2 - t1,
+         t3 - t2, t4 - t3, session_s > 0 ? (double)r->nbinds / session_s : 0,
          t3 > t2 ? (double)r->nbinds / (t3 - t2) : 0, peak_kb, hwm_reset ? "true" : "false",
          all_bytes, (double)node_bytes / o.nodes,
-         npods ? (double)(all_bytes - node_bytes) / (double)npods : 0,
-         o.preempt ? "true" : "false", r->nnominations, r->nevicts,
-         session_s > 0 ? (double)r->nnominations / session_s : 0,
+         npods ? (double)(all_bytes - node_bytes) / (double)npods : 0, o.preempt ? "true" : "false",
+         r->nnominations, r->nevicts, session_s > 0 ? (double)r->nnominations / session_s : 0,
          session_s > 0 ? (double)r->nevicts / session_s : 0);
   rc = 0;
 out:

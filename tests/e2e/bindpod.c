@@ -32,10 +32,10 @@ static size_t on_data(char *p, size_t size, size_t n, void *userdata) {
 int main(int argc, char **argv) {
   const char *server = NULL, *cacert = NULL, *cert = NULL, *key = NULL;
   const kc_flag flags[] = {
-    {"server", KC_FLAG_STRING, &server, "API server URL", NULL, NULL, false, NULL},
-    {"cacert", KC_FLAG_STRING, &cacert, "CA bundle", NULL, NULL, false, NULL},
-    {"cert", KC_FLAG_STRING, &cert, "client certificate", NULL, NULL, false, NULL},
-    {"key", KC_FLAG_STRING, &key, "client key", NULL, NULL, false, NULL},
+      {"server", KC_FLAG_STRING, &server, "API server URL", NULL, NULL, false, NULL},
+      {"cacert", KC_FLAG_STRING, &cacert, "CA bundle", NULL, NULL, false, NULL},
+      {"cert", KC_FLAG_STRING, &cert, "client certificate", NULL, NULL, false, NULL},
+      {"key", KC_FLAG_STRING, &key, "client key", NULL, NULL, false, NULL},
   };
   char err[256];
   int nargs = 0;

@@ -564,9 +564,10 @@ int main(int argc, char **argv) {
   if (kc_flags_parse(flags, sizeof(flags) / sizeof(flags[0]), argc, argv, &nargs, err,
                      sizeof(err)) != 0 ||
       nargs != 1) {
-    fprintf(stderr,
-            "usage: client_check [flags] crud|notfound|conflict|multiplex|qps|token|watch|get\n%s\n",
-            nargs != 1 ? "" : err);
+    fprintf(
+        stderr,
+        "usage: client_check [flags] crud|notfound|conflict|multiplex|qps|token|watch|get\n%s\n",
+        nargs != 1 ? "" : err);
     return 2;
   }
   const char *scenario = argv[0];

@@ -26,7 +26,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   if (!c.every_ms && (!c.minute || !c.hour || !c.dom || !c.month || !c.dow))
     abort();
-  if ((c.minute & ~CTL_CRON_STAR) >> 60 || (c.hour & ~CTL_CRON_STAR) >> 24 || (c.month & 1) || (c.dom & 1))
+  if ((c.minute & ~CTL_CRON_STAR) >> 60 || (c.hour & ~CTL_CRON_STAR) >> 24 || (c.month & 1) ||
+      (c.dom & 1))
     abort();
   /* 2026-12-01T12:07:30.5Z, then a few activations on. */
   int64_t t = 1796126850500;

@@ -16,7 +16,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   kc_exec_config x = {0};
   x.api_version = (char *)((data[0] & 1) ? "client.authentication.k8s.io/v1"
-                                          : "client.authentication.k8s.io/v1beta1");
+                                         : "client.authentication.k8s.io/v1beta1");
   kc_exec_cred cred;
   char err[512] = "";
   int rc = kc_exec_parse(&x, (const char *)data + 1, size - 1, &cred, err, sizeof(err));

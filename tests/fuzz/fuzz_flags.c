@@ -56,8 +56,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   };
   int nargs = 0;
   char err[256] = "";
-  int rc = kc_flags_parse(flags, sizeof(flags) / sizeof(flags[0]), argc, argv, &nargs, err,
-                          sizeof(err));
+  int rc =
+      kc_flags_parse(flags, sizeof(flags) / sizeof(flags[0]), argc, argv, &nargs, err, sizeof(err));
   if (rc != 0) {
     if ((rc != KC_EINVAL && rc != KC_ERANGE) || err[0] == '\0')
       abort();

@@ -22,11 +22,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char err[512] = "";
   /* The first byte picks an override, so both paths of --master are explored. */
   const char *master = size && (data[0] & 1) ? "https://127.0.0.1:6443" : NULL;
-  int rc = kc_config_parse_kubeconfig(&c, (const char *)data, size, "/nonexistent-kiln-fuzz",
-                                      NULL, master, err, sizeof(err));
+  int rc = kc_config_parse_kubeconfig(&c, (const char *)data, size, "/nonexistent-kiln-fuzz", NULL,
+                                      master, err, sizeof(err));
   if (rc != 0) {
-    if (rc != KC_EPARSE && rc != KC_EINVAL && rc != KC_ENOMEM && rc != KC_ENOENT &&
-        rc != KC_EIO && rc != KC_ETOOBIG)
+    if (rc != KC_EPARSE && rc != KC_EINVAL && rc != KC_ENOMEM && rc != KC_ENOENT && rc != KC_EIO &&
+        rc != KC_ETOOBIG)
       abort();
     if (err[0] == '\0')
       abort();

@@ -15,7 +15,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static const char *const names[] = {"pytorch", "tensorflow", "mpi", "ray",
+static const char *const names[] = {"pytorch",  "tensorflow", "mpi", "ray",
                                     "hcclrank", "svc",        "ssh", "env"};
 #define NPLUGINS (sizeof(names) / sizeof(names[0]))
 

@@ -119,8 +119,7 @@ static void test_serve(void **state) {
   assert_non_null(h2);
   assert_non_null(strstr(kc_httpd_errmsg(h2), "in use"));
   /* No room for a third; a bad address makes no server. */
-  assert_int_equal(kc_app_serve(&p.app, "127.0.0.1:0", false, always_ready, NULL, &h3),
-                   KC_ENOMEM);
+  assert_int_equal(kc_app_serve(&p.app, "127.0.0.1:0", false, always_ready, NULL, &h3), KC_ENOMEM);
   assert_null(h3);
   kc_app_stop(&p.app, 1);
   assert_int_equal(run_prog(&p), 1);
@@ -216,9 +215,12 @@ int main(void) {
         f);
   fclose(f);
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_bad_kubeconfig),   cmocka_unit_test(test_close_without_run),
-      cmocka_unit_test(test_serve),            cmocka_unit_test(test_bad_address),
-      cmocka_unit_test(test_stop_drains),      cmocka_unit_test(test_signal_stops),
+      cmocka_unit_test(test_bad_kubeconfig),
+      cmocka_unit_test(test_close_without_run),
+      cmocka_unit_test(test_serve),
+      cmocka_unit_test(test_bad_address),
+      cmocka_unit_test(test_stop_drains),
+      cmocka_unit_test(test_signal_stops),
       cmocka_unit_test(test_second_signal_exits),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);

@@ -293,12 +293,12 @@ static void test_exec_user(void **state) {
   kc_config_close(&c);
 
   /* A token beside exec wins and the plugin is not used (client-go's exec stands aside). */
-  assert_int_equal(parse(&c,
-                         kc_with("{server: 'https://h'}",
-                                 "{token: t, exec: {" EXEC_V1 ", command: aws, "
-                                 "interactiveMode: IfAvailable}}"),
-                         NULL, NULL, err),
-                   0);
+  assert_int_equal(
+      parse(&c,
+            kc_with("{server: 'https://h'}", "{token: t, exec: {" EXEC_V1 ", command: aws, "
+                                             "interactiveMode: IfAvailable}}"),
+            NULL, NULL, err),
+      0);
   assert_null(c.exec);
   assert_string_equal(c.token, "t");
   kc_config_close(&c);
@@ -322,8 +322,8 @@ static void test_exec_user(void **state) {
        "users[0].user.exec.args: expected a list"},
       {"{exec: {command: x, " EXEC_V1 ", interactiveMode: Never, args: [[a]]}}", NULL, KC_EPARSE,
        "users[0].user.exec.args[0]: expected a string"},
-      {"{exec: {command: x, " EXEC_V1 ", interactiveMode: Never, provideClusterInfo: maybe}}",
-       NULL, KC_EPARSE, "users[0].user.exec.provideClusterInfo: \"maybe\" is not true or false"},
+      {"{exec: {command: x, " EXEC_V1 ", interactiveMode: Never, provideClusterInfo: maybe}}", NULL,
+       KC_EPARSE, "users[0].user.exec.provideClusterInfo: \"maybe\" is not true or false"},
       {"{exec: aws}", NULL, KC_EPARSE, "users[0].user.exec: expected a mapping"},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -413,9 +413,8 @@ static void write_file(const char *dir, const char *name, const char *content) {
 }
 
 static void remove_dir(const char *dir) {
-  static const char *const names[] = {"token", "ca.crt", "namespace", "kubeconfig", "tok",
-                                      "kc",    "empty",  "bad",       "baduser",    "list",
-                                      "bare"};
+  static const char *const names[] = {"token", "ca.crt", "namespace", "kubeconfig", "tok", "kc",
+                                      "empty", "bad",    "baduser",   "list",       "bare"};
   char path[512];
   for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
     snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
@@ -622,16 +621,15 @@ static void test_kubeconfig_list_merged(void **state) {
   snprintf(want, sizeof(want), "kubeconfig %s/list: top level: not a mapping", b);
   if (!strstr(err, want))
     fail_msg("got \"%s\", want \"%s\"", err, want);
-  assert_int_equal(kc_config_load_kubeconfigs(&c, "/nonexistent/a:/nonexistent/b", NULL, NULL,
-                                              err, sizeof(err)),
-                   KC_ENOENT);
+  assert_int_equal(
+      kc_config_load_kubeconfigs(&c, "/nonexistent/a:/nonexistent/b", NULL, NULL, err, sizeof(err)),
+      KC_ENOENT);
   assert_non_null(strstr(err, "/nonexistent/a:/nonexistent/b"));
   write_file(b, "bare", "kind: Config\n");
   snprintf(list, sizeof(list), "%s/empty:%s/bare", b, b);
   assert_int_equal(kc_config_load_kubeconfigs(&c, list, NULL, NULL, err, sizeof(err)), KC_EINVAL);
   assert_non_null(strstr(err, "current-context: missing"));
-  assert_int_equal(kc_config_load_kubeconfigs(&c, list, "nope", NULL, err, sizeof(err)),
-                   KC_EINVAL);
+  assert_int_equal(kc_config_load_kubeconfigs(&c, list, "nope", NULL, err, sizeof(err)), KC_EINVAL);
   assert_non_null(strstr(err, "contexts: missing (looking for \"nope\")"));
   remove_dir(a);
   remove_dir(b);

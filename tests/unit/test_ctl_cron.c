@@ -170,55 +170,65 @@ static void test_most_recent(void **state) {
   ctl_missed m;
   char err[128];
   /* Not yet due. */
-  assert_int_equal(ctl_cron_most_recent(&c, &t, ts("2026-12-01T10:00:40Z"), true, &e, &r, &m,
-                                        err, sizeof(err)), 0);
+  assert_int_equal(
+      ctl_cron_most_recent(&c, &t, ts("2026-12-01T10:00:40Z"), true, &e, &r, &m, err, sizeof(err)),
+      0);
   assert_true(r == CTL_CRON_NEVER);
   assert_int_equal(m, CTL_MISSED_NONE);
   assert_true(e == t.created_ms);
   /* One due. */
-  assert_int_equal(ctl_cron_most_recent(&c, &t, ts("2026-12-01T10:01:30Z"), true, &e, &r, &m,
-                                        err, sizeof(err)), 0);
+  assert_int_equal(
+      ctl_cron_most_recent(&c, &t, ts("2026-12-01T10:01:30Z"), true, &e, &r, &m, err, sizeof(err)),
+      0);
   assert_true(r == ts("2026-12-01T10:01:00Z"));
   assert_int_equal(m, CTL_MISSED_NONE);
   /* Exactly on the second schedule: both are due, the latest counts. */
-  assert_int_equal(ctl_cron_most_recent(&c, &t, ts("2026-12-01T10:02:00Z"), true, &e, &r, &m,
-                                        err, sizeof(err)), 0);
+  assert_int_equal(
+      ctl_cron_most_recent(&c, &t, ts("2026-12-01T10:02:00Z"), true, &e, &r, &m, err, sizeof(err)),
+      0);
   assert_true(r == ts("2026-12-01T10:02:00Z"));
   assert_int_equal(m, CTL_MISSED_FEW);
   /* A few missed: the most recent one only. */
-  assert_int_equal(ctl_cron_most_recent(&c, &t, ts("2026-12-01T10:05:30Z"), true, &e, &r, &m,
-                                        err, sizeof(err)), 0);
+  assert_int_equal(
+      ctl_cron_most_recent(&c, &t, ts("2026-12-01T10:05:30Z"), true, &e, &r, &m, err, sizeof(err)),
+      0);
   assert_true(r == ts("2026-12-01T10:05:00Z"));
   assert_int_equal(m, CTL_MISSED_FEW);
   /* More than 100 missed. */
-  assert_int_equal(ctl_cron_most_recent(&c, &t, ts("2026-12-01T12:00:30Z"), true, &e, &r, &m,
-                                        err, sizeof(err)), 0);
+  assert_int_equal(
+      ctl_cron_most_recent(&c, &t, ts("2026-12-01T12:00:30Z"), true, &e, &r, &m, err, sizeof(err)),
+      0);
   assert_true(r == ts("2026-12-01T12:00:00Z"));
   assert_int_equal(m, CTL_MISSED_MANY);
   /* lastScheduleTime takes over from the creation time. */
   t.last_schedule_ms = ts("2026-12-01T10:05:00Z");
-  assert_int_equal(ctl_cron_most_recent(&c, &t, ts("2026-12-01T10:05:30Z"), true, &e, &r, &m,
-                                        err, sizeof(err)), 0);
+  assert_int_equal(
+      ctl_cron_most_recent(&c, &t, ts("2026-12-01T10:05:30Z"), true, &e, &r, &m, err, sizeof(err)),
+      0);
   assert_true(r == CTL_CRON_NEVER);
   /* startingDeadlineSeconds: 10 s late is too late, 40 s is not. */
   t.last_schedule_ms = CTL_CRON_NEVER;
   t.deadline_s = 10;
-  assert_int_equal(ctl_cron_most_recent(&c, &t, ts("2026-12-01T10:05:30Z"), true, &e, &r, &m,
-                                        err, sizeof(err)), 0);
+  assert_int_equal(
+      ctl_cron_most_recent(&c, &t, ts("2026-12-01T10:05:30Z"), true, &e, &r, &m, err, sizeof(err)),
+      0);
   assert_true(r == CTL_CRON_NEVER);
   assert_true(e == ts("2026-12-01T10:05:20Z"));
   t.deadline_s = 40;
-  assert_int_equal(ctl_cron_most_recent(&c, &t, ts("2026-12-01T10:05:30Z"), true, &e, &r, &m,
-                                        err, sizeof(err)), 0);
+  assert_int_equal(
+      ctl_cron_most_recent(&c, &t, ts("2026-12-01T10:05:30Z"), true, &e, &r, &m, err, sizeof(err)),
+      0);
   assert_true(r == ts("2026-12-01T10:05:00Z"));
   /* The deadline does not count for the requeue delay. */
-  assert_int_equal(ctl_cron_most_recent(&c, &t, ts("2026-12-01T10:05:30Z"), false, &e, &r, &m,
-                                        err, sizeof(err)), 0);
+  assert_int_equal(
+      ctl_cron_most_recent(&c, &t, ts("2026-12-01T10:05:30Z"), false, &e, &r, &m, err, sizeof(err)),
+      0);
   assert_true(e == t.created_ms);
   /* A date that never comes. */
   ctl_cron never = parse_ok("TZ=UTC 0 0 31 2 *");
-  assert_int_equal(ctl_cron_most_recent(&never, &t, ts("2026-12-01T10:05:30Z"), true, &e, &r,
-                                        &m, err, sizeof(err)), KC_ERANGE);
+  assert_int_equal(ctl_cron_most_recent(&never, &t, ts("2026-12-01T10:05:30Z"), true, &e, &r, &m,
+                                        err, sizeof(err)),
+                   KC_ERANGE);
   assert_string_equal(err, "time difference between two schedules is less than 1 second");
 }
 
@@ -235,8 +245,7 @@ static void test_requeue(void **state) {
   assert_int_equal(ctl_cron_requeue_ms(&c, &t, ts("2026-12-01T10:03:30Z")), 30100);
   /* A schedule that never comes is looked at once a day. */
   ctl_cron never = parse_ok("TZ=UTC 0 0 31 2 *");
-  assert_int_equal(ctl_cron_requeue_ms(&never, &t, ts("2026-12-01T10:03:30Z")),
-                   24 * 3600 * 1000);
+  assert_int_equal(ctl_cron_requeue_ms(&never, &t, ts("2026-12-01T10:03:30Z")), 24 * 3600 * 1000);
   /* @every 90s from the creation time. */
   ctl_cron every = parse_ok("@every 90s");
   t.last_schedule_ms = CTL_CRON_NEVER;

@@ -111,8 +111,8 @@ static void test_creates_the_due_job(void **state) {
   /* The requeue counts from the new lastScheduleTime: 10:02:00.100. */
   assert_int_equal(p.requeue_ms, 30100);
   /* What the shell writes after the create. */
-  json_t *made = json_pack("{s:{s:s, s:s, s:s, s:s}}", "metadata", "name", want, "namespace",
-                           "ns", "uid", "job-1", "resourceVersion", "7");
+  json_t *made = json_pack("{s:{s:s, s:s, s:s, s:s}}", "metadata", "name", want, "namespace", "ns",
+                           "uid", "job-1", "resourceVersion", "7");
   assert_int_equal(ctl_cj_status_add_active(p.status, made, p.scheduled_ms), 0);
   assert_string_equal(json_string_value(json_object_get(p.status, "lastScheduleTime")),
                       "2026-12-01T10:01:00Z");
@@ -179,10 +179,9 @@ static void test_orphans_and_stale_references(void **state) {
   expect_event(&p, "Warning", "OrphanedJob",
                "Detected orphaned job forgotted or not managed by controller: lost (UID: l)");
   assert_int_equal(json_array_size(json_object_get(p.status, "active")), 1);
-  assert_string_equal(
-      json_string_value(json_object_get(json_array_get(json_object_get(p.status, "active"), 0),
-                                        "name")),
-      "mine");
+  assert_string_equal(json_string_value(json_object_get(
+                          json_array_get(json_object_get(p.status, "active"), 0), "name")),
+                      "mine");
   int stale = 0;
   for (size_t i = 0; i < p.nev; i++)
     stale += !strcmp(p.ev[i].reason, "StaleReference");
@@ -258,7 +257,8 @@ static void test_concurrency(void **state) {
   ctl_cj_job running = job("run", "r", "Running", "2026-12-01T10:01:01Z", NULL);
   ctl_cj_plan p;
   json_t *cj = cronjob("\"concurrencyPolicy\":\"Forbid\"", st);
-  assert_int_equal(ctl_cronjob_sync(cj, &running, 1, lookup, NULL, ts("2026-12-01T10:02:30Z"), &p), 0);
+  assert_int_equal(ctl_cronjob_sync(cj, &running, 1, lookup, NULL, ts("2026-12-01T10:02:30Z"), &p),
+                   0);
   expect_event(&p, "Warning", "ForbidConcurrent",
                "Skipping job creation because another job is already running");
   assert_null(p.create);
@@ -267,7 +267,8 @@ static void test_concurrency(void **state) {
   ctl_cj_plan_free(&p);
   json_decref(cj);
   cj = cronjob("\"concurrencyPolicy\":\"Replace\"", st);
-  assert_int_equal(ctl_cronjob_sync(cj, &running, 1, lookup, NULL, ts("2026-12-01T10:02:30Z"), &p), 0);
+  assert_int_equal(ctl_cronjob_sync(cj, &running, 1, lookup, NULL, ts("2026-12-01T10:02:30Z"), &p),
+                   0);
   expect_event(&p, "Warning", "ReplaceConcurrent", "Replacing active job for CronJob");
   assert_int_equal(p.ndel, 1);
   assert_string_equal(p.del[0].name, "run");
@@ -277,7 +278,8 @@ static void test_concurrency(void **state) {
   ctl_cj_plan_free(&p);
   json_decref(cj);
   cj = cronjob(NULL, st);
-  assert_int_equal(ctl_cronjob_sync(cj, &running, 1, lookup, NULL, ts("2026-12-01T10:02:30Z"), &p), 0);
+  assert_int_equal(ctl_cronjob_sync(cj, &running, 1, lookup, NULL, ts("2026-12-01T10:02:30Z"), &p),
+                   0);
   assert_non_null(p.create);
   assert_int_equal(p.ndel, 0);
   ctl_cj_plan_free(&p);

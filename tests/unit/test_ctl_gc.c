@@ -12,8 +12,8 @@
 static const int64_t T0 = 1764547200000; /* a finish time, ms */
 
 static ctl_gc_job finished(const char *phase, int64_t ttl) {
-  return (ctl_gc_job){.phase = phase, .has_ttl = true, .ttl_s = ttl, .has_finish = true,
-                      .finish_ms = T0};
+  return (ctl_gc_job){
+      .phase = phase, .has_ttl = true, .ttl_s = ttl, .has_finish = true, .finish_ms = T0};
 }
 
 static void test_phases(void **state) {

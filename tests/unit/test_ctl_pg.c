@@ -68,8 +68,9 @@ static void test_decide(void **state) {
 static void test_build(void **state) {
   json_t *p = rs_pod("\"scheduling.volcano.sh/queue-name\":\"q1\",\"volcano.sh/preemptable\":"
                      "\"false\",\"volcano.sh/jdb-max-unavailable\":\"1\"");
-  json_t *owner = parse("{\"scheduling.volcano.sh/group-min-member\":\"3\",\"volcano.sh/preemptable\":"
-                        "\"true\",\"volcano.sh/hierarchy\":\"root/a\",\"other.io/x\":\"y\"}");
+  json_t *owner =
+      parse("{\"scheduling.volcano.sh/group-min-member\":\"3\",\"volcano.sh/preemptable\":"
+            "\"true\",\"volcano.sh/hierarchy\":\"root/a\",\"other.io/x\":\"y\"}");
   json_t *pg = ctl_pg_build(p, "podgroup-rs-uid", owner, true);
   assert_non_null(pg);
   const json_t *m = json_object_get(pg, "metadata"), *s = json_object_get(pg, "spec");
@@ -89,7 +90,8 @@ static void test_build(void **state) {
   /* the pod's own annotation wins over the owner's */
   assert_string_equal(json_string_value(json_object_get(ann, "volcano.sh/preemptable")), "false");
   assert_null(json_object_get(ann, "other.io/x"));
-  assert_string_equal(json_string_value(json_object_get(ann, "volcano.sh/jdb-max-unavailable")), "1");
+  assert_string_equal(json_string_value(json_object_get(ann, "volcano.sh/jdb-max-unavailable")),
+                      "1");
   assert_string_equal(
       json_string_value(json_object_get(json_object_get(m, "labels"), "volcano.sh/preemptable")),
       "true");
@@ -142,10 +144,8 @@ static void test_scaled_to_zero(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_name),
-      cmocka_unit_test(test_decide),
-      cmocka_unit_test(test_build),
-      cmocka_unit_test(test_pod_owner_and_min_member),
+      cmocka_unit_test(test_name),           cmocka_unit_test(test_decide),
+      cmocka_unit_test(test_build),          cmocka_unit_test(test_pod_owner_and_min_member),
       cmocka_unit_test(test_scaled_to_zero),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -415,12 +415,17 @@ static void test_ssh_without_randomness(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_add_objects),    cmocka_unit_test(test_idempotent),
-      cmocka_unit_test(test_pod_mutations),  cmocka_unit_test(test_delete),
-      cmocka_unit_test(test_unknown_plugin), cmocka_unit_test(test_svc_args),
+      cmocka_unit_test(test_add_objects),
+      cmocka_unit_test(test_idempotent),
+      cmocka_unit_test(test_pod_mutations),
+      cmocka_unit_test(test_delete),
+      cmocka_unit_test(test_unknown_plugin),
+      cmocka_unit_test(test_svc_args),
       cmocka_unit_test(test_svc_scale_while_pending),
-      cmocka_unit_test(test_default_ops),    cmocka_unit_test(test_default_ops_broken_source),
-      cmocka_unit_test(test_ssh_without_randomness),    cmocka_unit_test(test_svc_hosts_out_of_memory),
+      cmocka_unit_test(test_default_ops),
+      cmocka_unit_test(test_default_ops_broken_source),
+      cmocka_unit_test(test_ssh_without_randomness),
+      cmocka_unit_test(test_svc_hosts_out_of_memory),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,8 +13,7 @@ static char *task(const char *name, int replicas, const char *extra_spec) {
   size_t n = 0;
   FILE *f = open_memstream(&out, &n);
   fprintf(f,
-          "{\"name\":\"%s\",\"replicas\":%d,\"template\":{\"spec\":{%s%s\"containers\":[" CT
-          "]}}}",
+          "{\"name\":\"%s\",\"replicas\":%d,\"template\":{\"spec\":{%s%s\"containers\":[" CT "]}}}",
           name, replicas, extra_spec ? extra_spec : "", extra_spec ? "," : "", name);
   fclose(f);
   return out;
@@ -228,12 +227,11 @@ static void test_pytorch_args(void **state) {
   fx f;
   /* a port the template already opens is not added twice; hostname/subdomain of the master
    * template make its address */
-  run(&f,
-      mkjob("pa",
-            "{\"pytorch\":[\"--master=lead\",\"--worker=follow\",\"--port=5000\","
-            "\"--wait-master-enabled\",\"--wait-master-timeout=600\"],\"svc\":[]}",
-            task("lead", 1, "\"hostname\":\"boss\",\"subdomain\":\"grp\""), task("follow", 1, NULL),
-            NULL));
+  run(&f, mkjob("pa",
+                "{\"pytorch\":[\"--master=lead\",\"--worker=follow\",\"--port=5000\","
+                "\"--wait-master-enabled\",\"--wait-master-timeout=600\"],\"svc\":[]}",
+                task("lead", 1, "\"hostname\":\"boss\",\"subdomain\":\"grp\""),
+                task("follow", 1, NULL), NULL));
   json_t *m = container(&f, "pa-lead-0", "containers");
   assert_string_equal(env(m, "MASTER_ADDR"), "boss.grp");
   assert_string_equal(env(m, "MASTER_PORT"), "5000");
@@ -257,12 +255,13 @@ static void test_pytorch_args(void **state) {
   json_t *j = mkjob("pb", "{\"pytorch\":[\"--port=5000\"]}", task("master", 1, NULL),
                     task("worker", 1, NULL), NULL);
   json_t *ct = json_array_get(
-      json_object_get(json_object_get(json_object_get(json_array_get(json_object_get(
-                                                          json_object_get(j, "spec"), "tasks"),
-                                                      0),
-                                                      "template"),
-                                      "spec"),
-                      "containers"),
+      json_object_get(
+          json_object_get(
+              json_object_get(
+                  json_array_get(json_object_get(json_object_get(j, "spec"), "tasks"), 0),
+                  "template"),
+              "spec"),
+          "containers"),
       0);
   json_object_set_new(ct, "ports", fx_parse("[{\"name\":\"mine\",\"containerPort\":5000}]"));
   run(&f, j);
@@ -337,8 +336,7 @@ static void test_mpi(void **state) {
   fx_expect_json(json_object_get(m, "ports"), "[{\"name\":\"mpijob-port\",\"containerPort\":22}]");
   json_t *mi = container(&f, "mp-mpimaster-0", "initContainers");
   assert_string_equal(env(mi, "MPI_HOST"), "mp-mpiworker-0.mp,mp-mpiworker-1.mp");
-  fx_expect_json(json_object_get(mi, "ports"),
-                 "[{\"name\":\"mpijob-port\",\"containerPort\":22}]");
+  fx_expect_json(json_object_get(mi, "ports"), "[{\"name\":\"mpijob-port\",\"containerPort\":22}]");
   json_t *w = container(&f, "mp-mpiworker-1", "containers");
   assert_null(env(w, "MPI_HOST"));
   fx_expect_json(json_object_get(w, "ports"), "[{\"name\":\"mpijob-port\",\"containerPort\":22}]");
@@ -383,11 +381,10 @@ static void test_ray(void **state) {
                  "{\"name\":\"dashboard\",\"port\":8265,\"targetPort\":\"dashboard\","
                  "\"protocol\":\"TCP\"},{\"name\":\"client-server\",\"port\":10001,\"targetPort\":"
                  "\"client-server\",\"protocol\":\"TCP\"}]}");
-  assert_string_equal(jstr(json_array_get(json_object_get(json_object_get(svc, "metadata"),
-                                                          "ownerReferences"),
-                                          0),
-                           "uid"),
-                      "uid-ry");
+  assert_string_equal(
+      jstr(json_array_get(json_object_get(json_object_get(svc, "metadata"), "ownerReferences"), 0),
+           "uid"),
+      "uid-ry");
   /* the headless svc Service is implied alongside */
   assert_non_null(find_kind(f.plan.objects_create, "Service", "ry"));
   json_t *h = container(&f, "ry-head-0", "containers");
@@ -416,8 +413,8 @@ static void test_ray(void **state) {
   fx_close(&f);
 
   /* a container not named like the role is left alone; no head task fails the pod */
-  run(&f, mkjob("rz", "{\"ray\":[\"--headContainer=main\",\"--port=7000\"]}",
-                task("head", 1, NULL), task("worker", 1, NULL), NULL));
+  run(&f, mkjob("rz", "{\"ray\":[\"--headContainer=main\",\"--port=7000\"]}", task("head", 1, NULL),
+                task("worker", 1, NULL), NULL));
   assert_null(json_object_get(container(&f, "rz-head-0", "containers"), "command"));
   fx_expect_json(json_object_get(container(&f, "rz-worker-0", "containers"), "command"),
                  "[\"sh\",\"-c\",\"ray start --block --address=rz-head-0.rz:7000\"]");
@@ -447,9 +444,8 @@ static void test_hcclrank(void **state) {
   /* after pytorch, the RANK it gave wins; a template's own annotation is kept */
   json_t *j = mkjob("hp", "{\"pytorch\":[],\"hcclrank\":[\"--master=master\"]}",
                     task("master", 1, NULL), task("worker", 2, NULL), NULL);
-  json_t *t1 =
-      json_object_get(json_array_get(json_object_get(json_object_get(j, "spec"), "tasks"), 1),
-                      "template");
+  json_t *t1 = json_object_get(
+      json_array_get(json_object_get(json_object_get(j, "spec"), "tasks"), 1), "template");
   json_object_set_new(t1, "metadata", fx_parse("{\"annotations\":{\"hccl/rankIndex\":\"9\"}}"));
   run(&f, j);
   assert_string_equal(fx_ann(fx_created_pod(&f, "hp-master-0"), "hccl/rankIndex"), "0");
@@ -459,10 +455,10 @@ static void test_hcclrank(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_flags),        cmocka_unit_test(test_implied),
-      cmocka_unit_test(test_pytorch),      cmocka_unit_test(test_pytorch_args),
-      cmocka_unit_test(test_tensorflow),   cmocka_unit_test(test_mpi),
-      cmocka_unit_test(test_ray),          cmocka_unit_test(test_hcclrank),
+      cmocka_unit_test(test_flags),      cmocka_unit_test(test_implied),
+      cmocka_unit_test(test_pytorch),    cmocka_unit_test(test_pytorch_args),
+      cmocka_unit_test(test_tensorflow), cmocka_unit_test(test_mpi),
+      cmocka_unit_test(test_ray),        cmocka_unit_test(test_hcclrank),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

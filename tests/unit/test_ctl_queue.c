@@ -36,14 +36,14 @@ static void test_table(void **state) {
     size_t npgs;
     const char *to;
   } cases[] = {
-      {"", CTL_QA_SYNC, 0, "Open"},           {"Open", CTL_QA_SYNC, 3, "Open"},
-      {"Open", CTL_QA_OPEN, 0, "Open"},       {"Open", CTL_QA_CLOSE, 2, "Closing"},
-      {"Open", CTL_QA_CLOSE, 0, "Closed"},    {"", CTL_QA_CLOSE, 0, "Closed"},
-      {"Closed", CTL_QA_SYNC, 2, "Closed"},   {"Closed", CTL_QA_CLOSE, 2, "Closed"},
-      {"Closed", CTL_QA_OPEN, 2, "Open"},     {"Closing", CTL_QA_SYNC, 1, "Closing"},
-      {"Closing", CTL_QA_SYNC, 0, "Closed"},  {"Closing", CTL_QA_CLOSE, 0, "Closed"},
-      {"Closing", CTL_QA_OPEN, 1, "Open"},    {"Unknown", CTL_QA_SYNC, 0, "Unknown"},
-      {"Unknown", CTL_QA_OPEN, 0, "Open"},    {"Unknown", CTL_QA_CLOSE, 1, "Closing"},
+      {"", CTL_QA_SYNC, 0, "Open"},          {"Open", CTL_QA_SYNC, 3, "Open"},
+      {"Open", CTL_QA_OPEN, 0, "Open"},      {"Open", CTL_QA_CLOSE, 2, "Closing"},
+      {"Open", CTL_QA_CLOSE, 0, "Closed"},   {"", CTL_QA_CLOSE, 0, "Closed"},
+      {"Closed", CTL_QA_SYNC, 2, "Closed"},  {"Closed", CTL_QA_CLOSE, 2, "Closed"},
+      {"Closed", CTL_QA_OPEN, 2, "Open"},    {"Closing", CTL_QA_SYNC, 1, "Closing"},
+      {"Closing", CTL_QA_SYNC, 0, "Closed"}, {"Closing", CTL_QA_CLOSE, 0, "Closed"},
+      {"Closing", CTL_QA_OPEN, 1, "Open"},   {"Unknown", CTL_QA_SYNC, 0, "Unknown"},
+      {"Unknown", CTL_QA_OPEN, 0, "Open"},   {"Unknown", CTL_QA_CLOSE, 1, "Closing"},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     ctl_queue_view v = view("q1", cases[i].from, cases[i].npgs);

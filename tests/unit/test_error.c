@@ -11,9 +11,9 @@
 
 static void test_reason_roundtrip(void **state) {
   (void)state;
-  static const char *const reasons[] = {"NotFound", "AlreadyExists", "Conflict", "Gone",
-                                        "Expired", "TooManyRequests", "Invalid", "Forbidden",
-                                        "Unauthorized"};
+  static const char *const reasons[] = {"NotFound", "AlreadyExists", "Conflict",
+                                        "Gone",     "Expired",       "TooManyRequests",
+                                        "Invalid",  "Forbidden",     "Unauthorized"};
   for (size_t i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++) {
     int code = kc_err_from_reason(reasons[i]);
     assert_true(code < 0);
@@ -59,10 +59,10 @@ static void test_uv_errors(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_reason_roundtrip),
-    cmocka_unit_test(test_http_status),
-    cmocka_unit_test(test_names),
-    cmocka_unit_test(test_uv_errors),
+      cmocka_unit_test(test_reason_roundtrip),
+      cmocka_unit_test(test_http_status),
+      cmocka_unit_test(test_names),
+      cmocka_unit_test(test_uv_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

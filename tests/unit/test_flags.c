@@ -22,12 +22,12 @@ static const char *default_names[] = {"volcano"};
 
 #define FLAGS(o)                                                                                   \
   const kc_flag flags[] = {                                                                        \
-    {"leader-elect", KC_FLAG_BOOL, &(o)->leader, "", NULL, NULL, false, NULL},                     \
-    {"v", KC_FLAG_INT, &(o)->v, "", NULL, NULL, false, NULL},                                      \
-    {"kube-api-qps", KC_FLAG_DOUBLE, &(o)->qps, "", NULL, NULL, false, NULL},                      \
-    {"scheduler-conf", KC_FLAG_STRING, &(o)->conf, "", NULL, NULL, false, NULL},                   \
-    {"scheduler-name", KC_FLAG_STRINGS, &(o)->names, "", NULL, NULL, false, NULL},                 \
-    {"schedule-period", KC_FLAG_DURATION, &(o)->period, "", NULL, NULL, false, NULL},              \
+      {"leader-elect", KC_FLAG_BOOL, &(o)->leader, "", NULL, NULL, false, NULL},                   \
+      {"v", KC_FLAG_INT, &(o)->v, "", NULL, NULL, false, NULL},                                    \
+      {"kube-api-qps", KC_FLAG_DOUBLE, &(o)->qps, "", NULL, NULL, false, NULL},                    \
+      {"scheduler-conf", KC_FLAG_STRING, &(o)->conf, "", NULL, NULL, false, NULL},                 \
+      {"scheduler-name", KC_FLAG_STRINGS, &(o)->names, "", NULL, NULL, false, NULL},               \
+      {"schedule-period", KC_FLAG_DURATION, &(o)->period, "", NULL, NULL, false, NULL},            \
   };                                                                                               \
   const size_t nflags = sizeof(flags) / sizeof(flags[0])
 
@@ -35,7 +35,6 @@ static int parse(struct opts *o, int argc, char **argv, char *err) {
   FLAGS(o);
   return kc_flags_parse(flags, nflags, argc, argv, NULL, err, 256);
 }
-
 
 static void test_volcano_deployment_args(void **state) {
   (void)state;
@@ -60,7 +59,8 @@ static void test_volcano_deployment_args(void **state) {
 
 static void test_verbosity_forms(void **state) {
   (void)state;
-  static const char *const forms[][2] = {{"-v=3", NULL}, {"--v=3", NULL}, {"-v", "3"}, {"--v", "3"}};
+  static const char *const forms[][2] = {
+      {"-v=3", NULL}, {"--v=3", NULL}, {"-v", "3"}, {"--v", "3"}};
   for (size_t i = 0; i < 4; i++) {
     struct opts o = {0};
     char err[256];
@@ -131,9 +131,15 @@ static void test_duration(void **state) {
   static const struct {
     const char *in;
     int64_t ns;
-  } ok[] = {{"0", 0},           {"1s", 1000000000LL},   {"500ms", 500000000LL},
-            {"1m30s", 90000000000LL}, {"1.5h", 5400000000000LL}, {"-2s", -2000000000LL},
-            {"10us", 10000},    {"3ns", 3},             {"2h45m", 9900000000000LL}};
+  } ok[] = {{"0", 0},
+            {"1s", 1000000000LL},
+            {"500ms", 500000000LL},
+            {"1m30s", 90000000000LL},
+            {"1.5h", 5400000000000LL},
+            {"-2s", -2000000000LL},
+            {"10us", 10000},
+            {"3ns", 3},
+            {"2h45m", 9900000000000LL}};
   for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
     int64_t v = -1;
     assert_int_equal(kc_parse_duration(ok[i].in, &v), 0);
@@ -148,11 +154,11 @@ static void test_duration(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_volcano_deployment_args),
-    cmocka_unit_test(test_verbosity_forms),
-    cmocka_unit_test(test_bool_false_and_errors),
-    cmocka_unit_test(test_positional_rejected),
-    cmocka_unit_test(test_duration),
+      cmocka_unit_test(test_volcano_deployment_args),
+      cmocka_unit_test(test_verbosity_forms),
+      cmocka_unit_test(test_bool_false_and_errors),
+      cmocka_unit_test(test_positional_rejected),
+      cmocka_unit_test(test_duration),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -91,9 +91,9 @@ static void test_json(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_klog_header),
-    cmocka_unit_test(test_verbosity),
-    cmocka_unit_test(test_json),
+      cmocka_unit_test(test_klog_header),
+      cmocka_unit_test(test_verbosity),
+      cmocka_unit_test(test_json),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

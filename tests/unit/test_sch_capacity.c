@@ -168,17 +168,15 @@ static void test_reclaim_keeps_guarantee(void **state) {
   int32_t v[3];
   int nv = sch_session_reclaimable(f->ssn, &f->snap->tasks[fx_task(f, "o-0")], cands, 3, v);
   assert_int_equal(nv, 1);
-  assert_true(sch_session_preemptive(f->ssn, fx_squeue(f, "owner"),
-                                     &f->snap->tasks[fx_task(f, "o-0")]));
+  assert_true(
+      sch_session_preemptive(f->ssn, fx_squeue(f, "owner"), &f->snap->tasks[fx_task(f, "o-0")]));
   fx_free(f);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_deserved_arithmetic),
-      cmocka_unit_test(test_gpu_capability),
-      cmocka_unit_test(test_enqueue_at_capability),
-      cmocka_unit_test(test_queue_order),
+      cmocka_unit_test(test_deserved_arithmetic),     cmocka_unit_test(test_gpu_capability),
+      cmocka_unit_test(test_enqueue_at_capability),   cmocka_unit_test(test_queue_order),
       cmocka_unit_test(test_reclaim_keeps_guarantee),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,7 +12,7 @@
 
 #include "test_sch_plugins_fixture.h"
 
-#define GPU "nvidia.com/gpu"
+#define GPU       "nvidia.com/gpu"
 #define UNLIMITED INT64_MAX
 
 static const char conf[] = "actions: \"enqueue, allocate\"\n"

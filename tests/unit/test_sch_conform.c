@@ -112,39 +112,92 @@ static void test_gang_task_minimum_rows(void **state) {
   (void)state;
   static const row rows[] = {
       /* minAvailable 4 < 4+4: the task minimums are skipped (the PodGroup) */
-      {"skip: 4 of {4,4}, all pending", 4, 4, 4,
-       {"aP", "aP", "aP", "aP", "bP", "bP", "bP", "bP"}, true, false, false},
-      {"skip: 4 of {4,4}, four of a allocated", 4, 4, 4,
-       {"aA", "aA", "aA", "aA", "bP", "bP", "bP", "bP"}, true, true, true},
-      {"skip: 4 of {4,4}, two of each allocated", 4, 4, 4,
-       {"aA", "aA", "aP", "aP", "bA", "bA", "bP", "bP"}, true, true, true},
-      {"skip: 4 of {4,4}, three allocated", 4, 4, 4,
-       {"aA", "aA", "aA", "aP", "bP", "bP", "bP", "bP"}, true, false, false},
+      {"skip: 4 of {4,4}, all pending",
+       4,
+       4,
+       4,
+       {"aP", "aP", "aP", "aP", "bP", "bP", "bP", "bP"},
+       true,
+       false,
+       false},
+      {"skip: 4 of {4,4}, four of a allocated",
+       4,
+       4,
+       4,
+       {"aA", "aA", "aA", "aA", "bP", "bP", "bP", "bP"},
+       true,
+       true,
+       true},
+      {"skip: 4 of {4,4}, two of each allocated",
+       4,
+       4,
+       4,
+       {"aA", "aA", "aP", "aP", "bA", "bA", "bP", "bP"},
+       true,
+       true,
+       true},
+      {"skip: 4 of {4,4}, three allocated",
+       4,
+       4,
+       4,
+       {"aA", "aA", "aA", "aP", "bP", "bP", "bP", "bP"},
+       true,
+       false,
+       false},
       /* a Job with minAvailable 1 of 2 replicas: minTaskMember {a: 2} */
       {"skip: 1 of {2}, one allocated", 1, 2, -1, {"aA", "aP"}, true, true, true},
       {"skip: 1 of {2}, only one pod left", 1, 2, -1, {"aP"}, true, false, false},
       /* minAvailable 4 of 8 replicas of one task (the host-port job) */
-      {"skip: 4 of {8}, four allocated", 4, 8, -1,
-       {"aA", "aA", "aA", "aA", "aP", "aP", "aP", "aP"}, true, true, true},
+      {"skip: 4 of {8}, four allocated",
+       4,
+       8,
+       -1,
+       {"aA", "aA", "aA", "aA", "aP", "aP", "aP", "aP"},
+       true,
+       true,
+       true},
       /* minAvailable == the sum: every task minimum binds */
-      {"apply: 4 of {2,2}, four of a allocated", 4, 2, 2, {"aA", "aA", "aA", "aA", "bP", "bP"},
-       true, false, false},
-      {"apply: 4 of {2,2}, two of each allocated", 4, 2, 2, {"aA", "aA", "aP", "aP", "bA", "bA"},
-       true, true, true},
+      {"apply: 4 of {2,2}, four of a allocated",
+       4,
+       2,
+       2,
+       {"aA", "aA", "aA", "aA", "bP", "bP"},
+       true,
+       false,
+       false},
+      {"apply: 4 of {2,2}, two of each allocated",
+       4,
+       2,
+       2,
+       {"aA", "aA", "aP", "aP", "bA", "bA"},
+       true,
+       true,
+       true},
       {"apply: 4 of {2,2}, no pod of b", 4, 2, 2, {"aP", "aP", "aP", "aP"}, false, false, false},
       {"apply: 4 of {2,2}, one pod of b", 4, 2, 2, {"aP", "aP", "aP", "bP"}, false, false, false},
       /* minAvailable above the sum: still applies */
-      {"apply: 5 of {2,2}, b short", 5, 2, 2, {"aA", "aA", "aA", "aA", "bA"}, false, false,
+      {"apply: 5 of {2,2}, b short", 5, 2, 2, {"aA", "aA", "aA", "aA", "bA"}, false, false, false},
+      {"apply: 5 of {2,2}, b pending",
+       5,
+       2,
+       2,
+       {"aA", "aA", "aA", "aA", "bA", "bP"},
+       true,
+       false,
        false},
-      {"apply: 5 of {2,2}, b pending", 5, 2, 2, {"aA", "aA", "aA", "aA", "bA", "bP"}, true,
-       false, false},
       {"apply: 5 of {2,2}, b met", 5, 2, 2, {"aA", "aA", "aA", "bA", "bA"}, true, true, true},
       /* minAvailable 3 < 2+2: skipped, so four pods of a alone are enough */
       {"skip: 3 of {2,2}, no pod of b", 3, 2, 2, {"aA", "aA", "aA", "aP"}, true, true, true},
       /* pipelined counts for JobPipelined, not for JobReady */
       {"apply: 4 of {2,2}, b pipelined", 4, 2, 2, {"aA", "aA", "bL", "bL"}, true, false, true},
-      {"apply: 4 of {2,2}, a pipelined only", 4, 2, 2, {"aL", "aL", "aL", "aL", "bP", "bP"},
-       true, false, false},
+      {"apply: 4 of {2,2}, a pipelined only",
+       4,
+       2,
+       2,
+       {"aL", "aL", "aL", "aL", "bP", "bP"},
+       true,
+       false,
+       false},
       /* a best-effort pending task counts as ready for its task (Volcano's empty
        * InitResreq) */
       {"apply: 2 of {1,1}, b best-effort", 2, 1, 1, {"aA", "bE"}, true, true, true},
@@ -214,7 +267,6 @@ static void test_allocate_interleaves_ready_jobs(void **state) {
   sch_result_free(r);
   fx_free(f);
 }
-
 
 /* ---- scheduling gates ---- */
 
@@ -325,7 +377,6 @@ static void test_gated_job_holds_no_queue_resources(void **state) {
   }
 }
 
-
 /* A gated high-priority gang takes nothing from a full cluster: preempt leaves its tasks
  * out (they could not bind on what the victims free); ungated, the same gang does. */
 static void test_gated_pods_preempt_nothing(void **state) {
@@ -409,8 +460,8 @@ static void test_sla_job_order(void **state) {
   /* a job with a waiting time overtakes one without */
   assert_string_equal(sla_winner(NULL, NULL, "1h"), "new");
   /* both: the earlier deadline; the global argument applies to the job without its own */
-  assert_string_equal(sla_winner(g2h, NULL, "1h"), "new");  /* 12:00 vs 11:05 */
-  assert_string_equal(sla_winner(g2h, NULL, "3h"), "old");  /* 12:00 vs 13:05 */
+  assert_string_equal(sla_winner(g2h, NULL, "1h"), "new");   /* 12:00 vs 11:05 */
+  assert_string_equal(sla_winner(g2h, NULL, "3h"), "old");   /* 12:00 vs 13:05 */
   assert_string_equal(sla_winner(NULL, "1h", "50m"), "new"); /* 11:00 vs 10:55 */
   assert_string_equal(sla_winner(NULL, "1h", "1h1m"), "old");
   /* Go duration syntax, and an unparsable or non-positive value is no waiting time */

@@ -422,8 +422,8 @@ static void test_spread_filter(void **state) {
   assert_string_equal(why, "node(s) didn't match pod topology spread constraints");
   assert_int_equal(fx_predicate(f, "p", "b1", &why), SCH_FIT);
   assert_int_equal(fx_predicate(f, "p", "nolabel", &why), SCH_UNRESOLVABLE);
-  assert_string_equal(why,
-                      "node(s) didn't match pod topology spread constraints (missing required label)");
+  assert_string_equal(
+      why, "node(s) didn't match pod topology spread constraints (missing required label)");
   assert_int_equal(fx_predicate(f, "q", "b1", &why), SCH_UNSCHEDULABLE); /* 1 + 1 - 0 > 1 */
   assert_int_equal(fx_predicate(f, "t", "b1", &why), SCH_FIT);
   assert_int_equal(fx_predicate(f, "t", "a1", &why), SCH_UNSCHEDULABLE);
@@ -514,8 +514,7 @@ static void test_scores(void **state) {
   assert_int_equal(spr[2], 100);
   assert_int_equal(aff[0] + aff[1] + aff[2], 0);
   /* A pod without terms is not web: fan does not want it; nothing to score. */
-  assert_int_equal(sch_ipa_scores(a, &f->snap->tasks[fx_task(f, "plain")], nodes, 3, aff, spr),
-                   0);
+  assert_int_equal(sch_ipa_scores(a, &f->snap->tasks[fx_task(f, "plain")], nodes, 3, aff, spr), 0);
   assert_int_equal(aff[0] + aff[1] + aff[2], 0);
   sch_ipa_free(a);
   (void)plain;

@@ -256,18 +256,17 @@ static void test_reclaim_not_from_unreclaimable_queue(void **state) {
 
 /* ---- shuffle and rescheduling ---- */
 
-static const char shuffle_conf[] =
-    "actions: \"shuffle\"\n"
-    "tiers:\n"
-    "- plugins:\n"
-    "  - name: rescheduling\n"
-    "    arguments:\n"
-    "      interval: 10m\n"
-    "      strategies:\n"
-    "      - name: lowNodeUtilization\n"
-    "        params:\n"
-    "          thresholds: {cpu: 20, memory: 20}\n"
-    "          targetThresholds: {cpu: 60, memory: 60}\n";
+static const char shuffle_conf[] = "actions: \"shuffle\"\n"
+                                   "tiers:\n"
+                                   "- plugins:\n"
+                                   "  - name: rescheduling\n"
+                                   "    arguments:\n"
+                                   "      interval: 10m\n"
+                                   "      strategies:\n"
+                                   "      - name: lowNodeUtilization\n"
+                                   "        params:\n"
+                                   "          thresholds: {cpu: 20, memory: 20}\n"
+                                   "          targetThresholds: {cpu: 60, memory: 60}\n";
 
 /* n1 is full (4 of 4 cpu), n2 empty: lowest priority first, n1 gives up pods until it is
  * at or under 60%: two of its four. */
@@ -280,8 +279,9 @@ static sch_result *shuffle_once(int64_t now, bool configured_conf) {
   for (int i = 0; i < 4; i++)
     fx_pod(f, names[i], "j", 1000, GI, "n1")->priority = i == 2 ? -5 : i;
   assert_int_equal(sch_snapshot_new(f->msg, NULL, &f->snap), 0);
-  const char *y = configured_conf ? shuffle_conf : "actions: shuffle\ntiers:\n- plugins:\n"
-                                                  "  - name: rescheduling\n";
+  const char *y = configured_conf ? shuffle_conf
+                                  : "actions: shuffle\ntiers:\n- plugins:\n"
+                                    "  - name: rescheduling\n";
   assert_int_equal(sch_conf_parse(y, strlen(y), &f->conf, NULL, 0), 0);
   sch_session_options o = SCH_SESSION_OPTIONS_DEFAULT;
   o.now = now;
@@ -384,8 +384,8 @@ static void test_cdp_victims(void **state) {
   Kiln__Pod *cold = fx_pod(f, "cold", "j", 100, 0, "n1");
   fx_pod(f, "plain", "j", 100, 0, "n1");
   hot->cooldown_ms = cold->cooldown_ms = 600000; /* 10m */
-  hot->scheduled_time = 1000000 - 60;           /* scheduled a minute ago */
-  cold->scheduled_time = 1000000 - 3600;        /* an hour ago */
+  hot->scheduled_time = 1000000 - 60;            /* scheduled a minute ago */
+  cold->scheduled_time = 1000000 - 3600;         /* an hour ago */
   fx_pod(f, "pre", NULL, 100, 0, NULL);
   assert_int_equal(sch_snapshot_new(f->msg, NULL, &f->snap), 0);
   static const char y[] = "actions: allocate\ntiers:\n- plugins:\n  - name: cdp\n";

@@ -111,11 +111,13 @@ static void expect_usable_largest(int64_t small_cpu, int64_t tainted_cpu, int64_
 static void test_largest_usable_node(void **state) {
   (void)state;
   /* the only node big enough is tainted */
-  expect_usable_largest(8000, 96000, 16000, "1/1 tasks in gang unschedulable: pod requests 16 "
-                                            "cpu; the largest node allocates 8");
+  expect_usable_largest(8000, 96000, 16000,
+                        "1/1 tasks in gang unschedulable: pod requests 16 "
+                        "cpu; the largest node allocates 8");
   /* bigger than every node, the largest being the tainted one */
-  expect_usable_largest(32000, 36000, 40000, "1/1 tasks in gang unschedulable: pod requests 40 "
-                                             "cpu; the largest node allocates 32");
+  expect_usable_largest(32000, 36000, 40000,
+                        "1/1 tasks in gang unschedulable: pod requests 40 "
+                        "cpu; the largest node allocates 32");
 }
 
 /* Nodes big enough, but busy: the cluster is full and the largest free block is told. */

@@ -49,12 +49,12 @@ static json_t *load(const char *text) {
 }
 
 /* Captures what fn prints. */
-#define CAPTURE(buf, call)                                                                       \
-  do {                                                                                           \
-    size_t len_;                                                                                 \
-    FILE *out = open_memstream(&(buf), &len_);                                                   \
-    call;                                                                                        \
-    fclose(out);                                                                                 \
+#define CAPTURE(buf, call)                                                                         \
+  do {                                                                                             \
+    size_t len_;                                                                                   \
+    FILE *out = open_memstream(&(buf), &len_);                                                     \
+    call;                                                                                          \
+    fclose(out);                                                                                   \
   } while (0)
 
 /* ---- arguments ---- */
@@ -92,9 +92,9 @@ static void test_job_run_flags_and_defaults(void **state) {
 static void test_job_list_and_view_flags(void **state) {
   vc_args a;
   char err[256];
-  assert_int_equal(parse("vcctl job list --all-namespaces -q q1 -S volcano --selector ab", &a,
-                         err, sizeof(err)),
-                   0);
+  assert_int_equal(
+      parse("vcctl job list --all-namespaces -q q1 -S volcano --selector ab", &a, err, sizeof(err)),
+      0);
   assert_int_equal(a.verb, VC_JOB_LIST);
   assert_true(a.all_namespaces);
   assert_string_equal(a.queue, "q1");
@@ -104,8 +104,7 @@ static void test_job_list_and_view_flags(void **state) {
   assert_int_equal(a.verb, VC_JOB_VIEW);
   assert_string_equal(a.what, "view job");
   assert_false(a.list_if_no_name);
-  for (const char *const *w = (const char *const[]){"suspend", "resume", "delete", NULL}; *w;
-       w++) {
+  for (const char *const *w = (const char *const[]){"suspend", "resume", "delete", NULL}; *w; w++) {
     char line[64];
     snprintf(line, sizeof(line), "vcctl job %s -N j -n ns", *w);
     assert_int_equal(parse(line, &a, err, sizeof(err)), 0);
@@ -222,9 +221,8 @@ static void test_help_and_bad_lines(void **state) {
 static void test_resource_list(void **state) {
   json_t *r;
   char err[256];
-  assert_int_equal(vc_resource_list("cpu=1000m,memory=100Mi,nvidia.com/gpu=1", &r, err,
-                                    sizeof(err)),
-                   0);
+  assert_int_equal(
+      vc_resource_list("cpu=1000m,memory=100Mi,nvidia.com/gpu=1", &r, err, sizeof(err)), 0);
   assert_string_equal(json_string_value(json_object_get(r, "cpu")), "1000m");
   assert_string_equal(json_string_value(json_object_get(r, "memory")), "100Mi");
   assert_string_equal(json_string_value(json_object_get(r, "nvidia.com/gpu")), "1");
@@ -259,9 +257,9 @@ static void test_job_from_flags(void **state) {
   vc_args a;
   char err[256];
   json_t *job;
-  assert_int_equal(parse("vsub -n j1 -N ns -m 2 -r 3 -R cpu=500m -L cpu=1 -c sleep_10", &a,
-                         err, sizeof(err)),
-                   0);
+  assert_int_equal(
+      parse("vsub -n j1 -N ns -m 2 -r 3 -R cpu=500m -L cpu=1 -c sleep_10", &a, err, sizeof(err)),
+      0);
   assert_int_equal(vc_job_from_flags(&a, &job, err, sizeof(err)), 0);
   assert_string_equal(vc_str(job, "apiVersion"), "batch.volcano.sh/v1alpha1");
   assert_string_equal(vc_str(job, "kind"), "Job");
@@ -360,11 +358,23 @@ static void test_human_duration(void **state) {
   static const struct {
     int64_t s;
     const char *want;
-  } cases[] = {{-5, "<invalid>"}, {-1, "0s"},      {0, "0s"},        {119, "119s"},
-               {120, "2m"},       {125, "2m5s"},   {600, "10m"},     {3 * 3600 - 1, "179m"},
-               {3 * 3600, "3h"},  {3 * 3600 + 60, "3h1m"}, {8 * 3600, "8h"},
-               {47 * 3600, "47h"}, {50 * 3600, "2d2h"}, {48 * 3600, "2d"}, {9 * 86400, "9d"},
-               {3 * 365 * 86400 + 4 * 86400, "3y4d"}, {9 * 365 * 86400, "9y"}};
+  } cases[] = {{-5, "<invalid>"},
+               {-1, "0s"},
+               {0, "0s"},
+               {119, "119s"},
+               {120, "2m"},
+               {125, "2m5s"},
+               {600, "10m"},
+               {3 * 3600 - 1, "179m"},
+               {3 * 3600, "3h"},
+               {3 * 3600 + 60, "3h1m"},
+               {8 * 3600, "8h"},
+               {47 * 3600, "47h"},
+               {50 * 3600, "2d2h"},
+               {48 * 3600, "2d"},
+               {9 * 86400, "9d"},
+               {3 * 365 * 86400 + 4 * 86400, "3y4d"},
+               {9 * 365 * 86400, "9y"}};
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     char buf[32];
     vc_human_duration(cases[i].s, buf, sizeof(buf));
@@ -411,9 +421,10 @@ static void test_print_jobs(void **state) {
 }
 
 static void test_print_queues(void **state) {
-  json_t *qs = load("{\"items\":[{\"metadata\":{\"name\":\"default\"},\"spec\":{\"weight\":1},"
-                    "\"status\":{\"state\":\"Open\"}},{\"metadata\":{\"name\":\"q2\"},"
-                    "\"spec\":{\"weight\":4,\"parent\":\"root\"},\"status\":{\"state\":\"Closed\"}}]}");
+  json_t *qs =
+      load("{\"items\":[{\"metadata\":{\"name\":\"default\"},\"spec\":{\"weight\":1},"
+           "\"status\":{\"state\":\"Open\"}},{\"metadata\":{\"name\":\"q2\"},"
+           "\"spec\":{\"weight\":4,\"parent\":\"root\"},\"status\":{\"state\":\"Closed\"}}]}");
   json_t *pgs = load("{\"items\":["
                      "{\"spec\":{\"queue\":\"default\"},\"status\":{\"phase\":\"Running\"}},"
                      "{\"spec\":{\"queue\":\"default\"},\"status\":{\"phase\":\"Running\"}},"
@@ -476,14 +487,14 @@ static void test_print_pods(void **state) {
   char *text = NULL;
   CAPTURE(text, vc_print_pods(out, pods, now));
   /* Each column is as wide as its widest cell plus 8 (the titles do not count). */
-  assert_string_equal(text,
-                      "Name              Ready      Status                 Restart            Age        \n"
-                      "j-worker-0        1/1        Running                2 (30s ago)        60s        \n"
-                      "j-ps-0            0/1        Completed              0                  3h         \n"
-                      "j-init-0          0/1        Init:0/1               0                  60m        \n"
-                      "j-gone-0          0/2        Terminating            0                  3d         \n"
-                      "j-gated-0         0/1        SchedulingGated        0                  2m         \n"
-                      "j-crash-0         0/1        ExitCode:3             0                  60m        \n");
+  assert_string_equal(
+      text, "Name              Ready      Status                 Restart            Age        \n"
+            "j-worker-0        1/1        Running                2 (30s ago)        60s        \n"
+            "j-ps-0            0/1        Completed              0                  3h         \n"
+            "j-init-0          0/1        Init:0/1               0                  60m        \n"
+            "j-gone-0          0/2        Terminating            0                  3d         \n"
+            "j-gated-0         0/1        SchedulingGated        0                  2m         \n"
+            "j-crash-0         0/1        ExitCode:3             0                  60m        \n");
   free(text);
   json_decref(pods);
 }
@@ -497,18 +508,18 @@ static void test_why_pending(void **state) {
   assert_true(vc_why_pending(pending, NULL, buf, sizeof(buf)));
   assert_non_null(strstr(buf, "no PodGroup"));
   /* The newest true condition that is not Scheduled is the reason. */
-  json_t *pg = load(
-      "{\"metadata\":{\"name\":\"j-uid\"},\"spec\":{\"minMember\":3,\"queue\":\"q\"},"
-      "\"status\":{\"phase\":\"Inqueue\",\"conditions\":["
-      "{\"type\":\"Unschedulable\",\"status\":\"True\",\"reason\":\"NotEnoughResources\","
-      "\"message\":\"old\",\"lastTransitionTime\":\"2026-12-01T09:00:00Z\"},"
-      "{\"type\":\"Scheduled\",\"status\":\"True\",\"reason\":\"tasks in gang are ready to be "
-      "scheduled\",\"message\":\"\",\"lastTransitionTime\":\"2026-12-01T09:30:00Z\"},"
-      "{\"type\":\"Unschedulable\",\"status\":\"True\",\"reason\":\"NotEnoughResources\","
-      "\"message\":\"3/3 tasks in gang unschedulable: 3 Insufficient cpu\","
-      "\"lastTransitionTime\":\"2026-12-01T09:10:00Z\"},"
-      "{\"type\":\"Unschedulable\",\"status\":\"False\",\"message\":\"newest but false\","
-      "\"lastTransitionTime\":\"2026-12-01T09:50:00Z\"}]}}");
+  json_t *pg =
+      load("{\"metadata\":{\"name\":\"j-uid\"},\"spec\":{\"minMember\":3,\"queue\":\"q\"},"
+           "\"status\":{\"phase\":\"Inqueue\",\"conditions\":["
+           "{\"type\":\"Unschedulable\",\"status\":\"True\",\"reason\":\"NotEnoughResources\","
+           "\"message\":\"old\",\"lastTransitionTime\":\"2026-12-01T09:00:00Z\"},"
+           "{\"type\":\"Scheduled\",\"status\":\"True\",\"reason\":\"tasks in gang are ready to be "
+           "scheduled\",\"message\":\"\",\"lastTransitionTime\":\"2026-12-01T09:30:00Z\"},"
+           "{\"type\":\"Unschedulable\",\"status\":\"True\",\"reason\":\"NotEnoughResources\","
+           "\"message\":\"3/3 tasks in gang unschedulable: 3 Insufficient cpu\","
+           "\"lastTransitionTime\":\"2026-12-01T09:10:00Z\"},"
+           "{\"type\":\"Unschedulable\",\"status\":\"False\",\"message\":\"newest but false\","
+           "\"lastTransitionTime\":\"2026-12-01T09:50:00Z\"}]}}");
   assert_true(vc_why_pending(pending, pg, buf, sizeof(buf)));
   assert_string_equal(buf, "3/3 tasks in gang unschedulable: 3 Insufficient cpu (PodGroup j-uid "
                            "is Inqueue: Unschedulable, reason NotEnoughResources)");
@@ -524,15 +535,15 @@ static void test_why_pending(void **state) {
 }
 
 static void test_job_view(void **state) {
-  json_t *job = load(
-      "{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
-      "\"metadata\":{\"name\":\"j\",\"namespace\":\"ns\",\"uid\":\"u1\",\"generation\":1,"
-      "\"resourceVersion\":\"42\",\"creationTimestamp\":\"2026-12-01T09:00:00Z\"},"
-      "\"spec\":{\"minAvailable\":2,\"schedulerName\":\"volcano\",\"plugins\":{\"env\":[]},"
-      "\"tasks\":[{\"name\":\"w\",\"replicas\":2,\"template\":{\"spec\":{\"restartPolicy\":"
-      "\"Never\",\"containers\":[{\"name\":\"c\",\"image\":\"busybox\",\"command\":[\"sleep\","
-      "\"1\"],\"resources\":{\"requests\":{\"cpu\":\"1000m\",\"memory\":\"1024Mi\"}}}]}}}]},"
-      "\"status\":{\"state\":{\"phase\":\"Pending\"},\"minAvailable\":2,\"pending\":2}}");
+  json_t *job =
+      load("{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\","
+           "\"metadata\":{\"name\":\"j\",\"namespace\":\"ns\",\"uid\":\"u1\",\"generation\":1,"
+           "\"resourceVersion\":\"42\",\"creationTimestamp\":\"2026-12-01T09:00:00Z\"},"
+           "\"spec\":{\"minAvailable\":2,\"schedulerName\":\"volcano\",\"plugins\":{\"env\":[]},"
+           "\"tasks\":[{\"name\":\"w\",\"replicas\":2,\"template\":{\"spec\":{\"restartPolicy\":"
+           "\"Never\",\"containers\":[{\"name\":\"c\",\"image\":\"busybox\",\"command\":[\"sleep\","
+           "\"1\"],\"resources\":{\"requests\":{\"cpu\":\"1000m\",\"memory\":\"1024Mi\"}}}]}}}]},"
+           "\"status\":{\"state\":{\"phase\":\"Pending\"},\"minAvailable\":2,\"pending\":2}}");
   json_t *events = load("{\"items\":[{\"type\":\"Warning\",\"reason\":\"PodGroupPending\","
                         "\"count\":3,\"firstTimestamp\":\"2026-12-01T09:00:00Z\","
                         "\"lastTimestamp\":\"2026-12-01T09:59:00Z\",\"source\":{\"component\":"
@@ -541,7 +552,8 @@ static void test_job_view(void **state) {
   CAPTURE(text, vc_print_job_view(out, job, NULL, events, 1796119200));
   assert_non_null(strstr(text, "Name:       \tj\nNamespace:  \tns\nLabels:     \t<none>\n"));
   assert_non_null(strstr(text, "  Creation Timestamp:\t2026-12-01 09:00:00 +0000 UTC\n"));
-  assert_non_null(strstr(text, "  Min Available:     \t2\n  Plugins:\n    Env:\t[]\n    Ssh:\t[]\n"));
+  assert_non_null(
+      strstr(text, "  Min Available:     \t2\n  Plugins:\n    Env:\t[]\n    Ssh:\t[]\n"));
   assert_non_null(strstr(text, "            sleep\n            1\n"));
   /* Quantities print in their canonical form. */
   assert_non_null(strstr(text, "              Cpu:   \t1\n              Memory:\t1Gi\n"));
@@ -559,7 +571,6 @@ static void test_job_view(void **state) {
   json_decref(job);
 }
 
-
 static void test_flow_commands(void **state) {
   vc_args a;
   char err[256];
@@ -568,8 +579,7 @@ static void test_flow_commands(void **state) {
   assert_string_equal(a.group, "jobflow");
   assert_string_equal(a.what, "create jobflow");
   assert_string_equal(a.file, "flows.yaml");
-  assert_int_equal(parse("vcctl jobtemplate describe -N t -n ns -o json", &a, err, sizeof(err)),
-                   0);
+  assert_int_equal(parse("vcctl jobtemplate describe -N t -n ns -o json", &a, err, sizeof(err)), 0);
   assert_int_equal(a.verb, VC_FLOW_DESCRIBE);
   assert_string_equal(a.group, "jobtemplate");
   assert_string_equal(a.format, "json");
