@@ -543,7 +543,8 @@ static void print_detail(const vc_args *a, json_t *obj, flow_kind k) {
     json_dumpf(obj, stdout, JSON_INDENT(2));
     printf("\n");
   } else if (strcmp(a->format, "yaml") == 0) {
-    vc_json_to_yaml(stdout, obj);
+    if (vc_json_to_yaml(stdout, obj) != 0)
+      fprintf(stderr, "cannot write the object as YAML\n");
   } else {
     printf("Unsupported format: %s", a->format);
   }

@@ -23,6 +23,7 @@
 #include <stdio.h>
 
 #include "kc_api.h"
+#include "kc_error.h"
 
 typedef enum {
   VC_NONE,
@@ -88,7 +89,8 @@ typedef const char *(*vc_getenv_fn)(const char *name);
  * are those commands alone. argv is reordered (positional words first). env may be NULL
  * (getenv). Returns 0 with a->verb set (VC_HELP when help was asked for or no command given),
  * or KC_EINVAL with a message in err. */
-int vc_args_parse(int argc, char **argv, vc_getenv_fn env, vc_args *a, char *err, size_t errlen);
+KC_NODISCARD int vc_args_parse(int argc, char **argv, vc_getenv_fn env, vc_args *a, char *err,
+                               size_t errlen);
 
 /* The program's name as called (the basename of argv0; borrowed). */
 const char *vc_prog_name(const char *argv0);
@@ -100,20 +102,20 @@ void vc_usage(FILE *out, const char *prog, const vc_args *a);
 
 /* "cpu=1000m,memory=100Mi" to {"cpu":"1000m","memory":"100Mi"} (*out new; NULL for "").
  * KC_EINVAL with Volcano's message on a bad item or quantity. */
-int vc_resource_list(const char *spec, json_t **out, char *err, size_t errlen);
+KC_NODISCARD int vc_resource_list(const char *spec, json_t **out, char *err, size_t errlen);
 
 /* Splits a command the way google/shlex does (quotes, backslashes, no expansion) into a new
  * JSON array of strings (*out). KC_EINVAL on an unclosed quote. */
-int vc_shlex(const char *s, json_t **out, char *err, size_t errlen);
+KC_NODISCARD int vc_shlex(const char *s, json_t **out, char *err, size_t errlen);
 
 /* The Job `vcctl job run` (and vsub) submits, from the flags. *out is new. */
-int vc_job_from_flags(const vc_args *a, json_t **out, char *err, size_t errlen);
+KC_NODISCARD int vc_job_from_flags(const vc_args *a, json_t **out, char *err, size_t errlen);
 
 /* The Command vcctl creates to act on obj (a Job or a Queue, borrowed, as read from the
  * server): generateName "<name>-<action lowercased>-", a controller ownerReference to obj which
  * is also the target, and the action. namespace is where it goes. *out is new. */
-int vc_command_for(const json_t *obj, const char *api_version, const char *kind,
-                   const char *namespace, const char *action, json_t **out);
+KC_NODISCARD int vc_command_for(const json_t *obj, const char *api_version, const char *kind,
+                                const char *namespace, const char *action, json_t **out);
 
 /* The Queue `vcctl queue create` submits. *out is new. */
 json_t *vc_queue_new(const char *name, int weight, const char *state);
@@ -121,14 +123,16 @@ json_t *vc_queue_new(const char *name, int weight, const char *state);
 /* Reads a YAML document (a Job file) into JSON with YAML 1.1 scalar typing as sigs.k8s.io/yaml
  * does (plain true/false/null/numbers are typed, quoted scalars are strings). *out is new.
  * KC_EPARSE with the line and column in err. */
-int vc_yaml_to_json(const char *text, size_t len, json_t **out, char *err, size_t errlen);
+KC_NODISCARD int vc_yaml_to_json(const char *text, size_t len, json_t **out, char *err,
+                                 size_t errlen);
 
 /* Every document of a YAML stream (a file of JobFlows), as a new JSON array of objects.
  * Empty documents are skipped. KC_EPARSE with the line in err. */
-int vc_yaml_docs_to_json(const char *text, size_t len, json_t **out, char *err, size_t errlen);
+KC_NODISCARD int vc_yaml_docs_to_json(const char *text, size_t len, json_t **out, char *err,
+                                      size_t errlen);
 
 /* Writes obj as YAML (block style, as sigs.k8s.io/yaml prints it). 0 or KC_EIO. */
-int vc_json_to_yaml(FILE *out, const json_t *obj);
+KC_NODISCARD int vc_json_to_yaml(FILE *out, const json_t *obj);
 
 /* ---- output (vc_print.c) ---- */
 
@@ -187,11 +191,11 @@ typedef struct {
 /* Loads the client configuration as the daemons do (kc_config_load: --kubeconfig and --master,
  * else in-cluster, else $KUBECONFIG or ~/.kube/config) and makes a client. KC_E* with a message
  * in err. */
-int vc_conn_open(const char *kubeconfig, const char *master, vc_conn **out, char *err,
-                 size_t errlen);
+KC_NODISCARD int vc_conn_open(const char *kubeconfig, const char *master, vc_conn **out, char *err,
+                              size_t errlen);
 /* One call, run to completion. r->obj must be released with vc_reply_clear. Returns r->err. */
-int vc_call(vc_conn *c, kc_verb verb, const kc_ref *ref, const kc_query *q, json_t *body,
-            vc_reply *r);
+KC_NODISCARD int vc_call(vc_conn *c, kc_verb verb, const kc_ref *ref, const kc_query *q,
+                         json_t *body, vc_reply *r);
 void vc_reply_clear(vc_reply *r);
 /* Frees the client, runs the loop out and closes it. NULL is a no-op. */
 void vc_conn_close(vc_conn *c);

@@ -184,7 +184,8 @@ static const json_t *blocking_condition(const json_t *pg) {
     if (strcmp(vc_str(c, "status"), "True") != 0 || strcmp(vc_str(c, "type"), "Scheduled") == 0)
       continue;
     int64_t t = 0;
-    kc_time_parse(vc_str(c, "lastTransitionTime"), &t);
+    /* An unparsable time counts as the oldest. */
+    KC_IGNORE(kc_time_parse(vc_str(c, "lastTransitionTime"), &t));
     if (t >= best_t) {
       best = c;
       best_t = t;

@@ -4,6 +4,7 @@
 
 #include "kc_flags.h"
 #include "kc_log.h"
+#include "kc_error.h"
 
 typedef struct {
   bool help;
@@ -85,13 +86,13 @@ typedef struct {
   }
 
 /* Applies the logging flags. Returns KC_EINVAL with a message in err on a bad value. */
-int kc_cli_apply(const kc_cli_common *o, char *err, size_t errlen);
+KC_NODISCARD int kc_cli_apply(const kc_cli_common *o, char *err, size_t errlen);
 
 /* Parses argv against flags (which must include KC_CLI_COMMON_FLAGS(o)), applies them and
  * handles --help and --version. Returns -1 when the program should go on, else the exit
  * status to return from main: 0 after --help or --version, 2 after a usage error (the
  * message has been printed to stderr). */
-int kc_cli_parse(const char *prog, const char *summary, const kc_flag *flags, size_t nflags,
-                 kc_cli_common *o, int argc, char **argv);
+KC_NODISCARD int kc_cli_parse(const char *prog, const char *summary, const kc_flag *flags,
+                              size_t nflags, kc_cli_common *o, int argc, char **argv);
 
 #endif

@@ -31,6 +31,7 @@
 
 /* kc_time_parse and kc_rfc3339_parse moved to kc_time.h; the codec users keep them. */
 #include "kc_time.h"
+#include "kc_error.h"
 
 /* Suggested size of the err buffer; longer messages are truncated. */
 #define KC_CODEC_ERR_MAX 256
@@ -39,43 +40,51 @@
 void kc_msg_free(void *msg);
 
 /* Generic conversion for any message of volcano.proto / meta.proto / resource.proto. */
-int kc_codec_decode(const ProtobufCMessageDescriptor *desc, const json_t *json,
-                    ProtobufCMessage **out, char *err, size_t errlen);
-int kc_codec_encode(const ProtobufCMessage *msg, json_t **out, char *err, size_t errlen);
+KC_NODISCARD int kc_codec_decode(const ProtobufCMessageDescriptor *desc, const json_t *json,
+                                 ProtobufCMessage **out, char *err, size_t errlen);
+KC_NODISCARD int kc_codec_encode(const ProtobufCMessage *msg, json_t **out, char *err,
+                                 size_t errlen);
 
 /* A Kubernetes ResourceList ({"cpu": "500m", "memory": "1Gi", "nvidia.com/gpu": "1"}),
  * added into *res (borrowed, not cleared first): cpu in millicores, memory, pods and
  * ephemeral-storage in units rounded up, every other name as a scalar in milli-units. */
-int kc_resource_list_decode(const json_t *json, Kiln__Resource *res, char *err, size_t errlen);
+KC_NODISCARD int kc_resource_list_decode(const json_t *json, Kiln__Resource *res, char *err,
+                                         size_t errlen);
 /* The inverse: a new JSON object with canonical quantity strings; zero fields are left
  * out. */
-int kc_resource_list_encode(const Kiln__Resource *res, json_t **out);
+KC_NODISCARD int kc_resource_list_encode(const Kiln__Resource *res, json_t **out);
 
 /* Typed wrappers. */
-int kc_podgroup_decode(const json_t *json, Kiln__PodGroup **out, char *err, size_t errlen);
-int kc_podgroup_encode(const Kiln__PodGroup *pg, json_t **out, char *err, size_t errlen);
-int kc_queue_decode(const json_t *json, Kiln__Queue **out, char *err, size_t errlen);
-int kc_queue_encode(const Kiln__Queue *q, json_t **out, char *err, size_t errlen);
-int kc_job_decode(const json_t *json, Kiln__Job **out, char *err, size_t errlen);
-int kc_job_encode(const Kiln__Job *job, json_t **out, char *err, size_t errlen);
-int kc_command_decode(const json_t *json, Kiln__Command **out, char *err, size_t errlen);
-int kc_priorityclass_decode(const json_t *json, Kiln__PriorityClass **out, char *err,
-                            size_t errlen);
+KC_NODISCARD int kc_podgroup_decode(const json_t *json, Kiln__PodGroup **out, char *err,
+                                    size_t errlen);
+KC_NODISCARD int kc_podgroup_encode(const Kiln__PodGroup *pg, json_t **out, char *err,
+                                    size_t errlen);
+KC_NODISCARD int kc_queue_decode(const json_t *json, Kiln__Queue **out, char *err, size_t errlen);
+KC_NODISCARD int kc_queue_encode(const Kiln__Queue *q, json_t **out, char *err, size_t errlen);
+KC_NODISCARD int kc_job_decode(const json_t *json, Kiln__Job **out, char *err, size_t errlen);
+KC_NODISCARD int kc_job_encode(const Kiln__Job *job, json_t **out, char *err, size_t errlen);
+KC_NODISCARD int kc_command_decode(const json_t *json, Kiln__Command **out, char *err,
+                                   size_t errlen);
+KC_NODISCARD int kc_priorityclass_decode(const json_t *json, Kiln__PriorityClass **out, char *err,
+                                         size_t errlen);
 /* policy/v1 PodDisruptionBudget: selector, disruptionsAllowed and disruptedPods (the pdb
  * plugin's view). */
-int kc_pdb_decode(const json_t *json, Kiln__PodDisruptionBudget **out, char *err, size_t errlen);
+KC_NODISCARD int kc_pdb_decode(const json_t *json, Kiln__PodDisruptionBudget **out, char *err,
+                               size_t errlen);
 
 /* Status bodies for writes: {"status": {...}}, usable as a merge patch or, with metadata
  * added by the caller, as the body of an update of the status subresource. A NULL status
  * gives {"status": {}}. */
-int kc_podgroup_status_encode(const Kiln__PodGroupStatus *st, json_t **out, char *err,
-                              size_t errlen);
-int kc_queue_status_encode(const Kiln__QueueStatus *st, json_t **out, char *err, size_t errlen);
-int kc_job_status_encode(const Kiln__JobStatus *st, json_t **out, char *err, size_t errlen);
+KC_NODISCARD int kc_podgroup_status_encode(const Kiln__PodGroupStatus *st, json_t **out, char *err,
+                                           size_t errlen);
+KC_NODISCARD int kc_queue_status_encode(const Kiln__QueueStatus *st, json_t **out, char *err,
+                                        size_t errlen);
+KC_NODISCARD int kc_job_status_encode(const Kiln__JobStatus *st, json_t **out, char *err,
+                                      size_t errlen);
 
 /* core/v1 Pod and Node to their scheduling views (pod.proto). */
-int kc_pod_decode(const json_t *json, Kiln__Pod **out, char *err, size_t errlen);
-int kc_node_decode(const json_t *json, Kiln__Node **out, char *err, size_t errlen);
+KC_NODISCARD int kc_pod_decode(const json_t *json, Kiln__Pod **out, char *err, size_t errlen);
+KC_NODISCARD int kc_node_decode(const json_t *json, Kiln__Node **out, char *err, size_t errlen);
 
 /* Standard base64 (RFC 4648, padded) of n bytes, as a new string (free()); NULL when out of
  * memory. Secrets' data fields are written this way. */

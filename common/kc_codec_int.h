@@ -10,6 +10,7 @@
 
 #include "kc_quantity.h"
 #include "resource.pb-c.h"
+#include "kc_error.h"
 
 #define KC__PATH_MAX 192
 
@@ -31,18 +32,19 @@ void kc__path_pop(kc__cctx *c, size_t len);
 int kc__fail(kc__cctx *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* A new copy of a JSON string value, failing on embedded NUL bytes; *out NULL on error. */
-int kc__dup_string(kc__cctx *c, const json_t *v, char **out);
+KC_NODISCARD int kc__dup_string(kc__cctx *c, const json_t *v, char **out);
 
 /* Adds a ResourceList object into res; the path of c must name the object. */
-int kc__resource_list_add(kc__cctx *c, const json_t *obj, Kiln__Resource *res);
+KC_NODISCARD int kc__resource_list_add(kc__cctx *c, const json_t *obj, Kiln__Resource *res);
 /* Adds q under name into res (cpu in millis, memory/pods/ephemeral-storage in units, any
  * other name a scalar in millis), saturating. Returns 0 or KC_ENOMEM. */
-int kc__resource_put(Kiln__Resource *res, const char *name, const kc_quantity *q);
+KC_NODISCARD int kc__resource_put(Kiln__Resource *res, const char *name, const kc_quantity *q);
 /* The generic decoder on a sub-tree: a new message of desc (*out NULL on error), or one
  * field (by proto name) of an existing message. The path of c must name j or v. */
-int kc__decode_message(kc__cctx *c, const ProtobufCMessageDescriptor *desc, const json_t *j,
-                       ProtobufCMessage **out);
-int kc__decode_field(kc__cctx *c, ProtobufCMessage *m, const char *name, const json_t *v);
+KC_NODISCARD int kc__decode_message(kc__cctx *c, const ProtobufCMessageDescriptor *desc,
+                                    const json_t *j, ProtobufCMessage **out);
+KC_NODISCARD int kc__decode_field(kc__cctx *c, ProtobufCMessage *m, const char *name,
+                                  const json_t *v);
 
 /* A new zero Resource, or NULL when out of memory. */
 Kiln__Resource *kc__resource_new(void);

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "kc_error.h"
 
 /* PEM material: either a file path or the bytes themselves (decoded from *-data fields). */
 typedef struct {
@@ -66,27 +67,29 @@ typedef struct {
  * (NULL or "") overrides the cluster's server. On error returns KC_EPARSE or KC_EINVAL and
  * writes a message naming the field (e.g. "users[0].user.client-key-data: invalid base64")
  * to err; c is then left zeroed. On success c must be released with kc_config_close. */
-int kc_config_parse_kubeconfig(kc_config *c, const char *text, size_t len, const char *base_dir,
-                               const char *context, const char *master, char *err, size_t errlen);
+KC_NODISCARD int kc_config_parse_kubeconfig(kc_config *c, const char *text, size_t len,
+                                            const char *base_dir, const char *context,
+                                            const char *master, char *err, size_t errlen);
 
 /* The same over several kubeconfig texts merged by client-go's rules: the first text that
  * has a cluster, user or context of a name gives the whole entry, current-context comes from
  * the first text that sets it, and relative paths resolve against the directory of the text
  * they came from. names[i] (may be NULL) prefixes error messages about texts[i]. */
-int kc_config_parse_merged(kc_config *c, const char *const *texts, const size_t *lens,
-                           const char *const *base_dirs, const char *const *names, size_t n,
-                           const char *context, const char *master, char *err, size_t errlen);
+KC_NODISCARD int kc_config_parse_merged(kc_config *c, const char *const *texts, const size_t *lens,
+                                        const char *const *base_dirs, const char *const *names,
+                                        size_t n, const char *context, const char *master,
+                                        char *err, size_t errlen);
 
 /* Reads and parses a kubeconfig file (see kc_config_parse_kubeconfig). */
-int kc_config_load_kubeconfig(kc_config *c, const char *path, const char *context,
-                              const char *master, char *err, size_t errlen);
+KC_NODISCARD int kc_config_load_kubeconfig(kc_config *c, const char *path, const char *context,
+                                           const char *master, char *err, size_t errlen);
 
 /* Loads a ':'-separated list of kubeconfig files, as $KUBECONFIG, merged (see
  * kc_config_parse_merged). Missing files and empty entries are skipped and a repeated path
  * counts once, as in client-go; a file that cannot be read or parsed is an error naming it;
  * KC_ENOENT when none of the files exists. */
-int kc_config_load_kubeconfigs(kc_config *c, const char *paths, const char *context,
-                               const char *master, char *err, size_t errlen);
+KC_NODISCARD int kc_config_load_kubeconfigs(kc_config *c, const char *paths, const char *context,
+                                            const char *master, char *err, size_t errlen);
 
 /* Where to send requests when tls-server-name differs from the server's host: *url is the
  * server URL with the host replaced by tls-server-name (curl then sends that name as SNI and
@@ -94,11 +97,12 @@ int kc_config_load_kubeconfigs(kc_config *c, const char *paths, const char *cont
  * connection to the real host and port, *host the Host header naming the real host (client-go
  * keeps the URL's host in Host). All three NULL when there is nothing to rewrite (no
  * tls-server-name, or plain http). New strings; KC_EINVAL on a server URL without a host. */
-int kc_config_tls_target(const kc_config *c, char **url, char **connect_to, char **host);
+KC_NODISCARD int kc_config_tls_target(const kc_config *c, char **url, char **connect_to,
+                                      char **host);
 
 /* In-cluster configuration from KUBERNETES_SERVICE_HOST/_PORT and the service-account
  * directory sa_dir (NULL: KC_SA_DIR): token (re-read periodically), ca.crt, namespace. */
-int kc_config_in_cluster(kc_config *c, const char *sa_dir, char *err, size_t errlen);
+KC_NODISCARD int kc_config_in_cluster(kc_config *c, const char *sa_dir, char *err, size_t errlen);
 
 /* client-go's BuildConfigFromFlags: with neither kubeconfig nor master, try in-cluster and
  * then the default kubeconfig ($KUBECONFIG, a ':'-separated list merged as
@@ -106,8 +110,8 @@ int kc_config_in_cluster(kc_config *c, const char *sa_dir, char *err, size_t err
  * never a list, as client-go's explicit path) or the default one, and apply master; with only
  * master and no kubeconfig file at all, use master with the system trust store and no
  * credentials. */
-int kc_config_load(kc_config *c, const char *kubeconfig, const char *master, char *err,
-                   size_t errlen);
+KC_NODISCARD int kc_config_load(kc_config *c, const char *kubeconfig, const char *master, char *err,
+                                size_t errlen);
 
 /* Zeroes secrets and frees everything; safe on a zeroed config. */
 void kc_config_close(kc_config *c);
@@ -122,7 +126,7 @@ const char *kc_config_token(kc_config *c, uint64_t now_ns, bool force);
 
 /* Strict standard base64 (with or without padding, whitespace ignored). *out is new memory
  * (NUL-terminated past *outlen for convenience). KC_EPARSE on bad input. */
-int kc_base64_decode(const char *in, size_t len, unsigned char **out, size_t *outlen);
+KC_NODISCARD int kc_base64_decode(const char *in, size_t len, unsigned char **out, size_t *outlen);
 
 /* Overwrites len bytes at p, then frees it: for anything that held a secret (token, key).
  * NULL is a no-op. */

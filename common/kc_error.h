@@ -5,6 +5,14 @@
 
 #include <stddef.h>
 
+/* On the functions that return an error code: a caller that drops the code gets a warning
+ * (an error under -Werror, as CI builds). Where a failure truly changes nothing, say so with
+ * KC_IGNORE(call), which GCC, unlike a cast to void, accepts. A few best-effort calls (event
+ * recording, metric registration, work-queue adds) are not marked yet: their callers include
+ * shells other work was rewriting when this landed. */
+#define KC_NODISCARD __attribute__((warn_unused_result))
+#define KC_IGNORE(x) ((void)!(x))
+
 /* XX(name, message). Kubernetes Status.reason values keep their API spelling
  * in the message so that callers can report them verbatim. */
 #define KC_ERRNO_MAP(XX)                                                                           \

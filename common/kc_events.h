@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "kc_api.h"
+#include "kc_error.h"
 
 /* The involved object. Strings are borrowed for the call. */
 typedef struct {
@@ -67,13 +68,13 @@ typedef struct {
 } kc_event_decision;
 
 /* component and host are copied (host may be NULL). *out is new. */
-int kc_event_cache_new(const char *component, const char *host, kc_event_cache **out);
+KC_NODISCARD int kc_event_cache_new(const char *component, const char *host, kc_event_cache **out);
 void kc_event_cache_free(kc_event_cache *c);
 /* Correlates one event at monotonic time now_ns and wall time wall_ns (Unix nanoseconds).
  * 0, KC_EINVAL (no object name, kind, reason or type), KC_ENOMEM. */
-int kc_event_cache_observe(kc_event_cache *c, const kc_object_ref *obj, const char *type,
-                           const char *reason, const char *message, uint64_t now_ns,
-                           int64_t wall_ns, kc_event_decision *d);
+KC_NODISCARD int kc_event_cache_observe(kc_event_cache *c, const kc_object_ref *obj,
+                                        const char *type, const char *reason, const char *message,
+                                        uint64_t now_ns, int64_t wall_ns, kc_event_decision *d);
 
 /* ---- the recorder ---- */
 
@@ -85,8 +86,8 @@ typedef struct {
 
 /* component is the source ("vc-scheduler", "vc-controller-manager"); host may be NULL.
  * c is borrowed and must outlive the recorder. *out is new. */
-int kc_event_recorder_new(kc_client *c, const char *component, const char *host,
-                          kc_event_recorder **out);
+KC_NODISCARD int kc_event_recorder_new(kc_client *c, const char *component, const char *host,
+                                       kc_event_recorder **out);
 /* Drops the events still queued; the memory is released when the write in flight ends, so
  * run the loop afterwards. Free it before its client. NULL is a no-op. */
 void kc_event_recorder_free(kc_event_recorder *r);

@@ -20,6 +20,7 @@
 #include <uv.h>
 
 #include "kc_config.h"
+#include "kc_error.h"
 
 #define KC_EXEC_INFO_ENV   "KUBERNETES_EXEC_INFO"
 #define KC_EXEC_OUTPUT_MAX ((size_t)1 << 20)
@@ -44,12 +45,12 @@ bool kc_exec_cred_expired(const kc_exec_cred *cred, int64_t now_ms);
  * first, owned by the caller on success). On error returns KC_EPARSE or KC_EINVAL with
  * client-go's wording in err ("decoding stdout: ...", "exec plugin didn't return a status
  * field", ...) and leaves *cred zeroed. */
-int kc_exec_parse(const kc_exec_config *x, const char *out, size_t len, kc_exec_cred *cred,
-                  char *err, size_t errlen);
+KC_NODISCARD int kc_exec_parse(const kc_exec_config *x, const char *out, size_t len,
+                               kc_exec_cred *cred, char *err, size_t errlen);
 
 /* The KUBERNETES_EXEC_INFO value for c (an ExecCredential with spec.interactive false and,
  * when provideClusterInfo is set, spec.cluster from c). *out is a new string. */
-int kc_exec_info(const kc_config *c, char **out);
+KC_NODISCARD int kc_exec_info(const kc_config *c, char **out);
 
 typedef struct kc_exec_run kc_exec_run;
 
@@ -62,8 +63,8 @@ typedef void (*kc_exec_cb)(int rc, kc_exec_cred *cred, const char *msg, void *da
 /* Starts c->exec's command on loop. c is borrowed for this call only. The callback always
  * runs later from the loop, never from inside this call, even when the command cannot be
  * started. *out (may be NULL) is valid until the callback returns or kc_exec_cancel. */
-int kc_exec_start(uv_loop_t *loop, const kc_config *c, kc_exec_cb cb, void *data,
-                  kc_exec_run **out);
+KC_NODISCARD int kc_exec_start(uv_loop_t *loop, const kc_config *c, kc_exec_cb cb, void *data,
+                               kc_exec_run **out);
 
 /* Kills the plugin (and its process group) if it still runs; the callback will not be
  * called. The memory is released from the loop once the child is reaped, so keep running

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include "kc_error.h"
 
 typedef enum {
   KC_FLAG_BOOL,     /* bool * */
@@ -43,17 +44,17 @@ typedef struct {
 /* Parses argv[1..argc-1]. Positional arguments are collected at the front of argv
  * in order and their number stored in *nargs (may be NULL if none are allowed).
  * On error returns KC_EINVAL with a message such as "unknown flag: --foo" in err. */
-int kc_flags_parse(const kc_flag *flags, size_t nflags, int argc, char **argv, int *nargs,
-                   char *err, size_t errlen);
+KC_NODISCARD int kc_flags_parse(const kc_flag *flags, size_t nflags, int argc, char **argv,
+                                int *nargs, char *err, size_t errlen);
 
 /* Prints a usage page: "Usage:\n  prog [flags]\n\nFlags:\n  --name type  usage (default x)". */
 void kc_flags_usage(FILE *out, const char *prog, const char *summary, const kc_flag *flags,
                     size_t nflags);
 
 /* Go's time.ParseDuration: "300ms", "-1.5h", "2h45m", "0". KC_EINVAL or KC_ERANGE on error. */
-int kc_parse_duration(const char *s, int64_t *ns);
+KC_NODISCARD int kc_parse_duration(const char *s, int64_t *ns);
 /* Go's strconv.ParseBool. */
-int kc_parse_bool(const char *s, bool *out);
+KC_NODISCARD int kc_parse_bool(const char *s, bool *out);
 
 void kc_strv_free(kc_strv *sv);
 

@@ -19,6 +19,7 @@
 #include <stddef.h>
 
 #include <uv.h>
+#include "kc_error.h"
 
 struct kc_metrics;
 typedef struct kc_httpd kc_httpd;
@@ -41,18 +42,19 @@ typedef struct {
 
 /* Splits an address into host (empty for all interfaces, brackets removed
  * from IPv6 literals) and port (0..65535). 0 or KC_EINVAL. */
-int kc_httpd_parse_address(const char *addr, char *host, size_t hostcap, int *port);
+KC_NODISCARD int kc_httpd_parse_address(const char *addr, char *host, size_t hostcap, int *port);
 
 /* *out is new. opts->address is copied. A built-in "ping" check is always
  * present. 0, KC_EINVAL (bad address), KC_ENOMEM. */
-int kc_httpd_new(uv_loop_t *loop, const kc_httpd_opts *opts, kc_httpd **out);
+KC_NODISCARD int kc_httpd_new(uv_loop_t *loop, const kc_httpd_opts *opts, kc_httpd **out);
 /* Adds a check (name copied) for KC_CHECK_LIVEZ and/or KC_CHECK_READYZ.
  * 0, KC_EINVAL, KC_EEXISTS, KC_ENOMEM. */
-int kc_httpd_add_check(kc_httpd *h, const char *name, unsigned which, kc_check_fn fn, void *ud);
+KC_NODISCARD int kc_httpd_add_check(kc_httpd *h, const char *name, unsigned which, kc_check_fn fn,
+                                    void *ud);
 /* Binds, listens and starts serving. 0; KC_EADDRINUSE when the port is
  * taken; KC_EINVAL when the host does not resolve; KC_EIO otherwise.
  * kc_httpd_errmsg then names the address and the cause. */
-int kc_httpd_start(kc_httpd *h);
+KC_NODISCARD int kc_httpd_start(kc_httpd *h);
 /* The last start error as text ("listen 127.0.0.1:8080: address already in
  * use"), or "" (borrowed). */
 const char *kc_httpd_errmsg(const kc_httpd *h);

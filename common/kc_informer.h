@@ -29,6 +29,7 @@
 
 #include "kc_api.h"
 #include "kc_store.h"
+#include "kc_error.h"
 
 /* ---- the watch frame parser (pure; fed by the stream, tested on its own) ---- */
 
@@ -61,10 +62,10 @@ void kc_watch_parser_close(kc_watch_parser *p);
  * code, KC_ETOOBIG (a frame longer than max_frame), KC_EPARSE (not JSON, not an object with
  * "type" and "object", or an unknown type) or KC_ENOMEM, with a message naming the stream
  * offset in err. After an error the parser must be reset (kc_watch_parser_reset). */
-int kc_watch_parser_feed(kc_watch_parser *p, const char *data, size_t len, kc_watch_frame_fn fn,
-                         void *ud, char *err, size_t errlen);
+KC_NODISCARD int kc_watch_parser_feed(kc_watch_parser *p, const char *data, size_t len,
+                                      kc_watch_frame_fn fn, void *ud, char *err, size_t errlen);
 /* At the end of the stream: KC_EPARSE when a partial frame is left over (truncated). */
-int kc_watch_parser_finish(const kc_watch_parser *p, char *err, size_t errlen);
+KC_NODISCARD int kc_watch_parser_finish(const kc_watch_parser *p, char *err, size_t errlen);
 void kc_watch_parser_reset(kc_watch_parser *p);
 
 /* The code of a watch ERROR event's Status: KC_EGONE for 410 or reason Expired/Gone, else
@@ -121,10 +122,10 @@ typedef struct {
 
 /* *out is new; the informer uses c (borrowed, must outlive it). Add indexes to
  * kc_informer_store() before kc_informer_start. KC_EINVAL, KC_ENOMEM. */
-int kc_informer_new(kc_client *c, const kc_informer_options *o, const kc_informer_handlers *h,
-                    kc_informer **out);
+KC_NODISCARD int kc_informer_new(kc_client *c, const kc_informer_options *o,
+                                 const kc_informer_handlers *h, kc_informer **out);
 /* Starts the first LIST. 0 or KC_EINVAL (already started). */
-int kc_informer_start(kc_informer *inf);
+KC_NODISCARD int kc_informer_start(kc_informer *inf);
 /* Stops every request and frees the informer; the memory is released once the libuv timer
  * has closed and an in-flight LIST has ended, so run the loop afterwards. No handler is
  * called after this. Not from a handler (the stream is mid-frame there). Free the informer

@@ -27,6 +27,7 @@
 
 #include "kc_api.h"
 #include "kc_flags.h"
+#include "kc_error.h"
 
 typedef struct {
   bool leader_elect;
@@ -83,7 +84,7 @@ typedef struct {
 
 /* client-go's rule: leaseDuration > renewDeadline > 1.2 * retryPeriod > 0, a name, and the
  * "leases" lock. KC_EINVAL with the reason in err. */
-int kc_leader_validate(const kc_leader_options *o, char *err, size_t errlen);
+KC_NODISCARD int kc_leader_validate(const kc_leader_options *o, char *err, size_t errlen);
 
 /* ---- the pure core ---- */
 
@@ -144,9 +145,9 @@ typedef struct {
 
 /* *out is new. o's strings are copied; c is borrowed and must outlive the elector. identity
  * NULL: "<hostname>_<uuid>". KC_EINVAL (see kc_leader_validate, or no on_stopped_leading). */
-int kc_leader_new(kc_client *c, const kc_leader_options *o, const char *identity,
-                  const kc_leader_callbacks *cb, kc_leader **out);
-int kc_leader_start(kc_leader *l);
+KC_NODISCARD int kc_leader_new(kc_client *c, const kc_leader_options *o, const char *identity,
+                               const kc_leader_callbacks *cb, kc_leader **out);
+KC_NODISCARD int kc_leader_start(kc_leader *l);
 /* Stops electing. If leading, writes are fenced at once (no callback is called); with
  * release_on_cancel the Lease is then given up (holder "", duration 1 s) so another replica
  * takes over without waiting. The memory is released after that write and the timers'
@@ -154,7 +155,7 @@ int kc_leader_start(kc_leader *l);
 void kc_leader_free(kc_leader *l);
 
 /* 0 when this process may write, else KC_ENOTLEADER: check it before every write. */
-int kc_leader_fence(const kc_leader *l);
+KC_NODISCARD int kc_leader_fence(const kc_leader *l);
 bool kc_leader_is_leader(const kc_leader *l);
 /* Borrowed. */
 const char *kc_leader_identity(const kc_leader *l);
@@ -162,7 +163,7 @@ const char *kc_leader_identity(const kc_leader *l);
 const char *kc_leader_holder(const kc_leader *l);
 
 /* Writes "<hostname>_<uuid v4>" into buf. 0, KC_ETOOBIG or KC_EIO. */
-int kc_leader_make_identity(char *buf, size_t cap);
+KC_NODISCARD int kc_leader_make_identity(char *buf, size_t cap);
 /* The wall clock as a Kubernetes MicroTime ("2026-11-29T16:30:00.123456Z"). */
 void kc_leader_microtime(char buf[40]);
 

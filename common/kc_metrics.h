@@ -11,6 +11,7 @@
 #define KC_METRICS_H
 
 #include <stddef.h>
+#include "kc_error.h"
 
 typedef struct kc_metrics kc_metrics;
 typedef struct kc_metric kc_metric;
@@ -28,7 +29,7 @@ extern const double kc_metrics_default_buckets[11];
  * factor > 1, count >= 1. */
 int kc_metrics_exponential_buckets(double start, double factor, size_t count, double *out);
 
-int kc_metrics_new(kc_metrics **out);
+KC_NODISCARD int kc_metrics_new(kc_metrics **out);
 void kc_metrics_free(kc_metrics *r); /* NULL is a no-op */
 
 /* Registers a family. name and label names must match
@@ -70,12 +71,12 @@ unsigned long long kc_series_count(const kc_series *s);
 /* Called at the start of every render, to refresh gauges that are cheaper
  * to compute on scrape than to maintain (queue depth, cache sizes). */
 typedef void (*kc_metrics_collect_fn)(kc_metrics *r, void *ud);
-int kc_metrics_add_collector(kc_metrics *r, kc_metrics_collect_fn fn, void *ud);
+KC_NODISCARD int kc_metrics_add_collector(kc_metrics *r, kc_metrics_collect_fn fn, void *ud);
 void kc_metrics_remove_collector(kc_metrics *r, kc_metrics_collect_fn fn, void *ud);
 
 /* Renders every family. *out is new (free() it), NUL-terminated, *len its
  * length. 0, KC_ENOMEM, KC_ETOOBIG (over KC_METRICS_MAX_OUTPUT). */
-int kc_metrics_render(kc_metrics *r, char **out, size_t *len);
+KC_NODISCARD int kc_metrics_render(kc_metrics *r, char **out, size_t *len);
 
 /* Formats v as Prometheus' Go client does (shortest round-trip 'g' form,
  * "+Inf", "-Inf", "NaN"). buf needs 32 bytes. Returns buf. */

@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "kc_quantity.h"
+#include "kc_error.h"
 
 #define KC_RES_NAME_MAX 254
 
@@ -29,9 +30,9 @@ typedef struct {
 kc_res_entry *kc_reslist_find(const kc_reslist *l, const char *name);
 /* Sets (add false) or adds (add true) q under name; a sum keeps the format of its first
  * non-zero addend, as resource.Quantity.Add does. Returns 0 or KC_ENOMEM. */
-int kc_reslist_put(kc_reslist *l, const char *name, const kc_quantity *q, bool add);
+KC_NODISCARD int kc_reslist_put(kc_reslist *l, const char *name, const kc_quantity *q, bool add);
 /* Adds every entry of m into l. Returns 0 or KC_ENOMEM. */
-int kc_reslist_add(kc_reslist *l, const kc_reslist *m);
+KC_NODISCARD int kc_reslist_add(kc_reslist *l, const kc_reslist *m);
 void kc_reslist_free(kc_reslist *l);
 
 /* A quantity written as a string or a bare JSON number; false when unparsable. */
@@ -44,6 +45,7 @@ bool kc_json_quantity(const json_t *v, kc_quantity *q);
 /* The effective "requests" or "limits" (kind) of a pod spec (borrowed) added into *out.
  * Unparsable quantities are skipped (the API server refuses them first). Returns 0 or
  * KC_ENOMEM. */
-int kc_pod_resources(const json_t *spec, const char *kind, unsigned flags, kc_reslist *out);
+KC_NODISCARD int kc_pod_resources(const json_t *spec, const char *kind, unsigned flags,
+                                  kc_reslist *out);
 
 #endif

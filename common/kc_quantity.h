@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "kc_error.h"
 
 #define KC_QUANTITY_MAX_LEN 256
 /* Longest canonical string, with its NUL: sign, 28 digits, 3-character suffix. */
@@ -41,11 +42,11 @@ typedef struct {
  * KC_ERANGE (magnitude over 2^63-1 units, or an exponent outside int32) or KC_ETOOBIG.
  * On error *q is left unchanged and, when err_offset is not NULL, *err_offset is the byte
  * offset of the first character that could not be accepted. */
-int kc_quantity_parse(const char *s, kc_quantity *q, size_t *err_offset);
+KC_NODISCARD int kc_quantity_parse(const char *s, kc_quantity *q, size_t *err_offset);
 
 /* Like kc_quantity_parse for a string of len bytes that need not be NUL-terminated
  * (an embedded NUL is a parse error). */
-int kc_quantity_parsen(const char *s, size_t len, kc_quantity *q, size_t *err_offset);
+KC_NODISCARD int kc_quantity_parsen(const char *s, size_t len, kc_quantity *q, size_t *err_offset);
 
 /* The value in milli-units, rounded away from zero (Quantity.MilliValue); saturates at
  * INT64_MAX/INT64_MIN, which only values above 2^63/1000 units reach. */

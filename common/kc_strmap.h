@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "kc_error.h"
 
 enum { KC_STRMAP_BORROW_KEYS = 0, KC_STRMAP_COPY_KEYS = 1 };
 
@@ -51,7 +52,7 @@ static inline size_t kc_strmap_len(const kc_strmap *m) {
 /* Inserts or replaces. When the key was present its old value is put in
  * *old (if old is non-NULL) and the stored key is kept; returns 1 for a
  * replacement, 0 for a new entry, KC_ENOMEM. */
-int kc_strmap_put(kc_strmap *m, const char *key, void *val, void **old);
+KC_NODISCARD int kc_strmap_put(kc_strmap *m, const char *key, void *val, void **old);
 /* Removes key; its value goes to *old. 0, or KC_ENOENT when absent. */
 int kc_strmap_del(kc_strmap *m, const char *key, void **old);
 

@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "kc_error.h"
 
 /* "2026-11-29T16:01:51Z" is 20 characters; with microseconds 27. */
 #define KC_TIME_LEN 32
@@ -17,9 +18,9 @@ void kc_time_format_micro(int64_t unix_us, char buf[KC_TIME_LEN]);
 
 /* RFC 3339 timestamp ("2026-11-29T16:01:51Z", optional fraction and offset) to Unix
  * seconds, the second it falls in. Returns 0 or KC_EPARSE. */
-int kc_time_parse(const char *s, int64_t *out);
+KC_NODISCARD int kc_time_parse(const char *s, int64_t *out);
 /* The same to Unix milliseconds (a fraction's first three digits count; leap seconds, 60, are
  * refused as Go's time.Parse refuses them). */
-int kc_rfc3339_parse(const char *s, int64_t *ms);
+KC_NODISCARD int kc_rfc3339_parse(const char *s, int64_t *ms);
 
 #endif

@@ -27,6 +27,7 @@
 #include <uv.h>
 
 #include "kc_ratelimit.h"
+#include "kc_error.h"
 
 typedef struct kc_workqueue kc_workqueue;
 struct kc_metrics;
@@ -65,7 +66,8 @@ typedef struct {
 
 /* *out is new; loop may be NULL (no timer, no idle: tick and get by hand).
  * 0, KC_EINVAL, KC_ENOMEM. */
-int kc_workqueue_new(uv_loop_t *loop, const kc_workqueue_opts *opts, kc_workqueue **out);
+KC_NODISCARD int kc_workqueue_new(uv_loop_t *loop, const kc_workqueue_opts *opts,
+                                  kc_workqueue **out);
 /* Shuts down and closes the handles; the memory is released in their close
  * callbacks, so run the loop afterwards. Keys handed out become invalid.
  * NULL is a no-op. */
@@ -88,7 +90,7 @@ int kc_workqueue_num_requeues(const kc_workqueue *q, const char *key);
 
 /* Hands out the oldest queued key (*key borrowed until done). 0, KC_ENOENT
  * when nothing is queued, KC_ECANCELED when shut down and drained. */
-int kc_workqueue_get(kc_workqueue *q, const char **key);
+KC_NODISCARD int kc_workqueue_get(kc_workqueue *q, const char **key);
 /* Ends processing of key; re-queues it if it was added meanwhile. */
 void kc_workqueue_done(kc_workqueue *q, const char *key);
 

@@ -19,6 +19,7 @@
 #include "kc_events.h"
 #include "kc_informer.h"
 #include "kc_workqueue.h"
+#include "kc_error.h"
 
 #define CTL_BASE_MAX_INF 4
 
@@ -59,9 +60,10 @@ struct ctl_base {
 
 /* Creates the informers of defs (ud of their handlers: the base) and the work queue
  * (workers keys at once). 0 or a kc_error code; on failure call ctl_base_close. */
-int ctl_base_init(ctl_base *b, const ctl_env *env, const char *name, const ctl_inf_def *defs,
-                  size_t ninf, int workers, ctl_base_process_fn process);
-int ctl_base_start(ctl_base *b);
+KC_NODISCARD int ctl_base_init(ctl_base *b, const ctl_env *env, const char *name,
+                               const ctl_inf_def *defs, size_t ninf, int workers,
+                               ctl_base_process_fn process);
+KC_NODISCARD int ctl_base_start(ctl_base *b);
 bool ctl_base_synced(const ctl_base *b);
 void ctl_base_stop(ctl_base *b, uint64_t deadline_ms, void (*done)(void *ud), void *ud);
 /* Frees everything the base holds, then free_owner(b) once no write is in flight and the
@@ -81,8 +83,8 @@ void ctl_base_done(ctl_base *b, const char *key, int err,
 /* A write through the client, counted in flight. cb (may be NULL) gets the result unless
  * the base is closing. Refused with KC_ENOTLEADER when the fence is closed. */
 typedef void (*ctl_base_cb)(ctl_base *b, const kc_api_result *res, void *ud);
-int ctl_base_call(ctl_base *b, kc_verb verb, const kc_ref *ref, const kc_query *q, json_t *body,
-                  ctl_base_cb cb, void *ud);
+KC_NODISCARD int ctl_base_call(ctl_base *b, kc_verb verb, const kc_ref *ref, const kc_query *q,
+                               json_t *body, ctl_base_cb cb, void *ud);
 
 /* An event on obj (best effort; logged when no recorder is configured). */
 void ctl_base_event(ctl_base *b, const kc_object_ref *obj, const char *type, const char *reason,

@@ -16,6 +16,7 @@
 
 #include "ctl_gates.h"
 #include "kc_api.h"
+#include "kc_error.h"
 
 struct kc_metrics;
 struct kc_leader;
@@ -67,8 +68,9 @@ typedef struct ctl_manager ctl_manager;
 /* Initialises every controller of the table that gates (Volcano's --controllers) enables,
  * logging the others as Volcano does. env is borrowed. *out is new. 0 or the first
  * controller's error (named in the log). */
-int ctl_manager_new(const ctl_env *env, const char *const *gates, size_t ngates, ctl_manager **out);
-int ctl_manager_start(ctl_manager *m);
+KC_NODISCARD int ctl_manager_new(const ctl_env *env, const char *const *gates, size_t ngates,
+                                 ctl_manager **out);
+KC_NODISCARD int ctl_manager_start(ctl_manager *m);
 /* True once every running controller has synced its caches. */
 bool ctl_manager_synced(const ctl_manager *m);
 /* Stops every controller; done(ud) once all have finished (each within deadline_ms). */

@@ -399,7 +399,8 @@ static void stage_pod_delete(exec *x) {
     snprintf(p.name, sizeof(p.name), "%s", name);
     if (sp)
       snprintf(p.uid, sizeof(p.uid), "%s", sp->pod.uid);
-    ctl__expect_add(x->s, x->key, &p, false);
+    if (ctl__expect_add(x->s, x->key, &p, false) < 0)
+      KC_WARN("%s: pod %s: its deletion is not expected (out of memory)", x->key, p.name);
     call *c = calloc(1, sizeof(*c));
     if (!c || !patch) {
       free(c);
@@ -431,7 +432,8 @@ static void stage_pod_create(exec *x) {
     if (ctl_pod_from_json(o, &p) != 0)
       continue;
     p.phase = CTL_POD_PENDING;
-    ctl__expect_add(x->s, x->key, &p, true);
+    if (ctl__expect_add(x->s, x->key, &p, true) < 0)
+      KC_WARN("%s: pod %s: its creation is not expected (out of memory)", x->key, p.name);
     kc_ref ref = {.version = "v1", .resource = "pods", .namespace = x->ns};
     start(x, C_POD_CREATE, p.name, KC_CREATE, &ref, NULL, o, true, false);
   }
@@ -528,7 +530,8 @@ static void finish(exec *x) {
       if (p->has_delayed) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        ctl__delay_arm(s, x->key, &p->delayed, ts.tv_sec);
+        if (ctl__delay_arm(s, x->key, &p->delayed, ts.tv_sec) < 0)
+          KC_WARN("%s: the delayed action is not armed (out of memory)", x->key);
       }
       phase_metrics(x);
       if (p->requeue_after > 0)

@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include "kc_error.h"
 
 /* Volcano's names that this build does not run (yet): accepted by --controllers and
  * reported, never an error. NULL-terminated. */
@@ -14,7 +15,7 @@ extern const char *const ctl_controllers_later[];
 /* Volcano's checkControllers: '*' may only be combined with '-name'/'+name' entries, and a
  * name may not appear twice (as name, +name or -name). 0, or KC_EINVAL with the message in
  * err. Unknown names are not errors (Volcano ignores them); see ctl_controllers_unknown. */
-int ctl_controllers_check(const char *const *v, size_t n, char *err, size_t cap);
+KC_NODISCARD int ctl_controllers_check(const char *const *v, size_t n, char *err, size_t cap);
 /* Volcano's isControllerEnabled: the first entry naming the controller decides (name or
  * +name: on, -name: off); otherwise it runs only when '*' is listed. An empty list enables
  * everything. */

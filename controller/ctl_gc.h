@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "kc_error.h"
 
 /* What the decision reads of a Job. */
 typedef struct {
@@ -28,6 +29,7 @@ bool ctl_gc_needs_cleanup(const ctl_gc_job *j);
 /* Volcano's processTTL at now_ms. KC_EINVAL when a finished Job has no lastTransitionTime
  * (Volcano: "unable to find the time when the Job finished"). A finish time in the future
  * (clock skew) simply waits. */
-int ctl_gc_decide(const ctl_gc_job *j, int64_t now_ms, ctl_gc_verdict *verdict, int64_t *wait_ms);
+KC_NODISCARD int ctl_gc_decide(const ctl_gc_job *j, int64_t now_ms, ctl_gc_verdict *verdict,
+                               int64_t *wait_ms);
 
 #endif

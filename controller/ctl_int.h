@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ctl_job.h"
+#include "kc_error.h"
 
 /* Annotation and label keys (Volcano batch/v1alpha1 labels.go, scheduling constants). */
 #define CTL_KEY_TASK_SPEC     "volcano.sh/task-spec"
@@ -48,7 +49,8 @@ typedef struct {
 extern const ctl_state_ops ctl__real_ops;
 
 /* Runs one (phase, action) cell of the table. */
-int ctl__state_execute(ctl_ctx *c, ctl_phase phase, ctl_action action, const ctl_state_ops *ops);
+KC_NODISCARD int ctl__state_execute(ctl_ctx *c, ctl_phase phase, ctl_action action,
+                                    const ctl_state_ops *ops);
 /* The single place a job's phase changes; logs old -> new. */
 void ctl__set_phase(ctl_ctx *c, ctl_status *st, ctl_phase to);
 
@@ -56,7 +58,7 @@ void ctl__set_phase(ctl_ctx *c, ctl_status *st, ctl_phase to);
 void ctl__count_pod(ctl_status *st, const ctl_pod *p);
 void ctl__reset_counts(ctl_status *st);
 void ctl__apply_fn(ctl_ctx *c, ctl_status *st, ctl_update_fn fn);
-int ctl__sync_job(ctl_ctx *c, ctl_update_fn fn);
+KC_NODISCARD int ctl__sync_job(ctl_ctx *c, ctl_update_fn fn);
 
 /* Policy lookup (Volcano applyPolicies). Sets *action and *delay (seconds, 0 none). */
 void ctl__apply_policies(const Kiln__Job *job, const ctl_request *req, ctl_action *action,
@@ -68,10 +70,10 @@ int ctl__event(ctl_plan *p, ctl_event_type type, const char *reason, const char 
 /* Fills p->failure_reason/message: the event a failing sync leaves for the shell. */
 void ctl__failure(ctl_plan *p, const char *reason, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-int ctl__delete_pod(ctl_plan *p, const char *name, const char *reason);
-int ctl__cancel(ctl_plan *p, ctl_scope scope, const char *name, uint32_t events);
-int ctl__append(json_t **arr, json_t *obj); /* steals obj */
-int ctl__status_copy(ctl_status *dst, const ctl_status *src);
+KC_NODISCARD int ctl__delete_pod(ctl_plan *p, const char *name, const char *reason);
+KC_NODISCARD int ctl__cancel(ctl_plan *p, ctl_scope scope, const char *name, uint32_t events);
+KC_NODISCARD int ctl__append(json_t **arr, json_t *obj); /* steals obj */
+KC_NODISCARD int ctl__status_copy(ctl_status *dst, const ctl_status *src);
 void ctl__append_condition(ctl_status *st, ctl_phase phase, int64_t t);
 
 /* Totals over the spec. */
@@ -92,13 +94,13 @@ typedef struct {
   char (*names)[32];
   size_t nnamed; /* tasks that were given a name */
 } ctl_named_job;
-int ctl__name_tasks(const Kiln__Job *in, ctl_named_job *nj, const Kiln__Job **use);
+KC_NODISCARD int ctl__name_tasks(const Kiln__Job *in, ctl_named_job *nj, const Kiln__Job **use);
 void ctl__named_job_close(ctl_named_job *nj);
 bool ctl__task_unnamed(const Kiln__TaskSpec *t);
 const Kiln__TaskSpec *ctl__find_task(const Kiln__Job *job, const char *name);
 /* The partition a RestartPartition request targets: the partition-id label of the request's
  * pod, or (the pod already gone) its index over the task's partitionSize; -1 when none. */
-int ctl__request_partition(const ctl_ctx *c);
+KC_NODISCARD int ctl__request_partition(const ctl_ctx *c);
 
 const char *ctl__job_name(const Kiln__Job *job);
 const char *ctl__job_ns(const Kiln__Job *job);
@@ -134,9 +136,10 @@ typedef struct {
 const ctl_plugin *ctl__plugin_find(const char *name);
 /* The plugin hooks over every plugin the job names. Unknown plugin names make *_add return
  * KC_ENOENT with the name in errbuf. */
-int ctl__plugins_job_add(ctl_ctx *c, char *errbuf, size_t len);
-int ctl__plugins_job_update(ctl_ctx *c);
-int ctl__plugins_job_delete(ctl_ctx *c);
-int ctl__plugins_pod_create(ctl_ctx *c, json_t *pod, const Kiln__TaskSpec *task, int index);
+KC_NODISCARD int ctl__plugins_job_add(ctl_ctx *c, char *errbuf, size_t len);
+KC_NODISCARD int ctl__plugins_job_update(ctl_ctx *c);
+KC_NODISCARD int ctl__plugins_job_delete(ctl_ctx *c);
+KC_NODISCARD int ctl__plugins_pod_create(ctl_ctx *c, json_t *pod, const Kiln__TaskSpec *task,
+                                         int index);
 
 #endif

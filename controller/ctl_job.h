@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "volcano.pb-c.h"
+#include "kc_error.h"
 
 typedef enum {
   CTL_PHASE_PENDING = 0,
@@ -109,7 +110,7 @@ typedef struct {
 } ctl_pod;
 
 /* Fills *out from a core/v1 Pod (borrowed). Returns 0 or KC_EINVAL. */
-int ctl_pod_from_json(const json_t *pod, ctl_pod *out);
+KC_NODISCARD int ctl_pod_from_json(const json_t *pod, ctl_pod *out);
 
 typedef struct {
   const char *name;
@@ -202,7 +203,7 @@ typedef struct {
 void ctl_status_init(ctl_status *st);
 void ctl_status_close(ctl_status *st);
 /* From a decoded status (borrowed, may be NULL). Returns 0 or KC_ENOMEM. */
-int ctl_status_from_pb(ctl_status *st, const Kiln__JobStatus *pb);
+KC_NODISCARD int ctl_status_from_pb(ctl_status *st, const Kiln__JobStatus *pb);
 /* New JSON object: the body of .status. */
 json_t *ctl_status_to_json(const ctl_status *st);
 ctl_task_count *ctl_status_task(ctl_status *st, const char *task); /* finds or adds */
@@ -286,12 +287,12 @@ void ctl_plan_close(ctl_plan *p);
  * and is filled (its old content kept). Returns 0, KC_EINVAL for a view without a job, or
  * KC_ENOMEM. A Job the controller cannot act on is not an error: the plan carries a Warning
  * event and a status reason. */
-int ctl_job_sync(const ctl_job_view *view, const ctl_request *req, ctl_plan *plan);
+KC_NODISCARD int ctl_job_sync(const ctl_job_view *view, const ctl_request *req, ctl_plan *plan);
 
 /* Formats a Go duration ("1h2m3s", "0s") into buf. */
 void ctl_duration_format(int64_t secs, char *buf, size_t len);
 /* Parses a Go duration ("10m", "1h30m", "90s", "1.5h") to seconds (rounded down).
  * Returns 0 or KC_EPARSE. */
-int ctl_duration_parse(const char *s, int64_t *secs);
+KC_NODISCARD int ctl_duration_parse(const char *s, int64_t *secs);
 
 #endif

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "kc_error.h"
 
 #define CTL_PG_NAME_PREFIX    "podgroup-"
 #define CTL_PG_GROUP_NAME     "scheduling.k8s.io/group-name"
@@ -19,7 +20,7 @@
 const json_t *ctl_pg_controller_of(const json_t *obj);
 /* Volcano helpers.GeneratePodgroupName: "podgroup-" + the controller owner's UID, else the
  * pod's UID. 0, or KC_EINVAL when the UID is missing or does not fit. */
-int ctl_pg_name(const json_t *pod, char *buf, size_t cap);
+KC_NODISCARD int ctl_pg_name(const json_t *pod, char *buf, size_t cap);
 
 typedef enum {
   CTL_PG_IGNORE = 0, /* not ours: another scheduler, terminating, or in someone else's group */

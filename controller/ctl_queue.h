@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "kc_error.h"
 
 #define CTL_QUEUE_NAME_MAX 254
 
@@ -85,7 +86,7 @@ typedef struct {
 } ctl_queue_plan;
 
 /* Volcano's handleQueue: picks the state by status.state ("" is Open), runs the action. */
-int ctl_queue_decide(const ctl_queue_view *v, ctl_queue_action a, ctl_queue_plan *p);
+KC_NODISCARD int ctl_queue_decide(const ctl_queue_view *v, ctl_queue_action a, ctl_queue_plan *p);
 
 /* Names: "SyncQueue", "OpenQueue", "CloseQueue"; parse maps any other string to SYNC
  * (Volcano's default branch). */

@@ -14,6 +14,7 @@
 #include <uv.h>
 
 #include "kc_api.h"
+#include "kc_error.h"
 
 struct kc_metrics;
 struct kc_leader;
@@ -31,9 +32,10 @@ typedef struct {
 
 /* *out is new; c and everything in opt are borrowed and must outlive the shell. Registers
  * Volcano's controller metrics and the work queue's in opt->metrics. 0, KC_ENOMEM, KC_EINVAL. */
-int ctl_shell_new(uv_loop_t *loop, kc_client *c, const ctl_shell_options *opt, ctl_shell **out);
+KC_NODISCARD int ctl_shell_new(uv_loop_t *loop, kc_client *c, const ctl_shell_options *opt,
+                               ctl_shell **out);
 /* Starts the informers; keys are processed once every cache has synced. */
-int ctl_shell_start(ctl_shell *s);
+KC_NODISCARD int ctl_shell_start(ctl_shell *s);
 /* True once every informer has listed (for /readyz). */
 bool ctl_shell_synced(const ctl_shell *s);
 /* Stops taking work: the informers stop, queued keys are dropped, and done(ud) is called once

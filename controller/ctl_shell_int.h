@@ -8,6 +8,7 @@
 #include "kc_metrics.h"
 #include "kc_strmap.h"
 #include "kc_workqueue.h"
+#include "kc_error.h"
 
 enum {
   CTL_INF_JOBS = 0,
@@ -120,30 +121,30 @@ struct ctl_shell {
 
 /* The executor: carries out plan (stolen) for key; when every write has finished it calls
  * ctl__exec_done(s, key, err, conflict). */
-int ctl__exec_start(ctl_shell *s, const char *key, const Kiln__Job *job, const char *job_rv,
-                    ctl_plan *plan);
+KC_NODISCARD int ctl__exec_start(ctl_shell *s, const char *key, const Kiln__Job *job,
+                                 const char *job_rv, ctl_plan *plan);
 void ctl__exec_done(ctl_shell *s, const char *key, int err, bool conflict);
 
 /* Expectations (ctl_exec.c). */
-int ctl__expect_add(ctl_shell *s, const char *key, const ctl_pod *pod, bool create);
+KC_NODISCARD int ctl__expect_add(ctl_shell *s, const char *key, const ctl_pod *pod, bool create);
 void ctl__expect_del(ctl_shell *s, const char *key, const char *pod);
 void ctl__expect_observe(ctl_shell *s, const char *key, const ctl_spod *p, bool deleted);
 void ctl__expect_drop_key(ctl_shell *s, const char *key);
 kc_strmap *ctl__expect_map(ctl_shell *s, const char *key);
 
 /* Delayed actions (ctl_exec.c). */
-int ctl__delay_arm(ctl_shell *s, const char *key, const ctl_delayed *d, int64_t now);
+KC_NODISCARD int ctl__delay_arm(ctl_shell *s, const char *key, const ctl_delayed *d, int64_t now);
 void ctl__delay_cancel(ctl_shell *s, const char *key, const ctl_cancel *c);
 void ctl__delay_drop_key(ctl_shell *s, const char *key);
 
 /* Requests (ctl_shell.c). req's strings are copied. */
-int ctl__request(ctl_shell *s, const char *key, const ctl_request *req);
+KC_NODISCARD int ctl__request(ctl_shell *s, const char *key, const ctl_request *req);
 
 /* Events on the Job, best effort (ctl_exec.c). */
 void ctl__record_event(ctl_shell *s, const Kiln__Job *job, ctl_event_type type, const char *reason,
                        const char *message);
 
 /* The write fence: 0 or KC_ENOTLEADER. */
-int ctl__fence(const ctl_shell *s);
+KC_NODISCARD int ctl__fence(const ctl_shell *s);
 
 #endif

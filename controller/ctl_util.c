@@ -279,7 +279,8 @@ int ctl_status_from_pb(ctl_status *st, const Kiln__JobStatus *pb) {
     copy_str(st->reason, sizeof(st->reason), pb->state->reason);
     copy_str(st->message, sizeof(st->message), pb->state->message);
     if (pb->state->last_transition_time)
-      kc_time_parse(pb->state->last_transition_time, &st->last_transition);
+      /* An unparsable time stays unset, as an absent one. */
+      KC_IGNORE(kc_time_parse(pb->state->last_transition_time, &st->last_transition));
   }
   st->pending = pb->pending;
   st->running = pb->running;
@@ -305,7 +306,7 @@ int ctl_status_from_pb(ctl_status *st, const Kiln__JobStatus *pb) {
   for (size_t i = 0; i < pb->n_conditions; i++) {
     int64_t t = 0;
     if (pb->conditions[i]->last_transition_time)
-      kc_time_parse(pb->conditions[i]->last_transition_time, &t);
+      KC_IGNORE(kc_time_parse(pb->conditions[i]->last_transition_time, &t));
     ctl_condition *n = realloc(st->conds, (st->nconds + 1) * sizeof(*n));
     if (!n)
       goto nomem;

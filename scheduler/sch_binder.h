@@ -18,6 +18,7 @@
 #include "kc_api.h"
 #include "kc_events.h"
 #include "sch_cache.h"
+#include "kc_error.h"
 
 typedef struct sch_binder sch_binder;
 
@@ -36,7 +37,7 @@ typedef struct {
 } sch_binder_options;
 
 /* *out is new. */
-int sch_binder_new(uv_loop_t *loop, const sch_binder_options *o, sch_binder **out);
+KC_NODISCARD int sch_binder_new(uv_loop_t *loop, const sch_binder_options *o, sch_binder **out);
 /* Cancels the binds not yet sent (their assumptions are forgotten), stops the delay
  * timer; calls in flight end with their callbacks from the client. Run the loop
  * afterwards. NULL is a no-op. */
@@ -44,8 +45,8 @@ void sch_binder_free(sch_binder *b);
 
 /* Queues a bind of pod ns/name (uid may be NULL) to node. Strings are copied. 0 or
  * KC_ENOMEM. */
-int sch_binder_bind(sch_binder *b, const char *ns, const char *name, const char *uid,
-                    const char *node);
+KC_NODISCARD int sch_binder_bind(sch_binder *b, const char *ns, const char *name, const char *uid,
+                                 const char *node);
 
 typedef struct {
   uint64_t sent, bound, failed, gone;

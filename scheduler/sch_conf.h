@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "sch_framework.h"
+#include "kc_error.h"
 
 /* Volcano's built-in default configuration text (plugins not in the registry are left
  * out of the default, so that it always loads). */
@@ -15,12 +16,13 @@ extern const char sch_conf_default_yaml[];
 /* Parses len bytes of YAML. Returns 0 and a *new* configuration, or KC_EPARSE (malformed
  * YAML or a wrong shape) / KC_ENOENT (an unknown action or plugin) / KC_EINVAL (a bad
  * value) with a message naming the culprit in err (may be NULL). */
-int sch_conf_parse(const char *yaml, size_t len, sch_conf **out, char *err, size_t errlen);
+KC_NODISCARD int sch_conf_parse(const char *yaml, size_t len, sch_conf **out, char *err,
+                                size_t errlen);
 /* The default configuration as a *new* sch_conf. */
-int sch_conf_default(sch_conf **out);
+KC_NODISCARD int sch_conf_default(sch_conf **out);
 void sch_conf_free(sch_conf *conf);
 /* Reads and parses the file at path (at most 1 MiB): sch_conf_parse's results, or KC_EIO /
  * KC_ETOOBIG / KC_ENOMEM with the reason in err. For the offline tools (replay, bench). */
-int sch_conf_read_file(const char *path, sch_conf **out, char *err, size_t errlen);
+KC_NODISCARD int sch_conf_read_file(const char *path, sch_conf **out, char *err, size_t errlen);
 
 #endif

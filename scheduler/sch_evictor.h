@@ -19,21 +19,23 @@
 #include "pod.pb-c.h"
 #include "sch_cache.h"
 #include "volcano.pb-c.h"
+#include "kc_error.h"
 
 typedef struct sch_evictor sch_evictor;
 
 /* c, events (may be NULL) and cache are borrowed and must outlive the evictor. */
-int sch_evictor_new(kc_client *c, kc_event_recorder *events, sch_cache *cache, sch_evictor **out);
+KC_NODISCARD int sch_evictor_new(kc_client *c, kc_event_recorder *events, sch_cache *cache,
+                                 sch_evictor **out);
 /* Calls in flight finish on their own, without touching the cache. NULL: no-op. */
 void sch_evictor_free(sch_evictor *ev);
 
 /* Starts evicting p (borrowed for the call) for reason ("preempt", "reclaim", "shuffle");
  * pg (may be NULL) gets the PodGroup event. 0; KC_EEXISTS when the pod is already being
  * evicted (nothing is done twice); KC_ENOMEM. */
-int sch_evictor_evict(sch_evictor *ev, const Kiln__Pod *p, const Kiln__PodGroup *pg,
-                      const char *reason);
+KC_NODISCARD int sch_evictor_evict(sch_evictor *ev, const Kiln__Pod *p, const Kiln__PodGroup *pg,
+                                   const char *reason);
 /* Writes status.nominatedNodeName = node on p, unless it already says so. 0 or KC_ENOMEM. */
-int sch_evictor_nominate(sch_evictor *ev, const Kiln__Pod *p, const char *node);
+KC_NODISCARD int sch_evictor_nominate(sch_evictor *ev, const Kiln__Pod *p, const char *node);
 
 /* Evictions started since the evictor was made. */
 uint64_t sch_evictor_count(const sch_evictor *ev);

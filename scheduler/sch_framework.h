@@ -31,6 +31,7 @@
 #include "sch_resource.h"
 #include "snapshot.pb-c.h"
 #include "volcano.pb-c.h"
+#include "kc_error.h"
 
 /* ------------------------------------------------------------------------------------ */
 /* Snapshot                                                                             */
@@ -205,8 +206,8 @@ typedef struct sch_snapshot {
  * on their nodes; a PodGroup naming a missing queue gets queue -1 (never scheduled, and
  * its condition says why); the default queue is made up when missing. Returns 0 and a *new*
  * snapshot, or KC_ENOMEM. */
-int sch_snapshot_new(const Kiln__Snapshot *msg, const sch_snapshot_options *opt,
-                     sch_snapshot **out);
+KC_NODISCARD int sch_snapshot_new(const Kiln__Snapshot *msg, const sch_snapshot_options *opt,
+                                  sch_snapshot **out);
 void sch_snapshot_free(sch_snapshot *snap);
 
 /* Lookups: index or -1. */
@@ -423,27 +424,28 @@ typedef void (*sch_task_event_fn)(sch_session *ssn, void *ctx, const sch_task *t
 /* Registration, from a plugin's open(). Each stores (fn, ctx) under the plugin being
  * opened, in its tier; it is a no-op when that plugin's switch for the point is off.
  * Returns 0 or KC_ENOMEM. */
-int sch_add_job_order_fn(sch_session *ssn, sch_job_order_fn fn, void *ctx);
-int sch_add_queue_order_fn(sch_session *ssn, sch_queue_order_fn fn, void *ctx);
-int sch_add_task_order_fn(sch_session *ssn, sch_task_order_fn fn, void *ctx);
-int sch_add_predicate_fn(sch_session *ssn, sch_predicate_fn fn, void *ctx);
-int sch_add_node_order_fn(sch_session *ssn, sch_node_order_fn fn, void *ctx);
-int sch_add_batch_node_order_fn(sch_session *ssn, sch_batch_node_order_fn fn, void *ctx);
-int sch_add_job_valid_fn(sch_session *ssn, sch_job_valid_fn fn, void *ctx);
-int sch_add_job_ready_fn(sch_session *ssn, sch_job_bool_fn fn, void *ctx);
-int sch_add_job_pipelined_fn(sch_session *ssn, sch_job_vote_fn fn, void *ctx);
-int sch_add_job_starving_fn(sch_session *ssn, sch_job_bool_fn fn, void *ctx);
-int sch_add_job_enqueueable_fn(sch_session *ssn, sch_job_vote_fn fn, void *ctx);
-int sch_add_job_enqueued_fn(sch_session *ssn, sch_job_event_fn fn, void *ctx);
-int sch_add_overused_fn(sch_session *ssn, sch_queue_bool_fn fn, void *ctx);
-int sch_add_allocatable_fn(sch_session *ssn, sch_allocatable_fn fn, void *ctx);
+KC_NODISCARD int sch_add_job_order_fn(sch_session *ssn, sch_job_order_fn fn, void *ctx);
+KC_NODISCARD int sch_add_queue_order_fn(sch_session *ssn, sch_queue_order_fn fn, void *ctx);
+KC_NODISCARD int sch_add_task_order_fn(sch_session *ssn, sch_task_order_fn fn, void *ctx);
+KC_NODISCARD int sch_add_predicate_fn(sch_session *ssn, sch_predicate_fn fn, void *ctx);
+KC_NODISCARD int sch_add_node_order_fn(sch_session *ssn, sch_node_order_fn fn, void *ctx);
+KC_NODISCARD int sch_add_batch_node_order_fn(sch_session *ssn, sch_batch_node_order_fn fn,
+                                             void *ctx);
+KC_NODISCARD int sch_add_job_valid_fn(sch_session *ssn, sch_job_valid_fn fn, void *ctx);
+KC_NODISCARD int sch_add_job_ready_fn(sch_session *ssn, sch_job_bool_fn fn, void *ctx);
+KC_NODISCARD int sch_add_job_pipelined_fn(sch_session *ssn, sch_job_vote_fn fn, void *ctx);
+KC_NODISCARD int sch_add_job_starving_fn(sch_session *ssn, sch_job_bool_fn fn, void *ctx);
+KC_NODISCARD int sch_add_job_enqueueable_fn(sch_session *ssn, sch_job_vote_fn fn, void *ctx);
+KC_NODISCARD int sch_add_job_enqueued_fn(sch_session *ssn, sch_job_event_fn fn, void *ctx);
+KC_NODISCARD int sch_add_overused_fn(sch_session *ssn, sch_queue_bool_fn fn, void *ctx);
+KC_NODISCARD int sch_add_allocatable_fn(sch_session *ssn, sch_allocatable_fn fn, void *ctx);
 /* Whether queue q may take resources from other queues for t (reclaim). */
-int sch_add_preemptive_fn(sch_session *ssn, sch_allocatable_fn fn, void *ctx);
-int sch_add_preemptable_fn(sch_session *ssn, sch_victims_fn fn, void *ctx);
-int sch_add_reclaimable_fn(sch_session *ssn, sch_victims_fn fn, void *ctx);
-int sch_add_victim_tasks_fn(sch_session *ssn, sch_victim_tasks_fn fn, void *ctx);
-int sch_add_event_handler(sch_session *ssn, sch_task_event_fn allocate,
-                          sch_task_event_fn deallocate, void *ctx);
+KC_NODISCARD int sch_add_preemptive_fn(sch_session *ssn, sch_allocatable_fn fn, void *ctx);
+KC_NODISCARD int sch_add_preemptable_fn(sch_session *ssn, sch_victims_fn fn, void *ctx);
+KC_NODISCARD int sch_add_reclaimable_fn(sch_session *ssn, sch_victims_fn fn, void *ctx);
+KC_NODISCARD int sch_add_victim_tasks_fn(sch_session *ssn, sch_victim_tasks_fn fn, void *ctx);
+KC_NODISCARD int sch_add_event_handler(sch_session *ssn, sch_task_event_fn allocate,
+                                       sch_task_event_fn deallocate, void *ctx);
 
 /* Dispatchers, with Volcano's tier rules (session_plugins.go):
  *  - order fns: in tier/plugin order, the first non-zero answer wins (negative: l first);
@@ -476,13 +478,14 @@ bool sch_session_overused(sch_session *ssn, const sch_queue *q);
 bool sch_session_allocatable(sch_session *ssn, const sch_queue *q, const sch_task *t);
 bool sch_session_preemptive(sch_session *ssn, const sch_queue *q, const sch_task *t);
 /* Victims out (capacity n); returns their count, or a negative KC_E*. */
-int sch_session_preemptable(sch_session *ssn, const sch_task *preemptor, const int32_t *cands,
-                            size_t n, int32_t *victims);
-int sch_session_reclaimable(sch_session *ssn, const sch_task *preemptor, const int32_t *cands,
-                            size_t n, int32_t *victims);
+KC_NODISCARD int sch_session_preemptable(sch_session *ssn, const sch_task *preemptor,
+                                         const int32_t *cands, size_t n, int32_t *victims);
+KC_NODISCARD int sch_session_reclaimable(sch_session *ssn, const sch_task *preemptor,
+                                         const int32_t *cands, size_t n, int32_t *victims);
 /* The union of every VictimTasks plugin's choice among cands, each task once, into victims
  * (capacity n); returns the count or KC_ENOMEM. */
-int sch_session_victim_tasks(sch_session *ssn, const int32_t *cands, size_t n, int32_t *victims);
+KC_NODISCARD int sch_session_victim_tasks(sch_session *ssn, const int32_t *cands, size_t n,
+                                          int32_t *victims);
 
 /* Accessors. */
 sch_snapshot *sch_session_snapshot(sch_session *ssn);
@@ -517,17 +520,17 @@ sch_statement *sch_statement_new(sch_session *ssn);
 /* Discards whatever is still recorded, then frees; NULL is a no-op. */
 void sch_statement_free(sch_statement *st);
 /* Task -> Allocated on node (idle must hold init_resreq); fires allocate handlers. */
-int sch_statement_allocate(sch_statement *st, int32_t task, int32_t node);
+KC_NODISCARD int sch_statement_allocate(sch_statement *st, int32_t task, int32_t node);
 /* Task -> Pipelined on node (placed on resources being released). */
-int sch_statement_pipeline(sch_statement *st, int32_t task, int32_t node);
+KC_NODISCARD int sch_statement_pipeline(sch_statement *st, int32_t task, int32_t node);
 /* The same, after evictions made room on node: the commit also nominates the node for the
  * pod (status.nominatedNodeName). */
-int sch_statement_pipeline_nominate(sch_statement *st, int32_t task, int32_t node);
+KC_NODISCARD int sch_statement_pipeline_nominate(sch_statement *st, int32_t task, int32_t node);
 /* Task -> Releasing (a victim); fires deallocate handlers. reason is copied. */
-int sch_statement_evict(sch_statement *st, int32_t task, const char *reason);
+KC_NODISCARD int sch_statement_evict(sch_statement *st, int32_t task, const char *reason);
 /* Applies: allocations become bind requests (task -> Binding), evictions become evict
  * requests, pipelined tasks stay pipelined for this session. The statement is emptied. */
-int sch_statement_commit(sch_statement *st);
+KC_NODISCARD int sch_statement_commit(sch_statement *st);
 /* Undoes every recorded operation in reverse order; node accounting and job counters
  * come back exactly. The statement is emptied. */
 void sch_statement_discard(sch_statement *st);
@@ -639,14 +642,14 @@ typedef struct sch_result {
 /* Opens a session: plugins open in tier order and register callbacks; jobs that fail
  * JobValid are marked invalid (with an Unschedulable condition). snap and conf are
  * borrowed for the session's life; opts may be NULL. 0 and a *new* session, or KC_E*. */
-int sch_session_open(sch_snapshot *snap, const sch_conf *conf, const sch_session_options *opts,
-                     sch_session **out);
+KC_NODISCARD int sch_session_open(sch_snapshot *snap, const sch_conf *conf,
+                                  const sch_session_options *opts, sch_session **out);
 /* Runs the configured actions in order. Stops at the first action error. */
-int sch_session_run(sch_session *ssn);
+KC_NODISCARD int sch_session_run(sch_session *ssn);
 /* Plugins close (gang writes conditions), statuses are computed, and the session is freed.
  * *out receives a *new* result (free with sch_result_free), or NULL with an error. The
  * session is freed in every case. */
-int sch_session_close(sch_session *ssn, sch_result **out);
+KC_NODISCARD int sch_session_close(sch_session *ssn, sch_result **out);
 void sch_result_free(sch_result *r);
 
 #endif

@@ -3,6 +3,7 @@
 #define SCH_INT_H
 
 #include "sch_framework.h"
+#include "kc_error.h"
 
 /* Callback kinds in the session's registry. */
 typedef enum {
@@ -85,13 +86,13 @@ void sch__node_add_task(sch_snapshot *snap, int32_t task, int32_t node);
 void sch__node_remove_task(sch_snapshot *snap, int32_t task);
 
 /* Records a condition for a job (the last one wins). 0 or KC_ENOMEM. */
-int sch__job_condition(sch_session *ssn, const sch_job *j, bool unschedulable, const char *reason,
-                       const char *message);
-int sch__result_bind(sch_session *ssn, int32_t task, int32_t node);
-int sch__result_evict(sch_session *ssn, int32_t task, const char *reason);
-int sch__result_nominate(sch_session *ssn, int32_t task, int32_t node);
-int sch__result_event(sch_session *ssn, sch_event_kind kind, int32_t object, const char *type,
-                      const char *reason, const char *message);
+KC_NODISCARD int sch__job_condition(sch_session *ssn, const sch_job *j, bool unschedulable,
+                                    const char *reason, const char *message);
+KC_NODISCARD int sch__result_bind(sch_session *ssn, int32_t task, int32_t node);
+KC_NODISCARD int sch__result_evict(sch_session *ssn, int32_t task, const char *reason);
+KC_NODISCARD int sch__result_nominate(sch_session *ssn, int32_t task, int32_t node);
+KC_NODISCARD int sch__result_event(sch_session *ssn, sch_event_kind kind, int32_t object,
+                                   const char *type, const char *reason, const char *message);
 
 /* Forgets the recorded operations without undoing them: a pipelined gang keeps its
  * places for the rest of the session but produces no bind (Volcano leaves such a
@@ -109,7 +110,7 @@ typedef struct sch__heap {
   int32_t *v;
   size_t n, cap;
 } sch__heap;
-int sch__heap_push(sch_session *ssn, sch__heap *h, sch__heap_cmp cmp, int32_t x);
+KC_NODISCARD int sch__heap_push(sch_session *ssn, sch__heap *h, sch__heap_cmp cmp, int32_t x);
 int32_t sch__heap_pop(sch_session *ssn, sch__heap *h, sch__heap_cmp cmp);
 
 /* The session's orders as heap comparators (job and queue indexes) and as a qsort_r
@@ -130,7 +131,7 @@ bool sch__victims_suffice(const sch_snapshot *snap, const sch_task *t, const sch
 bool sch__fits_future(const sch_task *t, const sch_node *n);
 /* Evicts, with reason, the VictimTasks plugins' choice among the Running tasks of our jobs
  * (sch_action_shuffle.c): the shuffle action, and the end of preempt. 0 or KC_ENOMEM. */
-int sch__evict_victim_tasks(sch_session *ssn, const char *reason);
+KC_NODISCARD int sch__evict_victim_tasks(sch_session *ssn, const char *reason);
 /* Why pending (sch_why.c). t found no node: the reason id of the most specific
  * explanation, -1 when the aggregated predicate message says it best, or KC_ENOMEM;
  * *is_too_big when a pod fits no node even empty. placed: gang pods placed so far. */

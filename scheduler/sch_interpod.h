@@ -31,6 +31,7 @@
 #include <stdint.h>
 
 #include "sch_framework.h"
+#include "kc_error.h"
 
 typedef struct sch_ipa sch_ipa;
 
@@ -47,14 +48,14 @@ typedef enum {
 /* *out = a *new* state for snap (borrowed, must outlive it), or NULL when no pod of the
  * snapshot carries an inter-pod term or spread constraint. hard_weight: hardPodAffinityWeight
  * (kube-scheduler's default is 1). 0 or KC_ENOMEM. */
-int sch_ipa_new(const sch_snapshot *snap, int64_t hard_weight, sch_ipa **out);
+KC_NODISCARD int sch_ipa_new(const sch_snapshot *snap, int64_t hard_weight, sch_ipa **out);
 void sch_ipa_free(sch_ipa *a);
 
 /* The session's shared state: the first plugin to ask creates it (*out NULL when no pod has
  * a term) and registers the event handlers that keep it in step; later ones get the same
  * state, so the predicates and nodeorder plugins count once. Each acquire that gave a state
  * is paired with sch_ipa_release (the last one frees it). 0 or KC_ENOMEM. */
-int sch_ipa_acquire(sch_session *ssn, sch_ipa **out);
+KC_NODISCARD int sch_ipa_acquire(sch_session *ssn, sch_ipa **out);
 void sch_ipa_release(sch_session *ssn, sch_ipa *a);
 
 /* Event handlers: t was placed on t->node (allocate, pipeline, undone eviction), or taken
@@ -72,7 +73,7 @@ sch_ipa_verdict sch_ipa_filter(sch_ipa *a, const sch_task *t, int32_t ni, unsign
  * InterPodAffinity score into aff (when non-NULL) and the PodTopologySpread score of the
  * ScheduleAnyway constraints into spread (when non-NULL). Entries are set to 0 when the pod
  * has nothing to score. KC_ENOMEM leaves the scores at 0. */
-int sch_ipa_scores(sch_ipa *a, const sch_task *t, const int32_t *nodes, size_t n, int64_t *aff,
-                   int64_t *spread);
+KC_NODISCARD int sch_ipa_scores(sch_ipa *a, const sch_task *t, const int32_t *nodes, size_t n,
+                                int64_t *aff, int64_t *spread);
 
 #endif

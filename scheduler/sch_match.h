@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "pod.pb-c.h"
+#include "kc_error.h"
 
 #define SCH_REASON_NODE_AFFINITY "node(s) didn't match Pod's node affinity/selector"
 #define SCH_REASON_NODE_PORTS    "node(s) didn't have free ports for the requested pod ports"
@@ -180,10 +181,10 @@ typedef struct sch_pod_key {
 } sch_pod_key;
 
 /* Sets k to pod's key: 0, or KC_ENOMEM (k is then empty and equals no key). */
-int sch_pod_key_set(sch_pod_key *k, const Kiln__Pod *pod);
+KC_NODISCARD int sch_pod_key_set(sch_pod_key *k, const Kiln__Pod *pod);
 /* The same with what inter-pod affinity and topology spread read besides: namespace,
  * labels, pod (anti-)affinity terms and spread constraints. */
-int sch_pod_interpod_key_set(sch_pod_key *k, const Kiln__Pod *pod);
+KC_NODISCARD int sch_pod_interpod_key_set(sch_pod_key *k, const Kiln__Pod *pod);
 bool sch_pod_key_equal(const sch_pod_key *a, const sch_pod_key *b);
 void sch_pod_key_close(sch_pod_key *k);
 

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "ctl_int.h"
+#include "kc_error.h"
 
 /* ---- arguments, parsed as Go's flag package parses them (Volcano builds a FlagSet per
  * plugin): "-name=v", "--name=v", "--name v" (not for bools), a bare "--bool" means true;
@@ -27,13 +28,14 @@ typedef struct {
 /* Fills the fields of settings (already holding the defaults) from args (borrowed; string
  * values point into it). Returns 0, or KC_EINVAL with Go's message in err, after logging it
  * as Volcano does ("plugin <name> flagset parse failed"). */
-int ctl__flags_parse(const char *plugin, const ctl_flag *flags, size_t nflags,
-                     const Kiln__StringList *args, void *settings, char *err, size_t errlen);
+KC_NODISCARD int ctl__flags_parse(const char *plugin, const ctl_flag *flags, size_t nflags,
+                                  const Kiln__StringList *args, void *settings, char *err,
+                                  size_t errlen);
 
 /* ---- helpers over the job and the pod under construction ---- */
 
 /* Index of the task named name in the job's spec, or -1 (helpers.GetTaskIndexUnderJob). */
-int ctl__task_index(const Kiln__Job *job, const char *name);
+KC_NODISCARD int ctl__task_index(const Kiln__Job *job, const char *name);
 /* "<hostname>.<subdomain>" of a task's pod: the template's hostname, or the pod name
  * <job>-<task>-<index>; the template's subdomain, or the job name (helpers.MakeDomainName). */
 void ctl__domain_name(const Kiln__Job *job, const Kiln__TaskSpec *t, int index, char *out,
@@ -66,7 +68,8 @@ void ctl__plugin_mark(ctl_ctx *c, const char *plugin, bool on);
 /* New metadata {name, namespace, ownerReferences: [the job as controller]}. */
 json_t *ctl__plugin_meta(const Kiln__Job *job, const char *name);
 /* Queues the delete of {apiVersion, kind, name} in the job's namespace. */
-int ctl__plugin_delete(ctl_ctx *c, const char *api, const char *kind, const char *name);
+KC_NODISCARD int ctl__plugin_delete(ctl_ctx *c, const char *api, const char *kind,
+                                    const char *name);
 /* The template's spec.hostname and spec.subdomain ("" when unset). */
 void ctl__plugin_template_host(const Kiln__TaskSpec *t, char *host, size_t hl, char *sub,
                                size_t sl);
@@ -86,43 +89,43 @@ size_t ctl__plugins_used(const Kiln__JobSpec *spec, ctl_plugin_use *out, size_t 
 
 /* ---- the hooks, registered in ctl_plugins.c's table ---- */
 
-int ctl__env_job_add(ctl_ctx *c, const Kiln__StringList *args);
-int ctl__env_pod_create(ctl_ctx *c, const Kiln__StringList *args, json_t *pod,
-                        const Kiln__TaskSpec *t, int index);
-int ctl__env_job_delete(ctl_ctx *c, const Kiln__StringList *args);
+KC_NODISCARD int ctl__env_job_add(ctl_ctx *c, const Kiln__StringList *args);
+KC_NODISCARD int ctl__env_pod_create(ctl_ctx *c, const Kiln__StringList *args, json_t *pod,
+                                     const Kiln__TaskSpec *t, int index);
+KC_NODISCARD int ctl__env_job_delete(ctl_ctx *c, const Kiln__StringList *args);
 
-int ctl__svc_job_add(ctl_ctx *c, const Kiln__StringList *args);
-int ctl__svc_pod_create(ctl_ctx *c, const Kiln__StringList *args, json_t *pod,
-                        const Kiln__TaskSpec *t, int index);
-int ctl__svc_job_update(ctl_ctx *c, const Kiln__StringList *args);
-int ctl__svc_job_delete(ctl_ctx *c, const Kiln__StringList *args);
+KC_NODISCARD int ctl__svc_job_add(ctl_ctx *c, const Kiln__StringList *args);
+KC_NODISCARD int ctl__svc_pod_create(ctl_ctx *c, const Kiln__StringList *args, json_t *pod,
+                                     const Kiln__TaskSpec *t, int index);
+KC_NODISCARD int ctl__svc_job_update(ctl_ctx *c, const Kiln__StringList *args);
+KC_NODISCARD int ctl__svc_job_delete(ctl_ctx *c, const Kiln__StringList *args);
 
-int ctl__ssh_job_add(ctl_ctx *c, const Kiln__StringList *args);
-int ctl__ssh_pod_create(ctl_ctx *c, const Kiln__StringList *args, json_t *pod,
-                        const Kiln__TaskSpec *t, int index);
-int ctl__ssh_job_delete(ctl_ctx *c, const Kiln__StringList *args);
+KC_NODISCARD int ctl__ssh_job_add(ctl_ctx *c, const Kiln__StringList *args);
+KC_NODISCARD int ctl__ssh_pod_create(ctl_ctx *c, const Kiln__StringList *args, json_t *pod,
+                                     const Kiln__TaskSpec *t, int index);
+KC_NODISCARD int ctl__ssh_job_delete(ctl_ctx *c, const Kiln__StringList *args);
 
-int ctl__pytorch_job_add(ctl_ctx *c, const Kiln__StringList *args);
-int ctl__pytorch_pod_create(ctl_ctx *c, const Kiln__StringList *args, json_t *pod,
-                            const Kiln__TaskSpec *t, int index);
-int ctl__pytorch_job_delete(ctl_ctx *c, const Kiln__StringList *args);
+KC_NODISCARD int ctl__pytorch_job_add(ctl_ctx *c, const Kiln__StringList *args);
+KC_NODISCARD int ctl__pytorch_pod_create(ctl_ctx *c, const Kiln__StringList *args, json_t *pod,
+                                         const Kiln__TaskSpec *t, int index);
+KC_NODISCARD int ctl__pytorch_job_delete(ctl_ctx *c, const Kiln__StringList *args);
 
-int ctl__tensorflow_job_add(ctl_ctx *c, const Kiln__StringList *args);
-int ctl__tensorflow_pod_create(ctl_ctx *c, const Kiln__StringList *args, json_t *pod,
-                               const Kiln__TaskSpec *t, int index);
-int ctl__tensorflow_job_delete(ctl_ctx *c, const Kiln__StringList *args);
+KC_NODISCARD int ctl__tensorflow_job_add(ctl_ctx *c, const Kiln__StringList *args);
+KC_NODISCARD int ctl__tensorflow_pod_create(ctl_ctx *c, const Kiln__StringList *args, json_t *pod,
+                                            const Kiln__TaskSpec *t, int index);
+KC_NODISCARD int ctl__tensorflow_job_delete(ctl_ctx *c, const Kiln__StringList *args);
 
-int ctl__mpi_job_add(ctl_ctx *c, const Kiln__StringList *args);
-int ctl__mpi_pod_create(ctl_ctx *c, const Kiln__StringList *args, json_t *pod,
-                        const Kiln__TaskSpec *t, int index);
-int ctl__mpi_job_delete(ctl_ctx *c, const Kiln__StringList *args);
+KC_NODISCARD int ctl__mpi_job_add(ctl_ctx *c, const Kiln__StringList *args);
+KC_NODISCARD int ctl__mpi_pod_create(ctl_ctx *c, const Kiln__StringList *args, json_t *pod,
+                                     const Kiln__TaskSpec *t, int index);
+KC_NODISCARD int ctl__mpi_job_delete(ctl_ctx *c, const Kiln__StringList *args);
 
-int ctl__ray_job_add(ctl_ctx *c, const Kiln__StringList *args);
-int ctl__ray_pod_create(ctl_ctx *c, const Kiln__StringList *args, json_t *pod,
-                        const Kiln__TaskSpec *t, int index);
-int ctl__ray_job_delete(ctl_ctx *c, const Kiln__StringList *args);
+KC_NODISCARD int ctl__ray_job_add(ctl_ctx *c, const Kiln__StringList *args);
+KC_NODISCARD int ctl__ray_pod_create(ctl_ctx *c, const Kiln__StringList *args, json_t *pod,
+                                     const Kiln__TaskSpec *t, int index);
+KC_NODISCARD int ctl__ray_job_delete(ctl_ctx *c, const Kiln__StringList *args);
 
-int ctl__hcclrank_pod_create(ctl_ctx *c, const Kiln__StringList *args, json_t *pod,
-                             const Kiln__TaskSpec *t, int index);
+KC_NODISCARD int ctl__hcclrank_pod_create(ctl_ctx *c, const Kiln__StringList *args, json_t *pod,
+                                          const Kiln__TaskSpec *t, int index);
 
 #endif

@@ -86,8 +86,9 @@ int ctl__tensorflow_pod_create(ctl_ctx *c, const Kiln__StringList *args, json_t 
     return 0;
   settings s = {"ps", "worker", "chief", "evaluator", 2222};
   char err[256];
-  ctl__flags_parse("tensorflow", flags, sizeof(flags) / sizeof(flags[0]), args, &s, err,
-                   sizeof(err));
+  /* A bad flag is logged inside and the values parsed so far stay (Volcano). */
+  KC_IGNORE(ctl__flags_parse("tensorflow", flags, sizeof(flags) / sizeof(flags[0]), args, &s, err,
+                             sizeof(err)));
   json_t *spec = json_pack("{s:o, s:{s:s, s:i}}", "cluster", cluster_spec(job, &s), "task", "type",
                            role(&s, t->name ? t->name : ""), "index", index);
   char *raw = spec ? json_dumps(spec, JSON_COMPACT) : NULL;

@@ -5,6 +5,7 @@
 #define SCH_SEARCH_H
 
 #include "sch_int.h"
+#include "kc_error.h"
 
 typedef struct sch__search {
   sch_session *ssn;
@@ -19,7 +20,7 @@ typedef struct sch__search {
 } sch__search;
 
 /* Sets up s over ssn (borrowed). 0 or KC_ENOMEM; sch__search_close is due either way. */
-int sch__search_init(sch__search *s, sch_session *ssn);
+KC_NODISCARD int sch__search_init(sch__search *s, sch_session *ssn);
 void sch__search_close(sch__search *s);
 /* Finds feasible nodes for t into s->feasible, resuming where the last scan stopped; with
  * check_resources false only the predicates count. With none, returns the id of the

@@ -207,7 +207,8 @@ static void gang_close(sch_session *ssn, void *state) {
       continue;
     }
     if (job_level_ready(j)) {
-      sch__job_condition(ssn, j, false, "tasks in gang are ready to be scheduled", "");
+      if (sch__job_condition(ssn, j, false, "tasks in gang are ready to be scheduled", "") < 0)
+        return;
       continue;
     }
     int32_t unready = j->min_available - sch_job_ready_num(j);
