@@ -949,6 +949,106 @@ static int cancel_partition(ctl_ctx *c) {
   return rc;
 }
 
+/* A Command is deleted before its action runs, so it runs at most once: the first one becomes
+ * the request (later ones wait for the next sync). 0 or KC_ENOMEM. */
+static int take_command(const ctl_job_view *view, ctl_request *r, ctl_plan *plan) {
+  const Kiln__Command *cmd = view->commands[0];
+  const char *cname = cmd->metadata && cmd->metadata->name ? cmd->metadata->name : "";
+  char(*cd)[CTL_NAME_MAX] =
+      realloc(plan->commands_delete, (plan->ncommands_delete + 1) * sizeof(*cd));
+  if (!cd)
+    return KC_ENOMEM;
+  plan->commands_delete = cd;
+  snprintf(cd[plan->ncommands_delete++], CTL_NAME_MAX, "%s", cname);
+  ctl__event(plan, CTL_EVENT_NORMAL, "CommandIssued",
+             "Start to execute command %s, and clean it up to make sure executed not more "
+             "than once.",
+             cmd->action ? cmd->action : "");
+  r->action = ctl_action_parse(cmd->action);
+  r->event = CTL_EV_COMMAND_ISSUED;
+  if (r->action == CTL_ACT_NONE)
+    r->action = CTL_ACT_SYNC_JOB;
+  if (view->ncommands > 1)
+    plan->requeue_after = 1;
+  return 0;
+}
+
+/* Delayed actions armed for the request's pod stop making sense once it moved on. */
+static int cancel_moved_pod(const ctl_request *r, ctl_plan *plan) {
+  if (!r->pod || !*r->pod || r->event == CTL_EV_POD_PENDING || r->event == CTL_EV_NONE ||
+      r->event == CTL_EV_OUT_OF_SYNC || r->event == CTL_EV_COMMAND_ISSUED || r->delayed)
+    return 0;
+  int rc = ctl__cancel(plan, CTL_SCOPE_POD, r->pod, bit(CTL_EV_POD_PENDING));
+  if (!rc && r->event == CTL_EV_POD_RUNNING)
+    rc = ctl__cancel(plan, CTL_SCOPE_POD, r->pod, bit(CTL_EV_POD_FAILED) | bit(CTL_EV_POD_EVICTED));
+  return rc;
+}
+
+/* A policy with a timeout: the action is armed to run after delay instead of now. */
+static void arm_delayed(const ctl_job_view *view, const ctl_request *r, ctl_action action,
+                        int64_t delay, ctl_plan *plan) {
+  char d[32];
+  ctl_duration_format(delay, d, sizeof(d));
+  plan->has_delayed = true;
+  plan->delayed.at = view->now + delay;
+  plan->delayed.action = action;
+  plan->delayed.event = r->event;
+  snprintf(plan->delayed.task, sizeof(plan->delayed.task), "%s", r->task ? r->task : "");
+  snprintf(plan->delayed.pod, sizeof(plan->delayed.pod), "%s", r->pod ? r->pod : "");
+  ctl__event(plan, CTL_EVENT_NORMAL, "ExecuteAction", "Execute action %s after %s",
+             ctl_action_name(action), d);
+  plan->action = CTL_ACT_NONE;
+}
+
+/* Once an action ran, the other delayed actions of its scope are moot. */
+static int cancel_after(ctl_ctx *c, ctl_action action) {
+  const ctl_request *r = c->req;
+  switch (action) {
+  case CTL_ACT_SYNC_JOB:
+  case CTL_ACT_ENQUEUE_JOB:
+    return 0;
+  case CTL_ACT_RESTART_TASK:
+    return ctl__cancel(c->plan, CTL_SCOPE_TASK, r->task ? r->task : "", 0);
+  case CTL_ACT_RESTART_POD:
+    return ctl__cancel(c->plan, CTL_SCOPE_POD, r->pod ? r->pod : "", 0);
+  case CTL_ACT_RESTART_PARTITION:
+    return cancel_partition(c);
+  default:
+    return ctl__cancel(c->plan, CTL_SCOPE_JOB, "", 0);
+  }
+}
+
+/* The request (r, which c->req points to) after Commands and policies, acted on: the body of
+ * ctl_job_sync between reading the status and comparing it. */
+static int sync_request(ctl_ctx *c, ctl_request *r, const ctl_named_job *named,
+                        const Kiln__Job *job) {
+  ctl_plan *plan = c->plan;
+  int rc;
+  if (c->v->ncommands && (rc = take_command(c->v, r, plan)))
+    return rc;
+  if ((rc = cancel_moved_pod(r, plan)))
+    return rc;
+  ctl_action action;
+  int64_t delay;
+  ctl__apply_policies(job, r, &action, &delay);
+  if (delay > 0 && !r->delayed) {
+    arm_delayed(c->v, r, action, delay, plan);
+    return 0;
+  }
+  if (action != CTL_ACT_SYNC_JOB)
+    ctl__event(plan, CTL_EVENT_NORMAL, "ExecuteAction", "Start to execute action %s ",
+               ctl_action_name(action));
+  c->action = action;
+  plan->action = action;
+  if ((rc = ctl__state_execute(c, plan->status.phase, action, &ctl__real_ops)) ||
+      (rc = cancel_after(c, action)))
+    return rc;
+  if (named->nnamed)
+    return name_tasks_patch(plan, job);
+  /* ttlSecondsAfterFinished is the gc-controller's (ctl_ctrl_gc.c), as in Volcano. */
+  return 0;
+}
+
 int ctl_job_sync(const ctl_job_view *view, const ctl_request *req, ctl_plan *plan) {
   if (!view || !view->job || !view->job->spec || !req || !plan)
     return KC_EINVAL;
@@ -959,9 +1059,8 @@ int ctl_job_sync(const ctl_job_view *view, const ctl_request *req, ctl_plan *pla
     return rc;
   ctl_job_view nv = *view;
   nv.job = job;
-  view = &nv;
   ctl_request r = *req;
-  ctl_ctx c = {.v = view, .req = &r, .plan = plan};
+  ctl_ctx c = {.v = &nv, .req = &r, .plan = plan};
   if ((rc = ctl_status_from_pb(&plan->status, job->status))) {
     ctl__named_job_close(&named);
     return rc;
@@ -974,88 +1073,8 @@ int ctl_job_sync(const ctl_job_view *view, const ctl_request *req, ctl_plan *pla
   plan->old_phase = plan->status.phase;
   snprintf(plan->podgroup_name, sizeof(plan->podgroup_name), "%s-%s", ctl__job_name(job),
            ctl__job_uid(job));
-  if (job->metadata && job->metadata->deletion_timestamp)
-    goto done;
-
-  /* A Command is deleted before its action runs, so it runs at most once. */
-  if (view->ncommands) {
-    const Kiln__Command *cmd = view->commands[0];
-    const char *cname = cmd->metadata && cmd->metadata->name ? cmd->metadata->name : "";
-    char(*cd)[CTL_NAME_MAX] =
-        realloc(plan->commands_delete, (plan->ncommands_delete + 1) * sizeof(*cd));
-    if (!cd) {
-      rc = KC_ENOMEM;
-      goto done;
-    }
-    plan->commands_delete = cd;
-    snprintf(cd[plan->ncommands_delete++], CTL_NAME_MAX, "%s", cname);
-    ctl__event(plan, CTL_EVENT_NORMAL, "CommandIssued",
-               "Start to execute command %s, and clean it up to make sure executed not more "
-               "than once.",
-               cmd->action ? cmd->action : "");
-    r.action = ctl_action_parse(cmd->action);
-    r.event = CTL_EV_COMMAND_ISSUED;
-    if (r.action == CTL_ACT_NONE)
-      r.action = CTL_ACT_SYNC_JOB;
-    if (view->ncommands > 1)
-      plan->requeue_after = 1;
-  }
-
-  /* Delayed actions armed for this pod stop making sense once it moved on. */
-  if (r.pod && *r.pod && r.event != CTL_EV_POD_PENDING && r.event != CTL_EV_NONE &&
-      r.event != CTL_EV_OUT_OF_SYNC && r.event != CTL_EV_COMMAND_ISSUED && !r.delayed) {
-    if ((rc = ctl__cancel(plan, CTL_SCOPE_POD, r.pod, bit(CTL_EV_POD_PENDING))))
-      goto done;
-    if (r.event == CTL_EV_POD_RUNNING &&
-        (rc = ctl__cancel(plan, CTL_SCOPE_POD, r.pod,
-                          bit(CTL_EV_POD_FAILED) | bit(CTL_EV_POD_EVICTED))))
-      goto done;
-  }
-
-  ctl_action action;
-  int64_t delay;
-  ctl__apply_policies(job, &r, &action, &delay);
-  if (delay > 0 && !r.delayed) {
-    char d[32];
-    ctl_duration_format(delay, d, sizeof(d));
-    plan->has_delayed = true;
-    plan->delayed.at = view->now + delay;
-    plan->delayed.action = action;
-    plan->delayed.event = r.event;
-    snprintf(plan->delayed.task, sizeof(plan->delayed.task), "%s", r.task ? r.task : "");
-    snprintf(plan->delayed.pod, sizeof(plan->delayed.pod), "%s", r.pod ? r.pod : "");
-    ctl__event(plan, CTL_EVENT_NORMAL, "ExecuteAction", "Execute action %s after %s",
-               ctl_action_name(action), d);
-    plan->action = CTL_ACT_NONE;
-    goto done;
-  }
-  if (action != CTL_ACT_SYNC_JOB)
-    ctl__event(plan, CTL_EVENT_NORMAL, "ExecuteAction", "Start to execute action %s ",
-               ctl_action_name(action));
-  c.action = action;
-  plan->action = action;
-  rc = ctl__state_execute(&c, plan->status.phase, action, &ctl__real_ops);
-  if (rc)
-    goto done;
-  if (action != CTL_ACT_SYNC_JOB && action != CTL_ACT_ENQUEUE_JOB) {
-    /* Other delayed actions of the same scope are now moot. */
-    if (action == CTL_ACT_RESTART_TASK)
-      rc = ctl__cancel(plan, CTL_SCOPE_TASK, r.task ? r.task : "", 0);
-    else if (action == CTL_ACT_RESTART_POD)
-      rc = ctl__cancel(plan, CTL_SCOPE_POD, r.pod ? r.pod : "", 0);
-    else if (action == CTL_ACT_RESTART_PARTITION)
-      rc = cancel_partition(&c);
-    else
-      rc = ctl__cancel(plan, CTL_SCOPE_JOB, "", 0);
-    if (rc)
-      goto done;
-  }
-
-  if (named.nnamed && (rc = name_tasks_patch(plan, job)))
-    goto done;
-
-  /* ttlSecondsAfterFinished is the gc-controller's (ctl_ctrl_gc.c), as in Volcano. */
-done:;
+  if (!job->metadata || !job->metadata->deletion_timestamp)
+    rc = sync_request(&c, &r, &named, job);
   json_t *after = ctl_status_to_json(&plan->status);
   if (!after && !rc)
     rc = KC_ENOMEM;
