@@ -13,7 +13,8 @@ HELM=${KILN_BIN:-$HOME/.cache/kiln/bin}/helm
 
 # objects FILE: the documents of a rendered stream as one JSON object keyed by
 # "apiVersion/kind/namespace/name". The chart's one deliberate difference, Volcano's
-# helm.sh/resource-policy: keep on CRDs, is taken out (and checked) here.
+# helm.sh/resource-policy: keep on CRDs (and on the default Queue), is taken out (and checked)
+# here.
 objects() {
   python3 - "$1" <<'EOF'
 import json, sys, yaml
@@ -22,7 +23,7 @@ for d in yaml.load_all(open(sys.argv[1]), Loader=yaml.CSafeLoader):
     if not d:
         continue
     m = d.get("metadata", {})
-    if d["kind"] == "CustomResourceDefinition":
+    if d["kind"] in ("CustomResourceDefinition", "Queue"):
         ann = m.get("annotations") or {}
         if ann.pop("helm.sh/resource-policy", None) not in (None, "keep"):
             sys.exit("bad resource-policy on " + m["name"])
