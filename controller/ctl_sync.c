@@ -36,6 +36,30 @@ static json_t *obj_meta(const Kiln__Job *job, const char *name) {
 
 /* ---- PVCs (createJobIOIfNotExist) ---- */
 
+/* A claim for a volume without one: a fresh name (made from the injected random source, never
+ * one an existing claim has) and the PVC to create, into the plan. 0, or the random source's
+ * or KC_ENOMEM's code after recording the failure. */
+static int generate_claim(ctl_ctx *c, const Kiln__VolumeSpec *vs, char *name, size_t len) {
+  const Kiln__Job *job = c->v->job;
+  char rnd[16];
+  int tries = 0, rc;
+  do {
+    if ((rc = c->v->ops->rand_str(c->v->ops->ctx, rnd, 12))) {
+      ctl__failure(c->plan, "PVCError", "Failed to create PVC, err: no name for the claim: %s",
+                   rc == KC_EIO ? "the random source failed" : kc_strerror(rc));
+      return rc;
+    }
+    snprintf(name, len, "%s-pvc-%s", ctl__job_name(job), rnd);
+  } while (pvc_exists(c->v, name) && ++tries < 8);
+  json_t *pspec = NULL;
+  if (vs->volume_claim_json)
+    pspec = json_loads(vs->volume_claim_json, 0, NULL);
+  json_t *pvc =
+      json_pack("{s:s, s:s, s:o, s:o}", "apiVersion", "v1", "kind", "PersistentVolumeClaim",
+                "metadata", obj_meta(job, name), "spec", pspec ? pspec : json_object());
+  return ctl__append(&c->plan->pvcs, pvc);
+}
+
 /* initiate: check named claims and create the unnamed ones; otherwise only collect the
  * names (the generated ones are in the spec by then). */
 static int job_io(ctl_ctx *c, claim_names *claims, bool initiate) {
@@ -74,23 +98,7 @@ static int job_io(ctl_ctx *c, claim_names *claims, bool initiate) {
     } else if (!initiate) {
       continue;
     } else {
-      char rnd[16];
-      int tries = 0;
-      do {
-        if ((rc = c->v->ops->rand_str(c->v->ops->ctx, rnd, 12))) {
-          ctl__failure(c->plan, "PVCError", "Failed to create PVC, err: no name for the claim: %s",
-                       rc == KC_EIO ? "the random source failed" : kc_strerror(rc));
-          goto out;
-        }
-        snprintf(name, sizeof(name), "%s-pvc-%s", ctl__job_name(job), rnd);
-      } while (pvc_exists(c->v, name) && ++tries < 8);
-      json_t *pspec = NULL;
-      if (vs->volume_claim_json)
-        pspec = json_loads(vs->volume_claim_json, 0, NULL);
-      json_t *pvc =
-          json_pack("{s:s, s:s, s:o, s:o}", "apiVersion", "v1", "kind", "PersistentVolumeClaim",
-                    "metadata", obj_meta(job, name), "spec", pspec ? pspec : json_object());
-      if ((rc = ctl__append(&c->plan->pvcs, pvc)))
+      if ((rc = generate_claim(c, vs, name, sizeof(name))))
         goto out;
       generated = true;
     }
@@ -776,17 +784,86 @@ out:
   return rc;
 }
 
+/* The checks the API server cannot make (they need the Queue objects): the queue must exist
+ * and be a leaf, and, for a job that has not started, be open. When one fails the status says
+ * why and the sync stops (true). The messages contain the words of Volcano's job webhook and
+ * of its capacity plugin, which operators search for. */
+static bool queue_blocks(ctl_ctx *c) {
+  const ctl_job_view *v = c->v;
+  const Kiln__Job *job = v->job;
+  ctl_status *st = &c->plan->status;
+  const char *qs = v->queue_state && *v->queue_state ? v->queue_state : "Open";
+  bool not_started = st->phase == CTL_PHASE_PENDING && st->running + st->succeeded == 0;
+  if (v->queue_exists && !v->queue_has_children && (!not_started || strcmp(qs, "Open") == 0))
+    return false;
+  const char *reason = !v->queue_exists        ? "QueueNotFound"
+                       : v->queue_has_children ? "QueueNotLeaf"
+                                               : "QueueNotOpen";
+  if (!v->queue_exists)
+    snprintf(st->message, sizeof(st->message),
+             "unable to find job queue: queues.scheduling.volcano.sh \"%s\" not found; the "
+             "job stays Pending until it is created",
+             ctl__queue(job));
+  else if (v->queue_has_children)
+    snprintf(st->message, sizeof(st->message),
+             "The Queue <%s> of Job <%s/%s> is not leaf queue; jobs can only be submitted to "
+             "a queue without child queues",
+             ctl__queue(job), ctl__job_ns(job), ctl__job_name(job));
+  else /* Volcano's webhook refuses the Job with these words */
+    snprintf(st->message, sizeof(st->message),
+             "can only submit job to queue with state `Open`, queue `%s` status is `%s`; the "
+             "job stays Pending until it opens",
+             ctl__queue(job), qs);
+  snprintf(st->reason, sizeof(st->reason), "%s", reason);
+  ctl__event(c->plan, CTL_EVENT_WARNING, reason, "%s", st->message);
+  c->plan->requeue_after = 30;
+  return true;
+}
+
+/* The job's plugins, then its PVCs (initiateJob for a Pending job; the update hooks and the
+ * claim names otherwise). *stop is set when the sync ends here with the returned code. */
+static int plugins_and_claims(ctl_ctx *c, claim_names *claims, bool *stop) {
+  ctl_status *st = &c->plan->status;
+  *stop = true;
+  if (st->phase != CTL_PHASE_PENDING) {
+    int rc = ctl__plugins_job_update(c);
+    if (rc)
+      return rc;
+    /* Pods need the claim names; they are in the spec once the job has started. */
+    *stop = false;
+    return job_io(c, claims, false);
+  }
+  char err[256] = "";
+  int rc = ctl__plugins_job_add(c, err, sizeof(err));
+  if (rc == KC_ENOENT) {
+    ctl__event(c->plan, CTL_EVENT_WARNING, "PluginError",
+               "Execute plugin when job add failed, err: %s", err);
+    snprintf(st->reason, sizeof(st->reason), "PluginError");
+    snprintf(st->message, sizeof(st->message), "%s", err);
+    return 0;
+  }
+  if (rc) {
+    /* No fallback (a key from no randomness would be guessable): the sync fails, says
+     * why, and is retried with backoff as Volcano retries a failed initiateJob. */
+    ctl__failure(c->plan, "PluginError", "Execute plugin when job add failed, err: %s", err);
+    return rc;
+  }
+  rc = job_io(c, claims, true);
+  *stop = rc || c->blocked;
+  return rc;
+}
+
 int ctl__sync_job(ctl_ctx *c, ctl_update_fn fn) {
   const ctl_job_view *v = c->v;
   const Kiln__Job *job = v->job;
   ctl_status *st = &c->plan->status;
   claim_names claims = {0};
   int rc = 0;
+  bool stop;
   if (job->metadata && job->metadata->deletion_timestamp)
     return 0;
   const char *phase = job->status && job->status->state ? job->status->state->phase : NULL;
-  bool fresh = !phase || !*phase;
-  if (fresh) {
+  if (!phase || !*phase) {
     /* initJobStatus */
     ctl__set_phase(c, st, CTL_PHASE_PENDING);
     st->last_transition = v->now;
@@ -794,35 +871,8 @@ int ctl__sync_job(ctl_ctx *c, ctl_update_fn fn) {
     ctl__append_condition(st, CTL_PHASE_PENDING, v->now);
     c->initiated = true;
   }
-  /* The checks the API server cannot make (they need the Queue objects): the queue must exist
-   * and be a leaf, and, for a job that has not started, be open. The messages contain the
-   * words of Volcano's job webhook and of its capacity plugin, which operators search for. */
-  const char *qs = v->queue_state && *v->queue_state ? v->queue_state : "Open";
-  bool not_started = st->phase == CTL_PHASE_PENDING && st->running + st->succeeded == 0;
-  if (!v->queue_exists || v->queue_has_children || (not_started && strcmp(qs, "Open") != 0)) {
-    const char *reason = !v->queue_exists        ? "QueueNotFound"
-                         : v->queue_has_children ? "QueueNotLeaf"
-                                                 : "QueueNotOpen";
-    if (!v->queue_exists)
-      snprintf(st->message, sizeof(st->message),
-               "unable to find job queue: queues.scheduling.volcano.sh \"%s\" not found; the "
-               "job stays Pending until it is created",
-               ctl__queue(job));
-    else if (v->queue_has_children)
-      snprintf(st->message, sizeof(st->message),
-               "The Queue <%s> of Job <%s/%s> is not leaf queue; jobs can only be submitted to "
-               "a queue without child queues",
-               ctl__queue(job), ctl__job_ns(job), ctl__job_name(job));
-    else /* Volcano's webhook refuses the Job with these words */
-      snprintf(st->message, sizeof(st->message),
-               "can only submit job to queue with state `Open`, queue `%s` status is `%s`; the "
-               "job stays Pending until it opens",
-               ctl__queue(job), qs);
-    snprintf(st->reason, sizeof(st->reason), "%s", reason);
-    ctl__event(c->plan, CTL_EVENT_WARNING, reason, "%s", st->message);
-    c->plan->requeue_after = 30;
+  if (queue_blocks(c))
     return 0;
-  }
   if (v->queue_extend_clusters && job->metadata &&
       !CTL_MAP_GET(job->metadata->annotations, job->metadata->n_annotations, CTL_KEY_FORWARDING)) {
     if (!c->plan->job_patch)
@@ -836,37 +886,8 @@ int ctl__sync_job(ctl_ctx *c, ctl_update_fn fn) {
     st->reason[0] = '\0';
     st->message[0] = '\0';
   }
-
-  if (st->phase == CTL_PHASE_PENDING) {
-    char err[256] = "";
-    rc = ctl__plugins_job_add(c, err, sizeof(err));
-    if (rc == KC_ENOENT) {
-      ctl__event(c->plan, CTL_EVENT_WARNING, "PluginError",
-                 "Execute plugin when job add failed, err: %s", err);
-      snprintf(st->reason, sizeof(st->reason), "PluginError");
-      snprintf(st->message, sizeof(st->message), "%s", err);
-      return 0;
-    }
-    if (rc) {
-      /* No fallback (a key from no randomness would be guessable): the sync fails, says
-       * why, and is retried with backoff as Volcano retries a failed initiateJob. */
-      ctl__failure(c->plan, "PluginError", "Execute plugin when job add failed, err: %s", err);
-      return rc;
-    }
-    if ((rc = job_io(c, &claims, true)))
-      goto out;
-    if (c->blocked)
-      goto out;
-  } else {
-    if ((rc = ctl__plugins_job_update(c)))
-      return rc;
-    /* Pods need the claim names; they are in the spec once the job has started. */
-    if ((rc = job_io(c, &claims, false)))
-      goto out;
-  }
-  if ((rc = sync_podgroup(c)))
+  if ((rc = plugins_and_claims(c, &claims, &stop)) || stop || (rc = sync_podgroup(c)))
     goto out;
-
   ctl__reset_counts(st);
   if (!pg_admitted(v->podgroup)) {
     /* Until the scheduler admits the gang (Inqueue) no pod is created. */
@@ -876,15 +897,13 @@ int ctl__sync_job(ctl_ctx *c, ctl_update_fn fn) {
       else
         ctl__count_pod(st, &v->pods[i]);
     }
-    podgroup_event(c);
   } else if ((rc = sync_pods(c, &claims))) {
     goto out;
-  } else {
-    /* Admitted, yet the gang may still not fit (a pod no node can hold, the cluster full):
-     * the scheduler's reason reaches `kubectl describe vcjob` too. Volcano relays it only
-     * before admission, which leaves an admitted gang's Job silent. */
-    podgroup_event(c);
   }
+  /* Admitted, yet the gang may still not fit (a pod no node can hold, the cluster full): the
+   * scheduler's reason reaches `kubectl describe vcjob` too. Volcano relays it only before
+   * admission, which leaves an admitted gang's Job silent. */
+  podgroup_event(c);
   st->min_available = ctl__job_min_available(job);
   ctl__apply_fn(c, st, fn);
 out:
