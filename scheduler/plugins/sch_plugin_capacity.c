@@ -36,7 +36,6 @@
  * shares no dimension with its queue's deserved goes first, else its queue must hold more
  * than deserved in a dimension the victim uses. Overused is not registered (Volcano's
  * capacity leaves it to the allocate loop's Allocatable). */
-#define _GNU_SOURCE
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -10,7 +10,6 @@
  * With enableHierarchy, hierarchical DRF orders the queues and picks reclaim victims (below).
  * Namespace order is not implemented. Volcano refuses drf hierarchy together with proportion,
  * and it is off by default. */
-#define _GNU_SOURCE
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
