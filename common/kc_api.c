@@ -390,7 +390,7 @@ static int64_t retry_delay(struct call *k, const kc_http_result *hr) {
   int64_t backoff = BACKOFF_BASE_MS << (k->attempts > 5 ? 4 : k->attempts - 1);
   if (backoff > BACKOFF_MAX_MS)
     backoff = BACKOFF_MAX_MS;
-  backoff += (int64_t)(backoff * 0.1 * rand01(c));
+  backoff += (int64_t)((double)backoff * 0.1 * rand01(c));
   if (hr->err) {
     if (!hr->sent)
       return backoff;

@@ -205,7 +205,7 @@ static void finish(kc_http_req *r, CURLcode code) {
   if (code == CURLE_WRITE_ERROR && r->abort_err)
     res.err = r->abort_err;
   else
-    res.err = kc_http_err_from_curl(code);
+    res.err = kc_http_err_from_curl((int)code);
   if (code == CURLE_COULDNT_CONNECT || code == CURLE_COULDNT_RESOLVE_HOST ||
       code == CURLE_COULDNT_RESOLVE_PROXY)
     res.sent = false;

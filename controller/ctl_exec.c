@@ -189,7 +189,7 @@ static void on_result(const kc_api_result *res, void *data) {
         if (kc_time_parse(x->job->metadata->creation_timestamp, &t) == 0 &&
             clock_gettime(CLOCK_REALTIME, &ts) == 0) {
           kc_series *se;
-          double ms = ((double)ts.tv_sec - (double)t) * 1000.0 + ts.tv_nsec / 1e6;
+          double ms = ((double)ts.tv_sec - (double)t) * 1000.0 + (double)ts.tv_nsec / 1e6;
           if (kc_metric_series(s->m_latency, NULL, &se) == 0)
             kc_histogram_observe(se, ms < 0 ? 0 : ms);
         }

@@ -414,8 +414,8 @@ static json_t *report(void) {
   dvec samples = {.v = tput.v, .n = tput.n, .cap = tput.cap};
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
-  double cpu = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
-               ru.ru_stime.tv_usec / 1e6;
+  double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+               (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
   json_t *out = json_pack(
       "{s:s,s:b,s:i,s:i,s:i,s:f,s:f,s:f,s:o,s:o,s:o,s:o,s:I,s:I,s:f,s:i}", "namespace", ns,
       "complete", !timed_out && !fatal && bound_count >= expected, "expected", expected, "seen",

@@ -377,8 +377,8 @@ int main(int argc, char **argv) {
 
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
-  double cpu = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
-               ru.ru_stime.tv_usec / 1e6;
+  double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+               (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
   kc_http_stats hs;
   kc_http_get_stats(kc_client_http(client), &hs);
   out =
