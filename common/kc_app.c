@@ -14,6 +14,10 @@ int kc_app_init(kc_app *a, const kc_app_hooks *hooks, const char *kubeconfig, co
   int rc = uv_loop_init(&a->loop);
   if (rc != 0)
     return kc_err_from_uv(rc);
+  /* Only before the loop first runs; without it the busy-time metrics count waits too. */
+  a->idle_time = kc_loopwatch_configure(&a->loop) == 0;
+  if (!a->idle_time)
+    KC_WARN("the event loop cannot measure its idle time; its busy-time metrics are off");
   char err[512] = "";
   rc = kc_config_load(&a->cfg, kubeconfig, master, err, sizeof(err));
   if (rc) {
@@ -35,6 +39,8 @@ int kc_app_open(kc_app *a, const kc_client_options *copt, const char *component)
     rc = kc_metrics_new(&a->metrics);
   if (rc == 0)
     rc = kc_event_recorder_new(a->client, component, NULL, &a->events);
+  if (rc == 0 && a->idle_time)
+    rc = kc_loopwatch_new(&a->loop, a->metrics, &a->loopwatch);
   return rc;
 }
 
@@ -128,6 +134,8 @@ void kc_app_stopped(kc_app *a) {
   if (a->released)
     return;
   a->released = true;
+  kc_loopwatch_free(a->loopwatch);
+  a->loopwatch = NULL;
   /* The elector and the recorder before their client; the client's calls end (cancelled). */
   kc_leader_free(a->leader);
   a->leader = NULL;

@@ -7,7 +7,8 @@
  * metrics servers, the SIGTERM/SIGINT handlers, and the stop sequence:
  *
  *   kc_app_init    loop and client configuration (a bad kubeconfig is logged here)
- *   kc_app_open    client, metrics registry, event recorder
+ *   kc_app_open    client, metrics registry, event recorder, the loop's busy-time metrics
+ *                  (kc_loopwatch.h)
  *   kc_app_elect   leader elector (optional; callbacks go to the hooks)
  *   kc_app_serve   a health (and metrics) server (at most twice)
  *   kc_app_start   signal handlers, then the elector
@@ -35,6 +36,7 @@
 #include "kc_events.h"
 #include "kc_httpd.h"
 #include "kc_leader.h"
+#include "kc_loopwatch.h"
 #include "kc_metrics.h"
 
 typedef struct kc_app kc_app;
@@ -70,6 +72,8 @@ struct kc_app {
   kc_httpd *servers[KC_APP_MAX_SERVERS];
   uv_signal_t sigterm, sigint;
   uv_timer_t later; /* the stop after leadership is lost */
+  kc_loopwatch *loopwatch; /* the loop's busy stretches, from kc_app_open */
+  bool idle_time;          /* the loop measures its idle time */
   bool released;
 };
 

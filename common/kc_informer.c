@@ -310,11 +310,9 @@ static void *decode(kc_informer *inf, json_t *obj, const char *key) {
   return o;
 }
 
+/* Through the store, which frees it now or, while held, when the hold ends. */
 static void free_obj(kc_informer *inf, void *o) {
-  if (inf->h.free_obj)
-    inf->h.free_obj(o);
-  else if (inf->h.decode == NULL)
-    json_decref(o);
+  kc_store_release_obj(inf->store, o);
 }
 
 static void set_rv(kc_informer *inf, const char *rv) {
@@ -765,9 +763,9 @@ int kc_informer_start(kc_informer *inf) {
 static void release(kc_informer *inf) {
   if (!inf->freeing || inf->open_handles > 0 || inf->list_in_flight)
     return;
+  pending_clear(inf); /* through the store: before it goes */
   kc_store_free(inf->store);
   kc_watch_parser_close(&inf->parser);
-  pending_clear(inf);
   free(inf->cont);
   free(inf->last_rv);
   free(inf->group);

@@ -44,6 +44,10 @@ struct kc_store {
   kc_index_out newv, oldv;
   size_t *new_bounds, *old_bounds; /* nidx + 1 each */
   unsigned epoch;
+  /* kc_store_hold: objects replaced or removed while held wait here (owned). */
+  unsigned holds;
+  void **held;
+  size_t nheld, capheld;
 };
 
 /* ---- index value collector ---- */
@@ -216,9 +220,47 @@ int kc_store_new(void (*free_obj)(void *), kc_store **out) {
   return 0;
 }
 
+void kc_store_release_obj(kc_store *s, void *obj) {
+  if (obj == NULL || s->free_obj == NULL)
+    return;
+  if (s->holds > 0) {
+    if (s->nheld == s->capheld) {
+      size_t cap = s->capheld ? s->capheld * 2 : 64;
+      void **v = realloc(s->held, cap * sizeof(*v));
+      if (v == NULL) {
+        /* Out of memory: leaking the object is the only choice that keeps a reader of the
+         * held objects safe; it cannot be freed now. */
+        return;
+      }
+      s->held = v;
+      s->capheld = cap;
+    }
+    s->held[s->nheld++] = obj;
+    return;
+  }
+  s->free_obj(obj);
+}
+
+void kc_store_hold(kc_store *s) {
+  s->holds++;
+}
+
+void kc_store_unhold(kc_store *s) {
+  if (s->holds == 0 || --s->holds > 0)
+    return;
+  for (size_t i = 0; i < s->nheld; i++)
+    s->free_obj(s->held[i]);
+  free(s->held);
+  s->held = NULL;
+  s->nheld = s->capheld = 0;
+}
+
+size_t kc_store_nheld(const kc_store *s) {
+  return s->nheld;
+}
+
 static void entry_free(kc_store *s, entry *e) {
-  if (s->free_obj && e->obj)
-    s->free_obj(e->obj);
+  kc_store_release_obj(s, e->obj);
   free(e->rv);
   free(e);
 }
@@ -231,11 +273,16 @@ void kc_store_free(kc_store *s) {
     free(s->idx[i].name);
   }
   free(s->idx);
+  /* A hold ends with the store: whoever held it has stopped reading. */
+  s->holds = 0;
   size_t pos = 0;
   kc_strmap_slot *sl;
   while ((sl = kc_strmap_next(&s->entries, &pos)))
     entry_free(s, sl->val);
   kc_strmap_close(&s->entries, NULL);
+  for (size_t i = 0; i < s->nheld; i++)
+    s->free_obj(s->held[i]);
+  free(s->held);
   out_close(&s->newv);
   out_close(&s->oldv);
   free(s->new_bounds);
@@ -352,8 +399,7 @@ int kc_store_put(kc_store *s, const char *key, void *obj, const char *rv) {
             goto fail_entry;
     }
   }
-  if (e->obj && s->free_obj)
-    s->free_obj(e->obj);
+  kc_store_release_obj(s, e->obj);
   e->obj = obj;
   free(e->rv);
   e->rv = nrv;
@@ -370,8 +416,7 @@ fail_entry:
 fail_rv:
   free(nrv);
 fail_obj:
-  if (s->free_obj && obj)
-    s->free_obj(obj);
+  kc_store_release_obj(s, obj);
   return rc;
 }
 

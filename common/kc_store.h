@@ -58,6 +58,20 @@ int kc_store_delete(kc_store *s, const char *key);
  * 0 or KC_ENOENT. */
 int kc_store_take(kc_store *s, const char *key, void **obj);
 
+/* Holding: while a store is held (kc_store_hold, counted), objects it would free (replaced
+ * by a put, deleted, taken back by the relist sweep) are kept until the last
+ * kc_store_unhold, so that a reader on another thread can go on using objects it borrowed
+ * before the hold: the scheduler's session reads an immutable snapshot on a worker thread
+ * while the loop keeps applying watch events. The store's own structure is not shared: only
+ * the thread that owns it calls these functions. kc_store_free ends every hold. */
+void kc_store_hold(kc_store *s);
+void kc_store_unhold(kc_store *s);
+/* Objects waiting for the last unhold. */
+size_t kc_store_nheld(const kc_store *s);
+/* Frees obj through free_obj now, or at the last unhold when the store is held: for objects
+ * the caller took out of the store (kc_store_take). */
+void kc_store_release_obj(kc_store *s, void *obj);
+
 /* Borrowed object, or NULL. */
 void *kc_store_get(const kc_store *s, const char *key);
 /* Borrowed resourceVersion ("" when none), or NULL when key is absent. */

@@ -51,6 +51,7 @@ typedef struct {
   const char *dump_snapshot;
   bool dump_and_exit;
   int64_t bind_delay_ns;
+  bool session_on_loop;
   kc_client_options client;
   kc_leader_options leader;
 } sched_flags;
@@ -179,6 +180,7 @@ static int run(sched *s, kc_cli_common *common) {
   so.minimum_feasible_nodes = f->minimum_feasible_nodes;
   so.dump_path = s->dump_path;
   so.bind_delay_ms = f->bind_delay_ns / 1000000;
+  so.session_on_loop = f->session_on_loop;
   so.may_write = may_write;
   so.ud = s;
   if (rc == 0)
@@ -295,6 +297,9 @@ int main(int argc, char **argv) {
     {"bind-delay", KC_FLAG_DURATION, &f.bind_delay_ns,
      "Kiln test aid: hold every bind this long between the decision and the API call", "0s",
      NULL, false, NULL},
+    {"session-on-loop", KC_FLAG_BOOL, &f.session_on_loop,
+     "Kiln test aid: run each session on the event loop thread instead of a worker thread "
+     "(the benchmark's before)", "false", NULL, false, NULL},
   };
   /* clang-format on */
   int rc = kc_cli_parse("kiln-scheduler", summary, flags, sizeof(flags) / sizeof(flags[0]), &common,

@@ -379,6 +379,16 @@ void sch_cache_get_stats(const sch_cache *cache, sch_cache_stats *st) {
 
 /* ---- snapshots ---- */
 
+void sch_cache_hold(sch_cache *cache) {
+  for (int i = 0; i < INF__COUNT; i++)
+    kc_store_hold(kc_informer_store(cache->inf[i]));
+}
+
+void sch_cache_unhold(sch_cache *cache) {
+  for (int i = 0; i < INF__COUNT; i++)
+    kc_store_unhold(kc_informer_store(cache->inf[i]));
+}
+
 /* Copies the store's object pointers into a new array; *n receives the count. */
 static int store_array(kc_store *s, void ***out, size_t *n) {
   size_t len = kc_store_len(s), i = 0;
@@ -430,7 +440,8 @@ int sch_cache_snapshot(sch_cache *cache, sch_cache_snap *out) {
   size_t na = kc_strmap_len(&cache->assumed) + kc_strmap_len(&cache->evicting);
   if (na > 0) {
     out->assumed = calloc(na, sizeof(*out->assumed));
-    if (out->assumed == NULL) {
+    out->node_names = calloc(na, sizeof(*out->node_names));
+    if (out->assumed == NULL || out->node_names == NULL) {
       rc = KC_ENOMEM;
       goto fail;
     }
@@ -446,10 +457,18 @@ int sch_cache_snapshot(sch_cache *cache, sch_cache_snap *out) {
         uid = NULL;
       if (node == NULL && uid == NULL)
         continue;
-      Kiln__Pod *c = &out->assumed[out->nassumed++];
+      /* The node's name is copied: the assumption may be confirmed and dropped while a
+       * session on another thread still reads the snapshot. */
+      char *nc = node ? strdup(node) : NULL;
+      if (node && nc == NULL) {
+        rc = KC_ENOMEM;
+        goto fail;
+      }
+      Kiln__Pod *c = &out->assumed[out->nassumed];
+      out->node_names[out->nassumed++] = nc;
       *c = *p;
-      if (node)
-        c->node_name = (char *)node;
+      if (nc)
+        c->node_name = nc;
       if (uid)
         c->deletion_time = 1;
       m->pods[i] = c;
@@ -469,6 +488,9 @@ void sch_cache_snap_close(sch_cache_snap *s) {
   free(s->msg.priority_classes);
   free(s->msg.pod_disruption_budgets);
   free(s->assumed);
+  for (size_t i = 0; s->node_names && i < s->nassumed; i++)
+    free(s->node_names[i]);
+  free(s->node_names);
   memset(s, 0, sizeof(*s));
 }
 

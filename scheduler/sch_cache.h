@@ -10,7 +10,7 @@
  * Pending again in the next session.
  *
  * Every pod is watched, not only ours: pods of other schedulers still use their nodes.
- * Everything runs on the loop thread. */
+ * Everything runs on the loop thread; only a held snapshot's objects are read elsewhere. */
 #ifndef SCH_CACHE_H
 #define SCH_CACHE_H
 
@@ -67,14 +67,20 @@ typedef struct sch_cache_snap {
   Kiln__Snapshot msg; /* its arrays are owned; the objects are borrowed from the cache */
   Kiln__Pod *assumed; /* shallow copies of assumed pods with node_name set, and of pods
                          being evicted with deletion_time set */
+  char **node_names;  /* owned: the assumed copies' node names (NULL where not set) */
   size_t nassumed;
 } sch_cache_snap;
 
 /* Fills *out (its arrays new) from the cache as it is now. The borrowed objects stay valid
- * until the loop next runs an informer callback: use it and free it in the same turn of
- * the loop. 0 or KC_ENOMEM. */
+ * until the loop next runs an informer callback, or, with the cache held (sch_cache_hold
+ * before the loop runs again), until sch_cache_unhold: then another thread may read the
+ * snapshot while the loop goes on. 0 or KC_ENOMEM. */
 int sch_cache_snapshot(sch_cache *cache, sch_cache_snap *out);
 void sch_cache_snap_close(sch_cache_snap *s);
+/* Holds every informer's store (kc_store_hold): objects the watch replaces or deletes are
+ * freed at the matching unhold, not before. Loop thread only. */
+void sch_cache_hold(sch_cache *cache);
+void sch_cache_unhold(sch_cache *cache);
 
 /* Writes a snapshot of the cache to path as a packed Kiln__Snapshot (atomically: a
  * temporary file renamed over path). 0, KC_ENOMEM or KC_EIO (logged). */

@@ -83,7 +83,11 @@ struct sch_shell {
   kc_series *m_preempt_attempts, *m_preempt_victims;
   kc_metric *m_evictions;
   sch_evictor *evictor;
+  struct sch_run *run;  /* the session in flight, or NULL */
+  uint64_t binds_stale; /* binds dropped: the pod changed while its session ran */
 };
+
+static void maybe_release(sch_shell *sh);
 
 static void free_written(void *p) {
   written *w = p;
@@ -313,8 +317,8 @@ static void write_done(const kc_api_result *res, void *data) {
   free(w->key);
   free(w->what);
   free(w);
-  if (sh->closing && sh->timers_open == 0 && sh->writes_in_flight == 0)
-    free(sh);
+  if (sh->closing)
+    maybe_release(sh);
 }
 
 /* Sends a merge patch of body to ref unless the same body was already sent for the cached
@@ -447,6 +451,76 @@ static void job_settling(sch_shell *sh, const sch_snapshot *snap, const sch_job 
   }
 }
 
+size_t sch_shell_pg_conditions(const Kiln__PodGroupStatus *cur, const sch_pg_status *ps,
+                               const char *ts, Kiln__PodGroupCondition *conds,
+                               Kiln__PodGroupCondition **cptr, bool *changed) {
+  size_t ncur = cur ? cur->n_conditions : 0, n = 0;
+  bool placed = false;
+  *changed = false;
+  for (size_t i = 0; i < ncur; i++) {
+    const Kiln__PodGroupCondition *c = cur->conditions[i];
+    Kiln__PodGroupCondition *o = &conds[n];
+    *o = *c;
+    if (ps->has_condition && str_eq(c->type, ps->condition.type)) {
+      placed = true;
+      if (!str_eq(c->status, ps->condition.status) || !str_eq(c->reason, ps->condition.reason) ||
+          !str_eq(c->message, ps->condition.message)) {
+        *changed = true;
+        o->status = (char *)ps->condition.status;
+        o->reason = (char *)ps->condition.reason;
+        o->message = (char *)ps->condition.message;
+        o->transition_id = (char *)ps->condition.transition_id;
+        o->last_transition_time = (char *)ts;
+      }
+    } else if (ps->has_condition && strcmp(ps->condition.type, "Scheduled") == 0 &&
+               str_eq(c->type, "Unschedulable") && str_eq(c->status, "True")) {
+      *changed = true;
+      o->status = "False";
+      o->last_transition_time = (char *)ts;
+    }
+    cptr[n++] = o;
+  }
+  if (ps->has_condition && !placed) {
+    Kiln__PodGroupCondition init = KILN__POD_GROUP_CONDITION__INIT;
+    Kiln__PodGroupCondition *o = &conds[n];
+    *o = init;
+    o->type = (char *)ps->condition.type;
+    o->status = (char *)ps->condition.status;
+    o->reason = (char *)ps->condition.reason;
+    o->message = (char *)ps->condition.message;
+    o->transition_id = (char *)ps->condition.transition_id;
+    o->last_transition_time = (char *)ts;
+    cptr[n++] = o;
+    *changed = true;
+  }
+  return n;
+}
+
+/* Sends the PodGroup's new status (phase, counts, conditions) as a merge patch. */
+static void send_pod_group(sch_shell *sh, const sch_job *j, const sch_pg_status *ps,
+                           const char *phase, Kiln__PodGroupCondition **cptr, size_t n) {
+  Kiln__PodGroupStatus st = KILN__POD_GROUP_STATUS__INIT;
+  st.phase = (char *)phase;
+  st.n_conditions = n;
+  st.conditions = cptr;
+  st.has_running = st.has_succeeded = st.has_failed = 1;
+  st.running = ps->running;
+  st.succeeded = ps->succeeded;
+  st.failed = ps->failed;
+  json_t *body = NULL;
+  char err[256];
+  if (kc_podgroup_status_encode(&st, &body, err, sizeof(err)) != 0) {
+    KC_ERROR("cannot encode the status of PodGroup %s: %s", j->key, err);
+    return;
+  }
+  kc_ref ref = {"scheduling.volcano.sh", "v1beta1", "podgroups", j->namespace, j->name, NULL};
+  char what[600];
+  snprintf(what, sizeof(what), "PodGroup %s status (phase %s)", j->key, phase);
+  patch_status(sh, &sh->pg_written, j->key, j->pod_group->metadata->resource_version, &ref, body,
+               what);
+  json_decref(body);
+}
+
 /* The PodGroup's status as the session wants it; written when it differs from the cached
  * one (conditions compared by type, status, reason and message: times do not count), and
  * not while its pods are settling (sch_shell_pg_hold; next_held remembers since when). */
@@ -458,9 +532,6 @@ static void write_pod_group(sch_shell *sh, const sch_snapshot *snap, const sch_p
     return;
   const Kiln__PodGroupStatus *cur = pg->status;
   const char *phase = sch_pg_phase_str(ps->phase);
-  /* Conditions: the cached ones, with the session's replacing the one of its type. When
-   * the gang is scheduled, an earlier Unschedulable condition turns False (Volcano leaves
-   * it True, which reads as if the gang were still stuck). */
   size_t ncur = cur ? cur->n_conditions : 0;
   Kiln__PodGroupCondition *conds = calloc(ncur + 1, sizeof(*conds));
   Kiln__PodGroupCondition **cptr = calloc(ncur + 1, sizeof(*cptr));
@@ -469,52 +540,15 @@ static void write_pod_group(sch_shell *sh, const sch_snapshot *snap, const sch_p
     free(cptr);
     return;
   }
-  size_t n = 0;
   bool changed = !cur || !str_eq(cur->phase, phase) || cur->running != ps->running ||
                  cur->succeeded != ps->succeeded || cur->failed != ps->failed;
-  bool only_conditions = !changed;
-  bool placed = false;
+  bool only_conditions = !changed, cond_changed;
   char ts[32];
   rfc3339(ps->condition.last_transition_time ? ps->condition.last_transition_time
                                              : (int64_t)time(NULL),
           ts);
-  for (size_t i = 0; i < ncur; i++) {
-    const Kiln__PodGroupCondition *c = cur->conditions[i];
-    Kiln__PodGroupCondition *o = &conds[n];
-    *o = *c;
-    if (ps->has_condition && str_eq(c->type, ps->condition.type)) {
-      placed = true;
-      if (!str_eq(c->status, ps->condition.status) || !str_eq(c->reason, ps->condition.reason) ||
-          !str_eq(c->message, ps->condition.message)) {
-        changed = true;
-        o->status = (char *)ps->condition.status;
-        o->reason = (char *)ps->condition.reason;
-        o->message = (char *)ps->condition.message;
-        o->transition_id = (char *)ps->condition.transition_id;
-        o->last_transition_time = ts;
-      }
-    } else if (ps->has_condition && strcmp(ps->condition.type, "Scheduled") == 0 &&
-               str_eq(c->type, "Unschedulable") && str_eq(c->status, "True")) {
-      changed = true;
-      o->status = "False";
-      o->last_transition_time = ts;
-    }
-    cptr[n] = o;
-    n++;
-  }
-  if (ps->has_condition && !placed) {
-    Kiln__PodGroupCondition init = KILN__POD_GROUP_CONDITION__INIT;
-    Kiln__PodGroupCondition *o = &conds[n];
-    *o = init;
-    o->type = (char *)ps->condition.type;
-    o->status = (char *)ps->condition.status;
-    o->reason = (char *)ps->condition.reason;
-    o->message = (char *)ps->condition.message;
-    o->transition_id = (char *)ps->condition.transition_id;
-    o->last_transition_time = ts;
-    cptr[n++] = o;
-    changed = true;
-  }
+  size_t n = sch_shell_pg_conditions(cur, ps, ts, conds, cptr, &cond_changed);
+  changed = changed || cond_changed;
   if (changed && only_conditions && j->invalid) {
     /* JobValid's verdict on a gang whose pods are still being created: its counts change
      * every period until the gang is complete, minutes of writes for a large gang. Volcano
@@ -533,27 +567,8 @@ static void write_pod_group(sch_shell *sh, const sch_snapshot *snap, const sch_p
                                 sh->period_ms))
       changed = false;
   }
-  if (changed) {
-    Kiln__PodGroupStatus st = KILN__POD_GROUP_STATUS__INIT;
-    st.phase = (char *)phase;
-    st.n_conditions = n;
-    st.conditions = cptr;
-    st.has_running = st.has_succeeded = st.has_failed = 1;
-    st.running = ps->running;
-    st.succeeded = ps->succeeded;
-    st.failed = ps->failed;
-    json_t *body = NULL;
-    char err[256];
-    if (kc_podgroup_status_encode(&st, &body, err, sizeof(err)) == 0) {
-      kc_ref ref = {"scheduling.volcano.sh", "v1beta1", "podgroups", j->namespace, j->name, NULL};
-      char what[600];
-      snprintf(what, sizeof(what), "PodGroup %s status (phase %s)", j->key, phase);
-      patch_status(sh, &sh->pg_written, j->key, pg->metadata->resource_version, &ref, body, what);
-      json_decref(body);
-    } else {
-      KC_ERROR("cannot encode the status of PodGroup %s: %s", j->key, err);
-    }
-  }
+  if (changed)
+    send_pod_group(sh, j, ps, phase, cptr, n);
   free(conds);
   free(cptr);
 }
@@ -820,46 +835,64 @@ static void evict_and_nominate(sch_shell *sh, const sch_snapshot *snap, const sc
 
 static void timer_cb(uv_timer_t *t);
 
-static void apply_result(sch_shell *sh, sch_snapshot *snap, const sch_result *res) {
+bool sch_shell_still_pending(const Kiln__Pod *then, const Kiln__Pod *now) {
+  return now != NULL && str_eq(then->uid, now->uid) &&
+         (now->node_name == NULL || now->node_name[0] == '\0') && now->deletion_time == 0;
+}
+
+/* Binds first: they are what users wait for. The session read a snapshot while the watch
+ * went on: a pod deleted, recreated under its name or bound meanwhile is left alone (the
+ * next session sees it as it is now). */
+static void apply_binds(sch_shell *sh, const sch_snapshot *snap, const sch_result *res) {
   char key[512];
-  /* Binds first: they are what users wait for. */
   for (size_t i = 0; i < res->nbinds; i++) {
     const sch_task *t = &snap->tasks[res->binds[i].task];
     const Kiln__Pod *p = t->pod;
     const char *node = snap->nodes[res->binds[i].node].name;
     if (kc_store_key(key, sizeof(key), p->namespace_, p->name) != 0)
       continue;
+    if (!sch_shell_still_pending(p, sch_cache_pod(sh->cache, key))) {
+      sh->binds_stale++;
+      KC_V(4, "not binding %s: it changed while the session ran", key);
+      continue;
+    }
     if (sch_cache_assume(sh->cache, key, node) != 0 ||
         sch_binder_bind(sh->binder, p->namespace_, p->name, p->uid, node) != 0) {
       sch_cache_forget(sh->cache, key);
       KC_ERROR("cannot queue the bind of %s to %s: out of memory", key, node);
     }
   }
-  evict_and_nominate(sh, snap, res);
-  /* A PodGroup whose pods all belong to another scheduler is that scheduler's to write:
-   * this session sees it with no tasks and would report it unschedulable. */
-  kc_strmap foreign;
-  kc_strmap_init(&foreign, KC_STRMAP_COPY_KEYS);
-  /* Out of memory while listing them: any PodGroup with no task of ours may be another
-   * scheduler's, so none such is written this period. */
-  bool foreign_unknown = false;
+}
+
+int sch_shell_foreign_groups(const sch_snapshot *snap, kc_strmap *foreign) {
+  char key[512];
+  int rc = 0;
   for (int32_t ti = 0; ti < snap->ntasks; ti++) {
     const Kiln__Pod *p = snap->tasks[ti].pod;
     if (snap->tasks[ti].job >= 0 || p->group_name == NULL || p->group_name[0] == '\0')
       continue;
     if ((size_t)snprintf(key, sizeof(key), "%s/%s", p->namespace_, p->group_name) < sizeof(key) &&
-        kc_strmap_put(&foreign, key, NULL, NULL) < 0)
-      foreign_unknown = true;
+        kc_strmap_put(foreign, key, NULL, NULL) < 0)
+      rc = KC_ENOMEM;
   }
+  return rc;
+}
+
+/* Whether the PodGroup of job j is another scheduler's to write (see apply_result). */
+static bool foreign_job(const sch_job *j, const kc_strmap *foreign, bool foreign_unknown) {
+  return j->ntasks == 0 && (foreign_unknown || kc_strmap_has(foreign, j->key));
+}
+
+static void write_statuses(sch_shell *sh, const sch_snapshot *snap, const sch_result *res,
+                           const kc_strmap *foreign, bool foreign_unknown) {
   kc_strmap next_held, next_invalid;
   kc_strmap_init(&next_held, KC_STRMAP_COPY_KEYS);
   kc_strmap_init(&next_invalid, KC_STRMAP_COPY_KEYS);
   uint64_t now_ms = uv_now(sh->loop);
   for (size_t i = 0; i < res->npod_groups; i++) {
     const sch_job *j = &snap->jobs[res->pod_groups[i].job];
-    if (j->ntasks == 0 && (foreign_unknown || kc_strmap_has(&foreign, j->key)))
-      continue;
-    write_pod_group(sh, snap, &res->pod_groups[i], &next_held, &next_invalid, now_ms);
+    if (!foreign_job(j, foreign, foreign_unknown))
+      write_pod_group(sh, snap, &res->pod_groups[i], &next_held, &next_invalid, now_ms);
   }
   kc_strmap_close(&sh->pg_held, NULL);
   sh->pg_held = next_held;
@@ -867,41 +900,56 @@ static void apply_result(sch_shell *sh, sch_snapshot *snap, const sch_result *re
   sh->pg_invalid = next_invalid;
   for (size_t i = 0; i < res->nqueues; i++)
     write_queue(sh, snap, &res->queues[i]);
+}
 
-  kc_strmap next_ev, next_why;
+static void record_events(sch_shell *sh, const sch_snapshot *snap, const sch_result *res,
+                          const kc_strmap *foreign, bool foreign_unknown) {
+  kc_strmap next_ev;
   kc_strmap_init(&next_ev, KC_STRMAP_COPY_KEYS);
-  kc_strmap_init(&next_why, KC_STRMAP_COPY_KEYS);
   for (size_t i = 0; i < res->nevents; i++) {
     const sch_event *e = &res->events[i];
     kc_object_ref o = {0};
     if (e->kind == SCH_EVENT_POD) {
       if (strcmp(e->reason, "FailedScheduling") == 0)
-        continue; /* told with the explanations below, rate-limited */
+        continue; /* told with the explanations, rate-limited */
       const Kiln__Pod *p = snap->tasks[e->object].pod;
-      o.kind = "Pod";
-      o.namespace = p->namespace_;
-      o.name = p->name;
-      o.uid = p->uid;
-      o.api_version = "v1";
+      o = (kc_object_ref){.kind = "Pod", .namespace = p->namespace_, .name = p->name,
+                          .uid = p->uid, .api_version = "v1"};
     } else {
       const sch_job *j = &snap->jobs[e->object];
       if (j->pod_group == NULL || j->pod_group->metadata == NULL ||
-          (j->ntasks == 0 && (foreign_unknown || kc_strmap_has(&foreign, j->key))))
+          foreign_job(j, foreign, foreign_unknown))
         continue;
-      o.kind = "PodGroup";
-      o.namespace = j->namespace;
-      o.name = j->name;
-      o.uid = j->pod_group->metadata->uid;
-      o.api_version = "scheduling.volcano.sh/v1beta1";
+      o = (kc_object_ref){.kind = "PodGroup", .namespace = j->namespace, .name = j->name,
+                          .uid = j->pod_group->metadata->uid,
+                          .api_version = "scheduling.volcano.sh/v1beta1"};
     }
     event_once(sh, &next_ev, &o, e->type, e->reason, e->message);
   }
   swap_map(&sh->ev_last, &next_ev);
-  kc_strmap_close(&foreign, NULL);
+}
 
-  /* Explanations, and the unschedulable metrics. */
-  kc_strmap jobs_now;
+/* The unschedulable gauges from this session's per-job counts. */
+static void set_unsched_gauges(sch_shell *sh, kc_strmap *jobs_now) {
+  kc_gauge_set(sh->m_unsched_jobs, (double)kc_strmap_len(jobs_now));
+  size_t pos = 0;
+  kc_strmap_slot *s;
+  while ((s = kc_strmap_next(jobs_now, &pos))) {
+    kc_series *se;
+    if (kc_metric_series(sh->m_unsched_tasks, (const char *const[]){s->key}, &se) == 0)
+      kc_gauge_set(se, (double)(intptr_t)s->val);
+  }
+  pos = 0;
+  while ((s = kc_strmap_next(&sh->unsched_jobs, &pos)))
+    if (!kc_strmap_has(jobs_now, s->key))
+      kc_metric_remove(sh->m_unsched_tasks, (const char *const[]){s->key});
+}
+
+/* Explanations, and the unschedulable metrics. */
+static void explain_all(sch_shell *sh, const sch_snapshot *snap, const sch_result *res) {
+  kc_strmap jobs_now, next_why;
   kc_strmap_init(&jobs_now, KC_STRMAP_COPY_KEYS);
+  kc_strmap_init(&next_why, KC_STRMAP_COPY_KEYS);
   bool counts_short = false; /* out of memory counting: the per-job gauges keep their values */
   int budget = EXPLAIN_BUDGET;
   uint64_t now = uv_hrtime();
@@ -926,25 +974,188 @@ static void apply_result(sch_shell *sh, sch_snapshot *snap, const sch_result *re
     kc_strmap_close(&jobs_now, NULL);
     return;
   }
-  if (sh->m_attempt_ok) {
-    kc_gauge_set(sh->m_unsched_jobs, (double)kc_strmap_len(&jobs_now));
-    size_t pos = 0;
-    kc_strmap_slot *s;
-    while ((s = kc_strmap_next(&jobs_now, &pos))) {
-      kc_series *se;
-      if (kc_metric_series(sh->m_unsched_tasks, (const char *const[]){s->key}, &se) == 0)
-        kc_gauge_set(se, (double)(intptr_t)s->val);
-    }
-    pos = 0;
-    while ((s = kc_strmap_next(&sh->unsched_jobs, &pos)))
-      if (!kc_strmap_has(&jobs_now, s->key))
-        kc_metric_remove(sh->m_unsched_tasks, (const char *const[]){s->key});
-  }
+  if (sh->m_attempt_ok)
+    set_unsched_gauges(sh, &jobs_now);
   kc_strmap_close(&sh->unsched_jobs, NULL);
   sh->unsched_jobs = jobs_now;
 }
 
+static void apply_result(sch_shell *sh, const sch_snapshot *snap, const sch_result *res) {
+  apply_binds(sh, snap, res);
+  evict_and_nominate(sh, snap, res);
+  /* A PodGroup whose pods all belong to another scheduler is that scheduler's to write:
+   * this session sees it with no tasks and would report it unschedulable. Out of memory
+   * while listing them: any PodGroup with no task of ours may be another scheduler's, so
+   * none such is written this period. */
+  kc_strmap foreign;
+  kc_strmap_init(&foreign, KC_STRMAP_COPY_KEYS);
+  bool foreign_unknown = sch_shell_foreign_groups(snap, &foreign) != 0;
+  write_statuses(sh, snap, res, &foreign, foreign_unknown);
+  record_events(sh, snap, res, &foreign, foreign_unknown);
+  kc_strmap_close(&foreign, NULL);
+  explain_all(sh, snap, res);
+}
+
+/* ---- the session, off the loop thread ---- */
+
+/* One session in flight. The loop takes the snapshot (arrays of pointers, cheap) and holds
+ * the cache, so that the objects it points to outlive the watch events that replace them;
+ * a libuv worker thread builds the session's view, runs the actions and closes the session;
+ * back on the loop the result is applied and the hold ends. Meanwhile the loop decodes
+ * watch events, sends binds and status writes, and answers probes: nothing the session
+ * reads is written by anyone (the configuration is not reloaded and no second session
+ * starts while one is in flight). */
+typedef struct sch_run {
+  uv_work_t req;
+  sch_shell *sh;
+  sch_cache_snap cs;
+  sch_snapshot_options so;
+  sch_session_options sopt;
+  const sch_conf *conf;
+  sch_snapshot *snap;
+  sch_result *res;
+  int rc;
+  uint64_t t0, open_ns, work_ns;
+  uint64_t *action_ns; /* per configured action, 0 when it did not run */
+  uv_mutex_t mu;       /* guards done: the shutdown waits for a running worker */
+  uv_cond_t cv;
+  bool done;
+} sch_run;
+
+static void run_free(sch_run *r) {
+  sch_result_free(r->res);
+  sch_snapshot_free(r->snap);
+  sch_cache_snap_close(&r->cs);
+  free(r->action_ns);
+  r->res = NULL;
+  r->snap = NULL;
+  r->action_ns = NULL;
+}
+
+/* Worker thread: nothing here touches the shell, the cache or the metrics. */
+static void run_work(uv_work_t *req) {
+  sch_run *r = req->data;
+  uint64_t tw = uv_hrtime();
+  r->rc = sch_snapshot_new(&r->cs.msg, &r->so, &r->snap);
+  sch_session *ssn = NULL;
+  if (r->rc == 0)
+    r->rc = sch_session_open(r->snap, r->conf, &r->sopt, &ssn);
+  r->open_ns = uv_hrtime() - tw;
+  if (r->rc == 0) {
+    /* The configured actions in order, each timed (sch_session_run without the clock). */
+    for (size_t i = 0; i < r->conf->nactions; i++) {
+      const sch_action *a = r->conf->actions[i];
+      uint64_t ta = uv_hrtime();
+      int arc = a->execute(ssn);
+      r->action_ns[i] = uv_hrtime() - ta + 1;
+      if (arc < 0) {
+        KC_ERROR("action %s failed: %s; the session ends here", a->name, kc_strerror(arc));
+        break;
+      }
+    }
+    r->rc = sch_session_close(ssn, &r->res);
+  }
+  r->work_ns = uv_hrtime() - tw;
+  uv_mutex_lock(&r->mu);
+  r->done = true;
+  uv_cond_signal(&r->cv);
+  uv_mutex_unlock(&r->mu);
+}
+
+static void observe_run(sch_shell *sh, const sch_run *r) {
+  if (sh->m_open)
+    kc_histogram_observe(sh->m_open, (double)r->open_ns / 1e6);
+  for (size_t i = 0; sh->m_action && i < r->conf->nactions; i++) {
+    kc_series *s;
+    if (r->action_ns[i] &&
+        kc_metric_series(sh->m_action, (const char *const[]){r->conf->actions[i]->name}, &s) == 0)
+      kc_histogram_observe(s, (double)(r->action_ns[i] - 1) / 1e6);
+  }
+}
+
+/* Loop thread: the session's result goes out, the hold ends. */
+static void run_after(uv_work_t *req, int status) {
+  sch_run *r = req->data;
+  sch_shell *sh = r->sh;
+  sh->run = NULL;
+  if (sh->closing) {
+    /* sch_shell_free waited for the worker and released the rest. */
+    run_free(r);
+    uv_mutex_destroy(&r->mu);
+    uv_cond_destroy(&r->cv);
+    free(r);
+    maybe_release(sh);
+    return;
+  }
+  if (status == 0) {
+    observe_run(sh, r);
+    if (r->rc == 0) {
+      apply_result(sh, r->snap, r->res);
+      /* Quiet when nothing happened: an idle scheduler runs a session every second. */
+      KC_V(r->res->nbinds || r->res->nevicts ? 3 : 5,
+           "session %llu: %zu binds, %zu evictions, %zu unschedulable tasks, %zu events in "
+           "%.2f ms (%.2f ms off the loop)",
+           (unsigned long long)sh->sessions, r->res->nbinds, r->res->nevicts, r->res->nwhy,
+           r->res->nevents, ms_since(r->t0), (double)r->work_ns / 1e6);
+    }
+  }
+  run_free(r);
+  sch_cache_unhold(sh->cache);
+  sh->sessions++;
+  if (sh->m_e2e)
+    kc_histogram_observe(sh->m_e2e, ms_since(r->t0));
+  if (r->rc) {
+    KC_ERROR("scheduling cycle failed: %s", kc_strerror(r->rc));
+    if (sh->m_attempt_err)
+      kc_counter_inc(sh->m_attempt_err);
+  }
+  uv_mutex_destroy(&r->mu);
+  uv_cond_destroy(&r->cv);
+  free(r);
+}
+
+/* A new run over a snapshot taken now; NULL when out of memory. */
+static sch_run *run_new(sch_shell *sh, int *rc) {
+  sch_run *r = calloc(1, sizeof(*r));
+  *rc = KC_ENOMEM;
+  if (r == NULL)
+    return NULL;
+  r->action_ns = calloc(sh->conf->nactions + 1, sizeof(*r->action_ns));
+  if (r->action_ns == NULL || uv_mutex_init(&r->mu) != 0) {
+    free(r->action_ns);
+    free(r);
+    return NULL;
+  }
+  if (uv_cond_init(&r->cv) != 0) {
+    uv_mutex_destroy(&r->mu);
+    free(r->action_ns);
+    free(r);
+    return NULL;
+  }
+  r->req.data = r;
+  r->sh = sh;
+  r->conf = sh->conf;
+  r->t0 = uv_hrtime();
+  r->so = (sch_snapshot_options){sh->opt.scheduler_names, sh->opt.nscheduler_names,
+                                 sh->opt.default_queue};
+  r->sopt = (sch_session_options)SCH_SESSION_OPTIONS_DEFAULT;
+  r->sopt.percentage_nodes_to_find = sh->opt.percentage_nodes_to_find;
+  r->sopt.minimum_percentage_nodes_to_find = sh->opt.minimum_percentage_nodes_to_find;
+  r->sopt.minimum_feasible_nodes = sh->opt.minimum_feasible_nodes;
+  *rc = sch_cache_snapshot(sh->cache, &r->cs);
+  if (*rc) {
+    uv_mutex_destroy(&r->mu);
+    uv_cond_destroy(&r->cv);
+    free(r->action_ns);
+    free(r);
+    return NULL;
+  }
+  return r;
+}
+
 int sch_shell_run_once(sch_shell *sh) {
+  if (sh->run)
+    return 0; /* one at a time: the next period comes after this one's result */
   if (!sch_cache_synced(sh->cache)) {
     if (!sh->logged_not_synced)
       KC_INFO("waiting for the cache to sync before scheduling");
@@ -956,68 +1167,30 @@ int sch_shell_run_once(sch_shell *sh) {
   if (may_write(sh) != 0)
     return 0; /* not the leader: only the leader schedules */
   sh->last_session_ms = uv_now(sh->loop);
-  uint64_t t0 = uv_hrtime();
-  sch_cache_snap cs;
-  int rc = sch_cache_snapshot(sh->cache, &cs);
-  if (rc)
-    goto err;
-  sch_snapshot_options so = {sh->opt.scheduler_names, sh->opt.nscheduler_names,
-                             sh->opt.default_queue};
-  sch_snapshot *snap = NULL;
-  rc = sch_snapshot_new(&cs.msg, &so, &snap);
-  if (rc) {
-    sch_cache_snap_close(&cs);
-    goto err;
+  int rc;
+  sch_run *r = run_new(sh, &rc);
+  if (r == NULL) {
+    KC_ERROR("scheduling cycle failed: %s", kc_strerror(rc));
+    if (sh->m_attempt_err)
+      kc_counter_inc(sh->m_attempt_err);
+    return rc;
   }
-  sch_session_options sopt = SCH_SESSION_OPTIONS_DEFAULT;
-  sopt.percentage_nodes_to_find = sh->opt.percentage_nodes_to_find;
-  sopt.minimum_percentage_nodes_to_find = sh->opt.minimum_percentage_nodes_to_find;
-  sopt.minimum_feasible_nodes = sh->opt.minimum_feasible_nodes;
-  sch_session *ssn = NULL;
-  rc = sch_session_open(snap, sh->conf, &sopt, &ssn);
-  if (sh->m_open)
-    kc_histogram_observe(sh->m_open, ms_since(t0));
-  if (rc == 0) {
-    /* The configured actions in order, each timed (sch_session_run without the clock). */
-    for (size_t i = 0; i < sh->conf->nactions; i++) {
-      const sch_action *a = sh->conf->actions[i];
-      uint64_t ta = uv_hrtime();
-      int arc = a->execute(ssn);
-      if (sh->m_action) {
-        kc_series *s;
-        if (kc_metric_series(sh->m_action, (const char *const[]){a->name}, &s) == 0)
-          kc_histogram_observe(s, ms_since(ta));
-      }
-      if (arc < 0) {
-        KC_ERROR("action %s failed: %s; the session ends here", a->name, kc_strerror(arc));
-        break;
-      }
-    }
-    sch_result *res = NULL;
-    rc = sch_session_close(ssn, &res);
-    if (rc == 0) {
-      apply_result(sh, snap, res);
-      /* Quiet when nothing happened: an idle scheduler runs a session every second. */
-      KC_V(res->nbinds || res->nevicts ? 3 : 5,
-           "session %llu: %zu binds, %zu evictions, %zu unschedulable tasks, %zu events in "
-           "%.2f ms",
-           (unsigned long long)sh->sessions, res->nbinds, res->nevicts, res->nwhy, res->nevents,
-           ms_since(t0));
-      sch_result_free(res);
-    }
-  }
-  sch_snapshot_free(snap);
-  sch_cache_snap_close(&cs);
-  sh->sessions++;
-  if (sh->m_e2e)
-    kc_histogram_observe(sh->m_e2e, ms_since(t0));
-  if (rc == 0)
+  sch_cache_hold(sh->cache);
+  sh->run = r;
+  if (sh->opt.session_on_loop) {
+    run_work(&r->req);
+    run_after(&r->req, 0);
     return 0;
-err:
-  KC_ERROR("scheduling cycle failed: %s", kc_strerror(rc));
-  if (sh->m_attempt_err)
-    kc_counter_inc(sh->m_attempt_err);
-  return rc;
+  }
+  rc = uv_queue_work(sh->loop, &r->req, run_work, run_after);
+  if (rc != 0) {
+    /* No worker: run it here rather than not at all. */
+    KC_WARN("cannot start a worker for the session (%s); running it on the loop",
+            uv_strerror(rc));
+    run_work(&r->req);
+    run_after(&r->req, 0);
+  }
+  return 0;
 }
 
 /* One session; the next is a full period later unless new work comes first. */
@@ -1202,16 +1375,36 @@ int sch_shell_start(sch_shell *sh) {
   return 0;
 }
 
+/* The memory goes once nothing can call back into the shell. */
+static void maybe_release(sch_shell *sh) {
+  if (sh->timers_open == 0 && sh->writes_in_flight == 0 && sh->run == NULL)
+    free(sh);
+}
+
 static void timer_closed(uv_handle_t *h) {
   sch_shell *sh = h->data;
-  if (--sh->timers_open == 0 && sh->writes_in_flight == 0)
-    free(sh);
+  sh->timers_open--;
+  maybe_release(sh);
+}
+
+/* A session in flight still reads the cache's objects and the configuration: it is
+ * cancelled if it has not started, else waited for (sessions take well under a second);
+ * its result is dropped when the loop calls back. */
+static void stop_run(sch_shell *sh) {
+  sch_run *r = sh->run;
+  if (r == NULL || uv_cancel((uv_req_t *)&r->req) == 0)
+    return;
+  uv_mutex_lock(&r->mu);
+  while (!r->done)
+    uv_cond_wait(&r->cv, &r->mu);
+  uv_mutex_unlock(&r->mu);
 }
 
 void sch_shell_free(sch_shell *sh) {
   if (sh == NULL)
     return;
   sh->closing = true;
+  stop_run(sh);
   sch_binder_free(sh->binder);
   sh->binder = NULL;
   sch_evictor_free(sh->evictor);
@@ -1229,8 +1422,7 @@ void sch_shell_free(sch_shell *sh) {
   kc_strmap_close(&sh->unsched_jobs, NULL);
   int open = sh->timers_open;
   if (open == 0) {
-    if (sh->writes_in_flight == 0)
-      free(sh);
+    maybe_release(sh);
     return;
   }
   sh->timer.data = sh;

@@ -11,8 +11,13 @@
  * JobValid condition of a gang whose pods are still being created is not written (for
  * SCH_SHELL_INVALID_QUIET_MS); a Queue's status is written at most once per period.
  *
- * all on the loop thread. The session is a pure function of the snapshot and the
- * configuration (sch_framework.h); nothing in the shell decides placement.
+ The session runs on a libuv worker thread over a snapshot of the cache, which is held
+ * (sch_cache_hold) so that the objects the snapshot points to stay as they were while the
+ * loop thread goes on decoding watch events, sending binds and writes and answering probes;
+ * the result is applied back on the loop thread, where everything else runs. A bind whose
+ * pod was deleted, recreated or bound while the session ran is dropped. The session is a
+ * pure function of the snapshot and the configuration (sch_framework.h); nothing in the
+ * shell decides placement.
  *
  * The configuration file (--scheduler-conf) is re-read when its mtime, size or inode
  * changes (checked each period, which also catches a ConfigMap's symlink swap); an invalid
@@ -30,6 +35,7 @@
 #include "kc_events.h"
 #include "kc_metrics.h"
 #include "sch_cache.h"
+#include "sch_framework.h"
 
 typedef struct sch_shell sch_shell;
 
@@ -51,6 +57,9 @@ typedef struct {
    * 2-core bench (300 one-pod Jobs) early sessions at 20 ms bound no more pods per second
    * and cost 2.4x the scheduler's CPU, which the API server needs there. */
   int64_t early_session_ns;
+  /* Test aid: the session runs on the loop thread, as before it moved to a worker (the
+   * benchmark's before/after, and deterministic unit tests). */
+  bool session_on_loop;
   /* Gate: sessions run and writes go out only while this returns 0 (leader election). */
   int (*may_write)(void *ud);
   void *ud;
@@ -65,7 +74,9 @@ int sch_shell_start(sch_shell *sh);
 /* Stops everything; run the loop afterwards. NULL is a no-op. */
 void sch_shell_free(sch_shell *sh);
 
-/* One scheduling cycle now (the timer calls it). 0, or the error that ended it. */
+/* Starts one scheduling cycle now (the timer calls it) unless one is in flight; its result
+ * is applied when it ends (at once with session_on_loop). 0, or the error that kept it from
+ * starting. */
 int sch_shell_run_once(sch_shell *sh);
 /* Writes the cache to path (or the dump path) as a protobuf Snapshot. */
 int sch_shell_dump(sch_shell *sh, const char *path);
@@ -110,5 +121,23 @@ bool sch_shell_pg_quiet_track(const kc_strmap *prev, kc_strmap *next, const char
                               uint64_t now_ms, uint64_t quiet_ms);
 bool sch_shell_pg_hold_track(const kc_strmap *prev, kc_strmap *next, const char *key,
                              bool binding, bool starting, uint64_t now_ms, uint64_t hold_ms);
+
+/* The conditions a PodGroup's status gets: the cached ones (cur, may be NULL), with the
+ * session's condition (ps) replacing the one of its type, a new one appended, and an
+ * Unschedulable=True turned False once the gang is Scheduled (Volcano leaves it True,
+ * which reads as if the gang were still stuck). Changed conditions get ts as their
+ * transition time. conds and cptr have room for cur's conditions plus one; cptr[i] points
+ * into conds, whose strings are borrowed from cur, ps and ts. Returns how many;
+ * *changed: whether any differs from cur in status, reason or message, or was added. */
+/* Whether the pod a session decided to bind (then, from its snapshot) is still the same
+ * pending pod in the cache (now, NULL when gone): same uid, no node, not terminating. */
+bool sch_shell_still_pending(const Kiln__Pod *then, const Kiln__Pod *now);
+/* Puts into foreign ("ns/group" keys) the PodGroups named by pods that are not this
+ * scheduler's (tasks with no job in snap). 0 or KC_ENOMEM (then the set is partial). */
+int sch_shell_foreign_groups(const sch_snapshot *snap, kc_strmap *foreign);
+
+size_t sch_shell_pg_conditions(const Kiln__PodGroupStatus *cur, const sch_pg_status *ps,
+                               const char *ts, Kiln__PodGroupCondition *conds,
+                               Kiln__PodGroupCondition **cptr, bool *changed);
 
 #endif

@@ -316,6 +316,120 @@ static void test_pod_group_hold_without_memory_writes(void **state) {
   kc_strmap_close(&prev, NULL);
 }
 
+/* A held cache keeps the objects a snapshot borrowed while the watch replaces and deletes
+ * them (ASan sees any use after free), and the assumed pod's node name is the snapshot's
+ * own: the assumption may be confirmed meanwhile. */
+static void test_held_snapshot_outlives_watch_changes(void **state) {
+  fixture *f = *state;
+  put_node(f->cache, "n1");
+  put_pod(f->cache, "ns", "a", NULL);
+  put_pod(f->cache, "ns", "b", NULL);
+  assert_int_equal(sch_cache_assume(f->cache, "ns/b", "n1"), 0);
+  sch_cache_snap s;
+  assert_int_equal(sch_cache_snapshot(f->cache, &s), 0);
+  sch_cache_hold(f->cache);
+  const Kiln__Pod *a = snap_pod(&s, "a"), *b = snap_pod(&s, "b");
+  put_pod(f->cache, "ns", "a", "n1"); /* replaced */
+  put_pod(f->cache, "ns", "b", "n1");
+  sch_cache_forget(f->cache, "ns/b"); /* the assumption and its node string go */
+  assert_int_equal(kc_store_delete(sch_cache_store(f->cache, SCH_CACHE_NODES), "n1"), 0);
+  assert_string_equal(a->uid, "u-a");
+  assert_string_equal(a->node_name, "");
+  assert_string_equal(b->node_name, "n1");
+  assert_string_equal(s.msg.nodes[0]->name, "n1");
+  assert_int_equal(kc_store_nheld(sch_cache_store(f->cache, SCH_CACHE_PODS)), 2);
+  sch_cache_snap_close(&s);
+  sch_cache_unhold(f->cache);
+  assert_int_equal(kc_store_nheld(sch_cache_store(f->cache, SCH_CACHE_PODS)), 0);
+}
+
+static void test_bind_only_a_pod_still_pending(void **state) {
+  (void)state;
+  Kiln__Pod then = KILN__POD__INIT, now = KILN__POD__INIT;
+  then.uid = now.uid = "u1";
+  then.node_name = now.node_name = "";
+  assert_true(sch_shell_still_pending(&then, &now));
+  assert_false(sch_shell_still_pending(&then, NULL)); /* deleted */
+  now.node_name = "n1";
+  assert_false(sch_shell_still_pending(&then, &now)); /* bound meanwhile */
+  now.node_name = NULL;
+  assert_true(sch_shell_still_pending(&then, &now));
+  now.deletion_time = 5;
+  assert_false(sch_shell_still_pending(&then, &now)); /* terminating */
+  now.deletion_time = 0;
+  now.uid = "u2";
+  assert_false(sch_shell_still_pending(&then, &now)); /* recreated under its name */
+}
+
+static void test_foreign_groups_are_those_of_pods_without_our_job(void **state) {
+  (void)state;
+  Kiln__Pod p[3] = {KILN__POD__INIT, KILN__POD__INIT, KILN__POD__INIT};
+  p[0].namespace_ = "ns";
+  p[0].group_name = "theirs";
+  p[1].namespace_ = "ns";
+  p[1].group_name = "ours";
+  p[2].namespace_ = "ns";
+  p[2].group_name = ""; /* a plain pod of another scheduler */
+  sch_task t[3] = {{.pod = &p[0], .job = -1}, {.pod = &p[1], .job = 0}, {.pod = &p[2], .job = -1}};
+  sch_snapshot snap = {0};
+  snap.tasks = t;
+  snap.ntasks = 3;
+  kc_strmap m;
+  kc_strmap_init(&m, KC_STRMAP_COPY_KEYS);
+  assert_int_equal(sch_shell_foreign_groups(&snap, &m), 0);
+  assert_int_equal(kc_strmap_len(&m), 1);
+  assert_true(kc_strmap_has(&m, "ns/theirs"));
+  kc_strmap_close(&m, NULL);
+}
+
+/* The session's condition replaces the one of its type, a missing one is added, and an
+ * Unschedulable=True turns False once the gang is Scheduled; times alone are no change. */
+static void test_pod_group_conditions_merge(void **state) {
+  (void)state;
+  Kiln__PodGroupCondition c0 = KILN__POD_GROUP_CONDITION__INIT;
+  c0.type = "Unschedulable";
+  c0.status = "True";
+  c0.reason = "NotEnoughResources";
+  c0.message = "1/2 tasks in gang unschedulable";
+  c0.last_transition_time = "2026-01-01T00:00:00Z";
+  Kiln__PodGroupCondition *cp[] = {&c0};
+  Kiln__PodGroupStatus cur = KILN__POD_GROUP_STATUS__INIT;
+  cur.n_conditions = 1;
+  cur.conditions = cp;
+  sch_pg_status ps = {0};
+  ps.has_condition = true;
+  ps.condition.type = "Unschedulable";
+  ps.condition.status = "True";
+  ps.condition.reason = "NotEnoughResources";
+  ps.condition.message = "1/2 tasks in gang unschedulable";
+  Kiln__PodGroupCondition conds[2];
+  Kiln__PodGroupCondition *cptr[2];
+  bool changed = true;
+  const char *ts = "2026-02-02T00:00:00Z";
+  assert_int_equal(sch_shell_pg_conditions(&cur, &ps, ts, conds, cptr, &changed), 1);
+  assert_false(changed);
+  assert_string_equal(cptr[0]->last_transition_time, "2026-01-01T00:00:00Z");
+  ps.condition.message = "2/2 tasks in gang unschedulable";
+  assert_int_equal(sch_shell_pg_conditions(&cur, &ps, ts, conds, cptr, &changed), 1);
+  assert_true(changed);
+  assert_string_equal(cptr[0]->message, "2/2 tasks in gang unschedulable");
+  assert_string_equal(cptr[0]->last_transition_time, ts);
+  ps.condition.type = "Scheduled";
+  ps.condition.reason = "tasks in gang are ready to be scheduled";
+  assert_int_equal(sch_shell_pg_conditions(&cur, &ps, ts, conds, cptr, &changed), 2);
+  assert_true(changed);
+  assert_string_equal(cptr[0]->type, "Unschedulable");
+  assert_string_equal(cptr[0]->status, "False");
+  assert_string_equal(cptr[1]->type, "Scheduled");
+  assert_string_equal(cptr[1]->status, "True");
+  /* No status yet: only the session's condition. */
+  assert_int_equal(sch_shell_pg_conditions(NULL, &ps, ts, conds, cptr, &changed), 1);
+  assert_true(changed);
+  ps.has_condition = false;
+  assert_int_equal(sch_shell_pg_conditions(NULL, &ps, ts, conds, cptr, &changed), 0);
+  assert_false(changed);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_pod_group_hold_without_memory_writes),
@@ -329,6 +443,10 @@ int main(void) {
       cmocka_unit_test(test_early_delay_keeps_the_gap_between_sessions),
       cmocka_unit_test(test_pod_group_write_waits_for_binds_then_at_most_a_period),
       cmocka_unit_test(test_incomplete_gang_condition_is_quiet_for_a_while),
+      cmocka_unit_test_setup_teardown(test_held_snapshot_outlives_watch_changes, setup, teardown),
+      cmocka_unit_test(test_bind_only_a_pod_still_pending),
+      cmocka_unit_test(test_foreign_groups_are_those_of_pods_without_our_job),
+      cmocka_unit_test(test_pod_group_conditions_merge),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
