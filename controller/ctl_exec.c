@@ -457,6 +457,12 @@ static void stage_status(exec *x) {
                 .namespace = x->ns,
                 .name = x->name,
                 .subresource = "status"};
+  if (kc_log_v_enabled(4, __FILE__)) {
+    /* Which writes a Job gets, and why: what -v=4 shows to count them. */
+    char *js = json_dumps(json_object_get(body, "status"), JSON_COMPACT | JSON_SORT_KEYS);
+    KC_V(4, "job %s: status write: %s", x->key, js ? js : "?");
+    free(js);
+  }
   start(x, C_STATUS, x->name, KC_UPDATE, &ref, NULL, body, false, false);
   json_decref(body);
 }

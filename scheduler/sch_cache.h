@@ -58,17 +58,30 @@ void sch_cache_free(sch_cache *cache);
 
 /* Every informer has finished its first LIST. */
 bool sch_cache_synced(const sch_cache *cache);
+/* Benchmark aid: the cache counts as synced with its informers never started, its stores
+ * filled through sch_cache_store (tests/bench/loopstall). */
+void sch_cache_set_synced(sch_cache *cache);
 /* Called from the period: creates the default queue when it is missing (once it is known
  * to be missing after the Queue informer synced, and writes are allowed). */
 void sch_cache_tick(sch_cache *cache);
+
+/* A pod the snapshot shows otherwise than the store: assumed on a node (node borrowed from
+ * the cache, kept while held), or being evicted. */
+typedef struct sch_cache_overlay {
+  const Kiln__Pod *pod;
+  const char *node;
+  bool evicting;
+} sch_cache_overlay;
 
 /* A snapshot message of the cache. */
 typedef struct sch_cache_snap {
   Kiln__Snapshot msg; /* its arrays are owned; the objects are borrowed from the cache */
   Kiln__Pod *assumed; /* shallow copies of assumed pods with node_name set, and of pods
                          being evicted with deletion_time set */
-  char **node_names;  /* owned: the assumed copies' node names (NULL where not set) */
   size_t nassumed;
+  bool *binding;              /* per assumed copy: assumed on a node (its bind in flight) */
+  sch_cache_overlay *overlay; /* owned: what sch_cache_snap_finish applies */
+  size_t noverlay;
 } sch_cache_snap;
 
 /* Fills *out (its arrays new) from the cache as it is now. The borrowed objects stay valid
@@ -76,9 +89,19 @@ typedef struct sch_cache_snap {
  * before the loop runs again), until sch_cache_unhold: then another thread may read the
  * snapshot while the loop goes on. 0 or KC_ENOMEM. */
 int sch_cache_snapshot(sch_cache *cache, sch_cache_snap *out);
+/* The same in two steps: the arrays and the list of assumed and evicted pods (loop thread,
+ * a copy of pointers and a lookup per assumed pod), then the shallow copies that show them
+ * so (sch_cache_snap_finish: reads only the snapshot, so a worker thread may do it while
+ * the cache is held). Each 0 or KC_ENOMEM; close the snapshot either way. */
+int sch_cache_snapshot_deferred(sch_cache *cache, sch_cache_snap *out);
+int sch_cache_snap_finish(sch_cache_snap *s);
 void sch_cache_snap_close(sch_cache_snap *s);
-/* Holds every informer's store (kc_store_hold): objects the watch replaces or deletes are
- * freed at the matching unhold, not before. Loop thread only. */
+/* Whether p (a pod of s's message) was assumed on its node when s was taken: a bind in
+ * flight. */
+bool sch_cache_snap_binding(const sch_cache_snap *s, const Kiln__Pod *p);
+/* Holds every informer's store (kc_store_hold): objects the watch replaces or deletes, and
+ * the node names of assumptions confirmed or forgotten, are freed at the matching unhold,
+ * not before. Loop thread only. */
 void sch_cache_hold(sch_cache *cache);
 void sch_cache_unhold(sch_cache *cache);
 

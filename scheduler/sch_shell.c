@@ -38,6 +38,35 @@ typedef struct {
   uint64_t sent_ms;  /* uv_now() when it was sent */
 } written;
 
+/* One session in flight. The loop takes the snapshot (arrays of pointers, cheap) and holds
+ * the cache, so that the objects it points to outlive the watch events that replace them;
+ * a libuv worker thread builds the session's view, runs the actions and closes the session;
+ * back on the loop the result is applied and the hold ends. Meanwhile the loop decodes
+ * watch events, sends binds and status writes, and answers probes: nothing the session
+ * reads is written by anyone (the configuration is not reloaded and no second session
+ * starts while one is in flight). */
+typedef struct sch_run {
+  uv_work_t req;
+  sch_shell *sh;
+  sch_cache_snap cs;
+  sch_snapshot_options so;
+  sch_session_options sopt;
+  const sch_conf *conf;
+  sch_snapshot *snap;
+  sch_result *res;
+  int rc;
+  uint64_t t0, open_ns, work_ns;
+  uint64_t snap_ns;   /* on the loop: the snapshot taken */
+  uint64_t apply_ns;  /* on the loop: the result applied, all slices */
+  uint64_t rest_ns;   /* of which the last slice: everything but the binds */
+  size_t next_bind;   /* the result is being applied: binds before this one are queued */
+  bool applying;
+  uint64_t *action_ns; /* per configured action, 0 when it did not run */
+  uv_mutex_t mu;       /* guards done: the shutdown waits for a running worker */
+  uv_cond_t cv;
+  bool done;
+} sch_run;
+
 /* Status writes in flight at most: past this, the rest wait for a later period. */
 #define SCH_STATUS_WRITES_MAX 256
 
@@ -57,6 +86,7 @@ struct sch_shell {
   ino_t conf_ino;
   uv_timer_t timer; /* the period */
   uv_timer_t early; /* a session soon after new work */
+  uv_idle_t apply;  /* the next slice of a session's binds, once per turn of the loop */
   bool closing;
   int timers_open;
   uint64_t last_session_ms; /* uv_now() when the last session started */
@@ -83,7 +113,7 @@ struct sch_shell {
   kc_series *m_preempt_attempts, *m_preempt_victims;
   kc_metric *m_evictions;
   sch_evictor *evictor;
-  struct sch_run *run;  /* the session in flight, or NULL */
+  sch_run *run;         /* the session in flight, or NULL */
   uint64_t binds_stale; /* binds dropped: the pod changed while its session ran */
 };
 
@@ -394,107 +424,28 @@ static bool str_eq(const char *a, const char *b) {
   return strcmp(a ? a : "", b ? b : "") == 0;
 }
 
-bool sch_shell_pg_quiet(uint64_t invalid_since_ms, uint64_t now_ms, uint64_t quiet_ms) {
-  return now_ms < invalid_since_ms + quiet_ms;
-}
 
-bool sch_shell_pg_hold(bool binding, bool starting, uint64_t held_since_ms, uint64_t now_ms,
-                       uint64_t hold_ms) {
-  if (binding)
-    return true;
-  if (!starting)
-    return false;
-  return held_since_ms == 0 || now_ms < held_since_ms + hold_ms;
-}
 
-bool sch_shell_pg_quiet_track(const kc_strmap *prev, kc_strmap *next, const char *key,
-                              uint64_t now_ms, uint64_t quiet_ms) {
-  uintptr_t seen = (uintptr_t)kc_strmap_get(prev, key);
-  uint64_t since = seen ? (uint64_t)seen - 1 : now_ms;
-  /* Out of memory: the start would be forgotten and the quiet time never end; write now. */
-  if (kc_strmap_put(next, key, (void *)(uintptr_t)(since + 1), NULL) < 0)
-    return false;
-  return sch_shell_pg_quiet(since, now_ms, quiet_ms);
-}
 
-bool sch_shell_pg_hold_track(const kc_strmap *prev, kc_strmap *next, const char *key,
-                             bool binding, bool starting, uint64_t now_ms, uint64_t hold_ms) {
-  uintptr_t held = (uintptr_t)kc_strmap_get(prev, key);
-  uint64_t since = held ? (uint64_t)held - 1 : 0;
-  if (!sch_shell_pg_hold(binding, starting, since, now_ms, hold_ms))
-    return false;
-  /* Binds in flight hold with no clock. A settling hold needs its start kept; when it
-   * cannot be (out of memory) the status goes out now rather than be held for ever. */
-  if (!binding &&
-      kc_strmap_put(next, key, (void *)(uintptr_t)((since ? since : now_ms) + 1), NULL) < 0)
-    return false;
-  return true;
-}
 
-/* Whether a job has pods whose bind is in flight (assumed, not yet confirmed by the watch)
- * and pods bound but not Running yet. */
-static void job_settling(sch_shell *sh, const sch_snapshot *snap, const sch_job *j, bool *binding,
-                         bool *starting) {
+/* Whether a job has pods whose bind is in flight (assumed when the session's snapshot was
+ * taken, not yet confirmed by the watch) and pods bound but not Running yet. */
+static void job_settling(const sch_cache_snap *cs, const sch_snapshot *snap, const sch_job *j,
+                         bool *binding, bool *starting) {
   *binding = *starting = false;
   if (j->count[SCH_TASK_BINDING] + j->count[SCH_TASK_BOUND] == 0)
     return;
-  char key[512];
   for (int32_t i = 0; i < j->ntasks && !*binding; i++) {
     const sch_task *t = &snap->tasks[j->tasks[i]];
     if (t->status != SCH_TASK_BINDING && t->status != SCH_TASK_BOUND)
       continue;
-    if (kc_store_key(key, sizeof(key), t->pod->namespace_, t->pod->name) == 0 &&
-        sch_cache_assumed_node(sh->cache, key))
+    if (cs && sch_cache_snap_binding(cs, t->pod))
       *binding = true;
     else
       *starting = true;
   }
 }
 
-size_t sch_shell_pg_conditions(const Kiln__PodGroupStatus *cur, const sch_pg_status *ps,
-                               const char *ts, Kiln__PodGroupCondition *conds,
-                               Kiln__PodGroupCondition **cptr, bool *changed) {
-  size_t ncur = cur ? cur->n_conditions : 0, n = 0;
-  bool placed = false;
-  *changed = false;
-  for (size_t i = 0; i < ncur; i++) {
-    const Kiln__PodGroupCondition *c = cur->conditions[i];
-    Kiln__PodGroupCondition *o = &conds[n];
-    *o = *c;
-    if (ps->has_condition && str_eq(c->type, ps->condition.type)) {
-      placed = true;
-      if (!str_eq(c->status, ps->condition.status) || !str_eq(c->reason, ps->condition.reason) ||
-          !str_eq(c->message, ps->condition.message)) {
-        *changed = true;
-        o->status = (char *)ps->condition.status;
-        o->reason = (char *)ps->condition.reason;
-        o->message = (char *)ps->condition.message;
-        o->transition_id = (char *)ps->condition.transition_id;
-        o->last_transition_time = (char *)ts;
-      }
-    } else if (ps->has_condition && strcmp(ps->condition.type, "Scheduled") == 0 &&
-               str_eq(c->type, "Unschedulable") && str_eq(c->status, "True")) {
-      *changed = true;
-      o->status = "False";
-      o->last_transition_time = (char *)ts;
-    }
-    cptr[n++] = o;
-  }
-  if (ps->has_condition && !placed) {
-    Kiln__PodGroupCondition init = KILN__POD_GROUP_CONDITION__INIT;
-    Kiln__PodGroupCondition *o = &conds[n];
-    *o = init;
-    o->type = (char *)ps->condition.type;
-    o->status = (char *)ps->condition.status;
-    o->reason = (char *)ps->condition.reason;
-    o->message = (char *)ps->condition.message;
-    o->transition_id = (char *)ps->condition.transition_id;
-    o->last_transition_time = (char *)ts;
-    cptr[n++] = o;
-    *changed = true;
-  }
-  return n;
-}
 
 /* Sends the PodGroup's new status (phase, counts, conditions) as a merge patch. */
 static void send_pod_group(sch_shell *sh, const sch_job *j, const sch_pg_status *ps,
@@ -562,7 +513,7 @@ static void write_pod_group(sch_shell *sh, const sch_snapshot *snap, const sch_p
     /* Pods being bound, or bound and not Running yet: Running and the counts follow; one
      * write then says both. The wait for Running starts once the binds are confirmed. */
     bool binding, starting;
-    job_settling(sh, snap, j, &binding, &starting);
+    job_settling(sh->run ? &sh->run->cs : NULL, snap, j, &binding, &starting);
     if (sch_shell_pg_hold_track(&sh->pg_held, next_held, j->key, binding, starting, now_ms,
                                 sh->period_ms))
       changed = false;
@@ -835,17 +786,14 @@ static void evict_and_nominate(sch_shell *sh, const sch_snapshot *snap, const sc
 
 static void timer_cb(uv_timer_t *t);
 
-bool sch_shell_still_pending(const Kiln__Pod *then, const Kiln__Pod *now) {
-  return now != NULL && str_eq(then->uid, now->uid) &&
-         (now->node_name == NULL || now->node_name[0] == '\0') && now->deletion_time == 0;
-}
 
 /* Binds first: they are what users wait for. The session read a snapshot while the watch
  * went on: a pod deleted, recreated under its name or bound meanwhile is left alone (the
  * next session sees it as it is now). */
-static void apply_binds(sch_shell *sh, const sch_snapshot *snap, const sch_result *res) {
+static void apply_binds(sch_shell *sh, const sch_snapshot *snap, const sch_result *res,
+                        size_t from, size_t to) {
   char key[512];
-  for (size_t i = 0; i < res->nbinds; i++) {
+  for (size_t i = from; i < to; i++) {
     const sch_task *t = &snap->tasks[res->binds[i].task];
     const Kiln__Pod *p = t->pod;
     const char *node = snap->nodes[res->binds[i].node].name;
@@ -864,19 +812,6 @@ static void apply_binds(sch_shell *sh, const sch_snapshot *snap, const sch_resul
   }
 }
 
-int sch_shell_foreign_groups(const sch_snapshot *snap, kc_strmap *foreign) {
-  char key[512];
-  int rc = 0;
-  for (int32_t ti = 0; ti < snap->ntasks; ti++) {
-    const Kiln__Pod *p = snap->tasks[ti].pod;
-    if (snap->tasks[ti].job >= 0 || p->group_name == NULL || p->group_name[0] == '\0')
-      continue;
-    if ((size_t)snprintf(key, sizeof(key), "%s/%s", p->namespace_, p->group_name) < sizeof(key) &&
-        kc_strmap_put(foreign, key, NULL, NULL) < 0)
-      rc = KC_ENOMEM;
-  }
-  return rc;
-}
 
 /* Whether the PodGroup of job j is another scheduler's to write (see apply_result). */
 static bool foreign_job(const sch_job *j, const kc_strmap *foreign, bool foreign_unknown) {
@@ -980,8 +915,8 @@ static void explain_all(sch_shell *sh, const sch_snapshot *snap, const sch_resul
   sh->unsched_jobs = jobs_now;
 }
 
-static void apply_result(sch_shell *sh, const sch_snapshot *snap, const sch_result *res) {
-  apply_binds(sh, snap, res);
+/* Everything but the binds. */
+static void apply_rest(sch_shell *sh, const sch_snapshot *snap, const sch_result *res) {
   evict_and_nominate(sh, snap, res);
   /* A PodGroup whose pods all belong to another scheduler is that scheduler's to write:
    * this session sees it with no tasks and would report it unschedulable. Out of memory
@@ -998,29 +933,6 @@ static void apply_result(sch_shell *sh, const sch_snapshot *snap, const sch_resu
 
 /* ---- the session, off the loop thread ---- */
 
-/* One session in flight. The loop takes the snapshot (arrays of pointers, cheap) and holds
- * the cache, so that the objects it points to outlive the watch events that replace them;
- * a libuv worker thread builds the session's view, runs the actions and closes the session;
- * back on the loop the result is applied and the hold ends. Meanwhile the loop decodes
- * watch events, sends binds and status writes, and answers probes: nothing the session
- * reads is written by anyone (the configuration is not reloaded and no second session
- * starts while one is in flight). */
-typedef struct sch_run {
-  uv_work_t req;
-  sch_shell *sh;
-  sch_cache_snap cs;
-  sch_snapshot_options so;
-  sch_session_options sopt;
-  const sch_conf *conf;
-  sch_snapshot *snap;
-  sch_result *res;
-  int rc;
-  uint64_t t0, open_ns, work_ns;
-  uint64_t *action_ns; /* per configured action, 0 when it did not run */
-  uv_mutex_t mu;       /* guards done: the shutdown waits for a running worker */
-  uv_cond_t cv;
-  bool done;
-} sch_run;
 
 static void run_free(sch_run *r) {
   sch_result_free(r->res);
@@ -1036,7 +948,9 @@ static void run_free(sch_run *r) {
 static void run_work(uv_work_t *req) {
   sch_run *r = req->data;
   uint64_t tw = uv_hrtime();
-  r->rc = sch_snapshot_new(&r->cs.msg, &r->so, &r->snap);
+  r->rc = sch_cache_snap_finish(&r->cs);
+  if (r->rc == 0)
+    r->rc = sch_snapshot_new(&r->cs.msg, &r->so, &r->snap);
   sch_session *ssn = NULL;
   if (r->rc == 0)
     r->rc = sch_session_open(r->snap, r->conf, &r->sopt, &ssn);
@@ -1062,6 +976,9 @@ static void run_work(uv_work_t *req) {
   uv_mutex_unlock(&r->mu);
 }
 
+static void apply_cb(uv_idle_t *h);
+
+
 static void observe_run(sch_shell *sh, const sch_run *r) {
   if (sh->m_open)
     kc_histogram_observe(sh->m_open, (double)r->open_ns / 1e6);
@@ -1073,33 +990,25 @@ static void observe_run(sch_shell *sh, const sch_run *r) {
   }
 }
 
-/* Loop thread: the session's result goes out, the hold ends. */
-static void run_after(uv_work_t *req, int status) {
-  sch_run *r = req->data;
-  sch_shell *sh = r->sh;
-  sh->run = NULL;
-  if (sh->closing) {
-    /* sch_shell_free waited for the worker and released the rest. */
-    run_free(r);
-    uv_mutex_destroy(&r->mu);
-    uv_cond_destroy(&r->cv);
-    free(r);
-    maybe_release(sh);
-    return;
-  }
-  if (status == 0) {
-    observe_run(sh, r);
-    if (r->rc == 0) {
-      apply_result(sh, r->snap, r->res);
-      /* Quiet when nothing happened: an idle scheduler runs a session every second. */
-      KC_V(r->res->nbinds || r->res->nevicts ? 3 : 5,
-           "session %llu: %zu binds, %zu evictions, %zu unschedulable tasks, %zu events in "
-           "%.2f ms (%.2f ms off the loop)",
-           (unsigned long long)sh->sessions, r->res->nbinds, r->res->nevicts, r->res->nwhy,
-           r->res->nevents, ms_since(r->t0), (double)r->work_ns / 1e6);
-    }
-  }
+static void run_destroy(sch_run *r) {
   run_free(r);
+  uv_mutex_destroy(&r->mu);
+  uv_cond_destroy(&r->cv);
+  free(r);
+}
+
+/* The result has been applied (or the session failed): the hold ends. */
+static void run_finish(sch_shell *sh, sch_run *r) {
+  if (r->rc == 0)
+    /* Quiet when nothing happened: an idle scheduler runs a session every second. */
+    KC_V(r->res->nbinds || r->res->nevicts ? 3 : 5,
+         "session %llu: %zu binds, %zu evictions, %zu unschedulable tasks, %zu events in "
+         "%.2f ms (on a worker %.2f ms; on the loop: snapshot %.2f ms, result %.2f ms of which "
+         "statuses and events %.2f ms)",
+         (unsigned long long)sh->sessions, r->res->nbinds, r->res->nevicts, r->res->nwhy,
+         r->res->nevents, ms_since(r->t0), (double)r->work_ns / 1e6, (double)r->snap_ns / 1e6,
+         (double)r->apply_ns / 1e6, (double)r->rest_ns / 1e6);
+  sh->run = NULL;
   sch_cache_unhold(sh->cache);
   sh->sessions++;
   if (sh->m_e2e)
@@ -1109,9 +1018,74 @@ static void run_after(uv_work_t *req, int status) {
     if (sh->m_attempt_err)
       kc_counter_inc(sh->m_attempt_err);
   }
-  uv_mutex_destroy(&r->mu);
-  uv_cond_destroy(&r->cv);
-  free(r);
+  run_destroy(r);
+}
+
+/* One slice of the binds per turn of the loop, so that 50,000 binds do not hold it; the
+ * rest of the result once they are all queued. */
+static void apply_step(sch_shell *sh, sch_run *r) {
+  uint64_t t = uv_hrtime();
+  size_t n = r->res->nbinds, to = sch_shell_slice_end(r->next_bind, n, SCH_SHELL_BIND_SLICE);
+  apply_binds(sh, r->snap, r->res, r->next_bind, to);
+  r->next_bind = to;
+  if (to < n) {
+    r->apply_ns += uv_hrtime() - t;
+    /* Not a 0 ms timer: libuv would run it again in the same turn. */
+    if (!uv_is_active((uv_handle_t *)&sh->apply))
+      uv_idle_start(&sh->apply, apply_cb);
+    return;
+  }
+  uv_idle_stop(&sh->apply);
+  uint64_t tr = uv_hrtime();
+  if (may_write(sh) == 0) /* the binder checks each bind itself */
+    apply_rest(sh, r->snap, r->res);
+  r->rest_ns = uv_hrtime() - tr;
+  r->apply_ns += uv_hrtime() - t;
+  run_finish(sh, r);
+}
+
+static void apply_cb(uv_idle_t *h) {
+  sch_shell *sh = container_of(h, sch_shell, apply);
+  if (sh->run && sh->run->applying)
+    apply_step(sh, sh->run);
+  else
+    uv_idle_stop(h);
+}
+
+/* Loop thread: the worker is done; its result goes out. */
+static void run_after(uv_work_t *req, int status) {
+  sch_run *r = req->data;
+  sch_shell *sh = r->sh;
+  if (sh->closing) {
+    /* sch_shell_free waited for the worker (or cancelled it) and released the rest. */
+    sh->run = NULL;
+    run_destroy(r);
+    maybe_release(sh);
+    return;
+  }
+  if (status != 0 && r->rc == 0)
+    r->rc = kc_err_from_uv(status);
+  if (r->rc) {
+    run_finish(sh, r);
+    return;
+  }
+  observe_run(sh, r);
+  if (may_write(sh) != 0) {
+    /* Leadership went while the session ran: its result is not ours to write. */
+    KC_INFO("session %llu: no longer the leader; its result is dropped",
+            (unsigned long long)sh->sessions);
+    sch_result_free(r->res);
+    r->res = NULL;
+    r->rc = 0;
+    r->applying = false;
+    sh->run = NULL;
+    sch_cache_unhold(sh->cache);
+    sh->sessions++;
+    run_destroy(r);
+    return;
+  }
+  r->applying = true;
+  apply_step(sh, r);
 }
 
 /* A new run over a snapshot taken now; NULL when out of memory. */
@@ -1142,7 +1116,8 @@ static sch_run *run_new(sch_shell *sh, int *rc) {
   r->sopt.percentage_nodes_to_find = sh->opt.percentage_nodes_to_find;
   r->sopt.minimum_percentage_nodes_to_find = sh->opt.minimum_percentage_nodes_to_find;
   r->sopt.minimum_feasible_nodes = sh->opt.minimum_feasible_nodes;
-  *rc = sch_cache_snapshot(sh->cache, &r->cs);
+  *rc = sch_cache_snapshot_deferred(sh->cache, &r->cs);
+  r->snap_ns = uv_hrtime() - r->t0;
   if (*rc) {
     uv_mutex_destroy(&r->mu);
     uv_cond_destroy(&r->cv);
@@ -1178,8 +1153,16 @@ int sch_shell_run_once(sch_shell *sh) {
   sch_cache_hold(sh->cache);
   sh->run = r;
   if (sh->opt.session_on_loop) {
+    /* As before the worker: session and whole result in this one turn of the loop. */
     run_work(&r->req);
-    run_after(&r->req, 0);
+    if (r->rc == 0) {
+      observe_run(sh, r);
+      uint64_t t = uv_hrtime();
+      apply_binds(sh, r->snap, r->res, 0, r->res->nbinds);
+      apply_rest(sh, r->snap, r->res);
+      r->apply_ns = uv_hrtime() - t;
+    }
+    run_finish(sh, r);
     return 0;
   }
   rc = uv_queue_work(sh->loop, &r->req, run_work, run_after);
@@ -1208,42 +1191,9 @@ static void early_cb(uv_timer_t *t) {
   session_now(container_of(t, sch_shell, early));
 }
 
-uint64_t sch_shell_early_delay(uint64_t now_ms, uint64_t last_session_ms, uint64_t delay_ms,
-                               uint64_t min_gap_ms) {
-  uint64_t at = now_ms + delay_ms, earliest = last_session_ms + min_gap_ms;
-  return at >= earliest ? delay_ms : earliest - now_ms;
-}
 
-static bool ours(const char *sn, const char *const *names, size_t n) {
-  if (n == 0)
-    return str_eq(sn, "volcano");
-  for (size_t i = 0; i < n; i++)
-    if (str_eq(sn, names[i]))
-      return true;
-  return false;
-}
 
-static bool pg_pending(const Kiln__PodGroup *pg) {
-  const char *ph = pg && pg->status ? pg->status->phase : NULL;
-  return ph == NULL || ph[0] == '\0' || strcmp(ph, "Pending") == 0;
-}
 
-bool sch_shell_is_new_work(sch_cache_kind kind, const void *old_obj, const void *new_obj,
-                           const char *const *names, size_t n) {
-  if (new_obj == NULL)
-    return false;
-  if (kind == SCH_CACHE_PODS) {
-    const Kiln__Pod *p = new_obj;
-    return old_obj == NULL && (p->node_name == NULL || p->node_name[0] == '\0') &&
-           p->deletion_time == 0 &&
-           (p->phase == KILN__POD_PHASE__POD_PHASE_PENDING ||
-            p->phase == KILN__POD_PHASE__POD_PHASE_UNSET) &&
-           ours(p->scheduler_name, names, n);
-  }
-  if (kind == SCH_CACHE_PODGROUPS)
-    return old_obj == NULL || (pg_pending(new_obj) && !pg_pending(old_obj));
-  return false;
-}
 
 /* The cache's hook: new work arms the early timer (one session at a time: a session runs to
  * its end on this thread, and the timer is armed at most once). */
@@ -1348,6 +1298,11 @@ int sch_shell_new(uv_loop_t *loop, kc_client *c, kc_event_recorder *events, kc_m
     return KC_EIO;
   }
   sh->timers_open = 2;
+  if (uv_idle_init(loop, &sh->apply) != 0) {
+    sch_shell_free(sh);
+    return KC_EIO;
+  }
+  sh->timers_open = 3;
   setup_metrics(sh);
   *out = sh;
   return 0;
@@ -1392,6 +1347,12 @@ static void timer_closed(uv_handle_t *h) {
  * its result is dropped when the loop calls back. */
 static void stop_run(sch_shell *sh) {
   sch_run *r = sh->run;
+  if (r && r->applying) {
+    /* Back from the worker, part-way through its result: the rest is dropped. */
+    sh->run = NULL;
+    run_destroy(r);
+    return;
+  }
   if (r == NULL || uv_cancel((uv_req_t *)&r->req) == 0)
     return;
   uv_mutex_lock(&r->mu);
@@ -1431,6 +1392,10 @@ void sch_shell_free(sch_shell *sh) {
     sh->early.data = sh;
     uv_close((uv_handle_t *)&sh->early, timer_closed);
   }
+  if (open > 2) {
+    sh->apply.data = sh;
+    uv_close((uv_handle_t *)&sh->apply, timer_closed);
+  }
 }
 
 int sch_shell_dump(sch_shell *sh, const char *path) {
@@ -1453,4 +1418,16 @@ size_t sch_shell_binds_pending(const sch_shell *sh) {
   sch_binder_stats st;
   sch_binder_get_stats(sh->binder, &st);
   return st.in_flight + st.waiting;
+}
+
+sch_cache *sch_shell_cache(sch_shell *sh) {
+  return sh->cache;
+}
+
+uint64_t sch_shell_sessions(const sch_shell *sh) {
+  return sh->sessions;
+}
+
+bool sch_shell_session_running(const sch_shell *sh) {
+  return sh->run != NULL;
 }

@@ -84,6 +84,11 @@ int sch_shell_dump(sch_shell *sh, const char *path);
 int sch_shell_ready(void *sh, char *reason, size_t cap);
 /* Binds in flight or waiting. */
 size_t sch_shell_binds_pending(const sch_shell *sh);
+/* The shell's cache (borrowed): for tools that fill it without a server. */
+sch_cache *sch_shell_cache(sch_shell *sh);
+/* Sessions whose result has been applied, and whether one is in flight. */
+uint64_t sch_shell_sessions(const sch_shell *sh);
+bool sch_shell_session_running(const sch_shell *sh);
 
 /* ---- the shell's rules, pure (unit-tested) ---- */
 
@@ -129,6 +134,12 @@ bool sch_shell_pg_hold_track(const kc_strmap *prev, kc_strmap *next, const char 
  * transition time. conds and cptr have room for cur's conditions plus one; cptr[i] points
  * into conds, whose strings are borrowed from cur, ps and ts. Returns how many;
  * *changed: whether any differs from cur in status, reason or message, or was added. */
+/* Binds queued per turn of the loop when a session's result is applied: about 1.5 ms of
+ * the loop's CPU; the watch and the binds already queued get their turn in between. */
+#define SCH_SHELL_BIND_SLICE 1000
+/* The end of the slice that starts at next, of n items. */
+size_t sch_shell_slice_end(size_t next, size_t n, size_t slice);
+
 /* Whether the pod a session decided to bind (then, from its snapshot) is still the same
  * pending pod in the cache (now, NULL when gone): same uid, no node, not terminating. */
 bool sch_shell_still_pending(const Kiln__Pod *then, const Kiln__Pod *now);

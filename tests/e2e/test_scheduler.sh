@@ -572,15 +572,19 @@ test_bad_input_explained_rest_scheduled() {
 }
 
 test_metrics_have_volcano_names() {
-  local m name
+  local m name n
   m=$(curl -sf "http://127.0.0.1:$METRICS_PORT/metrics") || fail "no /metrics"
   for name in volcano_e2e_scheduling_latency_milliseconds_count \
       'volcano_action_scheduling_latency_milliseconds_count\{action="allocate"\}' \
       'volcano_schedule_attempts_total\{result="scheduled"\}' volcano_unschedule_job_count \
-      'volcano_queue_allocated_milli_cpu\{queue_name="default"\}'; do
+      'volcano_queue_allocated_milli_cpu\{queue_name="default"\}' \
+      volcano_event_loop_longest_busy_milliseconds \
+      'volcano_event_loop_busy_duration_milliseconds_bucket\{le="20"\}'; do
     grep -Eq "^$name " <<<"$m" || fail "/metrics lacks $name"
   done
-  local n
+  # The loop turned many times since the start (every probe, watch event and period).
+  n=$(grep -E '^volcano_event_loop_busy_duration_milliseconds_count ' <<<"$m" | awk '{print $2}')
+  [ "${n%%.*}" -gt 10 ] || fail "the loop's busy stretches are not counted: $n"
   n=$(grep -E '^volcano_schedule_attempts_total\{result="scheduled"\} ' <<<"$m" | awk '{print $2}')
   [ "${n%%.*}" -gt 0 ] || fail "no scheduled attempts counted: $n"
 }

@@ -317,25 +317,33 @@ static void test_pod_group_hold_without_memory_writes(void **state) {
 }
 
 /* A held cache keeps the objects a snapshot borrowed while the watch replaces and deletes
- * them (ASan sees any use after free), and the assumed pod's node name is the snapshot's
- * own: the assumption may be confirmed meanwhile. */
+ * them (ASan sees any use after free), and the node name an assumption lends the overlay
+ * outlives the assumption; the overlay is applied after the changes, as a worker does. */
 static void test_held_snapshot_outlives_watch_changes(void **state) {
   fixture *f = *state;
   put_node(f->cache, "n1");
   put_pod(f->cache, "ns", "a", NULL);
   put_pod(f->cache, "ns", "b", NULL);
+  put_pod(f->cache, "ns", "c", NULL);
   assert_int_equal(sch_cache_assume(f->cache, "ns/b", "n1"), 0);
+  assert_int_equal(sch_cache_assume(f->cache, "ns/c", "n1"), 0);
+  assert_int_equal(sch_cache_evicting(f->cache, "ns/c", "u-c"), 0);
   sch_cache_snap s;
-  assert_int_equal(sch_cache_snapshot(f->cache, &s), 0);
+  assert_int_equal(sch_cache_snapshot_deferred(f->cache, &s), 0);
   sch_cache_hold(f->cache);
-  const Kiln__Pod *a = snap_pod(&s, "a"), *b = snap_pod(&s, "b");
   put_pod(f->cache, "ns", "a", "n1"); /* replaced */
   put_pod(f->cache, "ns", "b", "n1");
   sch_cache_forget(f->cache, "ns/b"); /* the assumption and its node string go */
+  assert_int_equal(sch_cache_assume(f->cache, "ns/c", "n2"), 0); /* replaced */
   assert_int_equal(kc_store_delete(sch_cache_store(f->cache, SCH_CACHE_NODES), "n1"), 0);
+  assert_int_equal(sch_cache_snap_finish(&s), 0);
+  const Kiln__Pod *a = snap_pod(&s, "a"), *b = snap_pod(&s, "b"), *c = snap_pod(&s, "c");
   assert_string_equal(a->uid, "u-a");
   assert_string_equal(a->node_name, "");
   assert_string_equal(b->node_name, "n1");
+  assert_string_equal(c->node_name, "n1"); /* one copy: assumed and being evicted */
+  assert_true(c->deletion_time != 0);
+  assert_int_equal(s.nassumed, 2);
   assert_string_equal(s.msg.nodes[0]->name, "n1");
   assert_int_equal(kc_store_nheld(sch_cache_store(f->cache, SCH_CACHE_PODS)), 2);
   sch_cache_snap_close(&s);
