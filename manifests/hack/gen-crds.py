@@ -19,6 +19,13 @@ The sources are ordinary CRD YAML with three extensions that this script resolve
                                  copy (a JobFlow's patch is a partial spec: no required tasks);
                                  x-kubernetes-validations in it drops every rule of the copy.
 
+A rule may carry x-kiln-create-only: true: the CRD's own copy then runs it on create only
+(`oldSelf.hasValue() || (rule)` with optionalOldSelf), for rules that read fields an update
+may not change (the update rules hold them) and that Volcano's webhook checks on create only.
+The API server runs every rule of the object on each write, status writes included, so this
+is what keeps a Job's status writes cheap. Embedded copies (x-kiln-crd-ref) keep the rule
+as it is: a template is validated whole whenever it is written.
+
 Keys written next to an x-kiln-* marker (description, x-kubernetes-validations) override or
 extend the inserted schema. Every field outside the generated Kubernetes types must carry a
 description, or the script fails: `kubectl explain` shows them.
@@ -223,6 +230,30 @@ def drop_update_rules(node):
             drop_update_rules(value)
 
 
+def create_only(node, embedded):
+    """Resolves x-kiln-create-only on rules below node (see the module docstring)."""
+    if isinstance(node, list):
+        for value in node:
+            create_only(value, embedded)
+        return
+    if not isinstance(node, dict):
+        return
+    rules = node.get("x-kubernetes-validations")
+    if rules is not None:
+        out = []
+        for r in rules:
+            r = dict(r)
+            if r.pop("x-kiln-create-only", False) and not embedded:
+                rest = {k: v for k, v in r.items() if k != "rule"}
+                r = {"rule": "oldSelf.hasValue() || (%s)" % r["rule"], "optionalOldSelf": True}
+                r.update(rest)
+            out.append(r)
+        node["x-kubernetes-validations"] = out
+    for key, value in node.items():
+        if key != "x-kubernetes-validations":
+            create_only(value, embedded)
+
+
 def drop_all_rules(node):
     """Removes every CEL rule below node (a partial spec is not validated as a whole one)."""
     if isinstance(node, list):
@@ -253,6 +284,7 @@ def crd_ref(ref, resolver, path):
     out = expand(node, resolver, definitions, path, missing)
     if missing:
         raise GenError("%s: fields without a description: %s" % (fname, ", ".join(missing)))
+    create_only(out, True)
     drop_update_rules(out)
     return out
 
@@ -342,6 +374,7 @@ def render(src_path, resolver):
     definitions = src.pop("x-kiln-definitions", {}) or {}
     missing = []
     crd = expand(src, resolver, definitions, "", missing)
+    create_only(crd, False)
     if missing:
         raise GenError("%s: fields without a description: %s"
                        % (os.path.basename(src_path), ", ".join(missing)))
