@@ -361,8 +361,13 @@ static int store_decoded(kc_informer *inf, const char *key, const char *rv, void
   int rc = kc_store_put(inf->store, key, o, rv);
   if (rc) {
     KC_ERROR("informer %s: cannot store %s: %s", desc(inf), key, kc_strerror(rc));
-    if (old)
+    if (old) {
+      /* The key is no longer in the store: handlers that keep pointers to its object
+       * (the scheduler's assumptions) hear it as a delete. */
+      if (inf->h.on_delete)
+        inf->h.on_delete(key, old, inf->h.ud);
       free_obj(inf, old);
+    }
     return rc;
   }
   if (old) {
