@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "kc_codec.h"
+#include "kc_container.h"
 #include "kc_error.h"
 #include "kc_log.h"
 #include "kc_store.h"
@@ -20,7 +21,6 @@
 #include "sch_conf.h"
 #include "sch_framework.h"
 
-#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 /* The config file is capped: a Volcano configuration is a few hundred bytes. */
 #define MAX_CONF_BYTES (1u << 20)
