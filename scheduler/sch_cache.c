@@ -29,7 +29,7 @@ struct sch_cache {
   kc_client *client;
   sch_cache_options opt;
   kc_informer *inf[INF__COUNT];
-  kc_strmap assumed; /* "ns/name" -> assumption (owned) */
+  kc_strmap assumed;  /* "ns/name" -> assumption (owned) */
   kc_strmap evicting; /* "ns/name" -> uid (owned) of a pod the scheduler is evicting */
   uint64_t generation;
   uint64_t confirmed, forgotten;
@@ -291,8 +291,7 @@ static void queue_created(const kc_api_result *res, void *data) {
   if (res->err == 0)
     KC_INFO("created the queue %s", cx->name);
   else if (res->err != KC_EALREADYEXISTS)
-    KC_ERROR("cannot create the queue %s: %s: %s", cx->name, kc_strerror(res->err),
-             res->message);
+    KC_ERROR("cannot create the queue %s: %s: %s", cx->name, kc_strerror(res->err), res->message);
   free(cx);
 }
 
@@ -504,13 +503,20 @@ int sch_cache_snapshot_deferred(sch_cache *cache, sch_cache_snap *out) {
   clock_gettime(CLOCK_REALTIME, &ts);
   m->generation = ++cache->generation;
   m->time_unix_nano = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-  static const int kinds[] = {INF_NODE, INF_POD, INF_PODGROUP, INF_QUEUE, INF_PRIORITYCLASS,
-                              INF_PDB};
-  void ***arrays[] = {(void ***)&m->nodes,        (void ***)&m->pods,
-                      (void ***)&m->pod_groups,   (void ***)&m->queues,
-                      (void ***)&m->priority_classes, (void ***)&m->pod_disruption_budgets};
-  size_t *counts[] = {&m->n_nodes,  &m->n_pods,          &m->n_pod_groups,
-                      &m->n_queues, &m->n_priority_classes, &m->n_pod_disruption_budgets};
+  static const int kinds[] = {INF_NODE,  INF_POD,           INF_PODGROUP,
+                              INF_QUEUE, INF_PRIORITYCLASS, INF_PDB};
+  void ***arrays[] = {(void ***)&m->nodes,
+                      (void ***)&m->pods,
+                      (void ***)&m->pod_groups,
+                      (void ***)&m->queues,
+                      (void ***)&m->priority_classes,
+                      (void ***)&m->pod_disruption_budgets};
+  size_t *counts[] = {&m->n_nodes,
+                      &m->n_pods,
+                      &m->n_pod_groups,
+                      &m->n_queues,
+                      &m->n_priority_classes,
+                      &m->n_pod_disruption_budgets};
   int rc = 0;
   for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]) && rc == 0; i++)
     rc = store_array(kc_informer_store(cache->inf[kinds[i]]), arrays[i], counts[i]);
@@ -562,8 +568,7 @@ int sch_cache_snap_finish(sch_cache_snap *s) {
   Kiln__Snapshot *m = &s->msg;
   for (size_t i = 0; i < m->n_pods && s->nassumed < n; i++) {
     sch_cache_overlay key = {.pod = m->pods[i]};
-    const sch_cache_overlay *o =
-        bsearch(&key, s->overlay, n, sizeof(*s->overlay), overlay_cmp);
+    const sch_cache_overlay *o = bsearch(&key, s->overlay, n, sizeof(*s->overlay), overlay_cmp);
     if (o == NULL)
       continue;
     s->binding[s->nassumed] = o->node != NULL;

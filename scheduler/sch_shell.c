@@ -21,7 +21,6 @@
 #include "sch_conf.h"
 #include "sch_framework.h"
 
-
 /* The config file is capped: a Volcano configuration is a few hundred bytes. */
 #define MAX_CONF_BYTES (1u << 20)
 
@@ -56,10 +55,10 @@ typedef struct sch_run {
   sch_result *res;
   int rc;
   uint64_t t0, open_ns, work_ns;
-  uint64_t snap_ns;   /* on the loop: the snapshot taken */
-  uint64_t apply_ns;  /* on the loop: the result applied, all slices */
-  uint64_t rest_ns;   /* of which the last slice: everything but the binds */
-  size_t next_bind;   /* the result is being applied: binds before this one are queued */
+  uint64_t snap_ns;  /* on the loop: the snapshot taken */
+  uint64_t apply_ns; /* on the loop: the result applied, all slices */
+  uint64_t rest_ns;  /* of which the last slice: everything but the binds */
+  size_t next_bind;  /* the result is being applied: binds before this one are queued */
   bool applying;
   uint64_t *action_ns; /* per configured action, 0 when it did not run */
   uv_mutex_t mu;       /* guards done: the shutdown waits for a running worker */
@@ -424,10 +423,6 @@ static bool str_eq(const char *a, const char *b) {
   return strcmp(a ? a : "", b ? b : "") == 0;
 }
 
-
-
-
-
 /* Whether a job has pods whose bind is in flight (assumed when the session's snapshot was
  * taken, not yet confirmed by the watch) and pods bound but not Running yet. */
 static void job_settling(const sch_cache_snap *cs, const sch_snapshot *snap, const sch_job *j,
@@ -445,7 +440,6 @@ static void job_settling(const sch_cache_snap *cs, const sch_snapshot *snap, con
       *starting = true;
   }
 }
-
 
 /* Sends the PodGroup's new status (phase, counts, conditions) as a merge patch. */
 static void send_pod_group(sch_shell *sh, const sch_job *j, const sch_pg_status *ps,
@@ -771,8 +765,7 @@ static void evict_and_nominate(sch_shell *sh, const sch_snapshot *snap, const sc
   for (size_t i = 0; i < res->nnominations; i++) {
     const sch_task *t = &snap->tasks[res->nominations[i].task];
     if (sch_evictor_nominate(sh->evictor, t->pod, snap->nodes[res->nominations[i].node].name) < 0)
-      KC_ERROR("cannot nominate a node for %s/%s: out of memory", t->pod->namespace_,
-               t->pod->name);
+      KC_ERROR("cannot nominate a node for %s/%s: out of memory", t->pod->namespace_, t->pod->name);
   }
   if (res->preempt_attempts > 0) {
     if (sh->m_preempt_attempts)
@@ -786,12 +779,11 @@ static void evict_and_nominate(sch_shell *sh, const sch_snapshot *snap, const sc
 
 static void timer_cb(uv_timer_t *t);
 
-
 /* Binds first: they are what users wait for. The session read a snapshot while the watch
  * went on: a pod deleted, recreated under its name or bound meanwhile is left alone (the
  * next session sees it as it is now). */
-static void apply_binds(sch_shell *sh, const sch_snapshot *snap, const sch_result *res,
-                        size_t from, size_t to) {
+static void apply_binds(sch_shell *sh, const sch_snapshot *snap, const sch_result *res, size_t from,
+                        size_t to) {
   char key[512];
   for (size_t i = from; i < to; i++) {
     const sch_task *t = &snap->tasks[res->binds[i].task];
@@ -811,7 +803,6 @@ static void apply_binds(sch_shell *sh, const sch_snapshot *snap, const sch_resul
     }
   }
 }
-
 
 /* Whether the PodGroup of job j is another scheduler's to write (see apply_result). */
 static bool foreign_job(const sch_job *j, const kc_strmap *foreign, bool foreign_unknown) {
@@ -848,14 +839,19 @@ static void record_events(sch_shell *sh, const sch_snapshot *snap, const sch_res
       if (strcmp(e->reason, "FailedScheduling") == 0)
         continue; /* told with the explanations, rate-limited */
       const Kiln__Pod *p = snap->tasks[e->object].pod;
-      o = (kc_object_ref){.kind = "Pod", .namespace = p->namespace_, .name = p->name,
-                          .uid = p->uid, .api_version = "v1"};
+      o = (kc_object_ref){.kind = "Pod",
+                          .namespace = p->namespace_,
+                          .name = p->name,
+                          .uid = p->uid,
+                          .api_version = "v1"};
     } else {
       const sch_job *j = &snap->jobs[e->object];
       if (j->pod_group == NULL || j->pod_group->metadata == NULL ||
           foreign_job(j, foreign, foreign_unknown))
         continue;
-      o = (kc_object_ref){.kind = "PodGroup", .namespace = j->namespace, .name = j->name,
+      o = (kc_object_ref){.kind = "PodGroup",
+                          .namespace = j->namespace,
+                          .name = j->name,
                           .uid = j->pod_group->metadata->uid,
                           .api_version = "scheduling.volcano.sh/v1beta1"};
     }
@@ -933,7 +929,6 @@ static void apply_rest(sch_shell *sh, const sch_snapshot *snap, const sch_result
 
 /* ---- the session, off the loop thread ---- */
 
-
 static void run_free(sch_run *r) {
   sch_result_free(r->res);
   sch_snapshot_free(r->snap);
@@ -977,7 +972,6 @@ static void run_work(uv_work_t *req) {
 }
 
 static void apply_cb(uv_idle_t *h);
-
 
 static void observe_run(sch_shell *sh, const sch_run *r) {
   if (sh->m_open)
@@ -1168,8 +1162,7 @@ int sch_shell_run_once(sch_shell *sh) {
   rc = uv_queue_work(sh->loop, &r->req, run_work, run_after);
   if (rc != 0) {
     /* No worker: run it here rather than not at all. */
-    KC_WARN("cannot start a worker for the session (%s); running it on the loop",
-            uv_strerror(rc));
+    KC_WARN("cannot start a worker for the session (%s); running it on the loop", uv_strerror(rc));
     run_work(&r->req);
     run_after(&r->req, 0);
   }
@@ -1190,10 +1183,6 @@ static void timer_cb(uv_timer_t *t) {
 static void early_cb(uv_timer_t *t) {
   session_now(container_of(t, sch_shell, early));
 }
-
-
-
-
 
 /* The cache's hook: new work arms the early timer (one session at a time: a session runs to
  * its end on this thread, and the timer is armed at most once). */

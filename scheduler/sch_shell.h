@@ -124,8 +124,8 @@ bool sch_shell_pg_quiet(uint64_t invalid_since_ms, uint64_t now_ms, uint64_t qui
  * invalid) is read from prev and kept in next, the maps of this period and the next. */
 bool sch_shell_pg_quiet_track(const kc_strmap *prev, kc_strmap *next, const char *key,
                               uint64_t now_ms, uint64_t quiet_ms);
-bool sch_shell_pg_hold_track(const kc_strmap *prev, kc_strmap *next, const char *key,
-                             bool binding, bool starting, uint64_t now_ms, uint64_t hold_ms);
+bool sch_shell_pg_hold_track(const kc_strmap *prev, kc_strmap *next, const char *key, bool binding,
+                             bool starting, uint64_t now_ms, uint64_t hold_ms);
 
 /* The conditions a PodGroup's status gets: the cached ones (cur, may be NULL), with the
  * session's condition (ps) replacing the one of its type, a new one appended, and an

@@ -34,8 +34,8 @@ bool sch_shell_pg_quiet_track(const kc_strmap *prev, kc_strmap *next, const char
   return sch_shell_pg_quiet(since, now_ms, quiet_ms);
 }
 
-bool sch_shell_pg_hold_track(const kc_strmap *prev, kc_strmap *next, const char *key,
-                             bool binding, bool starting, uint64_t now_ms, uint64_t hold_ms) {
+bool sch_shell_pg_hold_track(const kc_strmap *prev, kc_strmap *next, const char *key, bool binding,
+                             bool starting, uint64_t now_ms, uint64_t hold_ms) {
   uintptr_t held = (uintptr_t)kc_strmap_get(prev, key);
   uint64_t since = held ? (uint64_t)held - 1 : 0;
   if (!sch_shell_pg_hold(binding, starting, since, now_ms, hold_ms))

@@ -110,14 +110,14 @@ static void on_stop(uv_timer_t *t) {
 
 /* Moves every object of the message into the cache's stores (each is its own allocation in
  * an unpacked message: the stores free them one by one). */
-#define MOVE(arr, n, kind, NS, NAME)                                                           \
-  for (size_t i = 0; i < m->n; i++) {                                                          \
-    char key[512];                                                                             \
-    kc_store_key(key, sizeof(key), NS, NAME);                                                  \
-    if (kc_store_put(sch_cache_store(c, kind), key, m->arr[i], "1") != 0)                      \
-      return KC_ENOMEM;                                                                        \
-    m->arr[i] = NULL;                                                                          \
-  }                                                                                            \
+#define MOVE(arr, n, kind, NS, NAME)                                                               \
+  for (size_t i = 0; i < m->n; i++) {                                                              \
+    char key[512];                                                                                 \
+    kc_store_key(key, sizeof(key), NS, NAME);                                                      \
+    if (kc_store_put(sch_cache_store(c, kind), key, m->arr[i], "1") != 0)                          \
+      return KC_ENOMEM;                                                                            \
+    m->arr[i] = NULL;                                                                              \
+  }                                                                                                \
   m->n = 0
 
 static int fill(sch_cache *c, Kiln__Snapshot *m) {
@@ -157,13 +157,13 @@ int main(int argc, char **argv) {
       {"snapshot", KC_FLAG_STRING, &snap_path, "packed kiln.Snapshot", NULL, NULL, false, NULL},
       {"seconds", KC_FLAG_INT, &seconds, "how long to run", "10", NULL, false, NULL},
       {"period", KC_FLAG_DURATION, &period_ns, "schedule period", "1s", NULL, false, NULL},
-      {"session-on-loop", KC_FLAG_BOOL, &on_loop, "sessions on the loop thread (before)",
-       "false", NULL, false, NULL},
+      {"session-on-loop", KC_FLAG_BOOL, &on_loop, "sessions on the loop thread (before)", "false",
+       NULL, false, NULL},
   };
   char err[256];
   int nargs = 0;
-  int rc = kc_flags_parse(flags, sizeof(flags) / sizeof(flags[0]), argc, argv, &nargs, err,
-                          sizeof(err));
+  int rc =
+      kc_flags_parse(flags, sizeof(flags) / sizeof(flags[0]), argc, argv, &nargs, err, sizeof(err));
   if (rc || snap_path == NULL || nargs > 0) {
     fprintf(stderr, "loopstall: %s\n", rc ? err : "--snapshot FILE is required");
     return 2;
@@ -218,12 +218,13 @@ int main(int argc, char **argv) {
   while (!b.stopping)
     uv_run(&loop, UV_RUN_ONCE);
   printf("{\"nodes\":%zu,\"pods\":%zu,\"session_on_loop\":%s,\"sessions\":%llu,"
-         "\"longest_busy_ms\":%.1f,\"longest_busy_cpu_ms\":%.1f,\"longest_cpu_at_s\":%.2f,\"worst_tick_late_ms\":%.1f,\"stretches_over_20ms\":%llu,"
+         "\"longest_busy_ms\":%.1f,\"longest_busy_cpu_ms\":%.1f,\"longest_cpu_at_s\":%.2f,\"worst_"
+         "tick_late_ms\":%.1f,\"stretches_over_20ms\":%llu,"
          "\"longest_session_ms\":%.1f}\n",
          nnodes, npods, on_loop ? "true" : "false", (unsigned long long)sch_shell_sessions(b.sh),
          (double)kc_loopwatch_longest_ns(lw) / 1e6, (double)b.longest_cpu_ns / 1e6,
-         (double)b.longest_at_ns / 1e9, (double)b.worst_late_ns / 1e6,
-         (unsigned long long)b.over20, (double)b.longest_session_ns / 1e6);
+         (double)b.longest_at_ns / 1e9, (double)b.worst_late_ns / 1e6, (unsigned long long)b.over20,
+         (double)b.longest_session_ns / 1e6);
   kc_loopwatch_free(lw);
   sch_shell_free(b.sh);
   kc_client_free(client);
