@@ -26,6 +26,13 @@
  * A silently dead connection then fails within about a minute instead of hanging the watches
  * multiplexed on it until the server's watch timeout. */
 #define USER_TIMEOUT_MS      60000
+/* The kernel cannot see a connection that is open but silent: a stalled proxy or load
+ * balancer still acknowledges every byte and keep-alive probe. client-go finds it with an
+ * HTTP/2 PING (after 30 s without a frame, dropped 15 s later without an answer); curl 7.88
+ * has no such check, so a request that timed out is our ping: when nothing at all arrived from
+ * the server during its whole life and for DEAD_AFTER_MS, the connection is closed and every
+ * request on it fails, so watches are made again and writes are retried on a new one. */
+#define DEAD_AFTER_MS        15000
 #define MAX_STREAMS          250L /* streams we let the server open (pushes are refused) */
 /* One connection to the API server. When its streams are all busy (kube-apiserver allows 100
  * per connection), further requests wait inside curl for a free stream; without this limit
@@ -55,6 +62,9 @@ struct kc_http {
   bool closing;
   bool force_token;
   kc_http_stats stats;
+  uint64_t last_rx_ns; /* when a byte of a response last arrived (or the connections began) */
+  uint64_t dead_after_ns;
+  bool reset_wanted; /* the connection is silent: close it after the current curl call */
   /* tls-server-name: the URL carries that name (SNI and certificate check) and curl connects
    * to the server's real host through connect_to; Host names the real host, as client-go. */
   char *url_base; /* the server URL requests are built on */
@@ -79,6 +89,7 @@ struct kc_http_req {
   size_t len, cap, max;
   bool decided; /* streaming: the status has been looked at */
   uint64_t cred_gen; /* the exec credential this request carries */
+  uint64_t start_ns; /* when it was handed to curl */
   bool stream;  /* streaming: deliver chunks (2xx), else buffer an error body */
   int abort_err;
   kc_http_chunk_cb on_chunk;
@@ -209,6 +220,9 @@ static void finish(kc_http_req *r, CURLcode code) {
   if (code == CURLE_COULDNT_CONNECT || code == CURLE_COULDNT_RESOLVE_HOST ||
       code == CURLE_COULDNT_RESOLVE_PROXY)
     res.sent = false;
+  if (code == CURLE_OPERATION_TIMEDOUT && h->last_rx_ns <= r->start_ns &&
+      uv_hrtime() - h->last_rx_ns >= h->dead_after_ns)
+    h->reset_wanted = true;
   if (res.err == 0 || status > 0)
     res.status = status;
   /* client-go's exec round tripper: a 401 on the current credential runs the plugin again
@@ -247,6 +261,7 @@ static void flush_pending(kc_http *h) {
     kc_http_req *r = h->pending;
     req_unlink(&h->pending, r);
     req_link(&h->reqs, r);
+    r->start_ns = uv_hrtime();
     CURLMcode mc = curl_multi_add_handle(h->multi, r->easy);
     if (mc != CURLM_OK) {
       /* Report it like a transport failure: the caller was promised a callback. */
@@ -256,12 +271,16 @@ static void flush_pending(kc_http *h) {
   }
 }
 
+static void reset_connections(kc_http *h);
+
 static void socket_action(kc_http *h, curl_socket_t fd, int flags) {
   int running;
   h->in_curl++;
   curl_multi_socket_action(h->multi, fd, flags, &running);
   h->in_curl--;
   check_done(h);
+  if (h->reset_wanted)
+    reset_connections(h);
   flush_pending(h);
 }
 
@@ -358,6 +377,72 @@ static int on_curl_timer(CURLM *multi, long timeout_ms, void *userp) {
   return 0;
 }
 
+static CURLM *multi_new(kc_http *h) {
+  CURLM *m = curl_multi_init();
+  if (!m)
+    return NULL;
+  curl_multi_setopt(m, CURLMOPT_SOCKETFUNCTION, on_curl_socket);
+  curl_multi_setopt(m, CURLMOPT_SOCKETDATA, h);
+  curl_multi_setopt(m, CURLMOPT_TIMERFUNCTION, on_curl_timer);
+  curl_multi_setopt(m, CURLMOPT_TIMERDATA, h);
+  curl_multi_setopt(m, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+  curl_multi_setopt(m, CURLMOPT_MAX_CONCURRENT_STREAMS, MAX_STREAMS);
+  curl_multi_setopt(m, CURLMOPT_MAX_HOST_CONNECTIONS, MAX_HOST_CONNECTIONS);
+  return m;
+}
+
+/* Stops watching the sockets of the current multi handle; the polls close asynchronously. */
+static void close_polls(kc_http *h) {
+  while (h->socks) {
+    struct sock_ctx *sc = h->socks;
+    sock_unlink(h, sc);
+    uv_poll_stop(&sc->poll);
+    uv_close((uv_handle_t *)&sc->poll, on_handle_closed);
+  }
+}
+
+/* Closes every connection (a new multi handle takes the old one's place) and fails the
+ * requests that were on them with KC_ETRANSPORT; what their callbacks start goes to the new
+ * connection. Called outside curl only. */
+static void reset_connections(kc_http *h) {
+  CURLM *fresh = multi_new(h);
+  h->reset_wanted = false;
+  if (!fresh)
+    return; /* out of memory: the next silent timeout tries again */
+  uint64_t silent_ms = (uv_hrtime() - h->last_rx_ns) / 1000000;
+  KC_WARN("http: nothing received from the API server for %llu ms and a request timed out: "
+          "closing the connection and connecting again",
+          (unsigned long long)silent_ms);
+  h->stats.connection_resets++;
+  kc_http_req *dead = h->reqs;
+  h->reqs = NULL;
+  for (kc_http_req *r = dead; r; r = r->next)
+    curl_multi_remove_handle(h->multi, r->easy);
+  close_polls(h);
+  curl_multi_setopt(h->multi, CURLMOPT_SOCKETFUNCTION, NULL);
+  curl_multi_setopt(h->multi, CURLMOPT_TIMERFUNCTION, NULL);
+  curl_multi_cleanup(h->multi);
+  uv_timer_stop(&h->timer);
+  h->multi = fresh;
+  h->last_rx_ns = uv_hrtime();
+  char detail[128];
+  snprintf(detail, sizeof(detail), "connection closed: nothing from the server for %llu ms",
+           (unsigned long long)silent_ms);
+  h->in_curl++; /* what the callbacks start waits in pending for the new handle */
+  while (dead) {
+    kc_http_req *r = dead;
+    req_unlink(&dead, r);
+    h->stats.in_flight--;
+    h->stats.finished++;
+    kc_http_result res = {
+        .err = KC_ETRANSPORT, .body = "", .retry_after_ms = -1, .sent = true, .detail = detail};
+    if (r->on_done)
+      r->on_done(r, &res, r->data);
+    req_free(r);
+  }
+  h->in_curl--;
+}
+
 int kc_http_new(uv_loop_t *loop, kc_config *cfg, const char *user_agent, kc_http **out) {
   kc_http *h = calloc(1, sizeof(*h));
   if (!h)
@@ -390,19 +475,14 @@ int kc_http_new(uv_loop_t *loop, kc_config *cfg, const char *user_agent, kc_http
     goto fail_target;
   if (cfg->tls_server_name)
     KC_V(1, "connecting to %s with TLS server name %s", cfg->server, cfg->tls_server_name);
-  h->multi = curl_multi_init();
+  h->multi = multi_new(h);
   if (!h->multi)
     goto fail_multi;
   if (uv_timer_init(loop, &h->timer) != 0)
     goto fail_timer;
   h->open_handles = 1;
-  curl_multi_setopt(h->multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket);
-  curl_multi_setopt(h->multi, CURLMOPT_SOCKETDATA, h);
-  curl_multi_setopt(h->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
-  curl_multi_setopt(h->multi, CURLMOPT_TIMERDATA, h);
-  curl_multi_setopt(h->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
-  curl_multi_setopt(h->multi, CURLMOPT_MAX_CONCURRENT_STREAMS, MAX_STREAMS);
-  curl_multi_setopt(h->multi, CURLMOPT_MAX_HOST_CONNECTIONS, MAX_HOST_CONNECTIONS);
+  h->dead_after_ns = (uint64_t)DEAD_AFTER_MS * 1000000;
+  h->last_rx_ns = uv_hrtime();
   *out = h;
   return 0;
 fail_timer:
@@ -457,19 +537,23 @@ void kc_http_free(kc_http *h) {
   curl_multi_cleanup(h->multi);
   h->multi = NULL;
   curl_global_cleanup();
-  while (h->socks) {
-    struct sock_ctx *sc = h->socks;
-    sock_unlink(h, sc);
-    uv_poll_stop(&sc->poll);
-    uv_close((uv_handle_t *)&sc->poll, on_handle_closed);
-  }
+  close_polls(h);
   uv_timer_stop(&h->timer);
   uv_close((uv_handle_t *)&h->timer, on_handle_closed);
+}
+
+/* Any response header is a sign of life of the connection (a watch's, before its first event). */
+static size_t on_header(char *ptr, size_t size, size_t nmemb, void *userdata) {
+  kc_http_req *r = userdata;
+  (void)ptr;
+  r->h->last_rx_ns = uv_hrtime();
+  return size * nmemb;
 }
 
 static size_t on_write(char *ptr, size_t size, size_t nmemb, void *userdata) {
   kc_http_req *r = userdata;
   size_t n = size * nmemb;
+  r->h->last_rx_ns = uv_hrtime();
   if (r->on_chunk && !r->decided) {
     long status = 0;
     curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
@@ -597,6 +681,8 @@ static int setup_easy(kc_http *h, kc_http_req *r, const kc_http_spec *s) {
   }
   curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
   curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
+  curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
 
   if ((rc = add_header(&r->headers, "Accept", s->accept ? s->accept : "application/json")))
     return rc;
@@ -670,6 +756,7 @@ static int submit(kc_http *h, kc_http_req *r) {
     return 0;
   }
   req_link(&h->reqs, r);
+  r->start_ns = uv_hrtime();
   CURLMcode mc = curl_multi_add_handle(h->multi, r->easy);
   if (mc != CURLM_OK) {
     req_unlink(&h->reqs, r);
@@ -794,6 +881,10 @@ void kc_http_cancel(kc_http_req *r) {
 
 void kc_http_refresh_token(kc_http *h) {
   h->force_token = true;
+}
+
+void kc_http_set_dead_after(kc_http *h, int64_t ms) {
+  h->dead_after_ns = ms > 0 ? (uint64_t)ms * 1000000 : (uint64_t)DEAD_AFTER_MS * 1000000;
 }
 
 void kc_http_get_stats(const kc_http *h, kc_http_stats *st) {

@@ -66,6 +66,7 @@ typedef struct {
   uint64_t finished;
   uint64_t new_connections; /* sum of CURLINFO_NUM_CONNECTS: connections opened */
   uint64_t http2_responses; /* responses that came over HTTP/2 */
+  uint64_t connection_resets; /* connections closed because the server went silent */
   unsigned in_flight;
 } kc_http_stats;
 
@@ -93,6 +94,12 @@ void kc_http_cancel(kc_http_req *req);
  * requests that saw the same credential refused). Requests wait, unsent, while the plugin
  * runs; an expired credential (expirationTimestamp) is never sent. */
 void kc_http_refresh_token(kc_http *h);
+
+/* A connection is closed, and its requests fail with KC_ETRANSPORT, when a request times out
+ * after nothing at all arrived from the server during its life and for at least ms (default,
+ * ms <= 0: 15 s; client-go's HTTP/2 health check closes a silent connection after 30 + 15 s).
+ * Requests started by their callbacks go to a new connection. */
+void kc_http_set_dead_after(kc_http *h, int64_t ms);
 
 void kc_http_get_stats(const kc_http *h, kc_http_stats *st);
 
