@@ -34,6 +34,8 @@ struct kc_client {
   struct rmw *rmws; /* read-modify-write loops, for kc_client_free */
   uint64_t rng;
   bool closing;
+  kc_fence_fn fence; /* NULL: every write may go */
+  void *fence_ud;
 };
 
 typedef enum { CALL_THROTTLED, CALL_BACKOFF, CALL_IN_FLIGHT } call_state;
@@ -48,6 +50,7 @@ struct call {
   size_t body_len;
   int64_t timeout_ms;
   int attempts;
+  bool fenced; /* a write that each attempt checks against the client's fence */
   bool token_refreshed;
   kc_http_req *req;
   kc_api_cb cb;
@@ -294,6 +297,11 @@ int kc_client_new(uv_loop_t *loop, kc_config *cfg, const kc_client_options *opt,
   return 0;
 }
 
+void kc_client_set_fence(kc_client *c, kc_fence_fn fence, void *ud) {
+  c->fence = fence;
+  c->fence_ud = ud;
+}
+
 kc_http *kc_client_http(kc_client *c) {
   return c->http;
 }
@@ -347,6 +355,13 @@ static void send_now(struct call *k) {
       .on_done = on_http_done,
       .data = k,
   };
+  /* Checked here, at each attempt, and not only when the call was made: a write may wait for
+   * the token bucket or a retry (a 429's Retry-After) past the end of the lease. */
+  if (k->fenced && c->fence && c->fence(c->fence_ud) != 0) {
+    KC_V(2, "%s %s: not sent, this replica no longer holds the lease", spec.method, k->path);
+    complete_err(k, KC_ENOTLEADER, "not sent: this replica no longer holds the lease");
+    return;
+  }
   k->attempts++;
   k->state = CALL_IN_FLIGHT;
   int rc = kc_http_start(c->http, &spec, &k->req);
@@ -400,8 +415,13 @@ static int64_t retry_delay(struct call *k, const kc_http_result *hr) {
   int64_t ra = hr->retry_after_ms;
   if (ra > RETRY_AFTER_MAX_MS)
     ra = RETRY_AFTER_MAX_MS;
-  if (s == 429)
-    return ra >= 0 ? ra : RETRY_AFTER_DEFAULT_MS;
+  if (s == 429) {
+    /* The server sends every throttled client the same Retry-After (1 s): retried exactly
+     * then, they all arrive together again and most are refused again. Up to half as long
+     * again spreads them out (the server asked for at least that long). */
+    int64_t wait = ra >= 0 ? ra : RETRY_AFTER_DEFAULT_MS;
+    return wait + (int64_t)((double)wait * 0.5 * rand01(c));
+  }
   if (s >= 500 && s <= 599) {
     if (ra >= 0)
       return ra;
@@ -537,6 +557,7 @@ int kc_api_call(kc_client *c, kc_verb verb, const kc_ref *ref, const kc_query *q
   k->cb = cb;
   k->data = data;
   k->timeout_ms = q->timeout_ms > 0 ? q->timeout_ms : c->opt.timeout_ms;
+  k->fenced = verb != KC_GET && verb != KC_LIST && !q->unfenced;
   k->next = c->calls;
   if (c->calls)
     c->calls->prev = k;

@@ -4,7 +4,8 @@
  *
  * Retry rule (client-go's, made explicit; see kc_api.c retry_delay):
  *  - 429 TooManyRequests: every verb (the server rejected the request before running it),
- *    after Retry-After (1 s when absent).
+ *    after Retry-After (1 s when absent) plus up to half of it again, at random, so that
+ *    clients throttled together do not all come back together.
  *  - 5xx with a Retry-After header: every verb, after Retry-After (client-go's checkWait).
  *  - 5xx without Retry-After, and a connection lost after the request was sent: idempotent
  *    verbs only (GET, LIST, UPDATE, DELETE, APPLY, merge and strategic merge patch; not CREATE
@@ -91,6 +92,7 @@ typedef struct {
   const char *precondition_uid;   /* DELETE preconditions */
   const char *precondition_resource_version;
   int64_t timeout_ms; /* per-attempt override; 0: the client's */
+  bool unfenced;      /* a write that goes whatever the fence says: the elector's own Lease */
 } kc_query;
 
 /* The outcome of a call. Everything is borrowed for the callback only (json_incref or copy to
@@ -116,6 +118,14 @@ int kc_client_new(uv_loop_t *loop, kc_config *cfg, const kc_client_options *opt,
  * asynchronously, so run the loop to completion before uv_loop_close. Not from a callback of
  * this client. NULL is a no-op. */
 void kc_client_free(kc_client *c);
+
+/* The write fence: returns 0 while this replica may write, else KC_ENOTLEADER. */
+typedef int (*kc_fence_fn)(void *ud);
+
+/* Every attempt of a write (any verb but GET and LIST, unless kc_query.unfenced) asks fence
+ * first, right before it is sent, retries included; a closed fence ends the call with
+ * KC_ENOTLEADER and nothing sent. NULL (the default) lets every write go. */
+void kc_client_set_fence(kc_client *c, kc_fence_fn fence, void *ud);
 
 /* The transport (borrowed), for streams such as watches. */
 kc_http *kc_client_http(kc_client *c);

@@ -89,13 +89,23 @@ static void new_leader(const char *identity, void *ud) {
     a->hooks->new_leader(a, identity);
 }
 
+/* The client's write fence: writes go only while this replica holds the lease (and none once
+ * the elector is gone). */
+static int app_fence(void *ud) {
+  const kc_app *a = ud;
+  return kc_leader_fence(a->leader);
+}
+
 int kc_app_elect(kc_app *a, const kc_leader_options *lopt) {
   kc_leader_callbacks cb = {.on_started_leading = started_leading,
                             .on_stopped_leading = stopped_leading,
                             .on_new_leader = new_leader,
                             .ud = a};
   a->lopt = lopt;
-  return kc_leader_new(a->client, lopt, NULL, &cb, &a->leader);
+  int rc = kc_leader_new(a->client, lopt, NULL, &cb, &a->leader);
+  if (rc == 0)
+    kc_client_set_fence(a->client, app_fence, a);
+  return rc;
 }
 
 int kc_app_serve(kc_app *a, const char *address, bool with_metrics, kc_check_fn ready, void *ud,

@@ -182,6 +182,10 @@ static int write_record(json_t *lease, const kc_lease_record *r) {
 
 /* ---- the elector ---- */
 
+/* The elector's own Lease writes go whatever the write fence says: taking the lease is how
+ * the fence opens, and releasing it happens after the fence has closed. */
+static const kc_query own_lease = {.unfenced = true};
+
 struct kc_leader {
   kc_client *client;
   char *name, *ns;
@@ -320,7 +324,7 @@ static void get_cb(const kc_api_result *res, void *data) {
   if (rc == 0) {
     l->writing = want;
     l->sent_ns = uv_hrtime();
-    rc = kc_api_call(l->client, act == KC_LEASE_CREATE ? KC_CREATE : KC_UPDATE, &ref, NULL, lease,
+    rc = kc_api_call(l->client, act == KC_LEASE_CREATE ? KC_CREATE : KC_UPDATE, &ref, &own_lease, lease,
                      write_cb, l);
   }
   json_decref(lease);
@@ -430,7 +434,7 @@ void kc_leader_free(kc_leader *l) {
     snprintf(r.acquire_time, sizeof(r.acquire_time), "%s", r.renew_time);
     kc_ref ref = {"coordination.k8s.io", "v1", "leases", l->ns, l->name, NULL};
     if (write_record(l->last, &r) == 0 &&
-        kc_api_call(l->client, KC_UPDATE, &ref, NULL, l->last, write_cb, l) == 0) {
+        kc_api_call(l->client, KC_UPDATE, &ref, &own_lease, l->last, write_cb, l) == 0) {
       KC_INFO("leader election: %s releasing %s/%s", l->identity, l->ns, l->name);
       l->in_flight = true;
     }

@@ -7,7 +7,11 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <microhttpd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <pthread.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,8 +61,10 @@ static struct route routes[] = {
     {"/api/v1/namespaces/t/configmaps/applied", {{200, NULL, CM}}},
     {"/api/v1/namespaces/t/configmaps/always500",
      {{500, NULL, STATUS(500, "InternalError", "still broken")}}},
+    {"/api/v1/namespaces/t/configmaps/always429",
+     {{429, "0", STATUS(429, "TooManyRequests", "slow down")}}},
 };
-enum { R429, R503, RCREATE, RRA, RMISSING, RNOTJSON, RBIG, RDELETE, RAPPLY, R500 };
+enum { R429, R503, RCREATE, RRA, RMISSING, RNOTJSON, RBIG, RDELETE, RAPPLY, R500, R429X };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static char big_body[64 * 1024];
@@ -583,6 +589,159 @@ static void test_close_cancels_pending_calls(void **state) {
   new_client(server_url, 10);
 }
 
+/* ---- a black hole: a server that accepts connections and never answers ---- */
+
+static int hole_fd = -1, hole_accepted;
+static pthread_t hole_thread;
+
+static void *hole_accept(void *arg) {
+  (void)arg;
+  int fds[16], n = 0;
+  for (;;) {
+    int fd = accept(hole_fd, NULL, NULL);
+    if (fd < 0)
+      break;
+    if (n < 16)
+      fds[n++] = fd; /* held open and never read: the kernel acknowledges what is sent */
+    else
+      close(fd);
+    pthread_mutex_lock(&mu);
+    hole_accepted++;
+    pthread_mutex_unlock(&mu);
+  }
+  while (n > 0)
+    close(fds[--n]);
+  return NULL;
+}
+
+static int hole_start(void) {
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof(a);
+  hole_fd = socket(AF_INET, SOCK_STREAM, 0);
+  assert_true(hole_fd >= 0);
+  assert_int_equal(bind(hole_fd, (struct sockaddr *)&a, sizeof(a)), 0);
+  assert_int_equal(listen(hole_fd, 16), 0);
+  assert_int_equal(getsockname(hole_fd, (struct sockaddr *)&a, &len), 0);
+  assert_int_equal(pthread_create(&hole_thread, NULL, hole_accept, NULL), 0);
+  return ntohs(a.sin_port);
+}
+
+static void hole_stop(void) {
+  shutdown(hole_fd, SHUT_RDWR); /* wakes the accept */
+  pthread_join(hole_thread, NULL);
+  close(hole_fd);
+  hole_fd = -1;
+}
+
+static int hole_count(void) {
+  pthread_mutex_lock(&mu);
+  int n = hole_accepted;
+  pthread_mutex_unlock(&mu);
+  return n;
+}
+
+/* A timed GET, then a stream (a watch, no deadline) that waits behind it for the one
+ * connection; runs the loop until the GET ends. */
+static void get_then_watch(kc_http *h, struct raw *get, struct raw *watch) {
+  memset(get, 0, sizeof(*get));
+  memset(watch, 0, sizeof(*watch));
+  kc_http_spec g = {.method = "GET",
+                    .path = "/api/v1/namespaces/t/configmaps/x",
+                    .timeout_ms = 200,
+                    .on_done = raw_done,
+                    .data = get};
+  kc_http_spec w = {.method = "GET",
+                    .path = "/api/v1/namespaces/t/configmaps?watch=1",
+                    .on_chunk = raw_chunk,
+                    .on_done = raw_done,
+                    .data = watch};
+  assert_int_equal(kc_http_start(h, &g, NULL), 0);
+  assert_int_equal(kc_http_start(h, &w, NULL), 0);
+  wait_done(&get->finished);
+  assert_int_equal(get->err, KC_ETIMEDOUT);
+}
+
+/* A connection that accepts and then stays silent (a stalled proxy) is not seen by TCP: the
+ * transport closes it when a request times out with nothing received for the dead-after
+ * time, every request on it (the watch) ends with a transport error, and the next request
+ * opens a new connection. A timeout alone, after less silence than that, closes nothing. */
+static void test_silent_connection_is_closed(void **state) {
+  (void)state;
+  char url[64];
+  snprintf(url, sizeof(url), "http://127.0.0.1:%d", hole_start());
+  free_client();
+  new_client(url, 0);
+  kc_http *h = kc_client_http(client);
+  struct raw get, watch;
+  kc_http_stats st;
+  kc_http_req *w = NULL;
+  get_then_watch(h, &get, &watch); /* the default: 15 s of silence */
+  for (int i = 0; i < 20; i++)
+    uv_run(&loop, UV_RUN_NOWAIT);
+  kc_http_get_stats(h, &st);
+  assert_int_equal(st.connection_resets, 0);
+  assert_false(watch.finished);
+  assert_int_equal(st.in_flight, 1);
+  /* The watch is the only request left: cancel it by walking to it through a new start. */
+  free_client(); /* ends the watch with KC_ECANCELED */
+  assert_int_equal(watch.err, KC_ECANCELED);
+  new_client(url, 0);
+  h = kc_client_http(client);
+  kc_http_set_dead_after(h, 100);
+  get_then_watch(h, &get, &watch);
+  wait_done(&watch.finished);
+  assert_int_equal(watch.err, KC_ETRANSPORT);
+  kc_http_get_stats(h, &st);
+  assert_int_equal(st.connection_resets, 1);
+  assert_int_equal(st.in_flight, 0);
+  int before = hole_count();
+  struct done d;
+  kc_query q = {.timeout_ms = 200};
+  run_call(KC_GET, "t", "x", &q, NULL, &d);
+  assert_int_equal(d.err, KC_ETIMEDOUT);
+  for (int i = 0; i < 100 && hole_count() == before; i++)
+    uv_sleep(20);
+  assert_true(hole_count() > before); /* a new connection */
+  (void)w;
+  free_client();
+  hole_stop();
+  new_client(server_url, 10);
+}
+
+/* The write fence is asked at each attempt: a write whose first attempt got a 429 while the
+ * fence was open is not sent again once it has closed. Reads and unfenced writes go. */
+static int fence_opens; /* how many more times the fence says yes */
+
+static int test_fence(void *ud) {
+  (void)ud;
+  return fence_opens-- > 0 ? 0 : KC_ENOTLEADER;
+}
+
+static void test_fence_checked_at_each_attempt(void **state) {
+  (void)state;
+  kc_client_set_fence(client, test_fence, NULL);
+  struct done d;
+  json_t *cm = json_pack("{s:{s:s}}", "metadata", "name", "always429");
+  fence_opens = 2;
+  run_call(KC_UPDATE, "t", "always429", NULL, cm, &d);
+  assert_int_equal(d.err, KC_ENOTLEADER);
+  assert_int_equal(d.attempts, 2);
+  assert_int_equal(hits(R429X), 2); /* the third attempt, after Retry-After, was not sent */
+  fence_opens = 0;
+  run_call(KC_CREATE, "t", NULL, NULL, cm, &d);
+  assert_int_equal(d.err, KC_ENOTLEADER);
+  assert_int_equal(d.attempts, 0);
+  run_call(KC_GET, "t", "missing", NULL, NULL, &d); /* reads pass */
+  assert_int_equal(d.err, KC_ENOTFOUND);
+  json_decref(d.obj);
+  kc_query own = {.unfenced = true};
+  run_call(KC_DELETE, "t", "deleteme", &own, NULL, &d);
+  assert_int_equal(d.err, 0);
+  json_decref(d.obj);
+  json_decref(cm);
+  kc_client_set_fence(client, NULL, NULL);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_429_waits_for_retry_after),
@@ -597,6 +756,8 @@ int main(void) {
       cmocka_unit_test(test_body_cap),
       cmocka_unit_test(test_streaming_and_cancel),
       cmocka_unit_test(test_close_cancels_pending_calls),
+      cmocka_unit_test(test_silent_connection_is_closed),
+      cmocka_unit_test(test_fence_checked_at_each_attempt),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
