@@ -227,9 +227,10 @@ int kc_resource_list_encode(const Kiln__Resource *res, json_t **out) {
     kc_quantity_from_value(&q, res->ephemeral_storage, KC_QFMT_BINARY_SI);
     rc = rc ? rc : put_quantity(obj, "ephemeral-storage", &q);
   }
+  /* A scalar entry exists only because the list named it, so it is written even when zero:
+   * "nvidia.com/gpu": "0" (a queue that may not use GPUs, a container asking for none) is
+   * not the same list as one without the name, and decode -> encode must keep it. */
   for (size_t i = 0; i < res->n_scalar && !rc; i++) {
-    if (!res->scalar[i]->milli_value)
-      continue;
     kc_quantity_from_milli(&q, res->scalar[i]->milli_value, KC_QFMT_DECIMAL_SI);
     rc = put_quantity(obj, res->scalar[i]->name, &q);
   }

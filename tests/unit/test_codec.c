@@ -346,6 +346,28 @@ static void test_roundtrip(void **state) {
   kc_msg_free(m);
 }
 
+/* Found by fuzz_codec (tests/fuzz/corpus/codec/zero-scalar): a scalar resource of zero was
+ * decoded into an entry but not encoded, so a PodGroup changed on decode -> encode. */
+static void test_zero_scalar_kept(void **state) {
+  (void)state;
+  json_t *j = json_loads("{\"cpu\":\"1\",\"nvidia.com/gpu\":\"0\",\"example.com/x\":\"2\"}", 0,
+                         NULL);
+  Kiln__Resource r = KILN__RESOURCE__INIT;
+  assert_int_equal(kc_resource_list_decode(j, &r, NULL, 0), 0);
+  json_t *out = NULL;
+  assert_int_equal(kc_resource_list_encode(&r, &out), 0);
+  assert_string_equal(json_string_value(json_object_get(out, "nvidia.com/gpu")), "0");
+  assert_string_equal(json_string_value(json_object_get(out, "example.com/x")), "2");
+  assert_int_equal(json_object_size(out), 3);
+  json_decref(out);
+  json_decref(j);
+  for (size_t i = 0; i < r.n_scalar; i++) {
+    free(r.scalar[i]->name);
+    free(r.scalar[i]);
+  }
+  free(r.scalar);
+}
+
 static void test_typed_wrappers(void **state) {
   (void)state;
   json_t *j = load("job.json");
@@ -811,6 +833,7 @@ int main(void) {
       cmocka_unit_test(test_time),
       cmocka_unit_test(test_memory),
       cmocka_unit_test(test_pod_interpod),
+      cmocka_unit_test(test_zero_scalar_kept),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
