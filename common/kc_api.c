@@ -50,7 +50,8 @@ struct call {
   size_t body_len;
   int64_t timeout_ms;
   int attempts;
-  bool fenced; /* a write that each attempt checks against the client's fence */
+  bool fenced;      /* a write that each attempt checks against the client's fence */
+  bool unthrottled; /* the leader election's: no attempt waits for the token bucket */
   bool token_refreshed;
   kc_http_req *req;
   kc_api_cb cb;
@@ -375,7 +376,7 @@ static void on_timer(uv_timer_t *t);
 
 /* Every attempt, retries included, waits for a token as client-go's throttle does. */
 static void throttle_then_send(struct call *k) {
-  uint64_t wait = kc_client_reserve(k->c);
+  uint64_t wait = k->unthrottled ? 0 : kc_client_reserve(k->c);
   if (wait == 0) {
     send_now(k);
     return;
@@ -557,14 +558,15 @@ int kc_api_call(kc_client *c, kc_verb verb, const kc_ref *ref, const kc_query *q
   k->cb = cb;
   k->data = data;
   k->timeout_ms = q->timeout_ms > 0 ? q->timeout_ms : c->opt.timeout_ms;
-  k->fenced = verb != KC_GET && verb != KC_LIST && !q->unfenced;
+  k->fenced = verb != KC_GET && verb != KC_LIST && !q->leader_election;
+  k->unthrottled = q->leader_election;
   k->next = c->calls;
   if (c->calls)
     c->calls->prev = k;
   c->calls = k;
   /* Even without a wait the send happens on the next loop turn, so that a failure to start
    * reaches cb from the loop and never from inside this function. */
-  uint64_t wait = kc_client_reserve(c);
+  uint64_t wait = k->unthrottled ? 0 : kc_client_reserve(c);
   k->state = CALL_THROTTLED;
   uv_timer_start(&k->timer, on_timer, (wait + NS_PER_MS - 1) / NS_PER_MS, 0);
   return 0;

@@ -92,7 +92,10 @@ typedef struct {
   const char *precondition_uid;   /* DELETE preconditions */
   const char *precondition_resource_version;
   int64_t timeout_ms; /* per-attempt override; 0: the client's */
-  bool unfenced;      /* a write that goes whatever the fence says: the elector's own Lease */
+  /* The leader election's own request: a write that goes whatever the fence says, and no
+   * attempt waits for the token bucket (Volcano gives leader election a client of its own, so
+   * a controller busy at a low --kube-api-qps does not starve its own lease renewals). */
+  bool leader_election;
 } kc_query;
 
 /* The outcome of a call. Everything is borrowed for the callback only (json_incref or copy to
@@ -122,7 +125,7 @@ void kc_client_free(kc_client *c);
 /* The write fence: returns 0 while this replica may write, else KC_ENOTLEADER. */
 typedef int (*kc_fence_fn)(void *ud);
 
-/* Every attempt of a write (any verb but GET and LIST, unless kc_query.unfenced) asks fence
+/* Every attempt of a write (any verb but GET and LIST, unless kc_query.leader_election) asks fence
  * first, right before it is sent, retries included; a closed fence ends the call with
  * KC_ENOTLEADER and nothing sent. NULL (the default) lets every write go. */
 void kc_client_set_fence(kc_client *c, kc_fence_fn fence, void *ud);

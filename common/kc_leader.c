@@ -182,9 +182,10 @@ static int write_record(json_t *lease, const kc_lease_record *r) {
 
 /* ---- the elector ---- */
 
-/* The elector's own Lease writes go whatever the write fence says: taking the lease is how
- * the fence opens, and releasing it happens after the fence has closed. */
-static const kc_query own_lease = {.unfenced = true};
+/* The elector's own Lease requests: its writes go whatever the write fence says (taking the
+ * lease is how the fence opens, releasing it happens after the fence has closed), and none
+ * waits behind the controllers' writes in the token bucket. */
+static const kc_query own_lease = {.leader_election = true};
 
 struct kc_leader {
   kc_client *client;
@@ -341,7 +342,7 @@ static void tick_cb(uv_timer_t *t) {
   if (l->in_flight || l->freeing)
     return;
   kc_ref ref = {"coordination.k8s.io", "v1", "leases", l->ns, l->name, NULL};
-  kc_query q = {0};
+  kc_query q = own_lease;
   /* A try may not outlast the retry period, so a stuck request cannot hold up the next. */
   q.timeout_ms = (int64_t)(l->core.retry_ns / 1000000);
   int rc = kc_api_call(l->client, KC_GET, &ref, &q, NULL, get_cb, l);

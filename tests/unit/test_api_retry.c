@@ -232,12 +232,14 @@ static int hits(int i) {
   return n;
 }
 
+static double next_qps; /* the token bucket of the next client: 0 none, else burst 1 */
+
 static void new_client(const char *server, int max_retries) {
   memset(&cfg, 0, sizeof(cfg));
   cfg.server = strdup(server);
   cfg.token = strdup("tok-123");
   cfg.namespace = strdup("default");
-  kc_client_options opt = KC_CLIENT_OPTIONS_INIT(0, 0);
+  kc_client_options opt = KC_CLIENT_OPTIONS_INIT(next_qps, next_qps > 0 ? 1 : 0);
   opt.max_retries = max_retries;
   opt.timeout_ms = 5000;
   opt.user_agent = "kiln-test/1";
@@ -734,12 +736,38 @@ static void test_fence_checked_at_each_attempt(void **state) {
   run_call(KC_GET, "t", "missing", NULL, NULL, &d); /* reads pass */
   assert_int_equal(d.err, KC_ENOTFOUND);
   json_decref(d.obj);
-  kc_query own = {.unfenced = true};
+  kc_query own = {.leader_election = true};
   run_call(KC_DELETE, "t", "deleteme", &own, NULL, &d);
   assert_int_equal(d.err, 0);
   json_decref(d.obj);
   json_decref(cm);
   kc_client_set_fence(client, NULL, NULL);
+}
+
+/* The leader election's requests do not wait behind the others in the token bucket: a
+ * controller busy at a low --kube-api-qps must still renew its lease in time. */
+static void test_leader_election_skips_bucket(void **state) {
+  (void)state;
+  free_client();
+  next_qps = 1;
+  new_client(server_url, 10);
+  struct done d;
+  run_call(KC_GET, "t", "missing", NULL, NULL, &d); /* takes the one token */
+  json_decref(d.obj);
+  kc_query own = {.leader_election = true};
+  uint64_t t0 = uv_hrtime();
+  run_call(KC_GET, "t", "missing", &own, NULL, &d);
+  json_decref(d.obj);
+  double took = (double)(uv_hrtime() - t0) / 1e9;
+  assert_true(took < 0.5);
+  t0 = uv_hrtime();
+  run_call(KC_GET, "t", "missing", NULL, NULL, &d);
+  json_decref(d.obj);
+  took = (double)(uv_hrtime() - t0) / 1e9;
+  assert_true(took >= 0.5); /* the bucket refills at 1/s */
+  free_client();
+  next_qps = 0;
+  new_client(server_url, 10);
 }
 
 int main(void) {
@@ -758,6 +786,7 @@ int main(void) {
       cmocka_unit_test(test_close_cancels_pending_calls),
       cmocka_unit_test(test_silent_connection_is_closed),
       cmocka_unit_test(test_fence_checked_at_each_attempt),
+      cmocka_unit_test(test_leader_election_skips_bucket),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
