@@ -7,10 +7,11 @@ level, ResponseComplete events), never from Kiln's own logs.
         pods created more than once, pods bound, pods bound more than once.
     faults_audit.py throttled LOGDIR USER
         "REQUESTS 429S WRITES": requests by USER, how many got 429, successful writes.
-    faults_audit.py lease LOGDIR OLD NEW LEASE_NS LEASE_NAME
+    faults_audit.py lease LOGDIR OLD NEW LEASE_NS LEASE_NAME [SINCE]
         "TAKEOVER OLD_BEFORE OLD_AFTER NEW_AFTER" then the old user's offending requests:
-        TAKEOVER is when the first successful write of NEW to the Lease was received (the new
-        leader taking it); OLD_BEFORE counts OLD's successful writes (Lease excluded) received
+        TAKEOVER is when the first successful write of NEW to the Lease received at or after
+        SINCE (RFC 3339 UTC, microseconds; default: ever) was received (the new leader taking
+        it); OLD_BEFORE counts OLD's successful writes (Lease excluded) received
         before it, OLD_AFTER every write OLD sent after it (whatever the answer), NEW_AFTER
         NEW's successful writes after it.
 """
@@ -66,7 +67,7 @@ def throttled(logdir, user):
     print(n, n429, writes)
 
 
-def lease(logdir, old, new, lease_ns, lease_name):
+def lease(logdir, old, new, lease_ns, lease_name, since=""):
     evs = sorted(events(logdir), key=lambda e: e["requestReceivedTimestamp"])
 
     def is_lease(e):
@@ -77,7 +78,7 @@ def lease(logdir, old, new, lease_ns, lease_name):
     takeover = None
     for e in evs:
         if (e.get("user", {}).get("username") == new and e["verb"] in ("update", "create") and
-                is_lease(e) and ok(e)):
+                is_lease(e) and ok(e) and e["requestReceivedTimestamp"] >= since):
             takeover = e["requestReceivedTimestamp"]
             break
     if takeover is None:

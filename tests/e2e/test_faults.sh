@@ -42,7 +42,7 @@ proc() {
 
 alive() { kill -0 "$(cat "$FD/pids/$1.pid")" 2>/dev/null; }
 
-stop_kiln() { # every Kiln process of the suite's cluster: SIGTERM, then wait for the exit
+stop_kiln() { # every Kiln process of the suite's cluster: SIGTERM, wait for the exit; no lease left
   local f pid
   for f in "$FD"/pids/kiln-*.pid; do
     [ -f "$f" ] || continue
@@ -52,6 +52,8 @@ stop_kiln() { # every Kiln process of the suite's cluster: SIGTERM, then wait fo
     kill -9 "$pid" 2>/dev/null || true
     rm -f "$f" "${f%.pid}.exe"
   done
+  # The next test's processes lead at once, not after a lease left by these (up to 60 s).
+  k delete lease -n volcano-system --all >/dev/null 2>&1 || true
 }
 
 # user NAME [SERVER]: a kubeconfig for a client certificate of user NAME (not in
@@ -261,49 +263,76 @@ test_k1_stalled_connections_reconnect() {
   proxy_stop
 }
 
-# Two controller replicas: kiln-a through the proxy, kiln-b direct. kiln-a leads; the proxy
-# black-holes its connections past the end of its lease; kiln-b takes the lease. The audit log
-# must show no write by kiln-a received after kiln-b took the lease (what kiln-a had in flight
-# or queued when its fence closed is never sent, even once the proxy forwards again), and
-# kiln-a must step down (exit).
+# Two controller replicas, each its own user: kiln-a through the proxy, kiln-b direct.
+# 1. kiln-a leads; the proxy black-holes its connections past the end of its lease; kiln-b
+#    takes the lease. What kiln-a had in flight or queued must never reach the API server,
+#    even once the proxy forwards again, and kiln-a must step down (exit).
+# 2. kiln-b leads, with a slow client so that writes wait in its token bucket; kiln-a runs
+#    again (direct) as the standby. kiln-b is frozen (SIGSTOP) past its lease while kiln-a
+#    takes over; when kiln-b runs again (SIGCONT) the timers of its queued writes are due at
+#    once, and none of those writes may be sent: the fence is asked at each send.
+# The audit log must show no write by the old leader received after the new one's first
+# Lease write (each time), and each old leader exits.
 test_k2_no_write_after_lease_loss() {
   fault_cluster
-  local ns=faults-lease-$(suffix) n=$((JOBS / 2)) url kca kcb
+  local ns=faults-lease-$(suffix) n=$((JOBS / 4)) url kca kcb
   k create namespace "$ns" >/dev/null
   stop_kiln
   url=$(proxy_start) || fail "the proxy did not start"
   kca=$(user kiln-a "$url") || fail "cannot make the kiln-a user"
   kcb=$(user kiln-b) || fail "cannot make the kiln-b user"
   proc kiln-lsch "$SCH_BIN"
-  # A slow client (20 writes/s) keeps kiln-a busy when its connection stalls.
+  # Slow clients keep each leader busy writing when its turn to fail comes.
   PROC_KUBECONFIG=$kca PROC_LEASE="6s 4s 1s" proc kiln-a "$CTL_BIN" --kube-api-qps=20 \
     --kube-api-burst=20
-  wait_for 60 "kiln-a leading" grep -q 'leader election: .* acquired' \
-    "$FD/logs/kiln-a.log"
-  PROC_KUBECONFIG=$kcb PROC_LEASE="6s 4s 1s" proc kiln-b "$CTL_BIN"
+  wait_for 60 "kiln-a leading" grep -q 'leader election: .* acquired' "$FD/logs/kiln-a.log"
+  PROC_KUBECONFIG=$kcb PROC_LEASE="6s 4s 1s" proc kiln-b "$CTL_BIN" --kube-api-qps=4 \
+    --kube-api-burst=1
   submit 1 "$n" "$ns"
   wait_for 120 "kiln-a creating pods" bash -c "[ \$(kubectl --kubeconfig $FD/kubeconfig get pods -n $ns --no-headers 2>/dev/null | wc -l) -ge $GANG ]"
   local t0=$SECONDS
   hole
-  wait_for 60 "kiln-b leading" grep -q 'leader election: .* acquired' \
-    "$FD/logs/kiln-b.log"
+  wait_for 60 "kiln-b leading" grep -q 'leader election: .* acquired' "$FD/logs/kiln-b.log"
   unhole # kiln-a may connect again now: nothing it held may go out
   wait_for 90 "kiln-a stepping down" bash -c "! kill -0 $(cat "$FD/pids/kiln-a.pid") 2>/dev/null"
   local down=$((SECONDS - t0))
   grep -q 'lost leadership' "$FD/logs/kiln-a.log" || fail "kiln-a exited without losing the lease"
   wait_for 300 "all $n Jobs Completed under kiln-b" jobs_done "$ns" "$n"
-  local out takeover before after bafter
-  out=$(audit lease kiln-a kiln-b volcano-system vc-controller-manager)
-  read -r takeover before after bafter <<<"$(echo "$out" | head -1)"
-  echo "REPORT lease: kiln-b took the lease at $takeover; kiln-a wrote $before times before," \
-    "$after after; kiln-b $bafter after; kiln-a exited ${down}s after its connection stalled"
-  [ "$takeover" != none ] || fail "no Lease write by kiln-b in the audit log"
-  [ "$before" -gt 0 ] || fail "kiln-a wrote nothing before the stall: nothing tested"
-  [ "$after" -eq 0 ] || fail "kiln-a wrote after losing the lease: $(echo "$out" | tail -n +2)"
-  [ "$bafter" -gt 0 ] || fail "kiln-b wrote nothing after taking the lease"
-  expect_pods_once "$ns" $((n * GANG)) "lease"
+  lease_checked kiln-a kiln-b "" "stall: kiln-a exited ${down}s after its connection stalled"
+
+  kca=$(user kiln-a) || fail "cannot make the direct kiln-a kubeconfig"
+  PROC_KUBECONFIG=$kca PROC_LEASE="6s 4s 1s" proc kiln-a2 "$CTL_BIN"
+  wait_for 60 "kiln-a standing by" grep -q 'is held by' "$FD/logs/kiln-a2.log"
+  submit $((n + 1)) $((3 * n)) "$ns"
+  wait_for 120 "kiln-b creating the new pods" bash -c "[ \$(kubectl --kubeconfig $FD/kubeconfig get pods -n $ns --no-headers 2>/dev/null | wc -l) -ge $(((n + 1) * GANG)) ]"
+  local since pid
+  since=$(date -u +%Y-%m-%dT%H:%M:%S.%6NZ)
+  pid=$(cat "$FD/pids/kiln-b.pid")
+  t0=$SECONDS
+  kill -STOP "$pid"
+  wait_for 60 "kiln-a leading again" grep -q 'leader election: .* acquired' "$FD/logs/kiln-a2.log"
+  kill -CONT "$pid"
+  wait_for 90 "kiln-b stepping down" bash -c "! kill -0 $pid 2>/dev/null"
+  down=$((SECONDS - t0))
+  grep -q 'lost leadership' "$FD/logs/kiln-b.log" || fail "kiln-b exited without losing the lease"
+  wait_for 300 "all $((3 * n)) Jobs Completed under kiln-a" jobs_done "$ns" $((3 * n))
+  lease_checked kiln-b kiln-a "$since" "freeze: kiln-b exited ${down}s after SIGSTOP"
+  expect_pods_once "$ns" $((3 * n * GANG)) "lease"
   stop_kiln
   proxy_stop
+}
+
+# lease_checked OLD NEW SINCE WHAT: the audit log's verdict on a change of leader after SINCE.
+lease_checked() {
+  local out takeover before after nafter
+  out=$(audit lease "$1" "$2" volcano-system vc-controller-manager ${3:+"$3"})
+  read -r takeover before after nafter <<<"$(echo "$out" | head -1)"
+  echo "REPORT lease $4; $2 took the lease at $takeover; $1 wrote $before times before," \
+    "$after after; $2 $nafter after"
+  [ "$takeover" != none ] || fail "no Lease write by $2 in the audit log"
+  [ "$before" -gt 0 ] || fail "$1 wrote nothing before: nothing tested"
+  [ "$after" -eq 0 ] || fail "$1 wrote after losing the lease: $(echo "$out" | tail -n +2)"
+  [ "$nafter" -gt 0 ] || fail "$2 wrote nothing after taking the lease"
 }
 
 # The API server throttles: API Priority and Fairness off, 2 requests in flight of which 1
