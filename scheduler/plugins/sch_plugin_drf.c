@@ -33,7 +33,7 @@ typedef struct dres {
 } dres;
 
 typedef struct hnode_s {
-  const char *name;            /* path segment (borrowed, name_len long); NULL: a job leaf */
+  const char *name; /* path segment (borrowed, name_len long); NULL: a job leaf */
   size_t name_len;
   int32_t parent, child, next; /* first child, next sibling; -1 none */
   int32_t job;                 /* a job leaf's job, -1 for a path node */
@@ -102,8 +102,9 @@ static dres dres_of(const sch_resource *r) {
 }
 
 static double total_dim(const drf_state *st, int d) {
-  return d == 0 ? (double)st->total.milli_cpu
-                : d == 1 ? (double)st->total.memory : (double)st->total.scalar[d - 2];
+  return d == 0   ? (double)st->total.milli_cpu
+         : d == 1 ? (double)st->total.memory
+                  : (double)st->total.scalar[d - 2];
 }
 
 /* The dimensions the cluster has (Volcano iterates totalResource's names). */
@@ -134,8 +135,13 @@ static int32_t hnew(htree *t, const char *name, size_t name_len, int32_t parent,
     t->cap = cap;
   }
   int32_t i = t->len++;
-  t->n[i] = (hnode){.name = name, .name_len = name_len, .parent = parent, .child = -1,
-                    .next = -1, .job = job, .weight = weight};
+  t->n[i] = (hnode){.name = name,
+                    .name_len = name_len,
+                    .parent = parent,
+                    .child = -1,
+                    .next = -1,
+                    .job = job,
+                    .weight = weight};
   if (parent >= 0) {
     t->n[i].next = t->n[parent].child;
     t->n[parent].child = i;
@@ -228,8 +234,8 @@ static char *joinf(const char *a, const char *b) {
 /* Queue i's hierarchy and weights (Volcano BuildEffectiveQueueHierarchy): its annotations
  * when both are set, else its parent's (root when none) followed by its name and weight.
  * state: 0 not seen, 1 in progress, 2 done. */
-static int queue_path(drf_state *st, const sch_snapshot *snap, int32_t i, char *state,
-                      char *err, size_t len) {
+static int queue_path(drf_state *st, const sch_snapshot *snap, int32_t i, char *state, char *err,
+                      size_t len) {
   if (state[i] == 2)
     return 0;
   if (state[i] == 1) {
@@ -247,8 +253,9 @@ static int queue_path(drf_state *st, const sch_snapshot *snap, int32_t i, char *
     st->qpath[i] = strdup("root");
     st->qweights[i] = strdup("1");
   } else {
-    const char *p = q->queue && q->queue->spec && q->queue->spec->parent &&
-                            *q->queue->spec->parent ? q->queue->spec->parent : "root";
+    const char *p = q->queue && q->queue->spec && q->queue->spec->parent && *q->queue->spec->parent
+                        ? q->queue->spec->parent
+                        : "root";
     int32_t pi = sch_snapshot_queue(snap, p);
     const char *ppath = "root", *pweights = "1";
     if (pi >= 0) {
@@ -258,8 +265,8 @@ static int queue_path(drf_state *st, const sch_snapshot *snap, int32_t i, char *
       ppath = st->qpath[pi];
       pweights = st->qweights[pi];
     } else if (strcmp(p, "root") != 0) {
-      snprintf(err, len, "build hierarchy for queue \"%s\": queue \"%s\" is not present",
-               q->name, p);
+      snprintf(err, len, "build hierarchy for queue \"%s\": queue \"%s\" is not present", q->name,
+               p);
       return KC_EINVAL;
     }
     char wbuf[16];
