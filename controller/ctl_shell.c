@@ -789,6 +789,75 @@ static void batch_status(ctl_shell *s, const char *key, const Kiln__Job *job, ct
   kc_workqueue_add_after(s->queue, key, CTL_STATUS_BATCH_NS - (now - ks->status_due_ns));
 }
 
+/* The key is finished for now and comes back after its per-item backoff. */
+static void requeue(kc_workqueue *q, const char *key) {
+  kc_workqueue_done(q, key);
+  kc_workqueue_add_rate_limited(q, key);
+}
+
+/* The key's pending requests, at least one: a bare key (resync, requeue_after) is a sync. NULL
+ * when out of memory. */
+static ctl_reqlist *pending_requests(ctl_shell *s, const char *key) {
+  ctl_reqlist *l = kc_strmap_get(&s->reqs, key);
+  if (!l) {
+    if (!(l = calloc(1, sizeof(*l))) || kc_strmap_put(&s->reqs, key, l, NULL) < 0) {
+      free(l);
+      return NULL;
+    }
+  }
+  if (!l->head) {
+    ctl_req *r = calloc(1, sizeof(*r));
+    if (!r)
+      return NULL;
+    r->event = CTL_EV_OUT_OF_SYNC;
+    l->head = l->tail = r;
+    l->n = 1;
+  }
+  return l;
+}
+
+/* Volcano: after --max-requeue-num failures the Job is terminated. */
+static void retry_limit(ctl_shell *s, const char *key, const Kiln__Job *job, ctl_req *head) {
+  if (s->opt.max_requeue < 0 || head->failures <= s->opt.max_requeue ||
+      head->action == CTL_ACT_TERMINATE_JOB)
+    return;
+  char msg[160];
+  snprintf(msg, sizeof(msg), "Job failed on action %s for retry limit reached",
+           ctl_action_name(head->action == CTL_ACT_NONE ? CTL_ACT_SYNC_JOB : head->action));
+  ctl__record_event(s, job, CTL_EVENT_NORMAL, "ExecuteAction", msg);
+  KC_WARN("job %s: %s", key, msg);
+  head->action = CTL_ACT_TERMINATE_JOB;
+  head->failures = 0;
+}
+
+/* Builds the view and runs the core on it; on failure says why (log and the plan's one
+ * event) and closes the plan. */
+static int sync_once(ctl_shell *s, const char *key, const Kiln__Job *job, const ctl_request *req,
+                     ctl_plan *plan) {
+  ctl_job_view v;
+  view_bufs b = {0};
+  s->stats.syncs++;
+  ctl_keystate *ks = keystate(s, key);
+  if (ks)
+    ks->last_sync_ns = uv_hrtime();
+  int rc = build_view(s, key, job, &v, &b);
+  if (rc == 0)
+    rc = ctl_job_sync(&v, req, plan);
+  view_bufs_free(&b);
+  if (rc == 0) {
+    batch_status(s, key, job, plan);
+    return 0;
+  }
+  KC_ERROR("job %s: sync (%s) failed: %s%s%s", key, ctl_event_name(req->event), kc_strerror(rc),
+           plan->failure_reason[0] ? ": " : "", plan->failure_message);
+  /* The one event the failed sync left to say why; the rest of its plan is not carried out. */
+  if (plan->failure_reason[0])
+    ctl__record_event(s, job, CTL_EVENT_WARNING, plan->failure_reason, plan->failure_message);
+  ctl_plan_close(plan);
+  s->stats.sync_errors++;
+  return rc;
+}
+
 static void process_key(kc_workqueue *q, const char *qkey, void *ud) {
   ctl_shell *s = ud;
   /* The queue's key dies with kc_workqueue_done; requeues after it need a copy. */
@@ -809,76 +878,29 @@ static void process_key(kc_workqueue *q, const char *qkey, void *ud) {
     kc_workqueue_done(q, key);
     return;
   }
-  ctl_reqlist *l = kc_strmap_get(&s->reqs, key);
+  ctl_reqlist *l = pending_requests(s, key);
   if (!l) {
-    if (!(l = calloc(1, sizeof(*l))) || kc_strmap_put(&s->reqs, key, l, NULL) < 0) {
-      free(l);
-      kc_workqueue_done(q, key);
-      kc_workqueue_add_rate_limited(q, key);
-      return;
-    }
-  }
-  if (!l->head) { /* a bare key (resync, requeue_after): a sync */
-    ctl_req *r = calloc(1, sizeof(*r));
-    if (!r) {
-      kc_workqueue_done(q, key);
-      kc_workqueue_add_rate_limited(q, key);
-      return;
-    }
-    r->event = CTL_EV_OUT_OF_SYNC;
-    l->head = l->tail = r;
-    l->n = 1;
+    requeue(q, key);
+    return;
   }
   ctl_req *head = l->head;
-  /* Volcano: after --max-requeue-num failures the Job is terminated. */
-  if (s->opt.max_requeue >= 0 && head->failures > s->opt.max_requeue &&
-      head->action != CTL_ACT_TERMINATE_JOB) {
-    char msg[160];
-    snprintf(msg, sizeof(msg), "Job failed on action %s for retry limit reached",
-             ctl_action_name(head->action == CTL_ACT_NONE ? CTL_ACT_SYNC_JOB : head->action));
-    ctl__record_event(s, job, CTL_EVENT_NORMAL, "ExecuteAction", msg);
-    KC_WARN("job %s: %s", key, msg);
-    head->action = CTL_ACT_TERMINATE_JOB;
-    head->failures = 0;
-  }
+  retry_limit(s, key, job, head);
   ctl_request req = to_request(head);
-  ctl_job_view v;
-  view_bufs b = {0};
   ctl_plan plan;
   ctl_plan_init(&plan);
-  s->stats.syncs++;
-  ctl_keystate *ks = keystate(s, key);
-  if (ks)
-    ks->last_sync_ns = uv_hrtime();
-  int rc = build_view(s, key, job, &v, &b);
-  if (rc == 0)
-    rc = ctl_job_sync(&v, &req, &plan);
-  view_bufs_free(&b);
-  if (rc == 0)
-    batch_status(s, key, job, &plan);
-  if (rc) {
-    KC_ERROR("job %s: sync (%s) failed: %s%s%s", key, ctl_event_name(req.event), kc_strerror(rc),
-             plan.failure_reason[0] ? ": " : "", plan.failure_message);
-    /* The one event the failed sync left to say why; the rest of its plan is not carried out. */
-    if (plan.failure_reason[0])
-      ctl__record_event(s, job, CTL_EVENT_WARNING, plan.failure_reason, plan.failure_message);
-    ctl_plan_close(&plan);
+  if (sync_once(s, key, job, &req, &plan)) {
     head->failures++;
-    s->stats.sync_errors++;
-    kc_workqueue_done(q, key);
-    kc_workqueue_add_rate_limited(q, key);
+    requeue(q, key);
     return;
   }
   KC_V(3, "job %s: %s/%s: %s -> %s, %zu pods to create, %zu to delete", key,
        ctl_event_name(req.event), ctl_action_name(plan.action), ctl_phase_name(plan.old_phase),
        ctl_phase_name(plan.status.phase), json_array_size(plan.pods_create), plan.npods_delete);
   l->busy = true;
-  rc = ctl__exec_start(s, key, job, job_rv, &plan);
-  if (rc) {
+  if (ctl__exec_start(s, key, job, job_rv, &plan)) {
     l->busy = false;
     head->failures++;
-    kc_workqueue_done(q, key);
-    kc_workqueue_add_rate_limited(q, key);
+    requeue(q, key);
   }
 }
 

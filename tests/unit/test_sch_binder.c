@@ -1,0 +1,227 @@
+/* The binder (scheduler/sch_binder.c) with a fake transport: kc_api_call is wrapped at link
+ * time (-Wl,--wrap=kc_api_call), so each call is recorded and answered by the test, and the
+ * binder's decisions (what it sends, what it rolls back, what it counts) are checked without a
+ * server. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "kc_api.h"
+#include "kc_config.h"
+#include "kc_error.h"
+#include "sch_binder.h"
+#include "sch_cache.h"
+
+/* ---- the fake transport ---- */
+
+typedef struct {
+  kc_verb verb;
+  char path[256]; /* ns/name/subresource */
+  json_t *body;
+  kc_api_cb cb;
+  void *data;
+} sent_call;
+
+static sent_call calls[16];
+static size_t ncalls;
+static int refuse_with; /* non-zero: kc_api_call fails with it, nothing sent */
+
+int __wrap_kc_api_call(kc_client *c, kc_verb verb, const kc_ref *ref, const kc_query *q,
+                       json_t *body, kc_api_cb cb, void *data);
+int __wrap_kc_api_call(kc_client *c, kc_verb verb, const kc_ref *ref, const kc_query *q,
+                       json_t *body, kc_api_cb cb, void *data) {
+  if (refuse_with)
+    return refuse_with;
+  assert_true(ncalls < sizeof(calls) / sizeof(calls[0]));
+  sent_call *s = &calls[ncalls++];
+  s->verb = verb;
+  snprintf(s->path, sizeof(s->path), "%s/%s/%s", ref->namespace, ref->name,
+           ref->subresource ? ref->subresource : "");
+  s->body = json_incref(body);
+  s->cb = cb;
+  s->data = data;
+  return 0;
+}
+
+/* Answers call i with err (0: 201 Created). */
+static void answer(size_t i, int err, const char *message) {
+  kc_api_result res = {.err = err,
+                       .status = err ? 500 : 201,
+                       .reason = "",
+                       .message = message ? message : "",
+                       .attempts = 1};
+  calls[i].cb(&res, calls[i].data);
+}
+
+/* ---- fixture ---- */
+
+typedef struct {
+  uv_loop_t loop;
+  kc_config cfg;
+  kc_client *client;
+  sch_cache *cache;
+  sch_binder *binder;
+  int done_ok, done_err;
+  bool leader;
+} fixture;
+
+static void on_done(int err, uint64_t latency_ns, void *ud) {
+  fixture *f = ud;
+  if (err)
+    f->done_err++;
+  else
+    f->done_ok++;
+}
+
+static int may_write(void *ud) {
+  fixture *f = ud;
+  return f->leader ? 0 : KC_EFORBIDDEN;
+}
+
+static int setup(void **state) {
+  fixture *f = calloc(1, sizeof(*f));
+  if (f == NULL || uv_loop_init(&f->loop) != 0)
+    return -1;
+  ncalls = 0;
+  refuse_with = 0;
+  f->leader = true;
+  f->cfg.server = strdup("https://127.0.0.1:1");
+  kc_client_options opt = KC_CLIENT_OPTIONS_INIT(0, 0);
+  sch_cache_options co = {0};
+  if (kc_client_new(&f->loop, &f->cfg, &opt, &f->client) != 0 ||
+      sch_cache_new(f->client, &co, &f->cache) != 0)
+    return -1;
+  sch_binder_options bo = {.client = f->client,
+                           .cache = f->cache,
+                           .may_write = may_write,
+                           .ud = f,
+                           .on_done = on_done,
+                           .done_ud = f};
+  if (sch_binder_new(&f->loop, &bo, &f->binder) != 0)
+    return -1;
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fixture *f = *state;
+  for (size_t i = 0; i < ncalls; i++)
+    json_decref(calls[i].body);
+  sch_binder_free(f->binder);
+  sch_cache_free(f->cache);
+  kc_client_free(f->client);
+  uv_run(&f->loop, UV_RUN_DEFAULT);
+  int rc = uv_loop_close(&f->loop);
+  kc_config_close(&f->cfg);
+  free(f);
+  return rc == 0 ? 0 : -1;
+}
+
+static void assume_and_bind(fixture *f, const char *name, const char *uid, const char *node) {
+  char key[64];
+  snprintf(key, sizeof(key), "ns/%s", name);
+  assert_int_equal(sch_cache_assume(f->cache, key, node), 0);
+  assert_int_equal(sch_binder_bind(f->binder, "ns", name, uid, node), 0);
+}
+
+/* ---- tests ---- */
+
+/* A bind is a POST of a Binding to pods/<name>/binding naming the node (and the pod's uid as a
+ * precondition); on success the assumption stays until the watch confirms it. */
+static void test_bind_success(void **state) {
+  fixture *f = *state;
+  assume_and_bind(f, "a", "u-1", "n1");
+  assert_int_equal(ncalls, 1);
+  assert_int_equal(calls[0].verb, KC_CREATE);
+  assert_string_equal(calls[0].path, "ns/a/binding");
+  json_t *b = calls[0].body;
+  assert_string_equal(json_string_value(json_object_get(b, "kind")), "Binding");
+  assert_string_equal(json_string_value(json_object_get(json_object_get(b, "target"), "name")),
+                      "n1");
+  assert_string_equal(json_string_value(json_object_get(json_object_get(b, "metadata"), "uid")),
+                      "u-1");
+  sch_binder_stats st;
+  sch_binder_get_stats(f->binder, &st);
+  assert_int_equal(st.sent, 1);
+  assert_int_equal(st.in_flight, 1);
+  answer(0, 0, NULL);
+  sch_binder_get_stats(f->binder, &st);
+  assert_int_equal(st.bound, 1);
+  assert_int_equal(st.in_flight, 0);
+  assert_int_equal(f->done_ok, 1);
+  assert_string_equal(sch_cache_assumed_node(f->cache, "ns/a"), "n1");
+}
+
+/* A refused bind rolls back: the assumption is forgotten (the pod is Pending again next
+ * session) and the pod gets PodScheduled=False (SchedulerError) with the reason. */
+static void test_bind_failure_rolls_back(void **state) {
+  fixture *f = *state;
+  assume_and_bind(f, "b", NULL, "n2");
+  answer(0, KC_ECONFLICT, "node n2 is full");
+  assert_null(sch_cache_assumed_node(f->cache, "ns/b"));
+  assert_int_equal(ncalls, 2);
+  assert_int_equal(calls[1].verb, KC_PATCH_STRATEGIC);
+  assert_string_equal(calls[1].path, "ns/b/status");
+  json_t *cond =
+      json_array_get(json_object_get(json_object_get(calls[1].body, "status"), "conditions"), 0);
+  assert_string_equal(json_string_value(json_object_get(cond, "type")), "PodScheduled");
+  assert_string_equal(json_string_value(json_object_get(cond, "status")), "False");
+  assert_string_equal(json_string_value(json_object_get(cond, "reason")), "SchedulerError");
+  assert_non_null(strstr(json_string_value(json_object_get(cond, "message")), "node n2 is full"));
+  answer(1, 0, NULL);
+  sch_binder_stats st;
+  sch_binder_get_stats(f->binder, &st);
+  assert_int_equal(st.failed, 1);
+  assert_int_equal(st.bound, 0);
+  assert_int_equal(f->done_err, 1);
+}
+
+/* A pod deleted meanwhile is not marked: there is nothing left to mark. */
+static void test_pod_gone(void **state) {
+  fixture *f = *state;
+  assume_and_bind(f, "c", NULL, "n1");
+  answer(0, KC_ENOTFOUND, "pods \"c\" not found");
+  assert_null(sch_cache_assumed_node(f->cache, "ns/c"));
+  assert_int_equal(ncalls, 1);
+  sch_binder_stats st;
+  sch_binder_get_stats(f->binder, &st);
+  assert_int_equal(st.gone, 1);
+  assert_int_equal(st.failed, 0);
+}
+
+/* Not the leader: nothing is written and the assumption goes. */
+static void test_not_leader_sends_nothing(void **state) {
+  fixture *f = *state;
+  f->leader = false;
+  assume_and_bind(f, "d", NULL, "n1");
+  assert_int_equal(ncalls, 0);
+  assert_null(sch_cache_assumed_node(f->cache, "ns/d"));
+}
+
+/* A call the client cannot even start is a failed bind, rolled back at once. */
+static void test_call_not_sent(void **state) {
+  fixture *f = *state;
+  refuse_with = KC_ENOMEM;
+  assume_and_bind(f, "e", NULL, "n1");
+  assert_null(sch_cache_assumed_node(f->cache, "ns/e"));
+  sch_binder_stats st;
+  sch_binder_get_stats(f->binder, &st);
+  assert_int_equal(st.failed, 1);
+  assert_int_equal(st.sent, 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_bind_success, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_bind_failure_rolls_back, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_pod_gone, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_not_leader_sends_nothing, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_call_not_sent, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
