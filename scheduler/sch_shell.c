@@ -1184,8 +1184,8 @@ static void early_cb(uv_timer_t *t) {
   session_now(container_of(t, sch_shell, early));
 }
 
-/* The cache's hook: new work arms the early timer (one session at a time: a session runs to
- * its end on this thread, and the timer is armed at most once). */
+/* The cache's hook: new work arms the early timer (armed at most once; one session at a time:
+ * an early session due while one is in flight is left to the period). */
 static void cache_changed(sch_cache_kind kind, const void *old_obj, const void *new_obj, void *ud) {
   sch_shell *sh = ud;
   if (sh->closing || sh->opt.early_session_ns <= 0 || uv_is_active((uv_handle_t *)&sh->early) ||
