@@ -253,8 +253,8 @@ static int parse_field(const char *s, size_t n, const bounds *r, uint64_t *out, 
   return 0;
 }
 
-/* Go's time.ParseDuration, to whole milliseconds (enough for @every, which keeps seconds). */
-static int go_duration(const char *s, int64_t *out_ms, char *err, size_t errlen) {
+/* Go's time.ParseDuration (see ctl_cron.h). */
+int ctl_go_duration(const char *s, int64_t *out_ms, char *err, size_t errlen) {
   const char *orig = s;
   bool neg = false;
   if (*s == '-' || *s == '+')
@@ -329,7 +329,7 @@ static int parse_descriptor(const char *spec, ctl_cron *c, char *err, size_t err
   } else if (!strncmp(spec, "@every ", 7)) {
     int64_t ms = 0;
     char derr[200];
-    if (go_duration(spec + 7, &ms, derr, sizeof(derr)))
+    if (ctl_go_duration(spec + 7, &ms, derr, sizeof(derr)))
       return kc_errorf(err, errlen, KC_EPARSE, "failed to parse duration %s: %s", spec, derr);
     /* robfig: at least a second, and whole seconds. */
     c->every_ms = ms < 1000 ? 1000 : ms - ms % 1000;
