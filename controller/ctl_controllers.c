@@ -12,6 +12,8 @@ extern const ctl_controller_def ctl_cronjob_controller;
 extern const ctl_controller_def ctl_queue_controller;
 extern const ctl_controller_def ctl_gc_controller;
 extern const ctl_controller_def ctl_pg_controller;
+extern const ctl_controller_def ctl_jobflow_controller;
+extern const ctl_controller_def ctl_jobtemplate_controller;
 
 /* Start order is Volcano's registration order; add a controller here. */
 const ctl_controller_def *const ctl_controllers[] = {
@@ -20,6 +22,8 @@ const ctl_controller_def *const ctl_controllers[] = {
     &ctl_pg_controller,
     &ctl_queue_controller,
     &ctl_gc_controller,
+    &ctl_jobflow_controller,
+    &ctl_jobtemplate_controller,
     NULL,
 };
 

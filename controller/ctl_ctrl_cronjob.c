@@ -7,6 +7,7 @@
  * --cronjob-test-clock-speed (tests only) makes the controller's clock run faster than the
  * wall clock from its start, so an end-to-end test sees an every-minute CronJob fire every
  * second or two. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

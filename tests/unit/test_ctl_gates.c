@@ -57,7 +57,8 @@ static void test_check(void **state) {
 }
 
 static void test_unknown(void **state) {
-  const char *known[] = {"job-controller", "queue-controller", "cronjob-controller", NULL};
+  const char *known[] = {"job-controller", "queue-controller", "cronjob-controller",
+                         "jobflow-controller", NULL};
   const char *v[] = {"*", "-queue-controller", "+cronjob-controller", "job-controler"};
   assert_string_equal(ctl_controllers_unknown(v, N(v), known), "job-controler");
   const char *w[] = {"job-controller", "-jobflow-controller"};
