@@ -57,6 +57,14 @@ YAML
 
 phase_of() { jsonpath "vcjob/$2" '{.status.state.phase}' "$1"; }
 
+# diag NS: what the flows, Jobs and pods of NS look like (printed when a wait fails).
+diag() {
+  {
+    kubectl get jf,vcjob,podgroups,pods -n "$1" -o wide
+    kubectl get events -n "$1" --sort-by=.lastTimestamp | tail -15
+  } 2>&1 | sed 's/^/      /' >&2
+}
+
 # watch_order NS FLOW DEPS...: DEPS are "job:dep1,dep2"; every Job, when first seen, must find
 # its dependencies Completed already; returns once all have been seen.
 watch_order() {
@@ -85,6 +93,7 @@ test_diamond_runs_in_order_and_reports_phases() {
   local ns t
   ns=$(new_namespace flow-diamond)
   for t in a b c d; do template "$ns" "$t"; done
+  trap 'diag "$ns"' EXIT
   kubectl apply -n "$ns" -f - >/dev/null <<'YAML'
 apiVersion: flow.volcano.sh/v1alpha1
 kind: JobFlow
@@ -120,6 +129,7 @@ YAML
     grep -q 'create a job named diamond-d!' || fail "no Created event for diamond-d"
   wait_jsonpath 30 jt/b '{.status.jobDependsOnList[*]}' diamond-b "$ns"
   expect_eq 4 "$(kubectl get vcjob -n "$ns" --no-headers | wc -l)" "Jobs kept (retain)"
+  trap - EXIT
   kubectl delete namespace "$ns" --wait=false >/dev/null
 }
 
@@ -140,9 +150,11 @@ spec:
   - name: second
     dependsOn: {targets: [first]}
 YAML
+  trap 'diag "$ns"' EXIT
   wait_for 90 "tidy-second" kubectl get vcjob -n "$ns" tidy-second
   wait_jsonpath 90 jf/tidy '{.status.state.phase}' Succeed "$ns"
   wait_for 30 "the Jobs deleted" bash -c "[ \$(kubectl get vcjob -n $ns --no-headers 2>/dev/null | wc -l) -eq 0 ]"
+  trap - EXIT
   kubectl delete namespace "$ns" --wait=false >/dev/null
 }
 
