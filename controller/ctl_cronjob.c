@@ -5,7 +5,6 @@
  * created. */
 #include "ctl_cronjob.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,25 +12,9 @@
 #include "ctl_cron.h"
 #include "kc_codec.h"
 #include "kc_error.h"
+#include "ctl_note.h"
 
-static const char *jstr(const json_t *o, const char *k) {
-  const char *s = json_string_value(json_object_get(o, k));
-  return s ? s : "";
-}
-
-static void event(ctl_cj_plan *p, const char *type, const char *reason, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void event(ctl_cj_plan *p, const char *type, const char *reason, const char *fmt, ...) {
-  if (p->nev >= CTL_CJ_MAX_EVENTS)
-    return;
-  ctl_cj_event *e = &p->ev[p->nev++];
-  snprintf(e->type, sizeof(e->type), "%s", type);
-  snprintf(e->reason, sizeof(e->reason), "%s", reason);
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(e->message, sizeof(e->message), fmt, ap);
-  va_end(ap);
-}
+#define NOTE(p, ...) ctl_note_add((p)->ev, &(p)->nev, CTL_CJ_MAX_EVENTS, __VA_ARGS__)
 
 bool ctl_cj_finished(const char *phase) {
   return !strcmp(phase, "Completed") || !strcmp(phase, "Failed") || !strcmp(phase, "Terminated");
@@ -42,15 +25,15 @@ static ssize_t active_index_uid(const json_t *active, const char *uid) {
   json_t *r;
   if (!*uid)
     return -1;
-  json_array_foreach(active, i, r) if (!strcmp(jstr(r, "uid"), uid)) return (ssize_t)i;
+  json_array_foreach(active, i, r) if (!strcmp(ctl_jstr(r, "uid"), uid)) return (ssize_t)i;
   return -1;
 }
 
 static bool active_has_name(const json_t *active, const char *ns, const char *name) {
   size_t i;
   json_t *r;
-  json_array_foreach(active, i, r) if (!strcmp(jstr(r, "name"), name) &&
-                                       !strcmp(jstr(r, "namespace"), ns)) return true;
+  json_array_foreach(active, i, r) if (!strcmp(ctl_jstr(r, "name"), name) &&
+                                       !strcmp(ctl_jstr(r, "namespace"), ns)) return true;
   return false;
 }
 
@@ -109,7 +92,7 @@ static int finished_jobs(const json_t *spec, json_t *active, const ctl_cj_job *j
     ssize_t at = active_index_uid(active, j->uid);
     if (at >= 0) {
       json_array_remove(active, (size_t)at);
-      event(p, "Normal", "SawCompletedJob", "Saw completed job: %s in active, remove", j->name);
+      NOTE(p, "Normal", "SawCompletedJob", "Saw completed job: %s in active, remove", j->name);
       p->write_status = true;
     }
     if (!strcmp(j->phase, "Completed")) {
@@ -145,22 +128,22 @@ static void orphans_and_stale(const json_t *cj, json_t *active, const ctl_cj_job
                               ctl_cj_lookup_fn lookup, void *ud, ctl_cj_plan *p) {
   for (size_t i = 0; i < n; i++)
     if (active_index_uid(active, jobs[i].uid) < 0 && !ctl_cj_finished(jobs[i].phase))
-      event(p, "Warning", "OrphanedJob",
+      NOTE(p, "Warning", "OrphanedJob",
             "Detected orphaned job forgotted or not managed by controller: %s (UID: %s)",
             jobs[i].name, jobs[i].uid);
-  const char *ns = jstr(json_object_get(cj, "metadata"), "namespace");
+  const char *ns = ctl_jstr(json_object_get(cj, "metadata"), "namespace");
   for (size_t i = 0; i < json_array_size(active);) {
     json_t *r = json_array_get(active, i);
-    const char *uid = jstr(r, "uid"), *name = jstr(r, "name");
+    const char *uid = ctl_jstr(r, "uid"), *name = ctl_jstr(r, "name");
     bool managed = false;
     for (size_t k = 0; k < n && !managed; k++)
       managed = !strcmp(jobs[k].uid, uid);
-    const char *have = managed ? uid : lookup(ud, *jstr(r, "namespace") ? jstr(r, "namespace") : ns, name);
+    const char *have = managed ? uid : lookup(ud, *ctl_jstr(r, "namespace") ? ctl_jstr(r, "namespace") : ns, name);
     if (!have) {
-      event(p, "Warning", "StaleReference", "Active job \"%s\" no longer exists (UID: %s)", name,
+      NOTE(p, "Warning", "StaleReference", "Active job \"%s\" no longer exists (UID: %s)", name,
             uid);
     } else if (strcmp(have, uid) != 0) {
-      event(p, "Warning", "StaleReference",
+      NOTE(p, "Warning", "StaleReference",
             "Active job reference \"%s\" points to a different UID (expected: %s, actual: %s)",
             name, uid, have);
     } else {
@@ -178,7 +161,7 @@ static json_t *job_from_template(const json_t *cj, int64_t scheduled_ms, const c
   const json_t *tmpl = json_object_get(json_object_get(cj, "spec"), "jobTemplate");
   const json_t *tmeta = json_object_get(tmpl, "metadata");
   char name[CTL_NAME_MAX + 24], when[48];
-  snprintf(name, sizeof(name), "%s-%lld", jstr(meta, "name"),
+  snprintf(name, sizeof(name), "%s-%lld", ctl_jstr(meta, "name"),
            (long long)(scheduled_ms / 1000 / 60));
   if (ctl_cron_rfc3339(scheduled_ms, tz, when, sizeof(when)))
     return NULL;
@@ -187,9 +170,9 @@ static json_t *job_from_template(const json_t *cj, int64_t scheduled_ms, const c
   ann = json_is_object(ann) ? json_deep_copy(ann) : json_object();
   json_object_set_new(ann, CTL_CJ_SCHEDULED_ANNOTATION, json_string(when));
   json_t *m = json_pack("{s:s, s:s, s:o, s:[{s:s, s:s, s:s, s:s, s:b, s:b}]}", "name", name,
-                        "namespace", jstr(meta, "namespace"), "annotations", ann,
+                        "namespace", ctl_jstr(meta, "namespace"), "annotations", ann,
                         "ownerReferences", "apiVersion", CTL_CJ_API, "kind", "CronJob", "name",
-                        jstr(meta, "name"), "uid", jstr(meta, "uid"), "controller", 1,
+                        ctl_jstr(meta, "name"), "uid", ctl_jstr(meta, "uid"), "controller", 1,
                         "blockOwnerDeletion", 1);
   if (!m)
     return NULL;
@@ -203,31 +186,31 @@ static json_t *job_from_template(const json_t *cj, int64_t scheduled_ms, const c
 /* From the zone check to the Job to create (the part that runs unless suspended). */
 static int schedule(const json_t *cj, json_t *active, int64_t now_ms, ctl_cj_plan *p) {
   const json_t *spec = json_object_get(cj, "spec"), *meta = json_object_get(cj, "metadata");
-  const char *sched = jstr(spec, "schedule");
+  const char *sched = ctl_jstr(spec, "schedule");
   json_t *tzj = json_object_get(spec, "timeZone");
   const char *tz = json_string_value(tzj);
   char err[256], full[512];
   if (tz && ctl_tz_check(tz, err, sizeof(err))) {
-    event(p, "Warning", "InvalidTimeZone", "Invalid time zone \"%s\": %s", tz, err);
+    NOTE(p, "Warning", "InvalidTimeZone", "Invalid time zone \"%s\": %s", tz, err);
     p->err = kc_errorf(p->errmsg, sizeof(p->errmsg), KC_EINVAL, "%s", err);
     return 0;
   }
   bool tz_in;
   ctl_cron c;
   if (ctl_cron_format(sched, tz, full, sizeof(full), &tz_in) == 0 && tz_in)
-    event(p, "Warning", "UnsupportedSchedule",
+    NOTE(p, "Warning", "UnsupportedSchedule",
           "CRON_TZ or TZ in the schedule \"%s\" is not officially supported. If set, the "
           "TimeZone field will be ignored during execution.",
           sched);
   if (ctl_cron_parse(full, &c, err, sizeof(err))) {
-    event(p, "Warning", "UnParseableCronJobSchedule", "unparseable schedule for cronjob: %s",
+    NOTE(p, "Warning", "UnParseableCronJobSchedule", "unparseable schedule for cronjob: %s",
           sched);
     p->err = kc_errorf(p->errmsg, sizeof(p->errmsg), KC_EPARSE, "%s", err);
     return 0;
   }
   json_t *dl = json_object_get(spec, "startingDeadlineSeconds");
-  ctl_cron_times t = {time_ms(jstr(meta, "creationTimestamp")),
-                      time_ms(jstr(p->status, "lastScheduleTime")),
+  ctl_cron_times t = {time_ms(ctl_jstr(meta, "creationTimestamp")),
+                      time_ms(ctl_jstr(p->status, "lastScheduleTime")),
                       json_is_integer(dl) ? json_integer_value(dl) : -1};
   if (t.created_ms == CTL_CRON_NEVER)
     t.created_ms = 0;
@@ -235,7 +218,7 @@ static int schedule(const json_t *cj, json_t *active, int64_t now_ms, ctl_cj_pla
   ctl_missed missed;
   if (ctl_cron_most_recent(&c, &t, now_ms, true, &earliest, &recent, &missed, err,
                            sizeof(err))) {
-    event(p, "Warning", "InvalidSchedule", "Error getting schedule time: %s", err);
+    NOTE(p, "Warning", "InvalidSchedule", "Error getting schedule time: %s", err);
     p->err = kc_errorf(p->errmsg, sizeof(p->errmsg), KC_ERANGE, "%s", err);
     return 0;
   }
@@ -245,27 +228,27 @@ static int schedule(const json_t *cj, json_t *active, int64_t now_ms, ctl_cj_pla
     return 0;
   }
   if (missed == CTL_MISSED_MANY)
-    event(p, "Warning", "TooManyMissedTimes",
+    NOTE(p, "Warning", "TooManyMissedTimes",
           "too many missed start times. Set or decrease .spec.startingDeadlineSeconds or check "
           "clock skew");
   char name[CTL_NAME_MAX + 24];
-  snprintf(name, sizeof(name), "%s-%lld", jstr(meta, "name"), (long long)(recent / 60000));
-  if (active_has_name(active, jstr(meta, "namespace"), name) || t.last_schedule_ms == recent) {
+  snprintf(name, sizeof(name), "%s-%lld", ctl_jstr(meta, "name"), (long long)(recent / 60000));
+  if (active_has_name(active, ctl_jstr(meta, "namespace"), name) || t.last_schedule_ms == recent) {
     p->requeue_ms = ctl_cron_requeue_ms(&c, &t, now_ms);
     return 0;
   }
-  const char *policy = jstr(spec, "concurrencyPolicy");
+  const char *policy = ctl_jstr(spec, "concurrencyPolicy");
   if (!strcmp(policy, "Forbid") && json_array_size(active) > 0) {
-    event(p, "Warning", "ForbidConcurrent",
+    NOTE(p, "Warning", "ForbidConcurrent",
           "Skipping job creation because another job is already running");
     p->requeue_ms = ctl_cron_requeue_ms(&c, &t, now_ms);
     return 0;
   }
   if (!strcmp(policy, "Replace") && json_array_size(active) > 0) {
-    event(p, "Warning", "ReplaceConcurrent", "Replacing active job for CronJob");
+    NOTE(p, "Warning", "ReplaceConcurrent", "Replacing active job for CronJob");
     while (json_array_size(active) > 0) {
       json_t *r = json_array_get(active, 0);
-      int rc = add_delete(p, jstr(r, "name"), jstr(r, "uid"), true);
+      int rc = add_delete(p, ctl_jstr(r, "name"), ctl_jstr(r, "uid"), true);
       if (rc)
         return rc;
       json_array_remove(active, 0);
@@ -321,12 +304,12 @@ int ctl_cj_status_add_active(json_t *status, const json_t *job, int64_t schedule
   char when[48];
   if (!active || ctl_cron_rfc3339(scheduled_ms, "UTC", when, sizeof(when)))
     return KC_ENOMEM;
-  if (active_index_uid(active, jstr(m, "uid")) < 0 &&
+  if (active_index_uid(active, ctl_jstr(m, "uid")) < 0 &&
       json_array_append_new(active, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "kind", "Job",
-                                              "namespace", jstr(m, "namespace"), "name",
-                                              jstr(m, "name"), "uid", jstr(m, "uid"),
+                                              "namespace", ctl_jstr(m, "namespace"), "name",
+                                              ctl_jstr(m, "name"), "uid", ctl_jstr(m, "uid"),
                                               "apiVersion", CTL_CJ_API, "resourceVersion",
-                                              jstr(m, "resourceVersion"))))
+                                              ctl_jstr(m, "resourceVersion"))))
     return KC_ENOMEM;
   json_object_set_new(status, "lastScheduleTime", json_string(when));
   return 0;
@@ -341,8 +324,8 @@ bool ctl_cj_controlled_by(const json_t *job, const char *cron_uid, char *owner, 
     if (!json_is_true(json_object_get(r, "controller")))
       continue;
     if (owner && cap)
-      snprintf(owner, cap, "%s", jstr(r, "name"));
-    return !strcmp(jstr(r, "kind"), "CronJob") && !strcmp(jstr(r, "uid"), cron_uid);
+      snprintf(owner, cap, "%s", ctl_jstr(r, "name"));
+    return !strcmp(ctl_jstr(r, "kind"), "CronJob") && !strcmp(ctl_jstr(r, "uid"), cron_uid);
   }
   return false;
 }

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "ctl_job.h"
+#include "ctl_note.h"
 
 #define CTL_CJ_API "batch.volcano.sh/v1alpha1"
 #define CTL_CJ_SCHEDULED_ANNOTATION "volcano.sh/cronjob-scheduled-timestamp"
@@ -28,11 +29,7 @@ typedef struct {
 /* The uid of the Job ns/name, or NULL when there is none (a lister Get). */
 typedef const char *(*ctl_cj_lookup_fn)(void *ud, const char *ns, const char *name);
 
-typedef struct {
-  char type[8]; /* Normal, Warning */
-  char reason[40];
-  char message[600];
-} ctl_cj_event;
+typedef ctl_note ctl_cj_event;
 
 typedef struct {
   char name[CTL_NAME_MAX];

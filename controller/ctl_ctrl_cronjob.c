@@ -15,6 +15,8 @@
 
 #include "ctl_controllers.h"
 #include "ctl_cronjob.h"
+#include "ctl_mini.h"
+#include "ctl_note.h"
 #include "ctl_overlay.h"
 #include "kc_codec.h"
 #include "kc_error.h"
@@ -48,11 +50,7 @@ typedef struct {
   kc_strmap expect;  /* Job key -> cj_job we created, until the watch shows it */
   bool synced, stopping;
   int inflight;
-  uv_timer_t stop_timer;
-  bool stop_timer_init;
-  void (*stop_done)(void *);
-  void *stop_ud;
-  uint64_t stop_deadline;
+  ctl_drain drain;
   double speed;
   int64_t origin_ms;
   uint64_t syncs, created, deleted, status_writes, errors;
@@ -82,10 +80,6 @@ static int64_t now_ms(const cron_ctl *c) {
   return c->speed == 1.0 ? w : c->origin_ms + (int64_t)((double)(w - c->origin_ms) * c->speed);
 }
 
-static const char *jstr(const json_t *o, const char *k) {
-  const char *s = json_string_value(json_object_get(o, k));
-  return s ? s : "";
-}
 
 /* ---- the Job summary (the informer's transform) ---- */
 
@@ -98,21 +92,21 @@ static void *decode_job(json_t *obj, void *ud, char *err, size_t errlen) {
     kc_errorf(err, errlen, KC_ENOMEM, "out of memory");
     return NULL;
   }
-  snprintf(j->j.name, sizeof(j->j.name), "%s", jstr(m, "name"));
-  snprintf(j->j.uid, sizeof(j->j.uid), "%s", jstr(m, "uid"));
-  snprintf(j->ns, sizeof(j->ns), "%s", jstr(m, "namespace"));
-  snprintf(j->j.phase, sizeof(j->j.phase), "%s", jstr(state, "phase"));
-  snprintf(j->j.finished_at, sizeof(j->j.finished_at), "%s", jstr(state, "lastTransitionTime"));
+  snprintf(j->j.name, sizeof(j->j.name), "%s", ctl_jstr(m, "name"));
+  snprintf(j->j.uid, sizeof(j->j.uid), "%s", ctl_jstr(m, "uid"));
+  snprintf(j->ns, sizeof(j->ns), "%s", ctl_jstr(m, "namespace"));
+  snprintf(j->j.phase, sizeof(j->j.phase), "%s", ctl_jstr(state, "phase"));
+  snprintf(j->j.finished_at, sizeof(j->j.finished_at), "%s", ctl_jstr(state, "lastTransitionTime"));
   int64_t ms;
-  if (kc_rfc3339_parse(jstr(m, "creationTimestamp"), &ms) == 0)
+  if (kc_rfc3339_parse(ctl_jstr(m, "creationTimestamp"), &ms) == 0)
     j->j.created_ms = ms;
   size_t i;
   json_t *r;
   json_array_foreach(json_object_get(m, "ownerReferences"), i, r) {
-    if (json_is_true(json_object_get(r, "controller")) && !strcmp(jstr(r, "kind"), "CronJob") &&
-        !strcmp(jstr(r, "apiVersion"), CTL_CJ_API)) {
-      snprintf(j->owner, sizeof(j->owner), "%s", jstr(r, "name"));
-      snprintf(j->owner_uid, sizeof(j->owner_uid), "%s", jstr(r, "uid"));
+    if (json_is_true(json_object_get(r, "controller")) && !strcmp(ctl_jstr(r, "kind"), "CronJob") &&
+        !strcmp(ctl_jstr(r, "apiVersion"), CTL_CJ_API)) {
+      snprintf(j->owner, sizeof(j->owner), "%s", ctl_jstr(r, "name"));
+      snprintf(j->owner_uid, sizeof(j->owner_uid), "%s", ctl_jstr(r, "uid"));
     }
   }
   return j;
@@ -136,7 +130,7 @@ static void enqueue_owner(cron_ctl *c, const cj_job *j) {
   char key[2 * CTL_NAME_MAX];
   snprintf(key, sizeof(key), "%s/%s", j->ns, j->owner);
   const json_t *cj = kc_store_get(kc_informer_store(c->inf_cj), key);
-  if (cj && !strcmp(jstr(json_object_get(cj, "metadata"), "uid"), j->owner_uid))
+  if (cj && !strcmp(ctl_jstr(json_object_get(cj, "metadata"), "uid"), j->owner_uid))
     kc_workqueue_add(c->q, key);
 }
 
@@ -260,17 +254,9 @@ static ctl_cj_job *owned_jobs(cron_ctl *c, const char *key, const char *uid, siz
 static void op_event(cj_op *op, const char *type, const char *reason, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static void op_event(cj_op *op, const char *type, const char *reason, const char *fmt, ...) {
-  const json_t *m = json_object_get(op->cj, "metadata");
-  kc_object_ref ref = {.kind = "CronJob",
-                       .namespace = jstr(m, "namespace"),
-                       .name = jstr(m, "name"),
-                       .uid = jstr(m, "uid"),
-                       .api_version = CTL_CJ_API,
-                       .resource_version = jstr(m, "resourceVersion")};
   va_list ap;
   va_start(ap, fmt);
-  if (op->c->env.events)
-    kc_event_vrecord(op->c->env.events, &ref, type, reason, fmt, ap);
+  ctl_mini_vevent(op->c->env.events, "CronJob", CTL_CJ_API, op->cj, type, reason, fmt, ap);
   va_end(ap);
 }
 
@@ -303,7 +289,7 @@ static void status_done(const kc_api_result *res, void *data) {
     if (w) {
       w->obj = json_incref(res->obj);
       snprintf(w->rv, sizeof(w->rv), "%s",
-               jstr(json_object_get(res->obj, "metadata"), "resourceVersion"));
+               ctl_jstr(json_object_get(res->obj, "metadata"), "resourceVersion"));
       w->at_ns = uv_hrtime();
       void *old = NULL;
       if (kc_strmap_put(&c->written, op->key, w, &old) == 0 && old) {
@@ -332,7 +318,7 @@ static void write_status(cj_op *op) {
   json_t *body = json_deep_copy(op->cj);
   const json_t *m = json_object_get(op->cj, "metadata");
   kc_ref ref = {.group = "batch.volcano.sh", .version = "v1alpha1", .resource = "cronjobs",
-                .namespace = jstr(m, "namespace"), .name = jstr(m, "name"),
+                .namespace = ctl_jstr(m, "namespace"), .name = ctl_jstr(m, "name"),
                 .subresource = "status"};
   int rc = body ? json_object_set(body, "status", op->plan.status) : KC_ENOMEM;
   if (rc == 0)
@@ -351,7 +337,7 @@ static void remember_created(cj_op *op, const json_t *job) {
     return;
   e->seen_ns = (int64_t)uv_hrtime();
   char key[2 * CTL_NAME_MAX];
-  snprintf(key, sizeof(key), "%s/%s", jstr(m, "namespace"), jstr(m, "name"));
+  snprintf(key, sizeof(key), "%s/%s", ctl_jstr(m, "namespace"), ctl_jstr(m, "name"));
   void *old = NULL;
   if (kc_strmap_put(&op->c->expect, key, e, &old) != 0)
     free(e);
@@ -360,16 +346,16 @@ static void remember_created(cj_op *op, const json_t *job) {
 
 static void got_existing(const kc_api_result *res, void *data) {
   cj_op *op = data;
-  const char *uid = jstr(json_object_get(op->cj, "metadata"), "uid");
+  const char *uid = ctl_jstr(json_object_get(op->cj, "metadata"), "uid");
   char owner[CTL_NAME_MAX];
   if (res->err) {
     op->err = res->err;
   } else if (!ctl_cj_controlled_by(res->obj, uid, owner, sizeof(owner))) {
     op_event(op, KC_EVENT_WARNING, "ForeignJob",
              "Job %s exists but is not owned by this CronJob (current owner: %s)",
-             jstr(json_object_get(res->obj, "metadata"), "name"), owner);
+             ctl_jstr(json_object_get(res->obj, "metadata"), "name"), owner);
   } else if (!ctl_cj_finished(
-                 jstr(json_object_get(json_object_get(res->obj, "status"), "state"), "phase"))) {
+                 ctl_jstr(json_object_get(json_object_get(res->obj, "status"), "state"), "phase"))) {
     ctl_cj_status_add_active(op->plan.status, res->obj, op->plan.scheduled_ms);
     op->plan.write_status = true;
   }
@@ -380,8 +366,8 @@ static bool namespace_terminating(const json_t *st) {
   size_t i;
   json_t *cause;
   json_array_foreach(json_object_get(json_object_get(st, "details"), "causes"), i, cause)
-    if (!strcmp(jstr(cause, "reason"), "NamespaceTerminating") ||
-        !strcmp(jstr(cause, "type"), "NamespaceTerminating"))
+    if (!strcmp(ctl_jstr(cause, "reason"), "NamespaceTerminating") ||
+        !strcmp(ctl_jstr(cause, "type"), "NamespaceTerminating"))
       return true;
   return false;
 }
@@ -394,19 +380,19 @@ static void created(const kc_api_result *res, void *data) {
     op->c->created++;
     remember_created(op, res->obj);
     op_event(op, KC_EVENT_NORMAL, "SuccessfulCreate", "Created job %s for CronJob %s/%s",
-             jstr(json_object_get(res->obj, "metadata"), "name"), jstr(m, "namespace"),
-             jstr(m, "name"));
+             ctl_jstr(json_object_get(res->obj, "metadata"), "name"), ctl_jstr(m, "namespace"),
+             ctl_jstr(m, "name"));
     ctl_cj_status_add_active(op->plan.status, res->obj, op->plan.scheduled_ms);
     op->plan.write_status = true;
   } else if (res->err == KC_EALREADYEXISTS) {
     kc_ref ref = {.group = "batch.volcano.sh", .version = "v1alpha1", .resource = "jobs",
-                  .namespace = jstr(jm, "namespace"), .name = jstr(jm, "name")};
+                  .namespace = ctl_jstr(jm, "namespace"), .name = ctl_jstr(jm, "name")};
     if (kc_api_call(op->c->env.client, KC_GET, &ref, NULL, NULL, got_existing, op) == 0)
       return;
     op->err = KC_EINVAL;
   } else if (namespace_terminating(res->obj)) {
     op_event(op, KC_EVENT_WARNING, "NamespaceTerminating",
-             "Namespace %s is terminating, skipping job creation", jstr(m, "namespace"));
+             "Namespace %s is terminating, skipping job creation", ctl_jstr(m, "namespace"));
     op->err = res->err;
   } else {
     op_event(op, KC_EVENT_WARNING, "FailedCreate", "Failed to create job: %s", res->message);
@@ -425,7 +411,7 @@ static void create_job(cj_op *op) {
   }
   const json_t *jm = json_object_get(op->plan.create, "metadata");
   kc_ref ref = {.group = "batch.volcano.sh", .version = "v1alpha1", .resource = "jobs",
-                .namespace = jstr(jm, "namespace")};
+                .namespace = ctl_jstr(jm, "namespace")};
   int rc = kc_api_call(op->c->env.client, KC_CREATE, &ref, NULL, op->plan.create, created, op);
   if (rc) {
     op->err = rc;
@@ -475,7 +461,7 @@ static void run_plan(cj_op *op) {
     d->op = op;
     d->i = i;
     kc_ref ref = {.group = "batch.volcano.sh", .version = "v1alpha1", .resource = "jobs",
-                  .namespace = jstr(m, "namespace"), .name = op->plan.del[i].name};
+                  .namespace = ctl_jstr(m, "namespace"), .name = op->plan.del[i].name};
     kc_query q = {.precondition_uid = op->plan.del[i].uid,
                   .propagation_policy = "Background"};
     op->pending++;
@@ -501,7 +487,7 @@ static void process(kc_workqueue *q, const char *key, void *ud) {
   c->syncs++;
   cj_op *op = calloc(1, sizeof(*op));
   size_t n = 0;
-  ctl_cj_job *jobs = op ? owned_jobs(c, key, jstr(m, "uid"), &n) : NULL;
+  ctl_cj_job *jobs = op ? owned_jobs(c, key, ctl_jstr(m, "uid"), &n) : NULL;
   if (!op || !jobs) {
     free(op);
     free(jobs);
@@ -580,17 +566,6 @@ static bool cron_synced(const void *p) {
   return ((const cron_ctl *)p)->synced;
 }
 
-static void stop_timer_cb(uv_timer_t *t) {
-  cron_ctl *c = t->data;
-  if (c->inflight > 0 && uv_now(t->loop) < c->stop_deadline)
-    return;
-  uv_timer_stop(t);
-  if (c->stop_done) {
-    void (*done)(void *) = c->stop_done;
-    c->stop_done = NULL;
-    done(c->stop_ud);
-  }
-}
 
 static void cron_stop(void *p, uint64_t deadline_ms, void (*done)(void *), void *ud) {
   cron_ctl *c = p;
@@ -601,13 +576,7 @@ static void cron_stop(void *p, uint64_t deadline_ms, void (*done)(void *), void 
   kc_informer_free(c->inf_job);
   c->inf_cj = c->inf_job = NULL;
   kc_workqueue_shutdown(c->q);
-  c->stop_done = done;
-  c->stop_ud = ud;
-  c->stop_deadline = uv_now(c->env.loop) + deadline_ms;
-  uv_timer_init(c->env.loop, &c->stop_timer);
-  c->stop_timer.data = c;
-  c->stop_timer_init = true;
-  uv_timer_start(&c->stop_timer, stop_timer_cb, 0, 20);
+  ctl_drain_start(&c->drain, c->env.loop, &c->inflight, deadline_ms, done, ud);
 }
 
 static void free_written(void *v) {
@@ -616,9 +585,6 @@ static void free_written(void *v) {
   free(w);
 }
 
-static void free_after_close(uv_handle_t *h) {
-  free(h->data);
-}
 
 static void cron_free(void *p) {
   cron_ctl *c = p;
@@ -634,13 +600,7 @@ static void cron_free(void *p) {
   kc_workqueue_free(c->q);
   kc_strmap_close(&c->written, free_written);
   kc_strmap_close(&c->expect, free);
-  /* Writes still in flight keep their op (abandoned, as the job controller's are). */
-  if (c->stop_timer_init) {
-    c->stop_timer.data = c;
-    uv_close((uv_handle_t *)&c->stop_timer, free_after_close);
-  } else {
-    free(c);
-  }
+  ctl_drain_free_owner(&c->drain, c);
 }
 
 const ctl_controller_def ctl_cronjob_controller = {

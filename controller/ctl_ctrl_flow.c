@@ -12,6 +12,8 @@
 
 #include "ctl_controllers.h"
 #include "ctl_jobflow.h"
+#include "ctl_mini.h"
+#include "ctl_note.h"
 #include "ctl_overlay.h"
 #include "kc_error.h"
 #include "kc_events.h"
@@ -30,11 +32,7 @@ typedef struct {
   kc_strmap written; /* key -> the object our status write returned (json_t, new ref) */
   bool synced, stopping;
   int inflight;
-  uv_timer_t stop_timer;
-  bool stop_timer_init;
-  void (*stop_done)(void *);
-  void *stop_ud;
-  uint64_t stop_deadline;
+  ctl_drain drain;
   uint64_t syncs, created, deleted, status_writes, errors;
 } flow_ctl;
 
@@ -49,10 +47,6 @@ typedef struct {
   char errmsg[300];
 } flow_op;
 
-static const char *jstr(const json_t *o, const char *k) {
-  const char *s = json_string_value(json_object_get(o, k));
-  return s ? s : "";
-}
 
 static kc_informer *main_inf(const flow_ctl *c) {
   return c->flows ? c->inf_flow : c->inf_tmpl;
@@ -69,18 +63,18 @@ static void *decode_job(json_t *obj, void *ud, char *err, size_t errlen) {
     kc_errorf(err, errlen, KC_ENOMEM, "out of memory");
     return NULL;
   }
-  snprintf(j->ns, sizeof(j->ns), "%s", jstr(m, "namespace"));
-  snprintf(j->name, sizeof(j->name), "%s", jstr(m, "name"));
-  snprintf(j->phase, sizeof(j->phase), "%s", jstr(json_object_get(st, "state"), "phase"));
-  snprintf(j->created, sizeof(j->created), "%s", jstr(m, "creationTimestamp"));
-  snprintf(j->by_template, sizeof(j->by_template), "%s", jstr(labels, CTL_JF_BY_TEMPLATE));
-  snprintf(j->by_flow, sizeof(j->by_flow), "%s", jstr(labels, CTL_JF_BY_FLOW));
+  snprintf(j->ns, sizeof(j->ns), "%s", ctl_jstr(m, "namespace"));
+  snprintf(j->name, sizeof(j->name), "%s", ctl_jstr(m, "name"));
+  snprintf(j->phase, sizeof(j->phase), "%s", ctl_jstr(json_object_get(st, "state"), "phase"));
+  snprintf(j->created, sizeof(j->created), "%s", ctl_jstr(m, "creationTimestamp"));
+  snprintf(j->by_template, sizeof(j->by_template), "%s", ctl_jstr(labels, CTL_JF_BY_TEMPLATE));
+  snprintf(j->by_flow, sizeof(j->by_flow), "%s", ctl_jstr(labels, CTL_JF_BY_FLOW));
   size_t i;
   json_t *r;
   json_array_foreach(json_object_get(m, "ownerReferences"), i, r) {
-    if (json_is_true(json_object_get(r, "controller")) && !strcmp(jstr(r, "kind"), "JobFlow") &&
-        strstr(jstr(r, "apiVersion"), "volcano"))
-      snprintf(j->flow_owner, sizeof(j->flow_owner), "%s", jstr(r, "name"));
+    if (json_is_true(json_object_get(r, "controller")) && !strcmp(ctl_jstr(r, "kind"), "JobFlow") &&
+        strstr(ctl_jstr(r, "apiVersion"), "volcano"))
+      snprintf(j->flow_owner, sizeof(j->flow_owner), "%s", ctl_jstr(r, "name"));
   }
   j->status = json_pack("{}");
   static const char *const keep[] = {"runningDuration", "taskStatusCount", "retryCount"};
@@ -143,8 +137,8 @@ static void on_main_add(const char *key, void *obj, void *ud) {
 static void on_flow_update(const char *key, void *o, void *n, void *ud) {
   (void)o;
   const json_t *f = n;
-  if (!strcmp(jstr(json_object_get(json_object_get(f, "status"), "state"), "phase"), "Succeed") &&
-      !strcmp(jstr(json_object_get(f, "spec"), "jobRetainPolicy"), "delete"))
+  if (!strcmp(ctl_jstr(json_object_get(json_object_get(f, "status"), "state"), "phase"), "Succeed") &&
+      !strcmp(ctl_jstr(json_object_get(f, "spec"), "jobRetainPolicy"), "delete"))
     on_main_add(key, n, ud);
 }
 
@@ -181,7 +175,7 @@ static const json_t *newest(flow_ctl *c, const char *key) {
     return cached;
   const char *rv = kc_store_rv(st, key);
   if (!cached || !rv ||
-      ctl_rv_cmp(rv, jstr(json_object_get(w, "metadata"), "resourceVersion")) >= 0) {
+      ctl_rv_cmp(rv, ctl_jstr(json_object_get(w, "metadata"), "resourceVersion")) >= 0) {
     void *old;
     kc_strmap_del(&c->written, key, &old);
     json_decref(old);
@@ -229,17 +223,10 @@ static const ctl_jf_job **labelled(flow_ctl *c, const char *index, const char *n
 static void op_event(flow_op *op, const char *type, const char *reason, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static void op_event(flow_op *op, const char *type, const char *reason, const char *fmt, ...) {
-  const json_t *m = json_object_get(op->obj, "metadata");
-  kc_object_ref ref = {.kind = op->c->flows ? "JobFlow" : "JobTemplate",
-                       .namespace = jstr(m, "namespace"),
-                       .name = jstr(m, "name"),
-                       .uid = jstr(m, "uid"),
-                       .api_version = CTL_JF_API,
-                       .resource_version = jstr(m, "resourceVersion")};
   va_list ap;
   va_start(ap, fmt);
-  if (op->c->env.events)
-    kc_event_vrecord(op->c->env.events, &ref, type, reason, fmt, ap);
+  ctl_mini_vevent(op->c->env.events, op->c->flows ? "JobFlow" : "JobTemplate", CTL_JF_API,
+                  op->obj, type, reason, fmt, ap);
   va_end(ap);
 }
 
@@ -304,7 +291,7 @@ static void write_status(flow_op *op) {
   const json_t *m = json_object_get(op->obj, "metadata");
   kc_ref ref = {.group = "flow.volcano.sh", .version = "v1alpha1",
                 .resource = op->c->flows ? "jobflows" : "jobtemplates",
-                .namespace = jstr(m, "namespace"), .name = jstr(m, "name"),
+                .namespace = ctl_jstr(m, "namespace"), .name = ctl_jstr(m, "name"),
                 .subresource = "status"};
   json_t *body = json_deep_copy(op->obj);
   int rc = body ? json_object_set(body, "status", st) : KC_ENOMEM;
@@ -325,7 +312,7 @@ typedef struct {
 static void created(const kc_api_result *res, void *data) {
   write_ctx *w = data;
   flow_op *op = w->op;
-  const char *name = jstr(json_object_get(op->plan.create[w->i], "metadata"), "name");
+  const char *name = ctl_jstr(json_object_get(op->plan.create[w->i], "metadata"), "name");
   free(w);
   if (res->err == 0) {
     op->c->created++;
@@ -351,7 +338,7 @@ static void deleted(const kc_api_result *res, void *data) {
 
 /* Creations and deletions all in flight together, then the status. */
 static void run_writes(flow_op *op) {
-  const char *ns = jstr(json_object_get(op->obj, "metadata"), "namespace");
+  const char *ns = ctl_jstr(json_object_get(op->obj, "metadata"), "namespace");
   bool fenced = op->c->env.leader && kc_leader_fence(op->c->env.leader);
   op->pending = 1;
   size_t total = op->plan.ncreate + op->plan.ndel;
@@ -389,8 +376,8 @@ static int64_t wall_ms(void) {
 static int plan_op(flow_ctl *c, flow_op *op) {
   const json_t *m = json_object_get(op->obj, "metadata");
   size_t n = 0;
-  const ctl_jf_job **jobs = labelled(c, c->flows ? "flow" : "template", jstr(m, "namespace"),
-                                     jstr(m, "name"), &n);
+  const ctl_jf_job **jobs = labelled(c, c->flows ? "flow" : "template", ctl_jstr(m, "namespace"),
+                                     ctl_jstr(m, "name"), &n);
   if (!jobs)
     return KC_ENOMEM;
   int rc = 0;
@@ -508,17 +495,6 @@ static bool flow_synced(const void *p) {
   return ((const flow_ctl *)p)->synced;
 }
 
-static void stop_timer_cb(uv_timer_t *t) {
-  flow_ctl *c = t->data;
-  if (c->inflight > 0 && uv_now(t->loop) < c->stop_deadline)
-    return;
-  uv_timer_stop(t);
-  if (c->stop_done) {
-    void (*done)(void *) = c->stop_done;
-    c->stop_done = NULL;
-    done(c->stop_ud);
-  }
-}
 
 static void flow_stop(void *p, uint64_t deadline_ms, void (*done)(void *), void *ud) {
   flow_ctl *c = p;
@@ -530,22 +506,13 @@ static void flow_stop(void *p, uint64_t deadline_ms, void (*done)(void *), void 
   kc_informer_free(c->inf_job);
   c->inf_flow = c->inf_tmpl = c->inf_job = NULL;
   kc_workqueue_shutdown(c->q);
-  c->stop_done = done;
-  c->stop_ud = ud;
-  c->stop_deadline = uv_now(c->env.loop) + deadline_ms;
-  uv_timer_init(c->env.loop, &c->stop_timer);
-  c->stop_timer.data = c;
-  c->stop_timer_init = true;
-  uv_timer_start(&c->stop_timer, stop_timer_cb, 0, 20);
+  ctl_drain_start(&c->drain, c->env.loop, &c->inflight, deadline_ms, done, ud);
 }
 
 static void free_written(void *v) {
   json_decref(v);
 }
 
-static void free_after_close(uv_handle_t *h) {
-  free(h->data);
-}
 
 static void flow_free(void *p) {
   flow_ctl *c = p;
@@ -561,10 +528,7 @@ static void flow_free(void *p) {
   kc_informer_free(c->inf_job);
   kc_workqueue_free(c->q);
   kc_strmap_close(&c->written, free_written);
-  if (c->stop_timer_init)
-    uv_close((uv_handle_t *)&c->stop_timer, free_after_close);
-  else
-    free(c);
+  ctl_drain_free_owner(&c->drain, c);
 }
 
 const ctl_controller_def ctl_jobflow_controller = {

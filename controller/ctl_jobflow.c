@@ -1,7 +1,6 @@
 /* The JobFlow and JobTemplate controllers' decisions (see ctl_jobflow.h). */
 #include "ctl_jobflow.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,25 +8,9 @@
 #include "ctl_cron.h"
 #include "kc_codec.h"
 #include "kc_error.h"
+#include "ctl_note.h"
 
-static const char *jstr(const json_t *o, const char *k) {
-  const char *s = json_string_value(json_object_get(o, k));
-  return s ? s : "";
-}
-
-static void event(ctl_jf_plan *p, const char *type, const char *reason, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void event(ctl_jf_plan *p, const char *type, const char *reason, const char *fmt, ...) {
-  if (p->nev >= CTL_JF_MAX_EVENTS)
-    return;
-  ctl_jf_event *e = &p->ev[p->nev++];
-  snprintf(e->type, sizeof(e->type), "%s", type);
-  snprintf(e->reason, sizeof(e->reason), "%s", reason);
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(e->message, sizeof(e->message), fmt, ap);
-  va_end(ap);
-}
+#define NOTE(p, ...) ctl_note_add((p)->ev, &(p)->nev, CTL_JF_MAX_EVENTS, __VA_ARGS__)
 
 /* ---- the DAG check (Volcano's webhook: LoadVertexs and IsDAG) ---- */
 
@@ -38,7 +21,7 @@ static const json_t *targets_of(const json_t *flow) {
 static ssize_t flow_index(const json_t *flows, const char *name) {
   size_t i;
   json_t *f;
-  json_array_foreach(flows, i, f) if (!strcmp(jstr(f, "name"), name)) return (ssize_t)i;
+  json_array_foreach(flows, i, f) if (!strcmp(ctl_jstr(f, "name"), name)) return (ssize_t)i;
   return -1;
 }
 
@@ -94,7 +77,7 @@ int ctl_jobflow_check_dag(const json_t *flows, char *err, size_t errlen) {
     for (k = at; k <= depth && off < sizeof(msg); k++) {
       size_t v = k < depth ? path[k] : path[at];
       int w = snprintf(msg + off, sizeof(msg) - off, "%s%s", k > at ? " -> " : "",
-                       jstr(json_array_get(flows, v), "name"));
+                       ctl_jstr(json_array_get(flows, v), "name"));
       off += w > 0 ? (size_t)w : 0;
     }
     rc = kc_errorf(err, errlen, KC_EINVAL, "jobflow flow is not dag: %s", msg);
@@ -111,10 +94,10 @@ static int merge_by_key(json_t *base, const json_t *patch, const char *key, bool
   size_t i;
   json_t *p;
   json_array_foreach(patch, i, p) {
-    const char *k = jstr(p, key);
+    const char *k = ctl_jstr(p, key);
     json_t *hit = NULL, *b;
     size_t j;
-    json_array_foreach(base, j, b) if (*k && !strcmp(jstr(b, key), k)) hit = b;
+    json_array_foreach(base, j, b) if (*k && !strcmp(ctl_jstr(b, key), k)) hit = b;
     if (hit && recursive) {
       if (json_object_update_recursive(hit, p))
         return KC_ENOMEM;
@@ -132,7 +115,7 @@ json_t *ctl_jobflow_patch_spec(const json_t *base, const json_t *patch) {
   json_t *m = json_is_object(base) ? json_deep_copy(base) : json_object();
   if (!m || !json_is_object(patch) || json_object_size(patch) == 0)
     return m;
-  const char *s = jstr(patch, "schedulerName");
+  const char *s = ctl_jstr(patch, "schedulerName");
   if (*s)
     json_object_set_new(m, "schedulerName", json_string(s));
   /* Volcano assigns minAvailable and maxRetry even when the patch leaves them unset (0). */
@@ -182,7 +165,7 @@ json_t *ctl_jobflow_patch_spec(const json_t *base, const json_t *patch) {
       json_object_set(m, replace[i], v);
   static const char *const nonempty[] = {"queue", "priorityClassName"};
   for (size_t i = 0; i < 2; i++)
-    if (*(s = jstr(patch, nonempty[i])))
+    if (*(s = ctl_jstr(patch, nonempty[i])))
       json_object_set_new(m, nonempty[i], json_string(s));
   return m;
 fail:
@@ -194,7 +177,7 @@ fail:
 
 static json_t *job_for(const json_t *flow, const json_t *f, const json_t *tmpl) {
   const json_t *m = json_object_get(flow, "metadata");
-  const char *ns = jstr(m, "namespace"), *fname = jstr(m, "name"), *tname = jstr(f, "name");
+  const char *ns = ctl_jstr(m, "namespace"), *fname = ctl_jstr(m, "name"), *tname = ctl_jstr(f, "name");
   char name[2 * CTL_NAME_MAX], by_t[2 * CTL_NAME_MAX], by_f[2 * CTL_NAME_MAX];
   snprintf(name, sizeof(name), "%s-%s", fname, tname);
   snprintf(by_t, sizeof(by_t), "%s.%s", ns, tname);
@@ -209,7 +192,7 @@ static json_t *job_for(const json_t *flow, const json_t *f, const json_t *tmpl) 
                    name, "namespace", ns, "labels", CTL_JF_BY_TEMPLATE, by_t, CTL_JF_BY_FLOW, by_f,
                    "annotations", CTL_JF_BY_TEMPLATE, by_t, CTL_JF_BY_FLOW, by_f,
                    "ownerReferences", "apiVersion", CTL_JF_API, "kind", "JobFlow", "name", fname,
-                   "uid", jstr(m, "uid"), "controller", 1, "blockOwnerDeletion", 1, "spec", spec);
+                   "uid", ctl_jstr(m, "uid"), "controller", 1, "blockOwnerDeletion", 1, "spec", spec);
 }
 
 /* judge: every target's Job exists and has completed. */
@@ -219,8 +202,8 @@ static bool targets_done(const json_t *flow, const json_t *f, const ctl_jf_looku
   json_t *t;
   json_array_foreach(targets_of(f), i, t) {
     char name[2 * CTL_NAME_MAX];
-    snprintf(name, sizeof(name), "%s-%s", jstr(m, "name"), json_string_value(t) ?: "");
-    const ctl_jf_job *j = lk->job(lk->ud, jstr(m, "namespace"), name);
+    snprintf(name, sizeof(name), "%s-%s", ctl_jstr(m, "name"), json_string_value(t) ?: "");
+    const ctl_jf_job *j = lk->job(lk->ud, ctl_jstr(m, "namespace"), name);
     if (!j || strcmp(j->phase, "Completed") != 0)
       return false;
   }
@@ -230,23 +213,23 @@ static bool targets_done(const json_t *flow, const json_t *f, const ctl_jf_looku
 /* deployJob. */
 static int deploy(const json_t *flow, const ctl_jf_lookup *lk, ctl_jf_plan *p) {
   const json_t *m = json_object_get(flow, "metadata");
-  const char *ns = jstr(m, "namespace");
+  const char *ns = ctl_jstr(m, "namespace");
   const json_t *flows = json_object_get(json_object_get(flow, "spec"), "flows");
   size_t i;
   json_t *f;
   json_array_foreach(flows, i, f) {
     char name[2 * CTL_NAME_MAX];
-    snprintf(name, sizeof(name), "%s-%s", jstr(m, "name"), jstr(f, "name"));
+    snprintf(name, sizeof(name), "%s-%s", ctl_jstr(m, "name"), ctl_jstr(f, "name"));
     if (lk->job(lk->ud, ns, name))
       continue;
     if (targets_of(f) && !targets_done(flow, f, lk))
       continue;
-    const json_t *tmpl = lk->template(lk->ud, ns, jstr(f, "name"));
+    const json_t *tmpl = lk->template(lk->ud, ns, ctl_jstr(f, "name"));
     if (!tmpl) {
       p->err = kc_errorf(p->errmsg, sizeof(p->errmsg), KC_ENOTFOUND,
                          "getting JobTemplate \"%s\" in ns \"%s\": jobtemplates.flow.volcano.sh "
                          "\"%s\" not found",
-                         jstr(f, "name"), ns, jstr(f, "name"));
+                         ctl_jstr(f, "name"), ns, ctl_jstr(f, "name"));
       return 0;
     }
     json_t *job = job_for(flow, f, tmpl);
@@ -279,11 +262,11 @@ static json_t *histories(const json_t *prev_list, const ctl_jf_job *j, int64_t n
   json_t *e;
   json_array_foreach(prev_list, i, e) {
     json_t *h = json_object_get(e, "runningHistories");
-    if (strcmp(jstr(e, "name"), j->name) != 0 || !json_is_array(h))
+    if (strcmp(ctl_jstr(e, "name"), j->name) != 0 || !json_is_array(h))
       continue;
     h = json_deep_copy(h);
     json_t *last = json_array_get(h, json_array_size(h) - 1);
-    if (last && strcmp(jstr(last, "state"), j->phase) != 0) {
+    if (last && strcmp(ctl_jstr(last, "state"), j->phase) != 0) {
       json_object_set_new(last, "endTimestamp", stamp(now_ms));
       json_t *n = json_pack("{s:o, s:n}", "startTimestamp", stamp(now_ms), "endTimestamp");
       if (*j->phase)
@@ -305,7 +288,7 @@ static int64_t parse_ms(const char *s) {
 
 static json_t *job_status_entry(const json_t *prev_list, const ctl_jf_job *j, int64_t now_ms) {
   int64_t created = parse_ms(j->created), dur = 0, end = CTL_CRON_NEVER;
-  const char *rd = jstr(j->status, "runningDuration");
+  const char *rd = ctl_jstr(j->status, "runningDuration");
   if (*rd && created != CTL_CRON_NEVER && ctl_go_duration(rd, &dur, NULL, 0) == 0)
     end = created + dur;
   json_t *e = json_pack("{s:s, s:o, s:o}", "name", j->name, "startTimestamp", stamp(created),
@@ -374,7 +357,7 @@ static json_t *all_status(const json_t *old, const ctl_jf_job *const *jobs, size
     size_t k;
     json_t *have;
     bool found = false;
-    json_array_foreach(list, k, have) if (!strcmp(jstr(have, "name"), j->name)) {
+    json_array_foreach(list, k, have) if (!strcmp(ctl_jstr(have, "name"), j->name)) {
       json_array_set(list, k, e);
       found = true;
     }
@@ -417,7 +400,7 @@ static const char *next_phase(const char *phase, const json_t *st, size_t nflows
 }
 
 static int fail_flow(const json_t *old, const char *msg, ctl_jf_plan *p) {
-  event(p, "Warning", "InvalidJobFlow", "%s", msg);
+  NOTE(p, "Warning", "InvalidJobFlow", "%s", msg);
   p->status = json_is_object(old) ? json_deep_copy(old) : json_object();
   if (!p->status)
     return KC_ENOMEM;
@@ -429,17 +412,17 @@ int ctl_jobflow_sync(const json_t *flow, const ctl_jf_job *const *jobs, size_t n
                      const ctl_jf_lookup *lk, int64_t now_ms, ctl_jf_plan *p) {
   memset(p, 0, sizeof(*p));
   const json_t *spec = json_object_get(flow, "spec"), *old = json_object_get(flow, "status");
-  const char *phase = jstr(json_object_get(old, "state"), "phase");
+  const char *phase = ctl_jstr(json_object_get(old, "state"), "phase");
   if (*phase && strcmp(phase, "Pending") && strcmp(phase, "Running") &&
       strcmp(phase, "Succeed") && strcmp(phase, "Failed") && strcmp(phase, "Terminating")) {
     p->err = kc_errorf(p->errmsg, sizeof(p->errmsg), KC_EINVAL, "jobflow %s state %s is invalid",
-                       jstr(json_object_get(flow, "metadata"), "name"), phase);
+                       ctl_jstr(json_object_get(flow, "metadata"), "name"), phase);
     return 0;
   }
   /* Failed and Terminating do nothing. */
   if (!strcmp(phase, "Failed") || !strcmp(phase, "Terminating"))
     return 0;
-  if (!strcmp(jstr(spec, "jobRetainPolicy"), "delete") && !strcmp(phase, "Succeed")) {
+  if (!strcmp(ctl_jstr(spec, "jobRetainPolicy"), "delete") && !strcmp(phase, "Succeed")) {
     p->del = calloc(njobs + 1, sizeof(*p->del));
     if (!p->del)
       return KC_ENOMEM;

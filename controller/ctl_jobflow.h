@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "ctl_job.h"
+#include "ctl_note.h"
 
 #define CTL_JF_API "flow.volcano.sh/v1alpha1"
 #define CTL_JF_BY_TEMPLATE "volcano.sh/createdByJobTemplate"
@@ -39,11 +40,7 @@ typedef struct {
   void *ud;
 } ctl_jf_lookup;
 
-typedef struct {
-  char type[8];
-  char reason[40];
-  char message[600];
-} ctl_jf_event;
+typedef ctl_note ctl_jf_event;
 
 #define CTL_JF_MAX_EVENTS 8
 

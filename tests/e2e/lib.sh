@@ -105,6 +105,18 @@ group_nodes() {
   kubectl taint nodes -l "grp=$prefix" node.kubernetes.io/not-ready:NoSchedule- >/dev/null 2>&1 || true
 }
 
+# apply_crds: install every Kiln CRD and wait until the API server serves them all.
+apply_crds() {
+  kubectl apply --server-side -f "$KILN_ROOT/manifests/crd/" >/dev/null || return 1
+  # A CRD that was just created may have no conditions yet, which `kubectl wait` rejects.
+  local i
+  for i in $(seq 1 120); do
+    kubectl wait --for=condition=Established --timeout=5s crd --all >/dev/null 2>&1 && return 0
+    sleep 0.5
+  done
+  return 1
+}
+
 e2e_main() {
   local only=${1:-} passed=0 failed=0 t
   for t in $(declare -F | awk '{print $3}' | grep '^test_'); do

@@ -10,15 +10,6 @@ CTL_BIN=$KILN_BUILD/controller/kiln-controller
 CTL_LOG=$KILN_CLUSTER_DIR/logs/kiln-controller-cronjob.log
 CTL_PID=$KILN_CLUSTER_DIR/pids/kiln-controller-cronjob.pid
 
-setup() {
-  kubectl apply --server-side -f "$KILN_ROOT/manifests/crd/" >/dev/null || return 1
-  local i
-  for i in $(seq 1 120); do
-    kubectl wait --for=condition=Established --timeout=5s crd --all >/dev/null 2>&1 && return 0
-    sleep 0.5
-  done
-  return 1
-}
 
 start_controller() {
   mkdir -p "$KILN_CLUSTER_DIR/logs" "$KILN_CLUSTER_DIR/pids"
@@ -176,7 +167,7 @@ YAML
   kubectl delete namespace "$ns" --wait=false >/dev/null
 }
 
-setup || {
+apply_crds || {
   echo "FAIL cronjob/setup: cannot install the CRDs"
   exit 1
 }

@@ -18,13 +18,7 @@ start() { # NAME BINARY ARGS...
 }
 
 setup() {
-  kubectl apply --server-side -f "$KILN_ROOT/manifests/crd/" >/dev/null || return 1
-  local i
-  for i in $(seq 1 120); do
-    kubectl wait --for=condition=Established --timeout=5s crd --all >/dev/null 2>&1 && break
-    [ "$i" -lt 120 ] || return 1
-    sleep 0.5
-  done
+  apply_crds || return 1
   kubectl apply --server-side -f "$KILN_ROOT/manifests/queue-default.yaml" >/dev/null || return 1
   kubectl get namespace volcano-system >/dev/null 2>&1 || kubectl create namespace volcano-system >/dev/null
   start kiln-controller-flow "$KILN_BUILD/controller/kiln-controller" -v=2 \
