@@ -402,7 +402,8 @@ static int plan_op(flow_ctl *c, flow_op *op) {
 
 static void process(kc_workqueue *q, const char *key, void *ud) {
   flow_ctl *c = ud;
-  const json_t *obj = newest(c, key);
+  /* After stop the informers are gone, while the shut-down queue still hands out its keys. */
+  const json_t *obj = c->stopping ? NULL : newest(c, key);
   flow_op *op = obj && !c->stopping ? calloc(1, sizeof(*op)) : NULL;
   if (!op) {
     if (obj && !c->stopping)
