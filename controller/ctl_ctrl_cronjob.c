@@ -37,16 +37,10 @@ typedef struct {
 } cj_job;
 
 typedef struct {
-  json_t *obj; /* the CronJob our status write returned (new ref) */
-  char rv[64];
-  uint64_t at_ns;
-} cj_written;
-
-typedef struct {
   ctl_env env;
   kc_informer *inf_cj, *inf_job;
   kc_workqueue *q;
-  kc_strmap written; /* CronJob key -> cj_written */
+  kc_strmap written; /* CronJob key -> ctl_json_written: what our status write returned */
   kc_strmap expect;  /* Job key -> cj_job we created, until the watch shows it */
   bool synced, stopping;
   int inflight;
@@ -67,7 +61,6 @@ typedef struct {
 } cj_op;
 
 #define EXPECT_TTL_NS (300ull * 1000000000ull)
-#define WRITTEN_TTL_NS (60ull * 1000000000ull)
 
 static int64_t wall_ms(void) {
   struct timespec ts;
@@ -176,24 +169,6 @@ static void on_synced(void *ud) {
 
 /* ---- the view ---- */
 
-/* The CronJob: our last written version while the cache is behind it. */
-static const json_t *newest_cj(cron_ctl *c, const char *key) {
-  const json_t *cached = kc_store_get(kc_informer_store(c->inf_cj), key);
-  cj_written *w = kc_strmap_get(&c->written, key);
-  if (!w)
-    return cached;
-  const char *rv = kc_store_rv(kc_informer_store(c->inf_cj), key);
-  bool stale = uv_hrtime() - w->at_ns > WRITTEN_TTL_NS;
-  if (!cached || stale || !rv || ctl_rv_cmp(rv, w->rv) >= 0) {
-    void *old;
-    kc_strmap_del(&c->written, key, &old);
-    json_decref(w->obj);
-    free(w);
-    return cached;
-  }
-  return w->obj;
-}
-
 static const char *lookup_uid(void *ud, const char *ns, const char *name) {
   cron_ctl *c = ud;
   char key[2 * CTL_NAME_MAX];
@@ -285,21 +260,7 @@ static void status_done(const kc_api_result *res, void *data) {
   cj_op *op = data;
   cron_ctl *c = op->c;
   if (res->err == 0 && res->obj) {
-    cj_written *w = calloc(1, sizeof(*w));
-    if (w) {
-      w->obj = json_incref(res->obj);
-      snprintf(w->rv, sizeof(w->rv), "%s",
-               ctl_jstr(json_object_get(res->obj, "metadata"), "resourceVersion"));
-      w->at_ns = uv_hrtime();
-      void *old = NULL;
-      if (kc_strmap_put(&c->written, op->key, w, &old) == 0 && old) {
-        json_decref(((cj_written *)old)->obj);
-        free(old);
-      } else if (!kc_strmap_get(&c->written, op->key)) {
-        json_decref(w->obj);
-        free(w);
-      }
-    }
+    ctl_json_write_through(&c->written, op->key, res->obj, uv_hrtime());
     c->status_writes++;
   } else if (res->err) {
     KC_ERROR("Failed to update status for CronJob <%s>, err: %s", op->key, res->message);
@@ -339,7 +300,8 @@ static void remember_created(cj_op *op, const json_t *job) {
   char key[2 * CTL_NAME_MAX];
   snprintf(key, sizeof(key), "%s/%s", ctl_jstr(m, "namespace"), ctl_jstr(m, "name"));
   void *old = NULL;
-  if (kc_strmap_put(&op->c->expect, key, e, &old) != 0)
+  /* 1 (replaced) keeps e too: only a failure leaves it ours to free. */
+  if (kc_strmap_put(&op->c->expect, key, e, &old) < 0)
     free(e);
   free(old);
 }
@@ -477,7 +439,9 @@ static void run_plan(cj_op *op) {
 static void process(kc_workqueue *q, const char *key, void *ud) {
   cron_ctl *c = ud;
   /* After stop the informers are gone, while the shut-down queue still hands out its keys. */
-  const json_t *cj = c->stopping ? NULL : newest_cj(c, key);
+  const json_t *cj = c->stopping ? NULL
+                                 : ctl_json_newest(&c->written, kc_informer_store(c->inf_cj),
+                                                   key, uv_hrtime());
   const json_t *m = json_object_get(cj, "metadata");
   if (!cj || json_object_get(m, "deletionTimestamp")) {
     kc_workqueue_forget(q, key);
@@ -550,7 +514,7 @@ fail:
   kc_informer_free(c->inf_cj);
   kc_informer_free(c->inf_job);
   kc_workqueue_free(c->q);
-  kc_strmap_close(&c->written, NULL);
+  ctl_json_written_close(&c->written);
   kc_strmap_close(&c->expect, NULL);
   free(c);
   return rc;
@@ -579,11 +543,6 @@ static void cron_stop(void *p, uint64_t deadline_ms, void (*done)(void *), void 
   ctl_drain_start(&c->drain, c->env.loop, &c->inflight, deadline_ms, done, ud);
 }
 
-static void free_written(void *v) {
-  cj_written *w = v;
-  json_decref(w->obj);
-  free(w);
-}
 
 
 static void cron_free(void *p) {
@@ -598,7 +557,7 @@ static void cron_free(void *p) {
   kc_informer_free(c->inf_cj);
   kc_informer_free(c->inf_job);
   kc_workqueue_free(c->q);
-  kc_strmap_close(&c->written, free_written);
+  ctl_json_written_close(&c->written);
   kc_strmap_close(&c->expect, free);
   ctl_drain_free_owner(&c->drain, c);
 }

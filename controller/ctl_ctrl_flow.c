@@ -29,7 +29,7 @@ typedef struct {
   const char *name;
   kc_informer *inf_flow, *inf_tmpl, *inf_job;
   kc_workqueue *q;
-  kc_strmap written; /* key -> the object our status write returned (json_t, new ref) */
+  kc_strmap written; /* key -> ctl_json_written: what our status write returned */
   bool synced, stopping;
   int inflight;
   ctl_drain drain;
@@ -167,23 +167,6 @@ static void on_synced(void *ud) {
 
 /* ---- the view ---- */
 
-static const json_t *newest(flow_ctl *c, const char *key) {
-  kc_store *st = kc_informer_store(main_inf(c));
-  const json_t *cached = kc_store_get(st, key);
-  json_t *w = kc_strmap_get(&c->written, key);
-  if (!w)
-    return cached;
-  const char *rv = kc_store_rv(st, key);
-  if (!cached || !rv ||
-      ctl_rv_cmp(rv, ctl_jstr(json_object_get(w, "metadata"), "resourceVersion")) >= 0) {
-    void *old;
-    kc_strmap_del(&c->written, key, &old);
-    json_decref(old);
-    return cached;
-  }
-  return w;
-}
-
 static const ctl_jf_job *lk_job(void *ud, const char *ns, const char *name) {
   flow_ctl *c = ud;
   char key[2 * CTL_NAME_MAX];
@@ -269,11 +252,7 @@ static void status_done(const kc_api_result *res, void *data) {
   flow_op *op = data;
   if (res->err == 0 && res->obj) {
     op->c->status_writes++;
-    void *old = NULL;
-    json_t *w = json_incref(res->obj);
-    if (kc_strmap_put(&op->c->written, op->key, w, &old) != 0)
-      json_decref(w);
-    json_decref(old);
+    ctl_json_write_through(&op->c->written, op->key, res->obj, uv_hrtime());
   } else if (res->err) {
     KC_ERROR("%s: failed to update status of %s: %s", op->c->name, op->key, res->message);
     op_fail(op, res->err, res->message);
@@ -403,7 +382,9 @@ static int plan_op(flow_ctl *c, flow_op *op) {
 static void process(kc_workqueue *q, const char *key, void *ud) {
   flow_ctl *c = ud;
   /* After stop the informers are gone, while the shut-down queue still hands out its keys. */
-  const json_t *obj = c->stopping ? NULL : newest(c, key);
+  const json_t *obj = c->stopping ? NULL
+                                   : ctl_json_newest(&c->written, kc_informer_store(main_inf(c)),
+                                                     key, uv_hrtime());
   flow_op *op = obj && !c->stopping ? calloc(1, sizeof(*op)) : NULL;
   if (!op) {
     if (obj && !c->stopping)
@@ -472,7 +453,7 @@ fail:
   kc_informer_free(c->inf_tmpl);
   kc_informer_free(c->inf_job);
   kc_workqueue_free(c->q);
-  kc_strmap_close(&c->written, NULL);
+  ctl_json_written_close(&c->written);
   free(c);
   return rc;
 }
@@ -510,10 +491,6 @@ static void flow_stop(void *p, uint64_t deadline_ms, void (*done)(void *), void 
   ctl_drain_start(&c->drain, c->env.loop, &c->inflight, deadline_ms, done, ud);
 }
 
-static void free_written(void *v) {
-  json_decref(v);
-}
-
 
 static void flow_free(void *p) {
   flow_ctl *c = p;
@@ -528,7 +505,7 @@ static void flow_free(void *p) {
   kc_informer_free(c->inf_tmpl);
   kc_informer_free(c->inf_job);
   kc_workqueue_free(c->q);
-  kc_strmap_close(&c->written, free_written);
+  ctl_json_written_close(&c->written);
   ctl_drain_free_owner(&c->drain, c);
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "kc_codec.h"
+#include "kc_error.h"
 
 static void written_free(void *p) {
   ctl_written *w = p;
@@ -51,6 +52,54 @@ void ctl_write_through(kc_strmap *m, const char *key, void *obj, uint64_t now_ns
   w->obj = obj;
   snprintf(w->rv, sizeof(w->rv), "%s", obj_rv(obj));
   w->at_ns = now_ns;
+}
+
+static void json_written_free(void *p) {
+  ctl_json_written *w = p;
+  if (w) {
+    json_decref(w->obj);
+    free(w);
+  }
+}
+
+int ctl_json_write_through(kc_strmap *m, const char *key, json_t *obj, uint64_t now_ns) {
+  ctl_json_written *w = calloc(1, sizeof(*w));
+  if (!w)
+    return KC_ENOMEM;
+  w->obj = json_incref(obj);
+  const char *rv = json_string_value(json_object_get(json_object_get(obj, "metadata"),
+                                                     "resourceVersion"));
+  snprintf(w->rv, sizeof(w->rv), "%s", rv ? rv : "");
+  w->at_ns = now_ns;
+  /* kc_strmap_put returns 1 when it replaced an entry: w is stored then too, and only the old
+   * entry is ours to release (taking 1 for a failure left the map holding a freed object). */
+  void *old = NULL;
+  int rc = kc_strmap_put(m, key, w, &old);
+  if (rc < 0) {
+    json_written_free(w);
+    return rc;
+  }
+  json_written_free(old);
+  return 0;
+}
+
+const json_t *ctl_json_newest(kc_strmap *m, const kc_store *st, const char *key,
+                              uint64_t now_ns) {
+  const json_t *cached = kc_store_get(st, key);
+  ctl_json_written *w = kc_strmap_len(m) ? kc_strmap_get(m, key) : NULL;
+  if (!w)
+    return cached;
+  const char *crv = cached ? kc_store_rv(st, key) : NULL;
+  if (crv && now_ns - w->at_ns < CTL_WRITTEN_TTL_NS && ctl_rv_cmp(crv, w->rv) == -1)
+    return w->obj;
+  void *old;
+  if (kc_strmap_del(m, key, &old) == 0)
+    json_written_free(old);
+  return cached;
+}
+
+void ctl_json_written_close(kc_strmap *m) {
+  kc_strmap_close(m, json_written_free);
 }
 
 int ctl_rv_cmp(const char *a, const char *b) {

@@ -190,6 +190,16 @@ YAML
   kubectl delete namespace "$ns" --wait=false >/dev/null
 }
 
+# Last by name: the controller survived every flow above (a crash after a test's last wait, as
+# a status write-through freed twice once did, would otherwise pass unseen).
+test_z_controller_survived() {
+  local pid
+  pid=$(cat "$D/pids/kiln-controller-flow.pid")
+  kill -0 "$pid" 2>/dev/null && [ "$(ps -o stat= -p "$pid" | cut -c1)" != Z ] || fail "kiln-controller exited: $(tail -5 "$D/logs/kiln-controller-flow.log")"
+  ! grep -E 'AddressSanitizer|runtime error:|corrupted' "$D/logs/kiln-controller-flow.log" >&2 ||
+    fail "kiln-controller reported memory errors"
+}
+
 setup || {
   echo "FAIL jobflow/setup: cannot install the CRDs"
   exit 1

@@ -110,6 +110,82 @@ static void test_newest(void **state) {
   kc_store_free(st);
 }
 
+static json_t *flow_at(const char *rv, const char *phase) {
+  json_t *o = json_pack("{s:{s:s, s:s, s:s}, s:{s:{s:s}}}", "metadata", "name", "f", "namespace",
+                        "ns", "resourceVersion", rv, "status", "state", "phase", phase);
+  assert_non_null(o);
+  return o;
+}
+
+static void free_json(void *p) {
+  json_decref(p);
+}
+
+/* The JSON write-through of the CronJob and JobFlow shells. Two status writes of one object
+ * return before the watch shows either (a flow whose Jobs b and c complete together): the
+ * second replaces the first, and the map must hold its own reference to it, since the client
+ * releases the returned object after the callback. */
+static void test_json_newest(void **state) {
+  (void)state;
+  kc_store *st;
+  assert_int_equal(kc_store_new(free_json, &st), 0);
+  kc_strmap m;
+  kc_strmap_init(&m, KC_STRMAP_COPY_KEYS);
+  uint64_t now = 1000 * SEC;
+
+  assert_null(ctl_json_newest(&m, st, "ns/f", now));
+  json_t *c10 = flow_at("10", "Pending");
+  assert_int_equal(kc_store_put(st, "ns/f", c10, "10"), 0);
+  assert_ptr_equal(ctl_json_newest(&m, st, "ns/f", now), c10);
+
+  json_t *w11 = flow_at("11", "Running"), *w12 = flow_at("12", "Running");
+  assert_int_equal(ctl_json_write_through(&m, "ns/f", w11, now), 0);
+  assert_int_equal(w11->refcount, 2);
+  json_decref(w11); /* the client's reference ends with the callback */
+  assert_ptr_equal(ctl_json_newest(&m, st, "ns/f", now), w11);
+  assert_int_equal(ctl_json_write_through(&m, "ns/f", w12, now), 0);
+  assert_int_equal(w12->refcount, 2);
+  json_decref(w12);
+  assert_int_equal(kc_strmap_len(&m), 1);
+  const json_t *got = ctl_json_newest(&m, st, "ns/f", now + SEC);
+  assert_ptr_equal(got, w12);
+  assert_int_equal(got->refcount, 1);
+  assert_string_equal(json_string_value(json_object_get(json_object_get(got, "metadata"),
+                                                        "resourceVersion")),
+                      "12");
+
+  /* The watch brings 12: the cached copy, and the entry is released. */
+  json_t *c12 = flow_at("12", "Running");
+  assert_int_equal(kc_store_put(st, "ns/f", c12, "12"), 0);
+  assert_ptr_equal(ctl_json_newest(&m, st, "ns/f", now + SEC), c12);
+  assert_int_equal(kc_strmap_len(&m), 0);
+
+  /* Too old to trust, and versions that cannot be compared: the cache's. */
+  json_t *w20 = flow_at("20", "Succeed");
+  assert_int_equal(ctl_json_write_through(&m, "ns/f", w20, now), 0);
+  assert_ptr_equal(ctl_json_newest(&m, st, "ns/f", now + CTL_WRITTEN_TTL_NS - 1), w20);
+  assert_ptr_equal(ctl_json_newest(&m, st, "ns/f", now + CTL_WRITTEN_TTL_NS), c12);
+  json_t *wx = flow_at("x", "Succeed");
+  assert_int_equal(ctl_json_write_through(&m, "ns/f", wx, now), 0);
+  assert_ptr_equal(ctl_json_newest(&m, st, "ns/f", now), c12);
+  assert_int_equal(kc_strmap_len(&m), 0);
+
+  /* Deleted from the cache while an entry was kept: gone, not brought back. */
+  assert_int_equal(ctl_json_write_through(&m, "ns/f", w20, now), 0);
+  assert_int_equal(kc_store_delete(st, "ns/f"), 0);
+  assert_null(ctl_json_newest(&m, st, "ns/f", now));
+  assert_int_equal(kc_strmap_len(&m), 0);
+
+  /* Entries still held are released with the map. */
+  assert_int_equal(ctl_json_write_through(&m, "ns/g", w20, now), 0);
+  assert_int_equal(w20->refcount, 2);
+  ctl_json_written_close(&m);
+  assert_int_equal(w20->refcount, 1);
+  json_decref(w20);
+  json_decref(wx);
+  kc_store_free(st);
+}
+
 static void test_counters_only(void **state) {
   (void)state;
   Kiln__Job *stored = job_at("1", "Pending", 0);
@@ -145,6 +221,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_rv_cmp),
       cmocka_unit_test(test_newest),
+      cmocka_unit_test(test_json_newest),
       cmocka_unit_test(test_counters_only),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
