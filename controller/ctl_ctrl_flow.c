@@ -363,6 +363,8 @@ static int plan_op(flow_ctl *c, flow_op *op) {
   if (c->flows) {
     ctl_jf_lookup lk = {.job = lk_job, .template = lk_template, .ud = c};
     rc = ctl_jobflow_sync(op->obj, jobs, n, &lk, wall_ms(), &op->plan);
+    if (rc == 0 && *op->plan.cycle)
+      KC_WARN("%s: %s is not a DAG, the cycle: %s", c->name, op->key, op->plan.cycle);
     for (size_t i = 0; rc == 0 && i < op->plan.nev; i++)
       op_event(op, op->plan.ev[i].type, op->plan.ev[i].reason, "%s", op->plan.ev[i].message);
     if (op->plan.err)

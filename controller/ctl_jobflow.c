@@ -51,14 +51,17 @@ static bool dfs(const json_t *flows, size_t v, char *color, size_t *path, size_t
   return false;
 }
 
-int ctl_jobflow_check_dag(const json_t *flows, char *err, size_t errlen) {
+int ctl_jobflow_check_dag(const json_t *flows, char *err, size_t errlen, char *cycle,
+                          size_t cyclecap) {
   size_t n = json_array_size(flows), i, k;
   json_t *f, *t;
+  if (cycle && cyclecap)
+    *cycle = 0;
   json_array_foreach(flows, i, f) json_array_foreach(targets_of(f), k, t) {
     const char *name = json_string_value(t) ? json_string_value(t) : "";
     if (flow_index(flows, name) < 0)
-      return kc_errorf(err, errlen, KC_EINVAL,
-                       "jobflow flow is not dag: vertex is not defined: %s", name);
+      return kc_errorf(err, errlen, KC_EINVAL, "%s: vertex is not defined: %s", CTL_JF_NOT_DAG,
+                       name);
   }
   char *color = calloc(n + 1, 1);
   size_t *path = calloc(n + 1, sizeof(*path));
@@ -71,16 +74,15 @@ int ctl_jobflow_check_dag(const json_t *flows, char *err, size_t errlen) {
     size_t depth = 0, at = 0;
     if (color[i] || !dfs(flows, i, color, path, &depth, &at))
       continue;
+    rc = kc_errorf(err, errlen, KC_EINVAL, "%s", CTL_JF_NOT_DAG);
     /* "a -> b -> a": each flow depends on the next. */
-    char msg[512];
     size_t off = 0;
-    for (k = at; k <= depth && off < sizeof(msg); k++) {
+    for (k = at; cycle && k <= depth && off < cyclecap; k++) {
       size_t v = k < depth ? path[k] : path[at];
-      int w = snprintf(msg + off, sizeof(msg) - off, "%s%s", k > at ? " -> " : "",
+      int w = snprintf(cycle + off, cyclecap - off, "%s%s", k > at ? " -> " : "",
                        ctl_jstr(json_array_get(flows, v), "name"));
       off += w > 0 ? (size_t)w : 0;
     }
-    rc = kc_errorf(err, errlen, KC_EINVAL, "jobflow flow is not dag: %s", msg);
   }
 out:
   free(color);
@@ -379,23 +381,24 @@ fail:
   return NULL;
 }
 
-/* The state machine's update functions (Volcano's state/pending.go, running.go, succeed.go). */
+/* The state machine's update functions (Volcano's state/pending.go and running.go). A flow
+ * still Pending when its last Job completes goes straight to Succeed: short Jobs may finish
+ * before a sync sees them running, and a flow left Running then would never be synced again
+ * (its own status write does not bring it back, and finished Jobs send no more events). */
 static const char *next_phase(const char *phase, const json_t *st, size_t nflows) {
   size_t running = json_array_size(json_object_get(st, "runningJobs")),
          completed = json_array_size(json_object_get(st, "completedJobs")),
          failed = json_array_size(json_object_get(st, "failedJobs")),
          terminated = json_array_size(json_object_get(st, "terminatedJobs"));
-  if (!*phase || !strcmp(phase, "Pending")) {
-    if ((running > 0 || completed > 0) && failed == 0)
-      return "Running";
-    return failed > 0 ? "Failed" : "Pending";
-  }
-  if (!strcmp(phase, "Running")) {
-    if (completed == nflows)
-      return "Succeed";
-    if (failed > 0 || terminated > 0)
-      return "Failed";
-  }
+  bool pending = !*phase || !strcmp(phase, "Pending");
+  if (!pending && strcmp(phase, "Running") != 0)
+    return phase;
+  if (completed == nflows)
+    return "Succeed";
+  if (failed > 0 || terminated > 0)
+    return "Failed";
+  if (pending)
+    return running > 0 || completed > 0 ? "Running" : "Pending";
   return phase;
 }
 
@@ -430,9 +433,12 @@ int ctl_jobflow_sync(const json_t *flow, const ctl_jf_job *const *jobs, size_t n
       snprintf(p->del[p->ndel++], CTL_NAME_MAX, "%s", jobs[i]->name);
     return 0;
   }
-  char err[600];
-  if (ctl_jobflow_check_dag(json_object_get(spec, "flows"), err, sizeof(err)))
+  char err[600], cycle[sizeof(p->cycle)];
+  if (ctl_jobflow_check_dag(json_object_get(spec, "flows"), err, sizeof(err), cycle,
+                            sizeof(cycle))) {
+    snprintf(p->cycle, sizeof(p->cycle), "%s", cycle);
     return fail_flow(old, err, p);
+  }
   int rc = deploy(flow, lk, p);
   if (rc || p->err)
     return rc;

@@ -54,6 +54,7 @@ typedef struct {
   size_t nev;
   int err;          /* nonzero: retry with backoff (a template is missing, ...) */
   char errmsg[300];
+  char cycle[300];  /* the flow failed on this cycle ("a -> b -> a"), for the log */
 } ctl_jf_plan;
 
 /* Decides for flow (borrowed). jobs are the Jobs labelled as created by this flow (borrowed);
@@ -63,9 +64,14 @@ int ctl_jobflow_sync(const json_t *flow, const ctl_jf_job *const *jobs, size_t n
                      const ctl_jf_lookup *lk, int64_t now_ms, ctl_jf_plan *plan);
 void ctl_jf_plan_free(ctl_jf_plan *plan);
 
-/* The DAG check: 0, or KC_EINVAL with the message ("jobflow flow is not dag: vertex is not
- * defined: x", "jobflow flow is not dag: a -> b -> a") in err. */
-int ctl_jobflow_check_dag(const json_t *flows, char *err, size_t errlen);
+/* Volcano's webhook message for a flow graph that is not a DAG. */
+#define CTL_JF_NOT_DAG "jobflow Flow is not DAG"
+
+/* The DAG check: 0, or KC_EINVAL with the webhook's message in err ("jobflow Flow is not DAG:
+ * vertex is not defined: x", "jobflow Flow is not DAG"); on a cycle, cycle (may be NULL) gets
+ * it as "a -> b -> a", each flow depending on the next. */
+int ctl_jobflow_check_dag(const json_t *flows, char *err, size_t errlen, char *cycle,
+                          size_t cyclecap);
 
 /* Volcano's patchJobTemplate: the template's spec (borrowed) with a flow's patch.jobSpec
  * (borrowed) merged in. New; NULL on memory exhaustion. */

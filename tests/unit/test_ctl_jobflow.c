@@ -97,21 +97,24 @@ static void test_dag(void **state) {
   json_t *f = parse("[{\"name\":\"a\",\"dependsOn\":{\"targets\":[\"c\"]}},"
                     "{\"name\":\"b\",\"dependsOn\":{\"targets\":[\"a\"]}},"
                     "{\"name\":\"c\",\"dependsOn\":{\"targets\":[\"b\"]}}]");
-  assert_int_equal(ctl_jobflow_check_dag(f, err, sizeof(err)), KC_EINVAL);
-  assert_string_equal(err, "jobflow flow is not dag: a -> c -> b -> a");
+  char cycle[64];
+  assert_int_equal(ctl_jobflow_check_dag(f, err, sizeof(err), cycle, sizeof(cycle)), KC_EINVAL);
+  assert_string_equal(err, "jobflow Flow is not DAG");
+  assert_string_equal(cycle, "a -> c -> b -> a");
   json_decref(f);
   f = parse("[{\"name\":\"a\",\"dependsOn\":{\"targets\":[\"a\"]}}]");
-  assert_int_equal(ctl_jobflow_check_dag(f, err, sizeof(err)), KC_EINVAL);
-  assert_string_equal(err, "jobflow flow is not dag: a -> a");
+  assert_int_equal(ctl_jobflow_check_dag(f, err, sizeof(err), cycle, sizeof(cycle)), KC_EINVAL);
+  assert_string_equal(err, "jobflow Flow is not DAG");
+  assert_string_equal(cycle, "a -> a");
   json_decref(f);
   f = parse("[{\"name\":\"a\"},{\"name\":\"b\",\"dependsOn\":{\"targets\":[\"x\"]}}]");
-  assert_int_equal(ctl_jobflow_check_dag(f, err, sizeof(err)), KC_EINVAL);
-  assert_string_equal(err, "jobflow flow is not dag: vertex is not defined: x");
+  assert_int_equal(ctl_jobflow_check_dag(f, err, sizeof(err), NULL, 0), KC_EINVAL);
+  assert_string_equal(err, "jobflow Flow is not DAG: vertex is not defined: x");
   json_decref(f);
   /* A diamond is a DAG. */
   json_t *d = flow("", "{}");
   assert_int_equal(ctl_jobflow_check_dag(json_object_get(json_object_get(d, "spec"), "flows"),
-                                         err, sizeof(err)), 0);
+                                         err, sizeof(err), cycle, sizeof(cycle)), 0);
   json_decref(d);
 }
 
@@ -247,6 +250,47 @@ static void test_states(void **state) {
   cache_free(&c);
 }
 
+static const char *phase_of(const ctl_jf_plan *p) {
+  return json_string_value(json_object_get(json_object_get(p->status, "state"), "phase"));
+}
+
+/* Short Jobs can all finish between two syncs of a flow that is still Pending: it must reach
+ * Succeed at once, since nothing would sync a flow left Running again. A terminated Job fails a
+ * Pending flow too. */
+static void test_pending_states(void **state) {
+  (void)state;
+  cache c = {.tmpl = parse("{\"spec\":{}}")};
+  ctl_jf_plan p;
+  const char *names[] = {"dia-a", "dia-b", "dia-c", "dia-d"};
+  for (size_t i = 0; i < 4; i++)
+    add_job(&c, names[i], "Completed", NULL);
+  json_t *f = flow("", "{\"state\":{\"phase\":\"Pending\"}}");
+  sync(f, &c, &p);
+  assert_string_equal(phase_of(&p), "Succeed");
+  ctl_jf_plan_free(&p);
+  json_decref(f);
+  /* No phase yet counts as Pending. */
+  f = flow("", "{}");
+  sync(f, &c, &p);
+  assert_string_equal(phase_of(&p), "Succeed");
+  ctl_jf_plan_free(&p);
+  json_decref(f);
+  /* Three of four completed: Running, from Pending. */
+  snprintf(c.jobs[3].phase, sizeof(c.jobs[3].phase), "Pending");
+  f = flow("", "{\"state\":{\"phase\":\"Pending\"}}");
+  sync(f, &c, &p);
+  assert_string_equal(phase_of(&p), "Running");
+  ctl_jf_plan_free(&p);
+  json_decref(f);
+  snprintf(c.jobs[3].phase, sizeof(c.jobs[3].phase), "Terminated");
+  f = flow("", "{\"state\":{\"phase\":\"Pending\"}}");
+  sync(f, &c, &p);
+  assert_string_equal(phase_of(&p), "Failed");
+  ctl_jf_plan_free(&p);
+  json_decref(f);
+  cache_free(&c);
+}
+
 static void test_cycle_fails_the_flow(void **state) {
   (void)state;
   cache c = {.tmpl = parse("{\"spec\":{}}")};
@@ -259,7 +303,8 @@ static void test_cycle_fails_the_flow(void **state) {
   assert_int_equal(p.nev, 1);
   assert_string_equal(p.ev[0].reason, "InvalidJobFlow");
   assert_string_equal(p.ev[0].type, "Warning");
-  assert_string_equal(p.ev[0].message, "jobflow flow is not dag: a -> b -> a");
+  assert_string_equal(p.ev[0].message, "jobflow Flow is not DAG");
+  assert_string_equal(p.cycle, "a -> b -> a");
   assert_string_equal(
       json_string_value(json_object_get(json_object_get(p.status, "state"), "phase")), "Failed");
   ctl_jf_plan_free(&p);
@@ -347,7 +392,7 @@ int main(void) {
       cmocka_unit_test(test_dag),          cmocka_unit_test(test_diamond_order),
       cmocka_unit_test(test_states),       cmocka_unit_test(test_cycle_fails_the_flow),
       cmocka_unit_test(test_missing_template), cmocka_unit_test(test_patch),
-      cmocka_unit_test(test_template_status),
+      cmocka_unit_test(test_template_status), cmocka_unit_test(test_pending_states),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
