@@ -113,10 +113,15 @@ static int merge_by_key(json_t *base, const json_t *patch, const char *key, bool
   return 0;
 }
 
-json_t *ctl_jobflow_patch_spec(const json_t *base, const json_t *patch) {
+json_t *ctl_jobflow_patch_spec(const json_t *base, const json_t *patch_in) {
   json_t *m = json_is_object(base) ? json_deep_copy(base) : json_object();
-  if (!m || !json_is_object(patch) || json_object_size(patch) == 0)
+  if (!m || !json_is_object(patch_in) || json_object_size(patch_in) == 0)
     return m;
+  /* The result shares values with the patch, and a later merge may change a shared one (two
+   * patch tasks of one name): the flow in the informer's cache must not be touched. */
+  json_t *patch = json_deep_copy(patch_in);
+  if (!patch)
+    goto fail;
   const char *s = ctl_jstr(patch, "schedulerName");
   if (*s)
     json_object_set_new(m, "schedulerName", json_string(s));
@@ -169,8 +174,10 @@ json_t *ctl_jobflow_patch_spec(const json_t *base, const json_t *patch) {
   for (size_t i = 0; i < 2; i++)
     if (*(s = ctl_jstr(patch, nonempty[i])))
       json_object_set_new(m, nonempty[i], json_string(s));
+  json_decref(patch);
   return m;
 fail:
+  json_decref(patch);
   json_decref(m);
   return NULL;
 }

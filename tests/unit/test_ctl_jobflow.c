@@ -363,6 +363,18 @@ static void test_patch(void **state) {
   json_decref(m);
   json_decref(empty);
   json_decref(patch);
+  /* Two patch tasks of one name (a new one, merged twice) and two volumes of one mountPath:
+   * the flow's patch, shared with the informer's cache, stays as it was. */
+  patch = parse("{\"tasks\":[{\"name\":\"k\",\"template\":{\"spec\":{\"a\":1}}},"
+                "{\"name\":\"k\",\"template\":{\"spec\":{\"b\":2}}}],"
+                "\"volumes\":[{\"mountPath\":\"/c\",\"size\":1},{\"mountPath\":\"/c\"}]}");
+  json_t *before = json_deep_copy(patch);
+  m = ctl_jobflow_patch_spec(base, patch);
+  assert_non_null(m);
+  assert_true(json_equal(patch, before));
+  json_decref(m);
+  json_decref(before);
+  json_decref(patch);
   json_decref(base);
 }
 
