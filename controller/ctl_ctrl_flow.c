@@ -47,7 +47,6 @@ typedef struct {
   char errmsg[300];
 } flow_op;
 
-
 static kc_informer *main_inf(const flow_ctl *c) {
   return c->flows ? c->inf_flow : c->inf_tmpl;
 }
@@ -479,7 +478,6 @@ static bool flow_synced(const void *p) {
   return ((const flow_ctl *)p)->synced;
 }
 
-
 static void flow_stop(void *p, uint64_t deadline_ms, void (*done)(void *), void *ud) {
   flow_ctl *c = p;
   if (c->stopping)
@@ -492,7 +490,6 @@ static void flow_stop(void *p, uint64_t deadline_ms, void (*done)(void *), void 
   kc_workqueue_shutdown(c->q);
   ctl_drain_start(&c->drain, c->env.loop, &c->inflight, deadline_ms, done, ud);
 }
-
 
 static void flow_free(void *p) {
   flow_ctl *c = p;
