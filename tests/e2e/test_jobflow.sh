@@ -23,7 +23,7 @@ setup() {
   kubectl get namespace volcano-system >/dev/null 2>&1 || kubectl create namespace volcano-system >/dev/null
   # A node of the suite's own: pods that earlier suites' namespaces still hold as they go away
   # can fill the shared nodes ("Too many pods" was seen right after the controller suite).
-  group_nodes jflow 1
+  group_nodes jflow 1 2>/dev/null
   start kiln-controller-flow "$KILN_BUILD/controller/kiln-controller" -v=2 \
     --kube-api-qps=200 --kube-api-burst=400
   start kiln-scheduler-flow "$KILN_BUILD/scheduler/kiln-scheduler" -v=2
