@@ -120,8 +120,13 @@ test_replace_replaces_the_running_one() {
   local ns first
   ns=$(new_namespace cron-replace)
   cronjob "$ns" replace "* * * * *" "  concurrencyPolicy: Replace"
-  wait_for 30 "a first Job" bash -c "[ \$(kubectl get vcjob -n $ns --no-headers 2>/dev/null | wc -l) -ge 1 ]"
-  first=$(jobs_of "$ns" replace | head -1)
+  # Replace deletes the running Job before it creates the next, so a moment may hold none:
+  # wait for a name, not for a count read a moment earlier.
+  local deadline=$((SECONDS + 30))
+  until first=$(jobs_of "$ns" replace | head -1) && [ -n "$first" ]; do
+    [ $SECONDS -lt $deadline ] || fail "timed out after 30s waiting for a first Job"
+    sleep 0.2
+  done
   wait_for 30 "ReplaceConcurrent" has_event "$ns" ReplaceConcurrent "^Replacing active job for CronJob$"
   wait_for 30 "$first replaced" bash -c "! kubectl get vcjob -n $ns $first >/dev/null 2>&1 && [ \$(kubectl get vcjob -n $ns --no-headers 2>/dev/null | wc -l) -ge 1 ]"
   # Volcano's deletion event (its reason reads FailedDelete for a success).
