@@ -113,8 +113,13 @@ static void civil(const zone *z, int64_t s, struct tm *tm) {
 /* Go's time.Date: normalises out-of-range fields; in a DST gap or overlap the C library picks
  * one of the two offsets, as Go also does not guarantee which. */
 static int64_t make(const zone *z, int y, int mon, int d, int h, int mi, int s) {
-  struct tm tm = {.tm_year = y, .tm_mon = mon, .tm_mday = d, .tm_hour = h, .tm_min = mi,
-                  .tm_sec = s, .tm_isdst = -1};
+  struct tm tm = {.tm_year = y,
+                  .tm_mon = mon,
+                  .tm_mday = d,
+                  .tm_hour = h,
+                  .tm_min = mi,
+                  .tm_sec = s,
+                  .tm_isdst = -1};
   return (int64_t)(z->mode == ZONE_UTC ? timegm(&tm) : mktime(&tm));
 }
 
@@ -126,8 +131,8 @@ typedef struct {
   int names_base;
 } bounds;
 
-static const char *const month_names[] = {"jan", "feb", "mar", "apr", "may", "jun",
-                                          "jul", "aug", "sep", "oct", "nov", "dec", NULL};
+static const char *const month_names[] = {"jan", "feb", "mar", "apr", "may", "jun", "jul",
+                                          "aug", "sep", "oct", "nov", "dec", NULL};
 static const char *const dow_names[] = {"sun", "mon", "tue", "wed", "thu", "fri", "sat", NULL};
 
 static const bounds b_minute = {0, 59, NULL, 0}, b_hour = {0, 23, NULL, 0},
@@ -141,7 +146,9 @@ static uint64_t bits(int lo, int hi, int step) {
   return b;
 }
 
-static uint64_t all_of(const bounds *r) { return bits(r->min, r->max, 1) | CTL_CRON_STAR; }
+static uint64_t all_of(const bounds *r) {
+  return bits(r->min, r->max, 1) | CTL_CRON_STAR;
+}
 
 /* parseIntOrName over s[0..n). */
 static int int_or_name(const char *s, size_t n, const bounds *r, int *out, char *err,
@@ -168,8 +175,8 @@ static int int_or_name(const char *s, size_t n, const bounds *r, int *out, char 
       goto bad;
   }
   if (neg && v > 0)
-    return kc_errorf(err, errlen, KC_EPARSE, "negative number (-%ld) not allowed: %.*s", v,
-                     (int)n, s);
+    return kc_errorf(err, errlen, KC_EPARSE, "negative number (-%ld) not allowed: %.*s", v, (int)n,
+                     s);
   *out = (int)v;
   return 0;
 bad:
@@ -288,8 +295,8 @@ int ctl_go_duration(const char *s, int64_t *out_ms, char *err, size_t errlen) {
     static const struct {
       const char *name;
       long double ns;
-    } units[] = {{"ns", 1},         {"us", 1e3},        {"\xc2\xb5s", 1e3}, {"\xce\xbcs", 1e3},
-                 {"ms", 1e6},       {"s", 1e9},         {"m", 60e9},        {"h", 3600e9}};
+    } units[] = {{"ns", 1},   {"us", 1e3}, {"\xc2\xb5s", 1e3}, {"\xce\xbcs", 1e3},
+                 {"ms", 1e6}, {"s", 1e9},  {"m", 60e9},        {"h", 3600e9}};
     if (ul == 0)
       return kc_errorf(err, errlen, KC_EPARSE, "time: missing unit in duration \"%s\"", orig);
     long double unit = 0;
@@ -414,7 +421,9 @@ static bool day_matches(const ctl_cron *c, const struct tm *tm) {
   return dom || dow;
 }
 
-static int64_t floor_div(int64_t a, int64_t b) { return a / b - (a % b != 0 && (a < 0) != (b < 0)); }
+static int64_t floor_div(int64_t a, int64_t b) {
+  return a / b - (a % b != 0 && (a < 0) != (b < 0));
+}
 
 static int64_t next_spec(const ctl_cron *c, const zone *z, int64_t s) {
   struct tm tm;
@@ -508,8 +517,8 @@ int ctl_cron_format(const char *schedule, const char *time_zone, char *out, size
 /* ---- the controller's arithmetic (Volcano cronjob_controller_util.go) ---- */
 
 int ctl_cron_most_recent(const ctl_cron *c, const ctl_cron_times *t, int64_t now_ms,
-                         bool with_deadline, int64_t *earliest, int64_t *recent,
-                         ctl_missed *missed, char *err, size_t errlen) {
+                         bool with_deadline, int64_t *earliest, int64_t *recent, ctl_missed *missed,
+                         char *err, size_t errlen) {
   int64_t e = t->last_schedule_ms != CTL_CRON_NEVER ? t->last_schedule_ms : t->created_ms;
   *missed = CTL_MISSED_NONE;
   *recent = CTL_CRON_NEVER;

@@ -51,17 +51,17 @@ typedef enum { CTL_MISSED_NONE, CTL_MISSED_FEW, CTL_MISSED_MANY } ctl_missed;
 
 /* What mostRecentScheduleTime needs of a CronJob. */
 typedef struct {
-  int64_t created_ms;        /* metadata.creationTimestamp */
-  int64_t last_schedule_ms;  /* status.lastScheduleTime, or CTL_CRON_NEVER */
-  int64_t deadline_s;        /* spec.startingDeadlineSeconds, or -1 */
+  int64_t created_ms;       /* metadata.creationTimestamp */
+  int64_t last_schedule_ms; /* status.lastScheduleTime, or CTL_CRON_NEVER */
+  int64_t deadline_s;       /* spec.startingDeadlineSeconds, or -1 */
 } ctl_cron_times;
 
 /* mostRecentScheduleTime: *earliest, *recent (CTL_CRON_NEVER when nothing is due) and the
  * missed count class. KC_ERANGE (with Volcano's message) for a schedule whose two next times
  * are less than a second apart (a date that never comes, "0 0 31 2 *"). */
 int ctl_cron_most_recent(const ctl_cron *c, const ctl_cron_times *t, int64_t now_ms,
-                         bool with_deadline, int64_t *earliest, int64_t *recent,
-                         ctl_missed *missed, char *err, size_t errlen);
+                         bool with_deadline, int64_t *earliest, int64_t *recent, ctl_missed *missed,
+                         char *err, size_t errlen);
 
 /* nextScheduleTimeDuration: milliseconds from now to the next activation plus 100 ms. */
 int64_t ctl_cron_requeue_ms(const ctl_cron *c, const ctl_cron_times *t, int64_t now_ms);

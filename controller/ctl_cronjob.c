@@ -129,8 +129,8 @@ static void orphans_and_stale(const json_t *cj, json_t *active, const ctl_cj_job
   for (size_t i = 0; i < n; i++)
     if (active_index_uid(active, jobs[i].uid) < 0 && !ctl_cj_finished(jobs[i].phase))
       NOTE(p, "Warning", "OrphanedJob",
-            "Detected orphaned job forgotted or not managed by controller: %s (UID: %s)",
-            jobs[i].name, jobs[i].uid);
+           "Detected orphaned job forgotted or not managed by controller: %s (UID: %s)",
+           jobs[i].name, jobs[i].uid);
   const char *ns = ctl_jstr(json_object_get(cj, "metadata"), "namespace");
   for (size_t i = 0; i < json_array_size(active);) {
     json_t *r = json_array_get(active, i);
@@ -138,14 +138,15 @@ static void orphans_and_stale(const json_t *cj, json_t *active, const ctl_cj_job
     bool managed = false;
     for (size_t k = 0; k < n && !managed; k++)
       managed = !strcmp(jobs[k].uid, uid);
-    const char *have = managed ? uid : lookup(ud, *ctl_jstr(r, "namespace") ? ctl_jstr(r, "namespace") : ns, name);
+    const char *have =
+        managed ? uid : lookup(ud, *ctl_jstr(r, "namespace") ? ctl_jstr(r, "namespace") : ns, name);
     if (!have) {
       NOTE(p, "Warning", "StaleReference", "Active job \"%s\" no longer exists (UID: %s)", name,
-            uid);
+           uid);
     } else if (strcmp(have, uid) != 0) {
       NOTE(p, "Warning", "StaleReference",
-            "Active job reference \"%s\" points to a different UID (expected: %s, actual: %s)",
-            name, uid, have);
+           "Active job reference \"%s\" points to a different UID (expected: %s, actual: %s)", name,
+           uid, have);
     } else {
       i++;
       continue;
@@ -169,11 +170,11 @@ static json_t *job_from_template(const json_t *cj, int64_t scheduled_ms, const c
   json_t *ann = json_object_get(tmeta, "annotations");
   ann = json_is_object(ann) ? json_deep_copy(ann) : json_object();
   json_object_set_new(ann, CTL_CJ_SCHEDULED_ANNOTATION, json_string(when));
-  json_t *m = json_pack("{s:s, s:s, s:o, s:[{s:s, s:s, s:s, s:s, s:b, s:b}]}", "name", name,
-                        "namespace", ctl_jstr(meta, "namespace"), "annotations", ann,
-                        "ownerReferences", "apiVersion", CTL_CJ_API, "kind", "CronJob", "name",
-                        ctl_jstr(meta, "name"), "uid", ctl_jstr(meta, "uid"), "controller", 1,
-                        "blockOwnerDeletion", 1);
+  json_t *m =
+      json_pack("{s:s, s:s, s:o, s:[{s:s, s:s, s:s, s:s, s:b, s:b}]}", "name", name, "namespace",
+                ctl_jstr(meta, "namespace"), "annotations", ann, "ownerReferences", "apiVersion",
+                CTL_CJ_API, "kind", "CronJob", "name", ctl_jstr(meta, "name"), "uid",
+                ctl_jstr(meta, "uid"), "controller", 1, "blockOwnerDeletion", 1);
   if (!m)
     return NULL;
   if (json_is_object(labels) && json_object_size(labels))
@@ -199,12 +200,11 @@ static int schedule(const json_t *cj, json_t *active, int64_t now_ms, ctl_cj_pla
   ctl_cron c;
   if (ctl_cron_format(sched, tz, full, sizeof(full), &tz_in) == 0 && tz_in)
     NOTE(p, "Warning", "UnsupportedSchedule",
-          "CRON_TZ or TZ in the schedule \"%s\" is not officially supported. If set, the "
-          "TimeZone field will be ignored during execution.",
-          sched);
+         "CRON_TZ or TZ in the schedule \"%s\" is not officially supported. If set, the "
+         "TimeZone field will be ignored during execution.",
+         sched);
   if (ctl_cron_parse(full, &c, err, sizeof(err))) {
-    NOTE(p, "Warning", "UnParseableCronJobSchedule", "unparseable schedule for cronjob: %s",
-          sched);
+    NOTE(p, "Warning", "UnParseableCronJobSchedule", "unparseable schedule for cronjob: %s", sched);
     p->err = kc_errorf(p->errmsg, sizeof(p->errmsg), KC_EPARSE, "%s", err);
     return 0;
   }
@@ -216,8 +216,7 @@ static int schedule(const json_t *cj, json_t *active, int64_t now_ms, ctl_cj_pla
     t.created_ms = 0;
   int64_t earliest, recent;
   ctl_missed missed;
-  if (ctl_cron_most_recent(&c, &t, now_ms, true, &earliest, &recent, &missed, err,
-                           sizeof(err))) {
+  if (ctl_cron_most_recent(&c, &t, now_ms, true, &earliest, &recent, &missed, err, sizeof(err))) {
     NOTE(p, "Warning", "InvalidSchedule", "Error getting schedule time: %s", err);
     p->err = kc_errorf(p->errmsg, sizeof(p->errmsg), KC_ERANGE, "%s", err);
     return 0;
@@ -229,8 +228,8 @@ static int schedule(const json_t *cj, json_t *active, int64_t now_ms, ctl_cj_pla
   }
   if (missed == CTL_MISSED_MANY)
     NOTE(p, "Warning", "TooManyMissedTimes",
-          "too many missed start times. Set or decrease .spec.startingDeadlineSeconds or check "
-          "clock skew");
+         "too many missed start times. Set or decrease .spec.startingDeadlineSeconds or check "
+         "clock skew");
   char name[CTL_NAME_MAX + 24];
   snprintf(name, sizeof(name), "%s-%lld", ctl_jstr(meta, "name"), (long long)(recent / 60000));
   if (active_has_name(active, ctl_jstr(meta, "namespace"), name) || t.last_schedule_ms == recent) {
@@ -240,7 +239,7 @@ static int schedule(const json_t *cj, json_t *active, int64_t now_ms, ctl_cj_pla
   const char *policy = ctl_jstr(spec, "concurrencyPolicy");
   if (!strcmp(policy, "Forbid") && json_array_size(active) > 0) {
     NOTE(p, "Warning", "ForbidConcurrent",
-          "Skipping job creation because another job is already running");
+         "Skipping job creation because another job is already running");
     p->requeue_ms = ctl_cron_requeue_ms(&c, &t, now_ms);
     return 0;
   }
@@ -305,11 +304,11 @@ int ctl_cj_status_add_active(json_t *status, const json_t *job, int64_t schedule
   if (!active || ctl_cron_rfc3339(scheduled_ms, "UTC", when, sizeof(when)))
     return KC_ENOMEM;
   if (active_index_uid(active, ctl_jstr(m, "uid")) < 0 &&
-      json_array_append_new(active, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "kind", "Job",
-                                              "namespace", ctl_jstr(m, "namespace"), "name",
-                                              ctl_jstr(m, "name"), "uid", ctl_jstr(m, "uid"),
-                                              "apiVersion", CTL_CJ_API, "resourceVersion",
-                                              ctl_jstr(m, "resourceVersion"))))
+      json_array_append_new(active,
+                            json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "kind", "Job", "namespace",
+                                      ctl_jstr(m, "namespace"), "name", ctl_jstr(m, "name"), "uid",
+                                      ctl_jstr(m, "uid"), "apiVersion", CTL_CJ_API,
+                                      "resourceVersion", ctl_jstr(m, "resourceVersion"))))
     return KC_ENOMEM;
   json_object_set_new(status, "lastScheduleTime", json_string(when));
   return 0;

@@ -14,16 +14,16 @@
 #include "ctl_job.h"
 #include "ctl_note.h"
 
-#define CTL_CJ_API "batch.volcano.sh/v1alpha1"
+#define CTL_CJ_API                  "batch.volcano.sh/v1alpha1"
 #define CTL_CJ_SCHEDULED_ANNOTATION "volcano.sh/cronjob-scheduled-timestamp"
 
 /* A Job controlled by the CronJob (its controller ownerRef names the CronJob's uid). */
 typedef struct {
   char name[CTL_NAME_MAX];
   char uid[CTL_UID_MAX];
-  char phase[32];      /* status.state.phase */
+  char phase[32];       /* status.state.phase */
   char finished_at[40]; /* status.state.lastTransitionTime, "" when unset */
-  int64_t created_ms;  /* metadata.creationTimestamp; 0 when unset */
+  int64_t created_ms;   /* metadata.creationTimestamp; 0 when unset */
 } ctl_cj_job;
 
 /* The uid of the Job ns/name, or NULL when there is none (a lister Get). */
@@ -40,17 +40,17 @@ typedef struct {
 #define CTL_CJ_MAX_EVENTS 16
 
 typedef struct {
-  json_t *status;      /* new: the status to write (deleted Jobs already out of active) */
-  bool write_status;   /* the status changed */
-  ctl_cj_delete *del;  /* new (free), ndel entries */
+  json_t *status;     /* new: the status to write (deleted Jobs already out of active) */
+  bool write_status;  /* the status changed */
+  ctl_cj_delete *del; /* new (free), ndel entries */
   size_t ndel;
-  json_t *create;      /* new: the Job to create, or NULL */
+  json_t *create;       /* new: the Job to create, or NULL */
   int64_t scheduled_ms; /* its scheduled time */
   ctl_cj_event ev[CTL_CJ_MAX_EVENTS];
   size_t nev;
-  bool requeue;        /* look again after requeue_ms (without an error) */
+  bool requeue; /* look again after requeue_ms (without an error) */
   int64_t requeue_ms;
-  int err;             /* nonzero: retry with backoff (Volcano returns an error) */
+  int err; /* nonzero: retry with backoff (Volcano returns an error) */
   char errmsg[300];
 } ctl_cj_plan;
 

@@ -73,7 +73,6 @@ static int64_t now_ms(const cron_ctl *c) {
   return c->speed == 1.0 ? w : c->origin_ms + (int64_t)((double)(w - c->origin_ms) * c->speed);
 }
 
-
 /* ---- the Job summary (the informer's transform) ---- */
 
 static void *decode_job(json_t *obj, void *ud, char *err, size_t errlen) {
@@ -260,7 +259,9 @@ static void status_done(const kc_api_result *res, void *data) {
   cj_op *op = data;
   cron_ctl *c = op->c;
   if (res->err == 0 && res->obj) {
-    ctl_json_write_through(&c->written, op->key, res->obj, uv_hrtime());
+    /* Without the entry the next sync reads the cache, possibly older: a conflict, retried. */
+    if (ctl_json_write_through(&c->written, op->key, res->obj, uv_hrtime()))
+      KC_WARN("cronjob-controller: out of memory keeping the status written for %s", op->key);
     c->status_writes++;
   } else if (res->err) {
     KC_ERROR("Failed to update status for CronJob <%s>, err: %s", op->key, res->message);
@@ -271,15 +272,18 @@ static void status_done(const kc_api_result *res, void *data) {
 }
 
 static void write_status(cj_op *op) {
-  if (!op->plan.write_status || op->c->stopping || (op->c->env.leader &&
-                                                    kc_leader_fence(op->c->env.leader))) {
+  if (!op->plan.write_status || op->c->stopping ||
+      (op->c->env.leader && kc_leader_fence(op->c->env.leader))) {
     finish(op);
     return;
   }
   json_t *body = json_deep_copy(op->cj);
   const json_t *m = json_object_get(op->cj, "metadata");
-  kc_ref ref = {.group = "batch.volcano.sh", .version = "v1alpha1", .resource = "cronjobs",
-                .namespace = ctl_jstr(m, "namespace"), .name = ctl_jstr(m, "name"),
+  kc_ref ref = {.group = "batch.volcano.sh",
+                .version = "v1alpha1",
+                .resource = "cronjobs",
+                .namespace = ctl_jstr(m, "namespace"),
+                .name = ctl_jstr(m, "name"),
                 .subresource = "status"};
   int rc = body ? json_object_set(body, "status", op->plan.status) : KC_ENOMEM;
   if (rc == 0)
@@ -316,8 +320,8 @@ static void got_existing(const kc_api_result *res, void *data) {
     op_event(op, KC_EVENT_WARNING, "ForeignJob",
              "Job %s exists but is not owned by this CronJob (current owner: %s)",
              ctl_jstr(json_object_get(res->obj, "metadata"), "name"), owner);
-  } else if (!ctl_cj_finished(
-                 ctl_jstr(json_object_get(json_object_get(res->obj, "status"), "state"), "phase"))) {
+  } else if (!ctl_cj_finished(ctl_jstr(
+                 json_object_get(json_object_get(res->obj, "status"), "state"), "phase"))) {
     ctl_cj_status_add_active(op->plan.status, res->obj, op->plan.scheduled_ms);
     op->plan.write_status = true;
   }
@@ -327,10 +331,10 @@ static void got_existing(const kc_api_result *res, void *data) {
 static bool namespace_terminating(const json_t *st) {
   size_t i;
   json_t *cause;
-  json_array_foreach(json_object_get(json_object_get(st, "details"), "causes"), i, cause)
-    if (!strcmp(ctl_jstr(cause, "reason"), "NamespaceTerminating") ||
-        !strcmp(ctl_jstr(cause, "type"), "NamespaceTerminating"))
-      return true;
+  json_array_foreach(
+      json_object_get(json_object_get(st, "details"), "causes"), i,
+      cause) if (!strcmp(ctl_jstr(cause, "reason"), "NamespaceTerminating") ||
+                 !strcmp(ctl_jstr(cause, "type"), "NamespaceTerminating")) return true;
   return false;
 }
 
@@ -347,8 +351,11 @@ static void created(const kc_api_result *res, void *data) {
     ctl_cj_status_add_active(op->plan.status, res->obj, op->plan.scheduled_ms);
     op->plan.write_status = true;
   } else if (res->err == KC_EALREADYEXISTS) {
-    kc_ref ref = {.group = "batch.volcano.sh", .version = "v1alpha1", .resource = "jobs",
-                  .namespace = ctl_jstr(jm, "namespace"), .name = ctl_jstr(jm, "name")};
+    kc_ref ref = {.group = "batch.volcano.sh",
+                  .version = "v1alpha1",
+                  .resource = "jobs",
+                  .namespace = ctl_jstr(jm, "namespace"),
+                  .name = ctl_jstr(jm, "name")};
     if (kc_api_call(op->c->env.client, KC_GET, &ref, NULL, NULL, got_existing, op) == 0)
       return;
     op->err = KC_EINVAL;
@@ -372,7 +379,9 @@ static void create_job(cj_op *op) {
     return;
   }
   const json_t *jm = json_object_get(op->plan.create, "metadata");
-  kc_ref ref = {.group = "batch.volcano.sh", .version = "v1alpha1", .resource = "jobs",
+  kc_ref ref = {.group = "batch.volcano.sh",
+                .version = "v1alpha1",
+                .resource = "jobs",
                 .namespace = ctl_jstr(jm, "namespace")};
   int rc = kc_api_call(op->c->env.client, KC_CREATE, &ref, NULL, op->plan.create, created, op);
   if (rc) {
@@ -398,8 +407,8 @@ static void deleted(const kc_api_result *res, void *data) {
     op->c->deleted++;
     op_event(op, KC_EVENT_NORMAL, "FailedDelete", "Deleted job \"%s\"", del->name);
   } else {
-    op_event(op, KC_EVENT_WARNING, "SuccessfulDelete", "Error deleting job \"%s\": %s",
-             del->name, res->message);
+    op_event(op, KC_EVENT_WARNING, "SuccessfulDelete", "Error deleting job \"%s\": %s", del->name,
+             res->message);
     if (del->replace)
       op->replace_failed = true;
   }
@@ -422,10 +431,12 @@ static void run_plan(cj_op *op) {
       break;
     d->op = op;
     d->i = i;
-    kc_ref ref = {.group = "batch.volcano.sh", .version = "v1alpha1", .resource = "jobs",
-                  .namespace = ctl_jstr(m, "namespace"), .name = op->plan.del[i].name};
-    kc_query q = {.precondition_uid = op->plan.del[i].uid,
-                  .propagation_policy = "Background"};
+    kc_ref ref = {.group = "batch.volcano.sh",
+                  .version = "v1alpha1",
+                  .resource = "jobs",
+                  .namespace = ctl_jstr(m, "namespace"),
+                  .name = op->plan.del[i].name};
+    kc_query q = {.precondition_uid = op->plan.del[i].uid, .propagation_policy = "Background"};
     op->pending++;
     if (kc_api_call(op->c->env.client, KC_DELETE, &ref, &q, NULL, deleted, d) != 0) {
       op->pending--;
@@ -439,9 +450,9 @@ static void run_plan(cj_op *op) {
 static void process(kc_workqueue *q, const char *key, void *ud) {
   cron_ctl *c = ud;
   /* After stop the informers are gone, while the shut-down queue still hands out its keys. */
-  const json_t *cj = c->stopping ? NULL
-                                 : ctl_json_newest(&c->written, kc_informer_store(c->inf_cj),
-                                                   key, uv_hrtime());
+  const json_t *cj =
+      c->stopping ? NULL
+                  : ctl_json_newest(&c->written, kc_informer_store(c->inf_cj), key, uv_hrtime());
   const json_t *m = json_object_get(cj, "metadata");
   if (!cj || json_object_get(m, "deletionTimestamp")) {
     kc_workqueue_forget(q, key);
@@ -485,22 +496,30 @@ static int cron_init(const ctl_env *env, void **out) {
   kc_strmap_init(&c->written, KC_STRMAP_COPY_KEYS);
   kc_strmap_init(&c->expect, KC_STRMAP_COPY_KEYS);
   /* client-go's default controller rate limiter: 5 ms doubling to 1000 s, 10 qps / 100. */
-  kc_workqueue_opts qo = {.name = "cronjob", .process = process, .process_ud = c,
+  kc_workqueue_opts qo = {.name = "cronjob",
+                          .process = process,
+                          .process_ud = c,
                           .workers = env->workers_cron > 0 ? env->workers_cron : 3};
   int rc = kc_workqueue_new(env->loop, &qo, &c->q);
   if (rc)
     goto fail;
   if (env->metrics)
     kc_workqueue_use_metrics(c->q, env->metrics);
-  kc_informer_options co = {.group = "batch.volcano.sh", .version = "v1alpha1",
-                            .resource = "cronjobs"};
-  kc_informer_handlers ch = {.on_add = on_cj, .on_update = on_cj_update, .on_delete = on_cj,
-                             .on_synced = on_synced, .ud = c};
-  kc_informer_options jo = {.group = "batch.volcano.sh", .version = "v1alpha1",
-                            .resource = "jobs"};
-  kc_informer_handlers jh = {.decode = decode_job, .free_obj = free, .on_add = on_job_add,
-                             .on_update = on_job_update, .on_delete = on_job_delete,
-                             .on_synced = on_synced, .ud = c};
+  kc_informer_options co = {
+      .group = "batch.volcano.sh", .version = "v1alpha1", .resource = "cronjobs"};
+  kc_informer_handlers ch = {.on_add = on_cj,
+                             .on_update = on_cj_update,
+                             .on_delete = on_cj,
+                             .on_synced = on_synced,
+                             .ud = c};
+  kc_informer_options jo = {.group = "batch.volcano.sh", .version = "v1alpha1", .resource = "jobs"};
+  kc_informer_handlers jh = {.decode = decode_job,
+                             .free_obj = free,
+                             .on_add = on_job_add,
+                             .on_update = on_job_update,
+                             .on_delete = on_job_delete,
+                             .on_synced = on_synced,
+                             .ud = c};
   if ((rc = kc_informer_new(env->client, &co, &ch, &c->inf_cj)) ||
       (rc = kc_informer_new(env->client, &jo, &jh, &c->inf_job)) ||
       (rc = kc_store_add_index(kc_informer_store(c->inf_job), "owner", index_owner, NULL)))
@@ -530,7 +549,6 @@ static bool cron_synced(const void *p) {
   return ((const cron_ctl *)p)->synced;
 }
 
-
 static void cron_stop(void *p, uint64_t deadline_ms, void (*done)(void *), void *ud) {
   cron_ctl *c = p;
   if (c->stopping)
@@ -542,8 +560,6 @@ static void cron_stop(void *p, uint64_t deadline_ms, void (*done)(void *), void 
   kc_workqueue_shutdown(c->q);
   ctl_drain_start(&c->drain, c->env.loop, &c->inflight, deadline_ms, done, ud);
 }
-
-
 
 static void cron_free(void *p) {
   cron_ctl *c = p;

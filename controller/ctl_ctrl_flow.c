@@ -136,7 +136,8 @@ static void on_main_add(const char *key, void *obj, void *ud) {
 static void on_flow_update(const char *key, void *o, void *n, void *ud) {
   (void)o;
   const json_t *f = n;
-  if (!strcmp(ctl_jstr(json_object_get(json_object_get(f, "status"), "state"), "phase"), "Succeed") &&
+  if (!strcmp(ctl_jstr(json_object_get(json_object_get(f, "status"), "state"), "phase"),
+              "Succeed") &&
       !strcmp(ctl_jstr(json_object_get(f, "spec"), "jobRetainPolicy"), "delete"))
     on_main_add(key, n, ud);
 }
@@ -181,8 +182,8 @@ static const json_t *lk_template(void *ud, const char *ns, const char *name) {
 }
 
 /* The Jobs whose label names "ns.name" (index "flow" or "template"), in namespace ns. */
-static const ctl_jf_job **labelled(flow_ctl *c, const char *index, const char *ns,
-                                   const char *name, size_t *n) {
+static const ctl_jf_job **labelled(flow_ctl *c, const char *index, const char *ns, const char *name,
+                                   size_t *n) {
   char v[2 * CTL_NAME_MAX];
   snprintf(v, sizeof(v), "%s.%s", ns, name);
   kc_store *st = kc_informer_store(c->inf_job);
@@ -207,8 +208,8 @@ static void op_event(flow_op *op, const char *type, const char *reason, const ch
 static void op_event(flow_op *op, const char *type, const char *reason, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  ctl_mini_vevent(op->c->env.events, op->c->flows ? "JobFlow" : "JobTemplate", CTL_JF_API,
-                  op->obj, type, reason, fmt, ap);
+  ctl_mini_vevent(op->c->env.events, op->c->flows ? "JobFlow" : "JobTemplate", CTL_JF_API, op->obj,
+                  type, reason, fmt, ap);
   va_end(ap);
 }
 
@@ -251,7 +252,9 @@ static void status_done(const kc_api_result *res, void *data) {
   flow_op *op = data;
   if (res->err == 0 && res->obj) {
     op->c->status_writes++;
-    ctl_json_write_through(&op->c->written, op->key, res->obj, uv_hrtime());
+    /* Without the entry the next sync reads the cache, possibly older: a conflict, retried. */
+    if (ctl_json_write_through(&op->c->written, op->key, res->obj, uv_hrtime()))
+      KC_WARN("%s: out of memory keeping the status written for %s", op->c->name, op->key);
   } else if (res->err) {
     KC_ERROR("%s: failed to update status of %s: %s", op->c->name, op->key, res->message);
     op_fail(op, res->err, res->message);
@@ -267,9 +270,11 @@ static void write_status(flow_op *op) {
     return;
   }
   const json_t *m = json_object_get(op->obj, "metadata");
-  kc_ref ref = {.group = "flow.volcano.sh", .version = "v1alpha1",
+  kc_ref ref = {.group = "flow.volcano.sh",
+                .version = "v1alpha1",
                 .resource = op->c->flows ? "jobflows" : "jobtemplates",
-                .namespace = ctl_jstr(m, "namespace"), .name = ctl_jstr(m, "name"),
+                .namespace = ctl_jstr(m, "namespace"),
+                .name = ctl_jstr(m, "name"),
                 .subresource = "status"};
   json_t *body = json_deep_copy(op->obj);
   int rc = body ? json_object_set(body, "status", st) : KC_ENOMEM;
@@ -329,11 +334,14 @@ static void run_writes(flow_op *op) {
     w->op = op;
     bool create = i < op->plan.ncreate;
     w->i = create ? i : i - op->plan.ncreate;
-    kc_ref ref = {.group = "batch.volcano.sh", .version = "v1alpha1", .resource = "jobs",
-                  .namespace = ns, .name = create ? NULL : op->plan.del[w->i]};
+    kc_ref ref = {.group = "batch.volcano.sh",
+                  .version = "v1alpha1",
+                  .resource = "jobs",
+                  .namespace = ns,
+                  .name = create ? NULL : op->plan.del[w->i]};
     op->pending++;
-    int rc = create ? kc_api_call(op->c->env.client, KC_CREATE, &ref, NULL,
-                                  op->plan.create[w->i], created, w)
+    int rc = create ? kc_api_call(op->c->env.client, KC_CREATE, &ref, NULL, op->plan.create[w->i],
+                                  created, w)
                     : kc_api_call(op->c->env.client, KC_DELETE, &ref, NULL, NULL, deleted, w);
     if (rc) {
       op->pending--;
@@ -383,9 +391,9 @@ static int plan_op(flow_ctl *c, flow_op *op) {
 static void process(kc_workqueue *q, const char *key, void *ud) {
   flow_ctl *c = ud;
   /* After stop the informers are gone, while the shut-down queue still hands out its keys. */
-  const json_t *obj = c->stopping ? NULL
-                                   : ctl_json_newest(&c->written, kc_informer_store(main_inf(c)),
-                                                     key, uv_hrtime());
+  const json_t *obj =
+      c->stopping ? NULL
+                  : ctl_json_newest(&c->written, kc_informer_store(main_inf(c)), key, uv_hrtime());
   flow_op *op = obj && !c->stopping ? calloc(1, sizeof(*op)) : NULL;
   if (!op) {
     if (obj && !c->stopping)
@@ -428,19 +436,22 @@ static int flow_init(const ctl_env *env, bool flows, void **out) {
   c->flows = flows;
   c->name = flows ? "jobflow-controller" : "jobtemplate-controller";
   kc_strmap_init(&c->written, KC_STRMAP_COPY_KEYS);
-  kc_workqueue_opts qo = {.name = flows ? "jobflow" : "jobtemplate", .process = process,
-                          .process_ud = c, .workers = 1};
+  kc_workqueue_opts qo = {
+      .name = flows ? "jobflow" : "jobtemplate", .process = process, .process_ud = c, .workers = 1};
   int rc = kc_workqueue_new(env->loop, &qo, &c->q);
   if (rc)
     goto fail;
   if (env->metrics)
     kc_workqueue_use_metrics(c->q, env->metrics);
-  kc_informer_handlers fh = {.on_add = on_main_add, .on_update = on_flow_update,
-                             .on_synced = on_synced, .ud = c};
-  kc_informer_handlers th = {.on_add = flows ? NULL : on_main_add, .on_synced = on_synced,
+  kc_informer_handlers fh = {
+      .on_add = on_main_add, .on_update = on_flow_update, .on_synced = on_synced, .ud = c};
+  kc_informer_handlers th = {.on_add = flows ? NULL : on_main_add, .on_synced = on_synced, .ud = c};
+  kc_informer_handlers jh = {.decode = decode_job,
+                             .free_obj = free_job,
+                             .on_add = on_job_add,
+                             .on_update = on_job_update,
+                             .on_synced = on_synced,
                              .ud = c};
-  kc_informer_handlers jh = {.decode = decode_job, .free_obj = free_job, .on_add = on_job_add,
-                             .on_update = on_job_update, .on_synced = on_synced, .ud = c};
   if ((flows && (rc = new_informer(c, "flow.volcano.sh", "jobflows", &fh, &c->inf_flow))) ||
       (rc = new_informer(c, "flow.volcano.sh", "jobtemplates", &th, &c->inf_tmpl)) ||
       (rc = new_informer(c, "batch.volcano.sh", "jobs", &jh, &c->inf_job)) ||

@@ -8,8 +8,7 @@
 
 /* Volcano controllers that this build does not run: a Deployment written for Volcano may
  * name them. A controller that lands moves from here to the table in ctl_controllers.c. */
-const char *const ctl_controllers_later[] = {"hyperjob-controller",
-                                             "sharding-controller", NULL};
+const char *const ctl_controllers_later[] = {"hyperjob-controller", "sharding-controller", NULL};
 
 static const char *bare(const char *e) {
   return (e[0] == '-' || e[0] == '+') ? e + 1 : e;

@@ -186,7 +186,8 @@ fail:
 
 static json_t *job_for(const json_t *flow, const json_t *f, const json_t *tmpl) {
   const json_t *m = json_object_get(flow, "metadata");
-  const char *ns = ctl_jstr(m, "namespace"), *fname = ctl_jstr(m, "name"), *tname = ctl_jstr(f, "name");
+  const char *ns = ctl_jstr(m, "namespace"), *fname = ctl_jstr(m, "name"),
+             *tname = ctl_jstr(f, "name");
   char name[2 * CTL_NAME_MAX], by_t[2 * CTL_NAME_MAX], by_f[2 * CTL_NAME_MAX];
   snprintf(name, sizeof(name), "%s-%s", fname, tname);
   snprintf(by_t, sizeof(by_t), "%s.%s", ns, tname);
@@ -199,9 +200,9 @@ static json_t *job_for(const json_t *flow, const json_t *f, const json_t *tmpl) 
                    "s:b, s:b}]}, s:o}",
                    "apiVersion", "batch.volcano.sh/v1alpha1", "kind", "Job", "metadata", "name",
                    name, "namespace", ns, "labels", CTL_JF_BY_TEMPLATE, by_t, CTL_JF_BY_FLOW, by_f,
-                   "annotations", CTL_JF_BY_TEMPLATE, by_t, CTL_JF_BY_FLOW, by_f,
-                   "ownerReferences", "apiVersion", CTL_JF_API, "kind", "JobFlow", "name", fname,
-                   "uid", ctl_jstr(m, "uid"), "controller", 1, "blockOwnerDeletion", 1, "spec", spec);
+                   "annotations", CTL_JF_BY_TEMPLATE, by_t, CTL_JF_BY_FLOW, by_f, "ownerReferences",
+                   "apiVersion", CTL_JF_API, "kind", "JobFlow", "name", fname, "uid",
+                   ctl_jstr(m, "uid"), "controller", 1, "blockOwnerDeletion", 1, "spec", spec);
 }
 
 /* judge: every target's Job exists and has completed. */
@@ -322,9 +323,13 @@ static json_t *job_status_entry(const json_t *prev_list, const ctl_jf_job *j, in
 static const char *list_for(const char *phase) {
   static const struct {
     const char *phase, *list;
-  } t[] = {{"Pending", "pendingJobs"},     {"Running", "runningJobs"},
-           {"Failed", "failedJobs"},       {"Completed", "completedJobs"},
-           {"Terminated", "terminatedJobs"}, {"Completing", ""}, {"Terminating", ""}};
+  } t[] = {{"Pending", "pendingJobs"},
+           {"Running", "runningJobs"},
+           {"Failed", "failedJobs"},
+           {"Completed", "completedJobs"},
+           {"Terminated", "terminatedJobs"},
+           {"Completing", ""},
+           {"Terminating", ""}};
   for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
     if (!strcmp(t[i].phase, phase))
       return t[i].list;
@@ -423,8 +428,8 @@ int ctl_jobflow_sync(const json_t *flow, const ctl_jf_job *const *jobs, size_t n
   memset(p, 0, sizeof(*p));
   const json_t *spec = json_object_get(flow, "spec"), *old = json_object_get(flow, "status");
   const char *phase = ctl_jstr(json_object_get(old, "state"), "phase");
-  if (*phase && strcmp(phase, "Pending") && strcmp(phase, "Running") &&
-      strcmp(phase, "Succeed") && strcmp(phase, "Failed") && strcmp(phase, "Terminating")) {
+  if (*phase && strcmp(phase, "Pending") && strcmp(phase, "Running") && strcmp(phase, "Succeed") &&
+      strcmp(phase, "Failed") && strcmp(phase, "Terminating")) {
     p->err = kc_errorf(p->errmsg, sizeof(p->errmsg), KC_EINVAL, "jobflow %s state %s is invalid",
                        ctl_jstr(json_object_get(flow, "metadata"), "name"), phase);
     return 0;

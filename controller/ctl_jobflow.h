@@ -15,22 +15,23 @@
 #include <stdint.h>
 
 #include "ctl_job.h"
+#include "kc_error.h"
 #include "ctl_note.h"
 
-#define CTL_JF_API "flow.volcano.sh/v1alpha1"
+#define CTL_JF_API         "flow.volcano.sh/v1alpha1"
 #define CTL_JF_BY_TEMPLATE "volcano.sh/createdByJobTemplate"
-#define CTL_JF_BY_FLOW "volcano.sh/createdByJobFlow"
+#define CTL_JF_BY_FLOW     "volcano.sh/createdByJobFlow"
 
 /* A Job made from a template, as the controllers keep it. */
 typedef struct {
   char ns[CTL_NAME_MAX];
   char name[CTL_NAME_MAX];
   char phase[32];
-  char created[40];                  /* metadata.creationTimestamp */
+  char created[40];                   /* metadata.creationTimestamp */
   char by_template[2 * CTL_NAME_MAX]; /* label volcano.sh/createdByJobTemplate */
   char by_flow[2 * CTL_NAME_MAX];     /* label volcano.sh/createdByJobFlow */
   char flow_owner[CTL_NAME_MAX];      /* the controlling JobFlow's name, "" when none */
-  json_t *status;                    /* runningDuration, taskStatusCount, retryCount (new ref) */
+  json_t *status;                     /* runningDuration, taskStatusCount, retryCount (new ref) */
 } ctl_jf_job;
 
 /* Lookups into the caches: the Job ns/name and the JobTemplate ns/name, or NULL. */
@@ -45,23 +46,23 @@ typedef ctl_note ctl_jf_event;
 #define CTL_JF_MAX_EVENTS 8
 
 typedef struct {
-  json_t **create;  /* new: the Jobs to create, in the flow's order (ncreate) */
+  json_t **create; /* new: the Jobs to create, in the flow's order (ncreate) */
   size_t ncreate;
   char (*del)[CTL_NAME_MAX]; /* the Jobs to delete (retain policy delete), ndel */
   size_t ndel;
-  json_t *status;   /* new: the status to write, or NULL when unchanged */
+  json_t *status; /* new: the status to write, or NULL when unchanged */
   ctl_jf_event ev[CTL_JF_MAX_EVENTS];
   size_t nev;
-  int err;          /* nonzero: retry with backoff (a template is missing, ...) */
+  int err; /* nonzero: retry with backoff (a template is missing, ...) */
   char errmsg[300];
-  char cycle[300];  /* the flow failed on this cycle ("a -> b -> a"), for the log */
+  char cycle[300]; /* the flow failed on this cycle ("a -> b -> a"), for the log */
 } ctl_jf_plan;
 
 /* Decides for flow (borrowed). jobs are the Jobs labelled as created by this flow (borrowed);
  * now_ms stamps the running histories. 0 or KC_ENOMEM. The Jobs to create are made with their
  * status as it will be once they exist: the shell writes plan->status after the creations. */
-int ctl_jobflow_sync(const json_t *flow, const ctl_jf_job *const *jobs, size_t njobs,
-                     const ctl_jf_lookup *lk, int64_t now_ms, ctl_jf_plan *plan);
+KC_NODISCARD int ctl_jobflow_sync(const json_t *flow, const ctl_jf_job *const *jobs, size_t njobs,
+                                  const ctl_jf_lookup *lk, int64_t now_ms, ctl_jf_plan *plan);
 void ctl_jf_plan_free(ctl_jf_plan *plan);
 
 /* Volcano's webhook message for a flow graph that is not a DAG. */
@@ -70,8 +71,8 @@ void ctl_jf_plan_free(ctl_jf_plan *plan);
 /* The DAG check: 0, or KC_EINVAL with the webhook's message in err ("jobflow Flow is not DAG:
  * vertex is not defined: x", "jobflow Flow is not DAG"); on a cycle, cycle (may be NULL) gets
  * it as "a -> b -> a", each flow depending on the next. */
-int ctl_jobflow_check_dag(const json_t *flows, char *err, size_t errlen, char *cycle,
-                          size_t cyclecap);
+KC_NODISCARD int ctl_jobflow_check_dag(const json_t *flows, char *err, size_t errlen, char *cycle,
+                                       size_t cyclecap);
 
 /* Volcano's patchJobTemplate: the template's spec (borrowed) with a flow's patch.jobSpec
  * (borrowed) merged in. New; NULL on memory exhaustion. */

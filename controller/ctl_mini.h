@@ -15,7 +15,7 @@ struct kc_event_recorder;
  * NULL (nothing is recorded). */
 void ctl_mini_vevent(struct kc_event_recorder *rec, const char *kind, const char *api_version,
                      const json_t *obj, const char *type, const char *reason, const char *fmt,
-                     va_list ap);
+                     va_list ap) __attribute__((format(printf, 7, 0)));
 
 /* Stopping: done(ud) is called from the loop once *inflight is 0 or deadline_ms has passed. */
 typedef struct {

@@ -67,8 +67,8 @@ int ctl_json_write_through(kc_strmap *m, const char *key, json_t *obj, uint64_t 
   if (!w)
     return KC_ENOMEM;
   w->obj = json_incref(obj);
-  const char *rv = json_string_value(json_object_get(json_object_get(obj, "metadata"),
-                                                     "resourceVersion"));
+  const char *rv =
+      json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
   snprintf(w->rv, sizeof(w->rv), "%s", rv ? rv : "");
   w->at_ns = now_ns;
   /* kc_strmap_put returns 1 when it replaced an entry: w is stored then too, and only the old
@@ -83,8 +83,7 @@ int ctl_json_write_through(kc_strmap *m, const char *key, json_t *obj, uint64_t 
   return 0;
 }
 
-const json_t *ctl_json_newest(kc_strmap *m, const kc_store *st, const char *key,
-                              uint64_t now_ns) {
+const json_t *ctl_json_newest(kc_strmap *m, const kc_store *st, const char *key, uint64_t now_ns) {
   const json_t *cached = kc_store_get(st, key);
   ctl_json_written *w = kc_strmap_len(m) ? kc_strmap_get(m, key) : NULL;
   if (!w)

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "ctl_job.h"
+#include "kc_error.h"
 #include "kc_store.h"
 #include "kc_strmap.h"
 #include "volcano.pb-c.h"
@@ -51,14 +52,14 @@ typedef struct {
 
 /* Keeps obj (borrowed: the entry takes a reference of its own) as the newest version of key,
  * written at now_ns; a previous entry for key is released. 0, or KC_ENOMEM (nothing kept). */
-int ctl_json_write_through(kc_strmap *m, const char *key, json_t *obj, uint64_t now_ns);
+KC_NODISCARD int ctl_json_write_through(kc_strmap *m, const char *key, json_t *obj,
+                                        uint64_t now_ns);
 /* The newest known version of key (borrowed; valid until the next call on m or the store):
  * the written one while the cache holds an older version, else the cached one (NULL when
  * the cache has no such object: it was deleted). An entry the cache has caught up with, one
  * whose version cannot be compared, one older than CTL_WRITTEN_TTL_NS, or one of a deleted
  * object is dropped. */
-const json_t *ctl_json_newest(kc_strmap *m, const kc_store *st, const char *key,
-                              uint64_t now_ns);
+const json_t *ctl_json_newest(kc_strmap *m, const kc_store *st, const char *key, uint64_t now_ns);
 /* Releases every entry and the map's memory. */
 void ctl_json_written_close(kc_strmap *m);
 

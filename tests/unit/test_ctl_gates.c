@@ -51,7 +51,8 @@ static void test_check(void **state) {
   assert_string_equal(err, "wildcard '*' cannot be combined with other input");
   const char *bad2[] = {"job-controller", "-job-controller"};
   assert_int_equal(ctl_controllers_check(bad2, N(bad2), err, sizeof(err)), KC_EINVAL);
-  assert_string_equal(err, "controllers option -job-controller cannot have both '-' and '+' prefixes");
+  assert_string_equal(err,
+                      "controllers option -job-controller cannot have both '-' and '+' prefixes");
   const char *bad3[] = {"-"};
   assert_int_equal(ctl_controllers_check(bad3, N(bad3), err, sizeof(err)), KC_EINVAL);
 }
@@ -67,8 +68,10 @@ static void test_unknown(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_star_enables_all), cmocka_unit_test(test_named_only),
-      cmocka_unit_test(test_minus),            cmocka_unit_test(test_check),
+      cmocka_unit_test(test_star_enables_all),
+      cmocka_unit_test(test_named_only),
+      cmocka_unit_test(test_minus),
+      cmocka_unit_test(test_check),
       cmocka_unit_test(test_unknown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -113,8 +113,9 @@ static void test_dag(void **state) {
   json_decref(f);
   /* A diamond is a DAG. */
   json_t *d = flow("", "{}");
-  assert_int_equal(ctl_jobflow_check_dag(json_object_get(json_object_get(d, "spec"), "flows"),
-                                         err, sizeof(err), cycle, sizeof(cycle)), 0);
+  assert_int_equal(ctl_jobflow_check_dag(json_object_get(json_object_get(d, "spec"), "flows"), err,
+                                         sizeof(err), cycle, sizeof(cycle)),
+                   0);
   json_decref(d);
 }
 
@@ -129,8 +130,7 @@ static void test_diamond_order(void **state) {
   assert_string_equal(created_name(&p, 0), "dia-a");
   json_t *m = json_object_get(p.create[0], "metadata");
   assert_string_equal(
-      json_string_value(json_object_get(json_object_get(m, "labels"), CTL_JF_BY_TEMPLATE)),
-      "ns.a");
+      json_string_value(json_object_get(json_object_get(m, "labels"), CTL_JF_BY_TEMPLATE)), "ns.a");
   assert_string_equal(
       json_string_value(json_object_get(json_object_get(m, "annotations"), CTL_JF_BY_FLOW)),
       "ns.dia");
@@ -138,8 +138,8 @@ static void test_diamond_order(void **state) {
   assert_string_equal(json_string_value(json_object_get(ref, "kind")), "JobFlow");
   assert_string_equal(json_string_value(json_object_get(ref, "apiVersion")), CTL_JF_API);
   assert_true(json_is_true(json_object_get(ref, "controller")));
-  assert_string_equal(json_string_value(json_object_get(json_object_get(p.create[0], "spec"),
-                                                        "queue")), "q");
+  assert_string_equal(
+      json_string_value(json_object_get(json_object_get(p.create[0], "spec"), "queue")), "q");
   assert_string_equal(
       json_string_value(json_object_get(json_object_get(p.status, "state"), "phase")), "Pending");
   ctl_jf_plan_free(&p);
@@ -175,8 +175,8 @@ static void test_diamond_order(void **state) {
   assert_string_equal(json_string_value(json_object_get(json_array_get(h, 1), "state")),
                       "Completed");
   assert_string_equal(
-      json_string_value(json_object_get(json_object_get(json_object_get(p.status, "conditions"),
-                                                        "dia-a"), "runningDuration")),
+      json_string_value(json_object_get(
+          json_object_get(json_object_get(p.status, "conditions"), "dia-a"), "runningDuration")),
       "1m30s");
   ctl_jf_plan_free(&p);
   /* b completed, c still running: no d yet. */
@@ -337,11 +337,11 @@ static void test_patch(void **state) {
       "\"volumes\":[{\"mountPath\":\"/a\",\"volumeClaimName\":\"x\"}],"
       "\"plugins\":{\"env\":[],\"ssh\":[\"--no-root\"]},"
       "\"tasks\":[{\"name\":\"m\",\"replicas\":1,\"template\":{\"spec\":{\"nodeName\":\"n\"}}}]}");
-  json_t *patch = parse(
-      "{\"queue\":\"other\",\"maxRetry\":1,"
-      "\"volumes\":[{\"mountPath\":\"/a\",\"volumeClaimName\":\"y\"},{\"mountPath\":\"/b\","
-      "\"volumeClaimName\":\"z\"}],\"plugins\":{\"ssh\":[\"--x\"],\"svc\":[]},"
-      "\"tasks\":[{\"name\":\"m\",\"replicas\":3},{\"name\":\"n\",\"replicas\":1}]}");
+  json_t *patch =
+      parse("{\"queue\":\"other\",\"maxRetry\":1,"
+            "\"volumes\":[{\"mountPath\":\"/a\",\"volumeClaimName\":\"y\"},{\"mountPath\":\"/b\","
+            "\"volumeClaimName\":\"z\"}],\"plugins\":{\"ssh\":[\"--x\"],\"svc\":[]},"
+            "\"tasks\":[{\"name\":\"m\",\"replicas\":3},{\"name\":\"n\",\"replicas\":1}]}");
   json_t *m = ctl_jobflow_patch_spec(base, patch);
   json_t *want = parse(
       "{\"schedulerName\":\"volcano\",\"maxRetry\":1,\"queue\":\"other\","
@@ -401,10 +401,14 @@ static void test_template_status(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_dag),          cmocka_unit_test(test_diamond_order),
-      cmocka_unit_test(test_states),       cmocka_unit_test(test_cycle_fails_the_flow),
-      cmocka_unit_test(test_missing_template), cmocka_unit_test(test_patch),
-      cmocka_unit_test(test_template_status), cmocka_unit_test(test_pending_states),
+      cmocka_unit_test(test_dag),
+      cmocka_unit_test(test_diamond_order),
+      cmocka_unit_test(test_states),
+      cmocka_unit_test(test_cycle_fails_the_flow),
+      cmocka_unit_test(test_missing_template),
+      cmocka_unit_test(test_patch),
+      cmocka_unit_test(test_template_status),
+      cmocka_unit_test(test_pending_states),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -150,9 +150,9 @@ static void test_json_newest(void **state) {
   const json_t *got = ctl_json_newest(&m, st, "ns/f", now + SEC);
   assert_ptr_equal(got, w12);
   assert_int_equal(got->refcount, 1);
-  assert_string_equal(json_string_value(json_object_get(json_object_get(got, "metadata"),
-                                                        "resourceVersion")),
-                      "12");
+  assert_string_equal(
+      json_string_value(json_object_get(json_object_get(got, "metadata"), "resourceVersion")),
+      "12");
 
   /* The watch brings 12: the cached copy, and the entry is released. */
   json_t *c12 = flow_at("12", "Running");
