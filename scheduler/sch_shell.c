@@ -12,9 +12,11 @@
 #include "kc_codec.h"
 #include "kc_container.h"
 #include "kc_error.h"
+#include "kc_file.h"
 #include "kc_log.h"
 #include "kc_store.h"
 #include "kc_strmap.h"
+#include "kc_time.h"
 #include "sch_binder.h"
 #include "sch_cache.h"
 #include "sch_evictor.h"
@@ -165,27 +167,24 @@ static void log_conf(const char *what, const sch_conf *conf) {
 
 /* Reads and parses the file; on success replaces sh->conf. */
 static int load_conf_file(sch_shell *sh, const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (f == NULL) {
+  char *buf;
+  size_t len;
+  int rc = kc_file_read(path, MAX_CONF_BYTES, &buf, &len);
+  if (rc == KC_ENOMEM)
+    return rc;
+  if (rc == KC_ETOOBIG) {
+    KC_ERROR("scheduler configuration %s is larger than %u bytes; keeping the %s configuration",
+             path, MAX_CONF_BYTES, sh->conf ? "previous" : "default");
+    return rc;
+  }
+  if (rc) {
     KC_ERROR("scheduler configuration %s cannot be read (%s); keeping the %s configuration", path,
              strerror(errno), sh->conf ? "previous" : "default");
     return KC_EIO;
   }
-  char *buf = malloc(MAX_CONF_BYTES + 1);
-  size_t len = buf ? fread(buf, 1, MAX_CONF_BYTES + 1, f) : 0;
-  fclose(f);
-  if (buf == NULL)
-    return KC_ENOMEM;
-  if (len > MAX_CONF_BYTES) {
-    KC_ERROR("scheduler configuration %s is larger than %u bytes; keeping the %s configuration",
-             path, MAX_CONF_BYTES, sh->conf ? "previous" : "default");
-    free(buf);
-    return KC_ETOOBIG;
-  }
-  buf[len] = '\0';
   char err[512] = "";
   sch_conf *conf = NULL;
-  int rc = sch_conf_parse(buf, len, &conf, err, sizeof(err));
+  rc = sch_conf_parse(buf, len, &conf, err, sizeof(err));
   free(buf);
   if (rc) {
     KC_ERROR("scheduler configuration %s is invalid (%s: %s); keeping the %s configuration", path,
@@ -412,13 +411,6 @@ static void patch_status(sch_shell *sh, kc_strmap *map, const char *key, const c
   sh->writes_in_flight++;
 }
 
-static void rfc3339(int64_t t, char buf[32]) {
-  time_t tt = (time_t)t;
-  struct tm tm;
-  gmtime_r(&tt, &tm);
-  strftime(buf, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 static bool str_eq(const char *a, const char *b) {
   return strcmp(a ? a : "", b ? b : "") == 0;
 }
@@ -488,10 +480,10 @@ static void write_pod_group(sch_shell *sh, const sch_snapshot *snap, const sch_p
   bool changed = !cur || !str_eq(cur->phase, phase) || cur->running != ps->running ||
                  cur->succeeded != ps->succeeded || cur->failed != ps->failed;
   bool only_conditions = !changed, cond_changed;
-  char ts[32];
-  rfc3339(ps->condition.last_transition_time ? ps->condition.last_transition_time
-                                             : (int64_t)time(NULL),
-          ts);
+  char ts[KC_TIME_LEN];
+  kc_time_format(ps->condition.last_transition_time ? ps->condition.last_transition_time
+                                                    : (int64_t)time(NULL),
+                 ts);
   size_t n = sch_shell_pg_conditions(cur, ps, ts, conds, cptr, &cond_changed);
   changed = changed || cond_changed;
   if (changed && only_conditions && j->invalid) {
@@ -730,11 +722,7 @@ static void explain_pod(sch_shell *sh, kc_strmap *next, const Kiln__Pod *p, cons
     free(k);
   json_decref(patch);
   if (sh->events) {
-    kc_object_ref o = {.kind = "Pod",
-                       .namespace = p->namespace_,
-                       .name = p->name,
-                       .uid = p->uid,
-                       .api_version = "v1"};
+    kc_object_ref o = kc_pod_ref(p->namespace_, p->name, p->uid);
     kc_event_record(sh->events, &o, KC_EVENT_WARNING, "FailedScheduling", "%s", msg);
   }
 }
@@ -839,11 +827,7 @@ static void record_events(sch_shell *sh, const sch_snapshot *snap, const sch_res
       if (strcmp(e->reason, "FailedScheduling") == 0)
         continue; /* told with the explanations, rate-limited */
       const Kiln__Pod *p = snap->tasks[e->object].pod;
-      o = (kc_object_ref){.kind = "Pod",
-                          .namespace = p->namespace_,
-                          .name = p->name,
-                          .uid = p->uid,
-                          .api_version = "v1"};
+      o = kc_pod_ref(p->namespace_, p->name, p->uid);
     } else {
       const sch_job *j = &snap->jobs[e->object];
       if (j->pod_group == NULL || j->pod_group->metadata == NULL ||
@@ -1219,7 +1203,7 @@ static void bad_pod(const json_t *obj, const char *err, void *ud) {
     ours = str_eq(sn, "volcano");
   if (!ours || name == NULL || sh->events == NULL || may_write(sh) != 0)
     return;
-  kc_object_ref o = {.kind = "Pod", .namespace = ns, .name = name, .uid = uid, .api_version = "v1"};
+  kc_object_ref o = kc_pod_ref(ns, name, uid);
   kc_event_record(sh->events, &o, KC_EVENT_WARNING, "FailedScheduling",
                   "the scheduler cannot read this pod, it is not scheduled: %s", err);
 }
