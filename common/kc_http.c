@@ -87,10 +87,10 @@ struct kc_http_req {
   char *body;
   char *buf; /* response body */
   size_t len, cap, max;
-  bool decided; /* streaming: the status has been looked at */
+  bool decided;      /* streaming: the status has been looked at */
   uint64_t cred_gen; /* the exec credential this request carries */
   uint64_t start_ns; /* when it was handed to curl */
-  bool stream;  /* streaming: deliver chunks (2xx), else buffer an error body */
+  bool stream;       /* streaming: deliver chunks (2xx), else buffer an error body */
   int abort_err;
   kc_http_chunk_cb on_chunk;
   kc_http_done_cb on_done;
@@ -721,10 +721,9 @@ static int add_auth(kc_http *h, kc_http_req *r) {
     token = h->cred.token;
     r->cred_gen = h->cred_gen;
     if (h->cred.cert) {
-      struct curl_blob cert = {.data = h->cred.cert, .len = h->cred.cert_len,
-                               .flags = CURL_BLOB_COPY};
-      struct curl_blob key = {.data = h->cred.key, .len = h->cred.key_len,
-                              .flags = CURL_BLOB_COPY};
+      struct curl_blob cert = {
+          .data = h->cred.cert, .len = h->cred.cert_len, .flags = CURL_BLOB_COPY};
+      struct curl_blob key = {.data = h->cred.key, .len = h->cred.key_len, .flags = CURL_BLOB_COPY};
       curl_easy_setopt(r->easy, CURLOPT_SSLCERT_BLOB, &cert);
       curl_easy_setopt(r->easy, CURLOPT_SSLKEY_BLOB, &key);
     }

@@ -64,8 +64,8 @@ typedef struct {
 typedef struct {
   uint64_t started; /* requests handed to curl */
   uint64_t finished;
-  uint64_t new_connections; /* sum of CURLINFO_NUM_CONNECTS: connections opened */
-  uint64_t http2_responses; /* responses that came over HTTP/2 */
+  uint64_t new_connections;   /* sum of CURLINFO_NUM_CONNECTS: connections opened */
+  uint64_t http2_responses;   /* responses that came over HTTP/2 */
   uint64_t connection_resets; /* connections closed because the server went silent */
   unsigned in_flight;
 } kc_http_stats;

@@ -325,8 +325,8 @@ static void get_cb(const kc_api_result *res, void *data) {
   if (rc == 0) {
     l->writing = want;
     l->sent_ns = uv_hrtime();
-    rc = kc_api_call(l->client, act == KC_LEASE_CREATE ? KC_CREATE : KC_UPDATE, &ref, &own_lease, lease,
-                     write_cb, l);
+    rc = kc_api_call(l->client, act == KC_LEASE_CREATE ? KC_CREATE : KC_UPDATE, &ref, &own_lease,
+                     lease, write_cb, l);
   }
   json_decref(lease);
   if (rc) {

@@ -117,6 +117,36 @@ apply_crds() {
   return 1
 }
 
+# gang_jobs PREFIX FROM TO GANG RUNFOR [NODESELECTOR]: the YAML of Volcano Jobs PREFIX<i> for
+# i in FROM..TO, each one task of GANG pods that all must run (minAvailable GANG) and that
+# kwok runs for RUNFOR seconds, an arithmetic expression of i; NODESELECTOR is the body of a
+# flow mapping such as 'grp: soak'.
+gang_jobs() {
+  local prefix=$1 from=$2 to=$3 gang=$4 runfor=$5 sel="" i
+  [ -z "${6:-}" ] || sel="nodeSelector: {$6}"
+  for i in $(seq "$from" "$to"); do
+    cat <<EOF
+---
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: $prefix$i}
+spec:
+  schedulerName: volcano
+  minAvailable: $gang
+  tasks:
+  - name: w
+    replicas: $gang
+    template:
+      metadata:
+        annotations: {"kwok.kiln.dev/run-for": "$((runfor))s"}
+      spec:
+        restartPolicy: Never
+        $sel
+        containers: [{name: main, image: busybox}]
+EOF
+  done
+}
+
 e2e_main() {
   local only=${1:-} passed=0 failed=0 t
   for t in $(declare -F | awk '{print $3}' | grep '^test_'); do

@@ -131,28 +131,8 @@ jobs_done() { # [NS N]: all N Jobs of NS Completed
 
 pods_in() { k get pods -n "$1" --no-headers 2>/dev/null | wc -l; }
 
-submit() { # FROM TO [NS]
-  local i
-  for i in $(seq "$1" "$2"); do
-    cat <<EOF
----
-apiVersion: batch.volcano.sh/v1alpha1
-kind: Job
-metadata: {name: g$i}
-spec:
-  schedulerName: volcano
-  minAvailable: $GANG
-  tasks:
-  - name: w
-    replicas: $GANG
-    template:
-      metadata:
-        annotations: {"kwok.kiln.dev/run-for": "$((2 + i % 3))s"}
-      spec:
-        restartPolicy: Never
-        containers: [{name: main, image: busybox}]
-EOF
-  done | k apply -n "${3:-$NS}" -f - >/dev/null
+submit() { # FROM TO [NS]: gang Jobs gFROM..gTO, each running 2 to 4 s
+  gang_jobs g "$1" "$2" "$GANG" '2 + i % 3' | k apply -n "${3:-$NS}" -f - >/dev/null
 }
 
 suffix() { head -c3 /dev/urandom | od -An -tx1 | tr -d ' \n'; }

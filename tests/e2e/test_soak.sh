@@ -32,28 +32,7 @@ proc() { # NAME BIN: a Kiln process on the shared cluster, stopped by tests/e2e/
 rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$(cat "$D/pids/$1.pid")/status" 2>/dev/null; }
 
 batch() { # NS FROM TO
-  local i
-  for i in $(seq "$2" "$3"); do
-    cat <<EOF
----
-apiVersion: batch.volcano.sh/v1alpha1
-kind: Job
-metadata: {name: s$i}
-spec:
-  schedulerName: volcano
-  minAvailable: $GANG
-  tasks:
-  - name: w
-    replicas: $GANG
-    template:
-      metadata:
-        annotations: {"kwok.kiln.dev/run-for": "1s"}
-      spec:
-        restartPolicy: Never
-        nodeSelector: {grp: soak}
-        containers: [{name: main, image: busybox}]
-EOF
-  done | kubectl apply -n "$1" -f - >/dev/null
+  gang_jobs s "$2" "$3" "$GANG" 1 'grp: soak' | kubectl apply -n "$1" -f - >/dev/null
 }
 
 completed() { # NS N
