@@ -81,6 +81,7 @@ proxy_start() {
   local api port
   api=$(k config view -o jsonpath='{.clusters[0].cluster.server}')
   api=${api#https://}
+  proxy_stop # one left by a test that failed half-way: its pid file is about to be reused
   rm -f "$FD/proxy.port"
   setsid python3 "$PROXY" 0 "$api" "$FD/proxy.port" >>"$FD/logs/stallproxy.log" 2>&1 </dev/null &
   echo $! >"$FD/pids/stallproxy.pid"
