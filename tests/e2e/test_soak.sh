@@ -45,8 +45,7 @@ gone() { # NS: no Job, PodGroup or pod left
 }
 
 test_rss_flat_while_jobs_come_and_go() {
-  kubectl apply --server-side -f "$KILN_ROOT/manifests/crd/" >/dev/null
-  kubectl wait --for=condition=Established --timeout=60s crd --all >/dev/null
+  apply_crds || fail "cannot install the CRDs"
   kubectl apply --server-side -f "$KILN_ROOT/manifests/queue-default.yaml" >/dev/null
   kubectl get namespace volcano-system >/dev/null 2>&1 || kubectl create namespace volcano-system >/dev/null
   group_nodes soak 2
