@@ -41,7 +41,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   int64_t v = kc_quantity_value(&q), m = kc_quantity_milli(&q);
   if ((v > 0) != (m > 0) || (v < 0) != (m < 0))
     abort();
-  if (m != INT64_MAX && m != INT64_MIN && (m + (m > 0 ? 999 : m < 0 ? -999 : 0)) / 1000 != v)
+  /* m / 1000 rounded away from zero, without m + 999 overflowing next to INT64_MAX. */
+  int64_t away = m / 1000 + (m % 1000 > 0) - (m % 1000 < 0);
+  if (m != INT64_MAX && m != INT64_MIN && away != v)
     abort();
   return 0;
 }
