@@ -159,6 +159,11 @@ YAML
 test_cycle_and_undefined_target_are_refused() {
   local ns
   ns=$(new_namespace flow-cycle)
+  # The controller's own check, for a JobFlow created while the kiln-jobflow admission policy
+  # (which refuses both at create, tested by the manifests suite) is not installed.
+  kubectl delete validatingadmissionpolicybinding kiln-jobflow --ignore-not-found >/dev/null
+  wait_for 30 "the kiln-jobflow policy to be out of force" kubectl create --dry-run=server -n "$ns" \
+    -f "$E2E_DIR/manifests-invalid/jobflow-cycle.yaml"
   for t in a b c; do template "$ns" "$t"; done
   kubectl apply -n "$ns" -f - >/dev/null <<'YAML'
 apiVersion: flow.volcano.sh/v1alpha1
