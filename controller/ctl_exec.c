@@ -10,13 +10,14 @@
 #include "ctl_int.h"
 #include "ctl_overlay.h"
 #include "ctl_shell_int.h"
+#include "ctl_write.h"
 #include "kc_codec.h"
 #include "kc_container.h"
 #include "kc_error.h"
 #include "kc_events.h"
 #include "kc_log.h"
 
-#define KEY_MAX                         (2 * CTL_NAME_MAX)
+#define KEY_MAX (2 * CTL_NAME_MAX)
 
 typedef enum {
   ST_COMMANDS = 0,
@@ -42,21 +43,9 @@ typedef struct {
   json_t *create_errors, *delete_errors; /* arrays of messages */
 } exec;
 
-typedef enum {
-  C_PLAIN,
-  C_POD_PATCH,
-  C_POD_DELETE,
-  C_POD_CREATE,
-  C_STATUS,
-  C_JOB_PATCH,
-  C_JOB_GET, /* after a Conflict on the status: the Job as it is now */
-  C_PG_WRITE,
-  C_PG_DELETE,
-} call_kind;
-
 typedef struct {
   exec *x;
-  call_kind kind;
+  ctl_write_kind kind;
   char name[CTL_NAME_MAX];
   char uid[CTL_UID_MAX];
   bool harmless_exists;   /* AlreadyExists is success */
@@ -97,7 +86,7 @@ static int issue(exec *x, call *c, kc_verb verb, const kc_ref *ref, const kc_que
 }
 
 /* Starts a call owned by the stage; a call that cannot start counts as failed now. */
-static void start(exec *x, call_kind kind, const char *name, kc_verb verb, const kc_ref *ref,
+static void start(exec *x, ctl_write_kind kind, const char *name, kc_verb verb, const kc_ref *ref,
                   const kc_query *q, json_t *body, bool ok_exists, bool ok_notfound) {
   call *c = calloc(1, sizeof(*c));
   if (!c) {
@@ -141,133 +130,130 @@ static void write_through_job(exec *x, const json_t *obj) {
     KC_V(2, "job %s: cannot decode the written Job: %s", x->key, e);
 }
 
-static void on_result(const kc_api_result *res, void *data) {
-  call *c = data;
-  exec *x = c->x;
+/* The Job's creation-to-pod latency, for the histogram. */
+static void observe_latency(exec *x) {
   ctl_shell *s = x->s;
-  int err = res->err;
-  if (err == KC_EALREADYEXISTS && c->harmless_exists)
-    err = 0;
-  if (err == KC_ENOTFOUND && c->harmless_notfound)
-    err = 0;
-  switch (c->kind) {
-  case C_POD_PATCH:
-    if (err == KC_ENOTFOUND) { /* gone already: nothing to delete */
-      ctl__expect_del(s, x->key, c->name);
-      err = 0;
-      break;
-    }
-    if (err == 0 && !s->stopping) {
-      /* Volcano: marked out of sync, now delete it (with the uid as a precondition, so a
-       * pod of the same name made meanwhile is kept). */
-      kc_ref ref = {.version = "v1", .resource = "pods", .namespace = x->ns, .name = c->name};
-      kc_query q = {.precondition_uid = c->uid[0] ? c->uid : NULL};
-      c->kind = C_POD_DELETE;
-      c->harmless_notfound = true;
-      int rc = issue(x, c, KC_DELETE, &ref, &q, NULL);
-      if (rc == 0)
-        return;
-      err = rc;
-    }
-    break;
-  case C_POD_DELETE:
-    /* A Conflict here is a failed uid precondition: that pod is already gone. */
-    if (err == KC_ECONFLICT)
-      err = 0;
-    if (err == 0)
-      s->stats.pods_deleted++;
-    break;
-  case C_POD_CREATE:
-    if (res->err == KC_EALREADYEXISTS) {
-      s->stats.pods_create_exists++;
-      ctl__expect_del(s, x->key, c->name);
-    } else if (err == 0) {
-      s->stats.pods_created++;
-      if (s->m_latency && x->job->metadata && x->job->metadata->creation_timestamp) {
-        int64_t t;
-        struct timespec ts;
-        if (kc_time_parse(x->job->metadata->creation_timestamp, &t) == 0 &&
-            clock_gettime(CLOCK_REALTIME, &ts) == 0) {
-          kc_series *se;
-          double ms = ((double)ts.tv_sec - (double)t) * 1000.0 + (double)ts.tv_nsec / 1e6;
-          if (kc_metric_series(s->m_latency, NULL, &se) == 0)
-            kc_histogram_observe(se, ms < 0 ? 0 : ms);
-        }
-      }
-    }
-    break;
-  case C_STATUS:
-    if (err == 0) {
-      s->stats.status_writes++;
-      write_through_job(x, res->obj);
-    } else if (err == KC_ECONFLICT && !s->stopping) {
-      /* Someone else wrote the Job (or the cache and our last write are both behind): read
-       * it once, so the next sync starts from the server's copy instead of waiting for the
-       * watch and failing again. */
-      KC_V(2, "job %s: status write: %s; reading the Job", x->key, res->message);
-      note_error(x, err, true);
-      kc_ref ref = {.group = "batch.volcano.sh",
-                    .version = "v1alpha1",
-                    .resource = "jobs",
-                    .namespace = x->ns,
-                    .name = x->name};
-      c->kind = C_JOB_GET;
-      if (issue(x, c, KC_GET, &ref, NULL, NULL) == 0)
-        return;
-      call_done(c);
-      return;
-    }
-    break;
-  case C_JOB_PATCH:
-    if (err == 0 && res->obj) {
-      const char *rv = json_string_value(
-          json_object_get(json_object_get(res->obj, "metadata"), "resourceVersion"));
-      if (rv)
-        snprintf(x->rv, sizeof(x->rv), "%s", rv);
-      write_through_job(x, res->obj);
-    }
-    break;
-  case C_JOB_GET:
-    if (err == 0)
-      write_through_job(x, res->obj);
-    call_done(c); /* the Conflict is already noted */
+  if (!s->m_latency || !x->job->metadata || !x->job->metadata->creation_timestamp)
     return;
-  case C_PG_WRITE:
-    if (err == 0 && res->obj && res->err == 0) {
-      Kiln__PodGroup *pg = NULL;
-      char e[128], pk[KEY_MAX];
-      if (kc_podgroup_decode(res->obj, &pg, e, sizeof(e)) == 0 &&
-          kc_store_key(pk, sizeof(pk), x->ns, c->name) == 0)
-        ctl_write_through(&s->pgs_written, pk, pg, uv_hrtime());
-      else
-        kc_msg_free(pg);
-    }
+  int64_t t;
+  struct timespec ts;
+  if (kc_time_parse(x->job->metadata->creation_timestamp, &t) != 0 ||
+      clock_gettime(CLOCK_REALTIME, &ts) != 0)
+    return;
+  kc_series *se;
+  double ms = ((double)ts.tv_sec - (double)t) * 1000.0 + (double)ts.tv_nsec / 1e6;
+  if (kc_metric_series(s->m_latency, NULL, &se) == 0)
+    kc_histogram_observe(se, ms < 0 ? 0 : ms);
+}
+
+static void count_result(ctl_shell_stats *st, ctl_write_count n) {
+  switch (n) {
+  case CTL_WCOUNT_POD_DELETED:
+    st->pods_deleted++;
     break;
-  case C_PG_DELETE:
-    if (err == 0) {
-      char pk[KEY_MAX];
-      if (kc_store_key(pk, sizeof(pk), x->ns, c->name) == 0)
-        ctl_written_drop(&s->pgs_written, pk);
-    }
+  case CTL_WCOUNT_POD_CREATED:
+    st->pods_created++;
+    break;
+  case CTL_WCOUNT_POD_EXISTS:
+    st->pods_create_exists++;
+    break;
+  case CTL_WCOUNT_STATUS:
+    st->status_writes++;
     break;
   default:
     break;
   }
-  if (err) {
-    if (err == KC_ECONFLICT)
-      KC_V(2, "job %s: write of %s: %s", x->key, c->name, res->message);
-    else if (err != KC_ECANCELED)
-      KC_WARN("job %s: write of %s failed: %s (%s)", x->key, c->name, kc_strerror(err),
-              res->message);
-    if (c->kind == C_POD_CREATE) {
-      ctl__expect_del(s, x->key, c->name);
-      append_msg(&x->create_errors, c->name, res->message);
-    } else if (c->kind == C_POD_DELETE || c->kind == C_POD_PATCH) {
-      ctl__expect_del(s, x->key, c->name);
-      append_msg(&x->delete_errors, c->name, res->message);
-    }
-    note_error(x, err, err == KC_ECONFLICT);
+}
+
+/* Keeps what the write returned ahead of the watch (obj borrowed, may be NULL). */
+static void keep_written(exec *x, const call *c, ctl_write_keep k, const json_t *obj) {
+  char pk[KEY_MAX];
+  if (k == CTL_WKEEP_PG_DROP) {
+    if (kc_store_key(pk, sizeof(pk), x->ns, c->name) == 0)
+      ctl_written_drop(&x->s->pgs_written, pk);
+    return;
   }
+  if (k == CTL_WKEEP_NONE || !obj)
+    return;
+  if (k == CTL_WKEEP_PG) {
+    Kiln__PodGroup *pg = NULL;
+    char e[128];
+    if (kc_podgroup_decode(obj, &pg, e, sizeof(e)) == 0 &&
+        kc_store_key(pk, sizeof(pk), x->ns, c->name) == 0)
+      ctl_write_through(&x->s->pgs_written, pk, pg, uv_hrtime());
+    else
+      kc_msg_free(pg);
+    return;
+  }
+  if (k == CTL_WKEEP_JOB_RV) {
+    const char *rv =
+        json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
+    if (rv)
+      snprintf(x->rv, sizeof(x->rv), "%s", rv);
+  }
+  write_through_job(x, obj);
+}
+
+static void apply_outcome(exec *x, const call *c, const ctl_write_outcome *o, const json_t *obj) {
+  count_result(&x->s->stats, o->count);
+  if (o->latency)
+    observe_latency(x);
+  keep_written(x, c, o->keep, obj);
+  if (o->expect_del)
+    ctl__expect_del(x->s, x->key, c->name);
+}
+
+/* Sends the follow-up the outcome asks for on the same call; 0 when it is on its way. */
+static int follow_up(exec *x, call *c, ctl_write_next next) {
+  if (next == CTL_WNEXT_POD_DELETE) {
+    kc_ref ref = {.version = "v1", .resource = "pods", .namespace = x->ns, .name = c->name};
+    kc_query q = {.precondition_uid = c->uid[0] ? c->uid : NULL};
+    c->kind = CTL_W_POD_DELETE;
+    c->harmless_notfound = true;
+    return issue(x, c, KC_DELETE, &ref, &q, NULL);
+  }
+  kc_ref ref = {.group = "batch.volcano.sh",
+                .version = "v1alpha1",
+                .resource = "jobs",
+                .namespace = x->ns,
+                .name = x->name};
+  c->kind = CTL_W_JOB_GET;
+  return issue(x, c, KC_GET, &ref, NULL, NULL);
+}
+
+static void report_failure(exec *x, const call *c, const ctl_write_outcome *o, const char *msg) {
+  if (o->err == KC_ECONFLICT)
+    KC_V(2, "job %s: write of %s: %s", x->key, c->name, msg);
+  else if (o->err != KC_ECANCELED)
+    KC_WARN("job %s: write of %s failed: %s (%s)", x->key, c->name, kc_strerror(o->err), msg);
+  if (o->list == CTL_WLIST_CREATE)
+    append_msg(&x->create_errors, c->name, msg);
+  else if (o->list == CTL_WLIST_DELETE)
+    append_msg(&x->delete_errors, c->name, msg);
+  note_error(x, o->err, o->conflict);
+}
+
+/* A write's answer: the core decides (ctl_write_result), this carries it out. */
+static void on_result(const kc_api_result *res, void *data) {
+  call *c = data;
+  exec *x = c->x;
+  ctl_write_outcome o =
+      ctl_write_result(c->kind, c->harmless_exists, c->harmless_notfound, res->err, x->s->stopping);
+  apply_outcome(x, c, &o, res->obj);
+  if (o.next != CTL_WNEXT_NONE) {
+    if (o.next == CTL_WNEXT_JOB_GET) {
+      KC_V(2, "job %s: status write: %s; reading the Job", x->key, res->message);
+      note_error(x, o.err, o.conflict);
+    }
+    ctl_write_next next = o.next;
+    int rc = follow_up(x, c, next);
+    if (rc == 0)
+      return;
+    o = ctl_write_unsent(next, rc);
+    apply_outcome(x, c, &o, NULL);
+  }
+  if (o.err)
+    report_failure(x, c, &o, res->message);
   call_done(c);
 }
 
@@ -319,7 +305,7 @@ static void stage_commands(exec *x) {
                   .resource = "commands",
                   .namespace = x->ns,
                   .name = x->plan.commands_delete[i]};
-    start(x, C_PLAIN, ref.name, KC_DELETE, &ref, NULL, NULL, false, false);
+    start(x, CTL_W_PLAIN, ref.name, KC_DELETE, &ref, NULL, NULL, false, false);
   }
 }
 
@@ -331,7 +317,7 @@ static void stage_job_patch(exec *x) {
                 .resource = "jobs",
                 .namespace = x->ns,
                 .name = x->name};
-  start(x, C_JOB_PATCH, x->name, KC_PATCH_MERGE, &ref, NULL, x->plan.job_patch, false, false);
+  start(x, CTL_W_JOB_PATCH, x->name, KC_PATCH_MERGE, &ref, NULL, x->plan.job_patch, false, false);
 }
 
 static void stage_create_deps(exec *x) {
@@ -339,7 +325,7 @@ static void stage_create_deps(exec *x) {
   json_t *o;
   json_array_foreach(x->plan.pvcs, i, o) {
     kc_ref ref = {.version = "v1", .resource = "persistentvolumeclaims", .namespace = x->ns};
-    start(x, C_PLAIN, obj_name(o), KC_CREATE, &ref, NULL, o, true, false);
+    start(x, CTL_W_PLAIN, obj_name(o), KC_CREATE, &ref, NULL, o, true, false);
   }
   char g[128], v[32];
   json_array_foreach(x->plan.objects_create, i, o) {
@@ -348,13 +334,13 @@ static void stage_create_deps(exec *x) {
       KC_WARN("job %s: cannot create an object of unknown kind", x->key);
       continue;
     }
-    start(x, C_PLAIN, obj_name(o), KC_CREATE, &ref, NULL, o, true, false);
+    start(x, CTL_W_PLAIN, obj_name(o), KC_CREATE, &ref, NULL, o, true, false);
   }
   json_array_foreach(x->plan.objects_update, i, o) {
     kc_ref ref = {.namespace = x->ns, .name = obj_name(o)};
     if (!object_ref(o, &ref, g, sizeof(g), v, sizeof(v)))
       continue;
-    start(x, C_PLAIN, ref.name, KC_PATCH_MERGE, &ref, NULL, o, false, false);
+    start(x, CTL_W_PLAIN, ref.name, KC_PATCH_MERGE, &ref, NULL, o, false, false);
   }
   if (x->plan.podgroup) {
     kc_ref ref = {.group = "scheduling.volcano.sh",
@@ -374,10 +360,10 @@ static void stage_create_deps(exec *x) {
       json_object_set_new(patch, "metadata", meta);
       json_object_set(patch, "spec", json_object_get(x->plan.podgroup, "spec"));
       ref.name = name;
-      start(x, C_PG_WRITE, name, KC_PATCH_MERGE, &ref, NULL, patch, false, false);
+      start(x, CTL_W_PG_WRITE, name, KC_PATCH_MERGE, &ref, NULL, patch, false, false);
       json_decref(patch);
     } else {
-      start(x, C_PG_WRITE, name, KC_CREATE, &ref, NULL, x->plan.podgroup, true, false);
+      start(x, CTL_W_PG_WRITE, name, KC_CREATE, &ref, NULL, x->plan.podgroup, true, false);
     }
   }
 }
@@ -408,7 +394,7 @@ static void stage_pod_delete(exec *x) {
       break;
     }
     c->x = x;
-    c->kind = C_POD_PATCH;
+    c->kind = CTL_W_POD_PATCH;
     snprintf(c->name, sizeof(c->name), "%s", name);
     snprintf(c->uid, sizeof(c->uid), "%s", p.uid);
     kc_ref ref = {.version = "v1", .resource = "pods", .namespace = x->ns, .name = name};
@@ -435,7 +421,7 @@ static void stage_pod_create(exec *x) {
     if (ctl__expect_add(x->s, x->key, &p, true) < 0)
       KC_WARN("%s: pod %s: its creation is not expected (out of memory)", x->key, p.name);
     kc_ref ref = {.version = "v1", .resource = "pods", .namespace = x->ns};
-    start(x, C_POD_CREATE, p.name, KC_CREATE, &ref, NULL, o, true, false);
+    start(x, CTL_W_POD_CREATE, p.name, KC_CREATE, &ref, NULL, o, true, false);
   }
 }
 
@@ -463,7 +449,7 @@ static void stage_status(exec *x) {
     KC_V(4, "job %s: status write: %s", x->key, js ? js : "?");
     free(js);
   }
-  start(x, C_STATUS, x->name, KC_UPDATE, &ref, NULL, body, false, false);
+  start(x, CTL_W_STATUS, x->name, KC_UPDATE, &ref, NULL, body, false, false);
   json_decref(body);
 }
 
@@ -474,7 +460,7 @@ static void stage_cleanup(exec *x) {
                   .resource = "podgroups",
                   .namespace = x->ns,
                   .name = x->plan.podgroup_name};
-    start(x, C_PG_DELETE, ref.name, KC_DELETE, &ref, NULL, NULL, false, true);
+    start(x, CTL_W_PG_DELETE, ref.name, KC_DELETE, &ref, NULL, NULL, false, true);
   }
   size_t i;
   json_t *o;
@@ -483,7 +469,7 @@ static void stage_cleanup(exec *x) {
     kc_ref ref = {.namespace = x->ns, .name = obj_name(o)};
     if (!object_ref(o, &ref, g, sizeof(g), v, sizeof(v)))
       continue;
-    start(x, C_PLAIN, ref.name, KC_DELETE, &ref, NULL, NULL, false, true);
+    start(x, CTL_W_PLAIN, ref.name, KC_DELETE, &ref, NULL, NULL, false, true);
   }
 }
 
