@@ -101,6 +101,66 @@ static size_t digits_mul(unsigned char *d, size_t n, unsigned m) {
   return n;
 }
 
+/* The sign and digits of s[0..len) from *pos: the significant digits go to big[] (most
+ * significant first, leading zeros dropped), their count to *nd and the count of those after
+ * the point to *ndenom. False when there is no digit at all. */
+static bool scan_digits(const char *s, size_t len, size_t *pos, unsigned char *big, size_t *nd,
+                        size_t *ndenom, bool *neg) {
+  bool any = false;
+  *nd = *ndenom = 0;
+  *neg = false;
+  if (s[*pos] == '+' || s[*pos] == '-') {
+    *neg = s[*pos] == '-';
+    (*pos)++;
+  }
+  for (; *pos < len && is_digit(s[*pos]); (*pos)++) {
+    any = true;
+    if (*nd > 0 || s[*pos] != '0')
+      big[(*nd)++] = (unsigned char)(s[*pos] - '0');
+  }
+  if (*pos < len && s[*pos] == '.') {
+    (*pos)++;
+    for (; *pos < len && is_digit(s[*pos]); (*pos)++) {
+      any = true;
+      (*ndenom)++;
+      if (*nd > 0 || s[*pos] != '0')
+        big[(*nd)++] = (unsigned char)(s[*pos] - '0');
+    }
+  }
+  return any;
+}
+
+/* The magnitude D * 10^shift in nano-units, D the little-endian digits d[0..nd), rounded up
+ * when digits below a nano-unit are dropped. 0, or KC_ERANGE past NANO_LIMIT. */
+static int to_nanos(const unsigned char *d, size_t nd, int64_t shift, i128 *out) {
+  i128 nano = 0;
+  bool sticky = false;
+  size_t lo = 0; /* first kept digit */
+  *out = 0;
+  if (nd == 0)
+    return 0;
+  if (shift < 0) {
+    uint64_t drop = (uint64_t)(-shift);
+    lo = drop >= nd ? nd : (size_t)drop;
+    for (size_t i = 0; i < lo; i++)
+      sticky |= d[i] != 0;
+    shift = 0;
+  }
+  size_t kept = nd - lo;
+  /* A kept number with 29 or more digits is at least 10^28 > NANO_LIMIT. */
+  if (kept > 0 && (int64_t)kept - 1 + shift >= 28)
+    return KC_ERANGE;
+  for (size_t i = nd; i > lo; i--)
+    nano = nano * 10 + d[i - 1];
+  for (int64_t i = 0; i < shift; i++)
+    nano *= 10;
+  nano += sticky; /* round the magnitude up to the next nano-unit */
+  if (nano > NANO_LIMIT)
+    return KC_ERANGE;
+  *out = nano;
+  return 0;
+}
+
 int kc_quantity_parsen(const char *s, size_t len, kc_quantity *q, size_t *err_offset) {
   size_t dummy;
   if (!err_offset)
@@ -116,27 +176,9 @@ int kc_quantity_parsen(const char *s, size_t len, kc_quantity *q, size_t *err_of
   }
 
   unsigned char big[DIGITS_MAX]; /* significant digits, most significant first */
-  size_t nd = 0, ndenom = 0, pos = 0;
-  bool neg = false, any = false;
-  if (s[0] == '+' || s[0] == '-') {
-    neg = s[0] == '-';
-    pos++;
-  }
-  for (; pos < len && is_digit(s[pos]); pos++) {
-    any = true;
-    if (nd > 0 || s[pos] != '0')
-      big[nd++] = (unsigned char)(s[pos] - '0');
-  }
-  if (pos < len && s[pos] == '.') {
-    pos++;
-    for (; pos < len && is_digit(s[pos]); pos++) {
-      any = true;
-      ndenom++;
-      if (nd > 0 || s[pos] != '0')
-        big[nd++] = (unsigned char)(s[pos] - '0');
-    }
-  }
-  if (!any) {
+  size_t nd, ndenom, pos = 0;
+  bool neg;
+  if (!scan_digits(s, len, &pos, big, &nd, &ndenom, &neg)) {
     *err_offset = pos;
     return KC_EPARSE;
   }
@@ -160,33 +202,9 @@ int kc_quantity_parsen(const char *s, size_t len, kc_quantity *q, size_t *err_of
       nd = digits_mul(d, nd, 1u << (k >= 10 ? 10 : k));
   int64_t shift = (base == 10 ? exp : 0) - (int64_t)ndenom + 9; /* nanos = D * 10^shift */
 
-  i128 nano = 0;
-  if (nd > 0) {
-    bool sticky = false;
-    size_t lo = 0; /* first kept digit */
-    if (shift < 0) {
-      uint64_t drop = (uint64_t)(-shift);
-      lo = drop >= nd ? nd : (size_t)drop;
-      for (size_t i = 0; i < lo; i++)
-        sticky |= d[i] != 0;
-      shift = 0;
-    }
-    size_t kept = nd - lo;
-    /* A kept number with 29 or more digits is at least 10^28 > NANO_LIMIT. */
-    if (kept > 0 && (int64_t)kept - 1 + shift >= 28) {
-      *err_offset = 0;
-      return KC_ERANGE;
-    }
-    for (size_t i = nd; i > lo; i--)
-      nano = nano * 10 + d[i - 1];
-    for (int64_t i = 0; i < shift; i++)
-      nano *= 10;
-    nano += sticky; /* round the magnitude up to the next nano-unit */
-    if (nano > NANO_LIMIT) {
-      *err_offset = 0;
-      return KC_ERANGE;
-    }
-  }
+  i128 nano;
+  if ((rc = to_nanos(d, nd, shift, &nano)) < 0)
+    return rc; /* *err_offset stays 0: the whole quantity is out of range */
   /* Kubernetes shows a binary quantity below one unit in decimal form. */
   if (fmt == KC_QFMT_BINARY_SI && nano > 0 && nano < NANO)
     fmt = KC_QFMT_DECIMAL_SI;
