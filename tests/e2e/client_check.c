@@ -100,9 +100,13 @@ static bool managed_by(json_t *obj, const char *manager, const char *operation) 
   return false;
 }
 
-static void scenario_crud(void) {
+/* The crud scenario's steps, in order, on the ConfigMap "crud". */
+#define CRUD "crud"
+
+/* Creates it (dry run first, then twice); uid and rv get what the create returned. */
+static void crud_create(char *uid, size_t uidlen, char *rv1, size_t rvlen) {
   struct done d;
-  const char *name = "crud";
+  const char *name = CRUD;
 
   /* A dry-run create is validated but not stored. */
   json_t *cm = configmap(name, "a", "1");
@@ -121,9 +125,8 @@ static void scenario_crud(void) {
         d.message);
   CHECK(d.obj && strcmp(meta(d.obj, "name"), name) == 0, "create returned no object");
   CHECK(d.obj && managed_by(d.obj, "client-check", "Update"), "fieldManager not recorded");
-  char uid[64], rv1[32];
-  snprintf(uid, sizeof(uid), "%s", d.obj ? meta(d.obj, "uid") : "");
-  snprintf(rv1, sizeof(rv1), "%s", d.obj ? meta(d.obj, "resourceVersion") : "");
+  snprintf(uid, uidlen, "%s", d.obj ? meta(d.obj, "uid") : "");
+  snprintf(rv1, rvlen, "%s", d.obj ? meta(d.obj, "resourceVersion") : "");
   done_clear(&d);
 
   call(KC_CREATE, NULL, NULL, cm, &d);
@@ -134,7 +137,12 @@ static void scenario_crud(void) {
   CHECK(d.attempts == 1, "a 409 must not be retried, took %d attempts", d.attempts);
   done_clear(&d);
   json_decref(cm);
+}
 
+/* A PUT with the current resourceVersion, then with a stale one; rv2 gets the new version. */
+static void crud_update(const char *rv1, char *rv2, size_t rvlen) {
+  struct done d;
+  const char *name = CRUD;
   call(KC_GET, name, NULL, NULL, &d);
   CHECK(d.err == 0 && d.obj && strcmp(data_field(d.obj, "a"), "1") == 0, "get: %s %s",
         kc_err_name(d.err), d.message);
@@ -147,8 +155,7 @@ static void scenario_crud(void) {
   CHECK(d.err == 0 && d.status == 200 && strcmp(data_field(d.obj, "a"), "2") == 0, "update: %s %s",
         kc_err_name(d.err), d.message);
   CHECK(d.obj && strcmp(meta(d.obj, "resourceVersion"), rv1) != 0, "rv did not change");
-  char rv2[32];
-  snprintf(rv2, sizeof(rv2), "%s", d.obj ? meta(d.obj, "resourceVersion") : "");
+  snprintf(rv2, rvlen, "%s", d.obj ? meta(d.obj, "resourceVersion") : "");
   done_clear(&d);
   json_object_set_new(json_object_get(obj, "data"), "a", json_string("stale"));
   call(KC_UPDATE, name, NULL, obj, &d);
@@ -158,8 +165,12 @@ static void scenario_crud(void) {
         d.message);
   done_clear(&d);
   json_decref(obj);
+}
 
-  /* Merge patch, JSON patch, strategic merge patch. */
+/* Merge patch, JSON patch, strategic merge patch. */
+static void crud_patch(void) {
+  struct done d;
+  const char *name = CRUD;
   json_t *mp = json_pack("{s:{s:s}}", "data", "b", "merge");
   call(KC_PATCH_MERGE, name, NULL, mp, &d);
   CHECK(d.err == 0 && strcmp(data_field(d.obj, "b"), "merge") == 0, "merge patch: %s %s",
@@ -190,9 +201,13 @@ static void scenario_crud(void) {
         "strategic merge patch: %s %s", kc_err_name(d.err), d.message);
   done_clear(&d);
   json_decref(sp);
+}
 
-  /* Server-side apply: our manager owns data.d; another manager's change to it conflicts
-   * unless forced. */
+/* Server-side apply: our manager owns data.d; another manager's change to it conflicts unless
+ * forced. rv_now gets the version after the forced apply. */
+static void crud_apply(char *rv_now, size_t rvlen) {
+  struct done d;
+  const char *name = CRUD;
   json_t *cfg = configmap(name, "d", "applied");
   kc_query ssa = {.field_manager = "client-check-ssa"};
   call(KC_APPLY, name, &ssa, cfg, &d);
@@ -214,12 +229,15 @@ static void scenario_crud(void) {
   call(KC_APPLY, name, &other, cfg, &d);
   CHECK(d.err == 0 && strcmp(data_field(d.obj, "d"), "other") == 0, "forced apply: %s %s",
         kc_err_name(d.err), d.message);
-  char rv_now[32];
-  snprintf(rv_now, sizeof(rv_now), "%s", d.obj ? meta(d.obj, "resourceVersion") : "");
+  snprintf(rv_now, rvlen, "%s", d.obj ? meta(d.obj, "resourceVersion") : "");
   done_clear(&d);
   json_decref(cfg);
+}
 
-  /* Delete with preconditions: a wrong UID and a stale resourceVersion are refused. */
+/* Delete with preconditions: a wrong UID and a stale resourceVersion are refused. */
+static void crud_delete(const char *uid, const char *rv2, const char *rv_now) {
+  struct done d;
+  const char *name = CRUD;
   kc_query pre = {.precondition_uid = "00000000-0000-0000-0000-000000000000"};
   call(KC_DELETE, name, &pre, NULL, &d);
   CHECK(d.err == KC_ECONFLICT, "delete with a wrong uid: %s %ld %s", kc_err_name(d.err), d.status,
@@ -240,9 +258,19 @@ static void scenario_crud(void) {
   call(KC_GET, name, NULL, NULL, &d);
   CHECK(d.err == KC_ENOTFOUND, "after delete: %s", kc_err_name(d.err));
   done_clear(&d);
+}
+
+static void scenario_crud(void) {
+  char uid[64], rv1[32], rv2[32], rv_now[32];
+  crud_create(uid, sizeof(uid), rv1, sizeof(rv1));
+  crud_update(rv1, rv2, sizeof(rv2));
+  crud_patch();
+  crud_apply(rv_now, sizeof(rv_now));
+  crud_delete(uid, rv2, rv_now);
 
   /* Leave one object for the suite to compare with kubectl. */
-  cm = configmap("kept", "from", "client-check");
+  struct done d;
+  json_t *cm = configmap("kept", "from", "client-check");
   call(KC_CREATE, NULL, NULL, cm, &d);
   CHECK(d.err == 0, "create kept: %s %s", kc_err_name(d.err), d.message);
   done_clear(&d);

@@ -412,6 +412,127 @@ static void get_many(kc_http *h, int n, struct got *g) {
       uv_run(&loop, UV_RUN_ONCE);
 }
 
+static void set_reject(const char *tok) {
+  pthread_mutex_lock(&mu);
+  snprintf(reject, sizeof(reject), "%s", tok);
+  pthread_mutex_unlock(&mu);
+}
+
+/* One GET of configmap t/x through kc_api (with its retries), run to its end. */
+static void api_get(kc_client *client, struct got *a) {
+  kc_ref ref = {NULL, "v1", "configmaps", "t", "x", NULL};
+  memset(a, 0, sizeof(*a));
+  assert_int_equal(kc_api_call(client, KC_GET, &ref, NULL, NULL, api_done, a), 0);
+  while (!a->finished)
+    uv_run(&loop, UV_RUN_ONCE);
+}
+
+/* Eight requests at once wait for one plugin run, then all carry its token; cached after. */
+static void transport_first_run(kc_http *h) {
+  struct got g[8];
+  get_many(h, 8, g);
+  for (int i = 0; i < 8; i++)
+    if (g[i].err || g[i].status != 200)
+      fail_msg("request %d: %s %ld %s", i, kc_err_name(g[i].err), g[i].status, g[i].detail);
+  assert_int_equal(runs(), 1);
+  assert_string_equal(last_auth, "Bearer tok-1");
+  get_many(h, 3, g);
+  assert_int_equal(runs(), 1);
+}
+
+static void transport_refresh_on_401(kc_client *client, kc_http *h) {
+  struct got g[1], a;
+  /* The server stops taking tok-1: the 401 runs the plugin once, kc_api's one retry carries
+   * the new token. */
+  set_reject("tok-1");
+  api_get(client, &a);
+  assert_int_equal(a.err, 0);
+  assert_int_equal(a.attempts, 2);
+  assert_int_equal(runs(), 2);
+  assert_string_equal(last_auth, "Bearer tok-2");
+
+  /* A 401 on a token the plugin keeps giving: one more run per 401, no loop. */
+  set_reject("tok-3");
+  write_file("plugin",
+             "#!/bin/sh\necho 3 > \"$(dirname \"$0\")/count\"\n"
+             "echo '{\"apiVersion\":\"" V1 "\",\"kind\":\"ExecCredential\","
+             "\"status\":{\"token\":\"tok-3\"}}'\n",
+             0755);
+  get_many(h, 1, g); /* tok-2 is fine still */
+  assert_int_equal(g[0].status, 200);
+  set_reject("tok-2");
+  api_get(client, &a);
+  assert_int_equal(a.err, 0); /* tok-3 is accepted (reject moved to tok-2) */
+  assert_int_equal(a.attempts, 2);
+}
+
+/* Expiry: a credential past its expirationTimestamp is not used again. */
+static void transport_expiry(kc_http *h) {
+  struct got g[2];
+  set_reject("tok-3");
+  get_many(h, 1, g);
+  assert_int_equal(g[0].status, 401); /* drops tok-3 */
+  set_reject("");
+  write_file("plugin", PLUGIN, 0755);
+  write_file("exp", "2001-01-01T00:00:00Z", 0644);
+  write_file("count", "10\n", 0644);
+  get_many(h, 1, g);
+  assert_int_equal(g[0].status, 200);
+  assert_int_equal(runs(), 11);
+  get_many(h, 1, g);
+  assert_int_equal(runs(), 12); /* tok-11 had expired: run again */
+  assert_string_equal(last_auth, "Bearer tok-12");
+  write_file("exp", "2999-01-01T00:00:00Z", 0644);
+  get_many(h, 1, g);
+  get_many(h, 2, g);
+  assert_int_equal(runs(), 13); /* valid until 2999: cached */
+}
+
+/* A plugin that fails now fails the request with its message, and the next request runs it
+ * again rather than keep a broken state. */
+static void transport_plugin_fails(kc_client *client, kc_http *h) {
+  struct got g[2], a;
+  set_reject("tok-13");
+  get_many(h, 1, g);
+  assert_int_equal(g[0].status, 401); /* drops tok-13 */
+  write_file("fail", "", 0644);
+  get_many(h, 2, g);
+  assert_int_equal(g[0].err, KC_EIO);
+  assert_int_equal(g[1].err, KC_EIO);
+  assert_non_null(strstr(g[0].detail, "getting credentials: exec: executable "));
+  assert_non_null(strstr(g[0].detail, "failed with exit code 3"));
+  /* kc_api does not retry it (max_retries is 3 here): one attempt, the plugin's error. */
+  api_get(client, &a);
+  assert_int_equal(a.err, KC_EIO);
+  assert_int_equal(a.attempts, 1);
+  assert_non_null(strstr(a.detail, "getting credentials: exec: executable"));
+  remove_file("fail");
+  int hits_before = server_hits;
+  get_many(h, 1, g);
+  assert_int_equal(g[0].status, 200);
+  assert_int_equal(runs(), 14);
+  assert_int_equal(server_hits, hits_before + 1);
+}
+
+/* Closing while requests wait for a hung plugin: they end as cancelled. Frees client. */
+static void transport_close_while_waiting(kc_client *client, kc_http *h) {
+  struct got g[1];
+  write_file("plugin", "#!/bin/sh\nsleep 60\n", 0755);
+  set_reject("tok-14");
+  get_many(h, 1, g); /* 401: the credential is dropped */
+  kc_http_spec spec = {.method = "GET",
+                       .path = "/api/v1/namespaces/t/configmaps/x",
+                       .on_done = raw_done,
+                       .data = &g[0]};
+  memset(&g[0], 0, sizeof(g[0]));
+  assert_int_equal(kc_http_start(h, &spec, NULL), 0);
+  uv_run(&loop, UV_RUN_NOWAIT);
+  kc_client_free(client);
+  assert_true(g[0].finished);
+  assert_int_equal(g[0].err, KC_ECANCELED);
+  uv_run(&loop, UV_RUN_DEFAULT);
+}
+
 static void test_transport_caches_and_refreshes(void **state) {
   (void)state;
   struct MHD_Daemon *d =
@@ -432,123 +553,12 @@ static void test_transport_caches_and_refreshes(void **state) {
   opt.timeout_ms = 5000;
   assert_int_equal(kc_client_new(&loop, &c, &opt, &client), 0);
   kc_http *h = kc_client_http(client);
-  struct got g[8];
 
-  /* Eight requests at once wait for one plugin run, then all carry its token. */
-  get_many(h, 8, g);
-  for (int i = 0; i < 8; i++)
-    if (g[i].err || g[i].status != 200)
-      fail_msg("request %d: %s %ld %s", i, kc_err_name(g[i].err), g[i].status, g[i].detail);
-  assert_int_equal(runs(), 1);
-  assert_string_equal(last_auth, "Bearer tok-1");
-  /* Cached: more requests, no more runs. */
-  get_many(h, 3, g);
-  assert_int_equal(runs(), 1);
-
-  /* The server stops taking tok-1: the 401 runs the plugin once, kc_api's one retry carries
-   * the new token. */
-  pthread_mutex_lock(&mu);
-  snprintf(reject, sizeof(reject), "tok-1");
-  pthread_mutex_unlock(&mu);
-  kc_ref ref = {NULL, "v1", "configmaps", "t", "x", NULL};
-  struct got a = {0};
-  assert_int_equal(kc_api_call(client, KC_GET, &ref, NULL, NULL, api_done, &a), 0);
-  while (!a.finished)
-    uv_run(&loop, UV_RUN_ONCE);
-  assert_int_equal(a.err, 0);
-  assert_int_equal(a.attempts, 2);
-  assert_int_equal(runs(), 2);
-  assert_string_equal(last_auth, "Bearer tok-2");
-
-  /* A 401 on a token the plugin keeps giving: one more run per 401, no loop. */
-  pthread_mutex_lock(&mu);
-  snprintf(reject, sizeof(reject), "tok-3");
-  pthread_mutex_unlock(&mu);
-  write_file("plugin",
-             "#!/bin/sh\necho 3 > \"$(dirname \"$0\")/count\"\n"
-             "echo '{\"apiVersion\":\"" V1 "\",\"kind\":\"ExecCredential\","
-             "\"status\":{\"token\":\"tok-3\"}}'\n",
-             0755);
-  get_many(h, 1, g); /* tok-2 is fine still */
-  assert_int_equal(g[0].status, 200);
-  pthread_mutex_lock(&mu);
-  snprintf(reject, sizeof(reject), "tok-2");
-  pthread_mutex_unlock(&mu);
-  memset(&a, 0, sizeof(a));
-  assert_int_equal(kc_api_call(client, KC_GET, &ref, NULL, NULL, api_done, &a), 0);
-  while (!a.finished)
-    uv_run(&loop, UV_RUN_ONCE);
-  assert_int_equal(a.err, 0); /* tok-3 is accepted (reject moved to tok-2) */
-  assert_int_equal(a.attempts, 2);
-
-  /* Expiry: a credential past its expirationTimestamp is not used again. */
-  pthread_mutex_lock(&mu);
-  snprintf(reject, sizeof(reject), "tok-3");
-  pthread_mutex_unlock(&mu);
-  get_many(h, 1, g);
-  assert_int_equal(g[0].status, 401); /* drops tok-3 */
-  pthread_mutex_lock(&mu);
-  reject[0] = '\0';
-  pthread_mutex_unlock(&mu);
-  write_file("plugin", PLUGIN, 0755);
-  write_file("exp", "2001-01-01T00:00:00Z", 0644);
-  write_file("count", "10\n", 0644);
-  get_many(h, 1, g);
-  assert_int_equal(g[0].status, 200);
-  assert_int_equal(runs(), 11);
-  get_many(h, 1, g);
-  assert_int_equal(runs(), 12); /* tok-11 had expired: run again */
-  assert_string_equal(last_auth, "Bearer tok-12");
-  write_file("exp", "2999-01-01T00:00:00Z", 0644);
-  get_many(h, 1, g);
-  get_many(h, 2, g);
-  assert_int_equal(runs(), 13); /* valid until 2999: cached */
-
-  /* A plugin that fails now fails the request with its message, and the next request runs
-   * it again rather than keep a broken state. */
-  pthread_mutex_lock(&mu);
-  snprintf(reject, sizeof(reject), "tok-13");
-  pthread_mutex_unlock(&mu);
-  get_many(h, 1, g);
-  assert_int_equal(g[0].status, 401); /* drops tok-13 */
-  write_file("fail", "", 0644);
-  get_many(h, 2, g);
-  assert_int_equal(g[0].err, KC_EIO);
-  assert_int_equal(g[1].err, KC_EIO);
-  assert_non_null(strstr(g[0].detail, "getting credentials: exec: executable "));
-  assert_non_null(strstr(g[0].detail, "failed with exit code 3"));
-  /* kc_api does not retry it (max_retries is 3 here): one attempt, the plugin's error. */
-  memset(&a, 0, sizeof(a));
-  assert_int_equal(kc_api_call(client, KC_GET, &ref, NULL, NULL, api_done, &a), 0);
-  while (!a.finished)
-    uv_run(&loop, UV_RUN_ONCE);
-  assert_int_equal(a.err, KC_EIO);
-  assert_int_equal(a.attempts, 1);
-  assert_non_null(strstr(a.detail, "getting credentials: exec: executable"));
-  remove_file("fail");
-  int hits_before = server_hits;
-  get_many(h, 1, g);
-  assert_int_equal(g[0].status, 200);
-  assert_int_equal(runs(), 14);
-  assert_int_equal(server_hits, hits_before + 1);
-
-  /* Closing while requests wait for a hung plugin: they end as cancelled. */
-  write_file("plugin", "#!/bin/sh\nsleep 60\n", 0755);
-  pthread_mutex_lock(&mu);
-  snprintf(reject, sizeof(reject), "tok-14");
-  pthread_mutex_unlock(&mu);
-  get_many(h, 1, g); /* 401: the credential is dropped */
-  kc_http_spec spec = {.method = "GET",
-                       .path = "/api/v1/namespaces/t/configmaps/x",
-                       .on_done = raw_done,
-                       .data = &g[0]};
-  memset(&g[0], 0, sizeof(g[0]));
-  assert_int_equal(kc_http_start(h, &spec, NULL), 0);
-  uv_run(&loop, UV_RUN_NOWAIT);
-  kc_client_free(client);
-  assert_true(g[0].finished);
-  assert_int_equal(g[0].err, KC_ECANCELED);
-  uv_run(&loop, UV_RUN_DEFAULT);
+  transport_first_run(h);
+  transport_refresh_on_401(client, h);
+  transport_expiry(h);
+  transport_plugin_fails(client, h);
+  transport_close_while_waiting(client, h);
   kc_config_close(&c);
   MHD_stop_daemon(d);
 }

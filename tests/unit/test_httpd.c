@@ -150,6 +150,80 @@ static void on_client_done(uv_async_t *a) {
   uv_close((uv_handle_t *)a, NULL);
 }
 
+/* A second server on the same port, an address that does not resolve, one without a port:
+ * each a clear error naming the address, no crash. */
+static void check_bind_errors(uv_loop_t *loop, int port) {
+  /* The same port again. */
+  char addr[64];
+  snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+  kc_httpd_opts o2 = {.address = addr};
+  kc_httpd *h2;
+  assert_int_equal(kc_httpd_new(loop, &o2, &h2), 0);
+  assert_int_equal(kc_httpd_start(h2), KC_EADDRINUSE);
+  char want_err[128];
+  snprintf(want_err, sizeof(want_err), "listen %s: address already in use", addr);
+  assert_string_equal(kc_httpd_errmsg(h2), want_err);
+  kc_httpd_free(h2);
+  kc_httpd_opts o3 = {.address = "no-such-host.invalid:0"};
+  assert_int_equal(kc_httpd_new(loop, &o3, &h2), 0);
+  assert_int_equal(kc_httpd_start(h2), KC_EINVAL);
+  assert_non_null(strstr(kc_httpd_errmsg(h2), "no-such-host.invalid:0"));
+  kc_httpd_free(h2);
+  kc_httpd_opts o4 = {.address = "nohost"};
+  assert_int_equal(kc_httpd_new(loop, &o4, &h2), KC_EINVAL);
+}
+
+/* What test_endpoints fetched before the server was ready (f[0..5]). */
+static void check_not_ready(const fetch *f) {
+  /* healthz and livez are fine, readyz is 503 with reason. */
+  assert_int_equal(f[0].status, 503); /* healthz includes readiness */
+  assert_int_equal(f[1].status, 200);
+  assert_string_equal(f[1].body, "ok");
+  assert_string_equal(f[1].ctype, "text/plain; charset=utf-8");
+  assert_int_equal(f[2].status, 503);
+  /* Checks are listed in the order they were added. */
+  assert_string_equal(f[2].body, "[+]ping ok\n"
+                                 "[-]informer-sync failed: caches not synced\n"
+                                 "[+]leader ok\n"
+                                 "readyz check failed\n");
+  assert_int_equal(f[3].status, 503);
+  assert_string_equal(f[3].body, f[2].body);
+  assert_int_equal(f[4].status, 503);
+  assert_non_null(strstr(f[4].body, "healthz check failed\n"));
+  assert_int_equal(f[5].status, 200);
+  assert_string_equal(f[5].body, "ok");
+}
+
+/* ... and once ready (f[6..16]). */
+static void check_ready(const fetch *f) {
+  /* Ready. */
+  assert_int_equal(f[6].status, 200);
+  assert_string_equal(f[6].body, "ok");
+  assert_int_equal(f[7].status, 200);
+  assert_string_equal(f[7].body, "[+]ping ok\n"
+                                 "[+]informer-sync ok\n"
+                                 "[+]leader ok\n"
+                                 "readyz check passed\n");
+  assert_int_equal(f[8].status, 200);
+  assert_int_equal(f[9].status, 404);
+  /* Metrics. */
+  assert_int_equal(f[10].status, 200);
+  assert_string_equal(f[10].ctype, "text/plain; version=0.0.4; charset=utf-8");
+  assert_string_equal(f[10].body, "# HELP kiln_test_total A test counter.\n"
+                                  "# TYPE kiln_test_total counter\n"
+                                  "kiln_test_total 3\n");
+  assert_int_equal(f[11].status, 404);
+  assert_int_equal(f[12].status, 405);
+  assert_string_equal(f[12].allow, "GET, HEAD");
+  assert_int_equal(f[13].status, 405);
+  assert_int_equal(f[14].status, 200);
+  assert_int_equal(f[14].body_len, 0);
+  /* Oversized request headers are refused, and the server keeps serving. */
+  assert_int_equal(f[15].status, 431);
+  assert_int_equal(f[16].status, 200);
+  assert_string_equal(f[16].body, "[+]ping ok\n[+]leader ok\nlivez check passed\n");
+}
+
 static void test_endpoints(void **state) {
   (void)state;
   uv_loop_t loop;
@@ -173,24 +247,7 @@ static void test_endpoints(void **state) {
   int port = kc_httpd_port(h);
   assert_true(port > 0);
 
-  /* The same port again: a clear error naming the address, no crash. */
-  char addr[64];
-  snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
-  kc_httpd_opts o2 = {.address = addr};
-  kc_httpd *h2;
-  assert_int_equal(kc_httpd_new(&loop, &o2, &h2), 0);
-  assert_int_equal(kc_httpd_start(h2), KC_EADDRINUSE);
-  char want_err[128];
-  snprintf(want_err, sizeof(want_err), "listen %s: address already in use", addr);
-  assert_string_equal(kc_httpd_errmsg(h2), want_err);
-  kc_httpd_free(h2);
-  kc_httpd_opts o3 = {.address = "no-such-host.invalid:0"};
-  assert_int_equal(kc_httpd_new(&loop, &o3, &h2), 0);
-  assert_int_equal(kc_httpd_start(h2), KC_EINVAL);
-  assert_non_null(strstr(kc_httpd_errmsg(h2), "no-such-host.invalid:0"));
-  kc_httpd_free(h2);
-  kc_httpd_opts o4 = {.address = "nohost"};
-  assert_int_equal(kc_httpd_new(&loop, &o4, &h2), KC_EINVAL);
+  check_bind_errors(&loop, port);
 
   fetch f[] = {
       {.path = "/healthz", .set_ready = 0},
@@ -221,49 +278,8 @@ static void test_endpoints(void **state) {
   assert_int_equal(uv_loop_close(&loop), 0);
   kc_metrics_free(reg);
 
-  /* Not ready yet: healthz and livez are fine, readyz is 503 with reason. */
-  assert_int_equal(f[0].status, 503); /* healthz includes readiness */
-  assert_int_equal(f[1].status, 200);
-  assert_string_equal(f[1].body, "ok");
-  assert_string_equal(f[1].ctype, "text/plain; charset=utf-8");
-  assert_int_equal(f[2].status, 503);
-  /* Checks are listed in the order they were added. */
-  assert_string_equal(f[2].body, "[+]ping ok\n"
-                                 "[-]informer-sync failed: caches not synced\n"
-                                 "[+]leader ok\n"
-                                 "readyz check failed\n");
-  assert_int_equal(f[3].status, 503);
-  assert_string_equal(f[3].body, f[2].body);
-  assert_int_equal(f[4].status, 503);
-  assert_non_null(strstr(f[4].body, "healthz check failed\n"));
-  assert_int_equal(f[5].status, 200);
-  assert_string_equal(f[5].body, "ok");
-  /* Ready. */
-  assert_int_equal(f[6].status, 200);
-  assert_string_equal(f[6].body, "ok");
-  assert_int_equal(f[7].status, 200);
-  assert_string_equal(f[7].body, "[+]ping ok\n"
-                                 "[+]informer-sync ok\n"
-                                 "[+]leader ok\n"
-                                 "readyz check passed\n");
-  assert_int_equal(f[8].status, 200);
-  assert_int_equal(f[9].status, 404);
-  /* Metrics. */
-  assert_int_equal(f[10].status, 200);
-  assert_string_equal(f[10].ctype, "text/plain; version=0.0.4; charset=utf-8");
-  assert_string_equal(f[10].body, "# HELP kiln_test_total A test counter.\n"
-                                  "# TYPE kiln_test_total counter\n"
-                                  "kiln_test_total 3\n");
-  assert_int_equal(f[11].status, 404);
-  assert_int_equal(f[12].status, 405);
-  assert_string_equal(f[12].allow, "GET, HEAD");
-  assert_int_equal(f[13].status, 405);
-  assert_int_equal(f[14].status, 200);
-  assert_int_equal(f[14].body_len, 0);
-  /* Oversized request headers are refused, and the server keeps serving. */
-  assert_int_equal(f[15].status, 431);
-  assert_int_equal(f[16].status, 200);
-  assert_string_equal(f[16].body, "[+]ping ok\n[+]leader ok\nlivez check passed\n");
+  check_not_ready(f);
+  check_ready(f);
 }
 
 int main(void) {
