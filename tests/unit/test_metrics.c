@@ -90,29 +90,35 @@ static void collect(kc_metrics *r, void *ud) {
   kc_gauge_set(collected_gauge, 7);
 }
 
-static void test_exact_output(void **state) {
-  (void)state;
-  kc_metrics *r;
-  assert_int_equal(kc_metrics_new(&r), 0);
-  kc_metric *attempts, *lat, *share, *empty, *up;
+static const double buckets[] = {5, 10, 20.5};
+
+typedef struct {
+  kc_metric *attempts, *lat, *share;
+} exact_metrics;
+
+/* Registers the metrics of test_exact_output in r (and kiln_up, set by a collector). */
+static void exact_register(kc_metrics *r, exact_metrics *m) {
+  kc_metric *empty, *up;
   static const char *const result[] = {"result", NULL};
   static const char *const job[] = {"job_ns", "job_id", NULL};
   assert_int_equal(kc_metrics_counter(r, "volcano_schedule_attempts_total",
                                       "Number of attempts to schedule pods, by result.", result,
-                                      &attempts),
+                                      &m->attempts),
                    0);
-  double buckets[] = {5, 10, 20.5};
   assert_int_equal(kc_metrics_histogram(r, "volcano_e2e_scheduling_latency_milliseconds",
                                         "E2e scheduling latency in milliseconds.\nSecond line "
                                         "with a \\ backslash.",
-                                        NULL, buckets, 3, &lat),
+                                        NULL, buckets, 3, &m->lat),
                    0);
-  assert_int_equal(kc_metrics_gauge(r, "volcano_job_share", "Share of a job.", job, &share), 0);
+  assert_int_equal(kc_metrics_gauge(r, "volcano_job_share", "Share of a job.", job, &m->share), 0);
   assert_int_equal(kc_metrics_gauge(r, "kiln_no_series", "Never set.", job, &empty), 0);
   assert_int_equal(kc_metrics_gauge(r, "kiln_up", "Collected on scrape.", NULL, &up), 0);
   assert_int_equal(kc_metric_series(up, NULL, &collected_gauge), 0);
   assert_int_equal(kc_metrics_add_collector(r, collect, NULL), 0);
+}
 
+static void exact_fill(const exact_metrics *m) {
+  kc_metric *attempts = m->attempts, *lat = m->lat, *share = m->share;
   kc_series *s;
   const char *const sched[] = {"scheduled"};
   const char *const err[] = {"error"};
@@ -142,37 +148,36 @@ static void test_exact_output(void **state) {
   assert_int_equal(kc_metric_series(share, j3, &s), 0);
   assert_int_equal(kc_metric_remove(share, j3), 0);
   assert_int_equal(kc_metric_remove(share, j3), KC_ENOENT);
+}
 
+/* The exposition format test_exact_output's metrics render to. */
+static const char exact_want[] =
+    "# HELP kiln_up Collected on scrape.\n"
+    "# TYPE kiln_up gauge\n"
+    "kiln_up 7\n"
+    "# HELP volcano_e2e_scheduling_latency_milliseconds E2e scheduling latency in "
+    "milliseconds.\\nSecond line with a \\\\ backslash.\n"
+    "# TYPE volcano_e2e_scheduling_latency_milliseconds histogram\n"
+    "volcano_e2e_scheduling_latency_milliseconds_bucket{le=\"5\"} 2\n"
+    "volcano_e2e_scheduling_latency_milliseconds_bucket{le=\"10\"} 3\n"
+    "volcano_e2e_scheduling_latency_milliseconds_bucket{le=\"20.5\"} 3\n"
+    "volcano_e2e_scheduling_latency_milliseconds_bucket{le=\"+Inf\"} 4\n"
+    "volcano_e2e_scheduling_latency_milliseconds_sum 112.5\n"
+    "volcano_e2e_scheduling_latency_milliseconds_count 4\n"
+    "# HELP volcano_job_share Share of a job.\n"
+    "# TYPE volcano_job_share gauge\n"
+    "volcano_job_share{job_ns=\"default\",job_id=\"a-job\"} 1\n"
+    "volcano_job_share{job_ns=\"default\",job_id=\"job-\\\"1\\\"\\n\\\\x\"} 0.25\n"
+    "# HELP volcano_schedule_attempts_total Number of attempts to schedule pods, by result.\n"
+    "# TYPE volcano_schedule_attempts_total counter\n"
+    "volcano_schedule_attempts_total{result=\"error\"} 1\n"
+    "volcano_schedule_attempts_total{result=\"scheduled\"} 4\n";
+
+/* A labelled histogram puts le last. */
+static void check_labelled_histogram(kc_metrics *r) {
   char *text;
   size_t len;
-  assert_int_equal(kc_metrics_render(r, &text, &len), 0);
-  const char *want =
-      "# HELP kiln_up Collected on scrape.\n"
-      "# TYPE kiln_up gauge\n"
-      "kiln_up 7\n"
-      "# HELP volcano_e2e_scheduling_latency_milliseconds E2e scheduling latency in "
-      "milliseconds.\\nSecond line with a \\\\ backslash.\n"
-      "# TYPE volcano_e2e_scheduling_latency_milliseconds histogram\n"
-      "volcano_e2e_scheduling_latency_milliseconds_bucket{le=\"5\"} 2\n"
-      "volcano_e2e_scheduling_latency_milliseconds_bucket{le=\"10\"} 3\n"
-      "volcano_e2e_scheduling_latency_milliseconds_bucket{le=\"20.5\"} 3\n"
-      "volcano_e2e_scheduling_latency_milliseconds_bucket{le=\"+Inf\"} 4\n"
-      "volcano_e2e_scheduling_latency_milliseconds_sum 112.5\n"
-      "volcano_e2e_scheduling_latency_milliseconds_count 4\n"
-      "# HELP volcano_job_share Share of a job.\n"
-      "# TYPE volcano_job_share gauge\n"
-      "volcano_job_share{job_ns=\"default\",job_id=\"a-job\"} 1\n"
-      "volcano_job_share{job_ns=\"default\",job_id=\"job-\\\"1\\\"\\n\\\\x\"} 0.25\n"
-      "# HELP volcano_schedule_attempts_total Number of attempts to schedule pods, by result.\n"
-      "# TYPE volcano_schedule_attempts_total counter\n"
-      "volcano_schedule_attempts_total{result=\"error\"} 1\n"
-      "volcano_schedule_attempts_total{result=\"scheduled\"} 4\n";
-  assert_string_equal(text, want);
-  assert_int_equal(len, strlen(want));
-  assert_int_equal(collects, 1);
-  free(text);
-
-  /* A labelled histogram puts le last. */
+  kc_series *s;
   kc_metric *h;
   static const char *const action[] = {"action", NULL};
   assert_int_equal(kc_metrics_histogram(r, "a_hist", "H.", action, buckets, 1, &h), 0);
@@ -189,6 +194,25 @@ static void test_exact_output(void **state) {
                        "# HELP kiln_up";
   assert_memory_equal(text, want_h, strlen(want_h));
   free(text);
+}
+
+static void test_exact_output(void **state) {
+  (void)state;
+  kc_metrics *r;
+  assert_int_equal(kc_metrics_new(&r), 0);
+  exact_metrics m;
+  exact_register(r, &m);
+  exact_fill(&m);
+
+  char *text;
+  size_t len;
+  assert_int_equal(kc_metrics_render(r, &text, &len), 0);
+  assert_string_equal(text, exact_want);
+  assert_int_equal(len, strlen(exact_want));
+  assert_int_equal(collects, 1);
+  free(text);
+
+  check_labelled_histogram(r);
   kc_metrics_remove_collector(r, collect, NULL);
   kc_metrics_free(r);
 }

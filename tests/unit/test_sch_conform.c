@@ -108,110 +108,112 @@ static void run_row(const row *w) {
   fx_free(f);
 }
 
+/* Gang with minTaskMember (Volcano gang.go JobValid, JobReady, JobPipelined), one row each. */
+static const row gang_task_rows[] = {
+    /* minAvailable 4 < 4+4: the task minimums are skipped (the PodGroup) */
+    {"skip: 4 of {4,4}, all pending",
+     4,
+     4,
+     4,
+     {"aP", "aP", "aP", "aP", "bP", "bP", "bP", "bP"},
+     true,
+     false,
+     false},
+    {"skip: 4 of {4,4}, four of a allocated",
+     4,
+     4,
+     4,
+     {"aA", "aA", "aA", "aA", "bP", "bP", "bP", "bP"},
+     true,
+     true,
+     true},
+    {"skip: 4 of {4,4}, two of each allocated",
+     4,
+     4,
+     4,
+     {"aA", "aA", "aP", "aP", "bA", "bA", "bP", "bP"},
+     true,
+     true,
+     true},
+    {"skip: 4 of {4,4}, three allocated",
+     4,
+     4,
+     4,
+     {"aA", "aA", "aA", "aP", "bP", "bP", "bP", "bP"},
+     true,
+     false,
+     false},
+    /* a Job with minAvailable 1 of 2 replicas: minTaskMember {a: 2} */
+    {"skip: 1 of {2}, one allocated", 1, 2, -1, {"aA", "aP"}, true, true, true},
+    {"skip: 1 of {2}, only one pod left", 1, 2, -1, {"aP"}, true, false, false},
+    /* minAvailable 4 of 8 replicas of one task (the host-port job) */
+    {"skip: 4 of {8}, four allocated",
+     4,
+     8,
+     -1,
+     {"aA", "aA", "aA", "aA", "aP", "aP", "aP", "aP"},
+     true,
+     true,
+     true},
+    /* minAvailable == the sum: every task minimum binds */
+    {"apply: 4 of {2,2}, four of a allocated",
+     4,
+     2,
+     2,
+     {"aA", "aA", "aA", "aA", "bP", "bP"},
+     true,
+     false,
+     false},
+    {"apply: 4 of {2,2}, two of each allocated",
+     4,
+     2,
+     2,
+     {"aA", "aA", "aP", "aP", "bA", "bA"},
+     true,
+     true,
+     true},
+    {"apply: 4 of {2,2}, no pod of b", 4, 2, 2, {"aP", "aP", "aP", "aP"}, false, false, false},
+    {"apply: 4 of {2,2}, one pod of b", 4, 2, 2, {"aP", "aP", "aP", "bP"}, false, false, false},
+    /* minAvailable above the sum: still applies */
+    {"apply: 5 of {2,2}, b short", 5, 2, 2, {"aA", "aA", "aA", "aA", "bA"}, false, false, false},
+    {"apply: 5 of {2,2}, b pending",
+     5,
+     2,
+     2,
+     {"aA", "aA", "aA", "aA", "bA", "bP"},
+     true,
+     false,
+     false},
+    {"apply: 5 of {2,2}, b met", 5, 2, 2, {"aA", "aA", "aA", "bA", "bA"}, true, true, true},
+    /* minAvailable 3 < 2+2: skipped, so four pods of a alone are enough */
+    {"skip: 3 of {2,2}, no pod of b", 3, 2, 2, {"aA", "aA", "aA", "aP"}, true, true, true},
+    /* pipelined counts for JobPipelined, not for JobReady */
+    {"apply: 4 of {2,2}, b pipelined", 4, 2, 2, {"aA", "aA", "bL", "bL"}, true, false, true},
+    {"apply: 4 of {2,2}, a pipelined only",
+     4,
+     2,
+     2,
+     {"aL", "aL", "aL", "aL", "bP", "bP"},
+     true,
+     false,
+     false},
+    /* a best-effort pending task counts as ready for its task (Volcano's empty
+     * InitResreq) */
+    {"apply: 2 of {1,1}, b best-effort", 2, 1, 1, {"aA", "bE"}, true, true, true},
+    /* succeeded pods count everywhere; failed ones nowhere */
+    {"apply: 2 of {1,1}, b succeeded", 2, 1, 1, {"aA", "bS"}, true, true, true},
+    {"apply: 2 of {1,1}, b failed", 2, 1, 1, {"aA", "bF", "aP"}, false, false, false},
+    /* a minimum of 0 is ignored by JobValid and always met by the others */
+    {"apply: 2 of {2,0}, no pod of b", 2, 2, 0, {"aA", "aA"}, true, true, true},
+    /* no minTaskMember at all: only minAvailable */
+    {"none: 2", 2, -1, -1, {"aA", "bA"}, true, true, true},
+    {"none: 3, two valid", 3, -1, -1, {"aA", "bA"}, false, false, false},
+};
+
 static void test_gang_task_minimum_rows(void **state) {
   (void)state;
-  static const row rows[] = {
-      /* minAvailable 4 < 4+4: the task minimums are skipped (the PodGroup) */
-      {"skip: 4 of {4,4}, all pending",
-       4,
-       4,
-       4,
-       {"aP", "aP", "aP", "aP", "bP", "bP", "bP", "bP"},
-       true,
-       false,
-       false},
-      {"skip: 4 of {4,4}, four of a allocated",
-       4,
-       4,
-       4,
-       {"aA", "aA", "aA", "aA", "bP", "bP", "bP", "bP"},
-       true,
-       true,
-       true},
-      {"skip: 4 of {4,4}, two of each allocated",
-       4,
-       4,
-       4,
-       {"aA", "aA", "aP", "aP", "bA", "bA", "bP", "bP"},
-       true,
-       true,
-       true},
-      {"skip: 4 of {4,4}, three allocated",
-       4,
-       4,
-       4,
-       {"aA", "aA", "aA", "aP", "bP", "bP", "bP", "bP"},
-       true,
-       false,
-       false},
-      /* a Job with minAvailable 1 of 2 replicas: minTaskMember {a: 2} */
-      {"skip: 1 of {2}, one allocated", 1, 2, -1, {"aA", "aP"}, true, true, true},
-      {"skip: 1 of {2}, only one pod left", 1, 2, -1, {"aP"}, true, false, false},
-      /* minAvailable 4 of 8 replicas of one task (the host-port job) */
-      {"skip: 4 of {8}, four allocated",
-       4,
-       8,
-       -1,
-       {"aA", "aA", "aA", "aA", "aP", "aP", "aP", "aP"},
-       true,
-       true,
-       true},
-      /* minAvailable == the sum: every task minimum binds */
-      {"apply: 4 of {2,2}, four of a allocated",
-       4,
-       2,
-       2,
-       {"aA", "aA", "aA", "aA", "bP", "bP"},
-       true,
-       false,
-       false},
-      {"apply: 4 of {2,2}, two of each allocated",
-       4,
-       2,
-       2,
-       {"aA", "aA", "aP", "aP", "bA", "bA"},
-       true,
-       true,
-       true},
-      {"apply: 4 of {2,2}, no pod of b", 4, 2, 2, {"aP", "aP", "aP", "aP"}, false, false, false},
-      {"apply: 4 of {2,2}, one pod of b", 4, 2, 2, {"aP", "aP", "aP", "bP"}, false, false, false},
-      /* minAvailable above the sum: still applies */
-      {"apply: 5 of {2,2}, b short", 5, 2, 2, {"aA", "aA", "aA", "aA", "bA"}, false, false, false},
-      {"apply: 5 of {2,2}, b pending",
-       5,
-       2,
-       2,
-       {"aA", "aA", "aA", "aA", "bA", "bP"},
-       true,
-       false,
-       false},
-      {"apply: 5 of {2,2}, b met", 5, 2, 2, {"aA", "aA", "aA", "bA", "bA"}, true, true, true},
-      /* minAvailable 3 < 2+2: skipped, so four pods of a alone are enough */
-      {"skip: 3 of {2,2}, no pod of b", 3, 2, 2, {"aA", "aA", "aA", "aP"}, true, true, true},
-      /* pipelined counts for JobPipelined, not for JobReady */
-      {"apply: 4 of {2,2}, b pipelined", 4, 2, 2, {"aA", "aA", "bL", "bL"}, true, false, true},
-      {"apply: 4 of {2,2}, a pipelined only",
-       4,
-       2,
-       2,
-       {"aL", "aL", "aL", "aL", "bP", "bP"},
-       true,
-       false,
-       false},
-      /* a best-effort pending task counts as ready for its task (Volcano's empty
-       * InitResreq) */
-      {"apply: 2 of {1,1}, b best-effort", 2, 1, 1, {"aA", "bE"}, true, true, true},
-      /* succeeded pods count everywhere; failed ones nowhere */
-      {"apply: 2 of {1,1}, b succeeded", 2, 1, 1, {"aA", "bS"}, true, true, true},
-      {"apply: 2 of {1,1}, b failed", 2, 1, 1, {"aA", "bF", "aP"}, false, false, false},
-      /* a minimum of 0 is ignored by JobValid and always met by the others */
-      {"apply: 2 of {2,0}, no pod of b", 2, 2, 0, {"aA", "aA"}, true, true, true},
-      /* no minTaskMember at all: only minAvailable */
-      {"none: 2", 2, -1, -1, {"aA", "bA"}, true, true, true},
-      {"none: 3, two valid", 3, -1, -1, {"aA", "bA"}, false, false, false},
-  };
-  for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
-    run_row(&rows[i]);
+  for (size_t i = 0; i < sizeof(gang_task_rows) / sizeof(gang_task_rows[0]); i++)
+    run_row(&gang_task_rows[i]);
 }
 
 static int binds_of(const fx *f, const sch_result *r, const char *job) {
