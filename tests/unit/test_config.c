@@ -246,6 +246,31 @@ static char *kc_with(const char *cluster, const char *user) {
 
 #define EXEC_V1 "apiVersion: client.authentication.k8s.io/v1"
 
+/* exec users test_exec_user refuses, each with its message. */
+static const struct bad_case exec_bad[] = {
+    {"{exec: {" EXEC_V1 ", interactiveMode: Never}}", NULL, KC_EINVAL,
+     "users[0].user.exec.command: missing"},
+    {"{exec: {command: x, apiVersion: client.authentication.k8s.io/v1alpha1}}", NULL, KC_EINVAL,
+     "users[0].user.exec.apiVersion: \"client.authentication.k8s.io/v1alpha1\" is not"},
+    {"{exec: {command: x, " EXEC_V1 "}}", NULL, KC_EINVAL,
+     "users[0].user.exec.interactiveMode: missing (required by client.authentication.k8s.io/v1)"},
+    {"{exec: {command: x, " EXEC_V1 ", interactiveMode: Always}}", NULL, KC_EINVAL,
+     "interactiveMode: Always needs a terminal"},
+    {"{exec: {command: x, " EXEC_V1 ", interactiveMode: Sometimes}}", NULL, KC_EINVAL,
+     "users[0].user.exec.interactiveMode: invalid value \"Sometimes\""},
+    {"{exec: {command: x, " EXEC_V1 ", interactiveMode: Never, env: [{value: v}]}}", NULL,
+     KC_EINVAL, "users[0].user.exec.env[0].name: missing"},
+    {"{exec: {command: x, " EXEC_V1 ", interactiveMode: Never, env: {A: b}}}", NULL, KC_EPARSE,
+     "users[0].user.exec.env: expected a list"},
+    {"{exec: {command: x, " EXEC_V1 ", interactiveMode: Never, args: one}}", NULL, KC_EPARSE,
+     "users[0].user.exec.args: expected a list"},
+    {"{exec: {command: x, " EXEC_V1 ", interactiveMode: Never, args: [[a]]}}", NULL, KC_EPARSE,
+     "users[0].user.exec.args[0]: expected a string"},
+    {"{exec: {command: x, " EXEC_V1 ", interactiveMode: Never, provideClusterInfo: maybe}}", NULL,
+     KC_EPARSE, "users[0].user.exec.provideClusterInfo: \"maybe\" is not true or false"},
+    {"{exec: aws}", NULL, KC_EPARSE, "users[0].user.exec: expected a mapping"},
+};
+
 static void test_exec_user(void **state) {
   (void)state;
   kc_config c;
@@ -303,34 +328,12 @@ static void test_exec_user(void **state) {
   assert_string_equal(c.token, "t");
   kc_config_close(&c);
 
-  static const struct bad_case cases[] = {
-      {"{exec: {" EXEC_V1 ", interactiveMode: Never}}", NULL, KC_EINVAL,
-       "users[0].user.exec.command: missing"},
-      {"{exec: {command: x, apiVersion: client.authentication.k8s.io/v1alpha1}}", NULL, KC_EINVAL,
-       "users[0].user.exec.apiVersion: \"client.authentication.k8s.io/v1alpha1\" is not"},
-      {"{exec: {command: x, " EXEC_V1 "}}", NULL, KC_EINVAL,
-       "users[0].user.exec.interactiveMode: missing (required by client.authentication.k8s.io/v1)"},
-      {"{exec: {command: x, " EXEC_V1 ", interactiveMode: Always}}", NULL, KC_EINVAL,
-       "interactiveMode: Always needs a terminal"},
-      {"{exec: {command: x, " EXEC_V1 ", interactiveMode: Sometimes}}", NULL, KC_EINVAL,
-       "users[0].user.exec.interactiveMode: invalid value \"Sometimes\""},
-      {"{exec: {command: x, " EXEC_V1 ", interactiveMode: Never, env: [{value: v}]}}", NULL,
-       KC_EINVAL, "users[0].user.exec.env[0].name: missing"},
-      {"{exec: {command: x, " EXEC_V1 ", interactiveMode: Never, env: {A: b}}}", NULL, KC_EPARSE,
-       "users[0].user.exec.env: expected a list"},
-      {"{exec: {command: x, " EXEC_V1 ", interactiveMode: Never, args: one}}", NULL, KC_EPARSE,
-       "users[0].user.exec.args: expected a list"},
-      {"{exec: {command: x, " EXEC_V1 ", interactiveMode: Never, args: [[a]]}}", NULL, KC_EPARSE,
-       "users[0].user.exec.args[0]: expected a string"},
-      {"{exec: {command: x, " EXEC_V1 ", interactiveMode: Never, provideClusterInfo: maybe}}", NULL,
-       KC_EPARSE, "users[0].user.exec.provideClusterInfo: \"maybe\" is not true or false"},
-      {"{exec: aws}", NULL, KC_EPARSE, "users[0].user.exec: expected a mapping"},
-  };
-  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-    int rc = parse(&c, kc_with("{server: 'https://h'}", cases[i].yaml), NULL, NULL, err);
-    if (rc != cases[i].code || !strstr(err, cases[i].want))
+  for (size_t i = 0; i < sizeof(exec_bad) / sizeof(exec_bad[0]); i++) {
+    const struct bad_case *bc = &exec_bad[i];
+    int rc = parse(&c, kc_with("{server: 'https://h'}", bc->yaml), NULL, NULL, err);
+    if (rc != bc->code || !strstr(err, bc->want))
       fail_msg("exec case %zu: got %s \"%s\", want %s containing \"%s\"", i, kc_err_name(rc), err,
-               kc_err_name(cases[i].code), cases[i].want);
+               kc_err_name(bc->code), bc->want);
     assert_null(c.exec);
   }
 }
@@ -538,6 +541,60 @@ static void test_kubeconfig_file_and_token_file(void **state) {
   remove_dir(dir);
 }
 
+/* $KUBECONFIG with several files goes through the same merge (a and b as in
+ * test_kubeconfig_list_merged). */
+static void merged_from_env(const char *a, const char *b) {
+  char list[1024], err[512];
+  kc_config c;
+  char *old_home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+  setenv("HOME", "/nonexistent", 1);
+  snprintf(list, sizeof(list), "%s/kc:%s/kc", a, b);
+  setenv("KUBECONFIG", list, 1);
+  assert_int_equal(kc_config_load(&c, NULL, NULL, err, sizeof(err)), 0);
+  assert_string_equal(c.context, "one");
+  assert_string_equal(c.token, "token-from-b");
+  kc_config_close(&c);
+  unsetenv("KUBECONFIG");
+  if (old_home) {
+    setenv("HOME", old_home, 1);
+    free(old_home);
+  }
+}
+
+/* Errors name the file: bad YAML, a bad entry in the second file, nothing there at all. */
+static void merged_errors(const char *a, const char *b) {
+  char list[1024], want[512], err[512];
+  kc_config c;
+  write_file(b, "bad", "clusters: [\n");
+  snprintf(list, sizeof(list), "%s/kc:%s/bad", a, b);
+  assert_int_equal(kc_config_load_kubeconfigs(&c, list, NULL, NULL, err, sizeof(err)), KC_EPARSE);
+  snprintf(want, sizeof(want), "kubeconfig %s/bad: line 2", b);
+  if (!strstr(err, want))
+    fail_msg("got \"%s\", want \"%s\"", err, want);
+  write_file(b, "baduser", "users:\n- name: ub\n  user: {client-key-data: '!!'}\n");
+  snprintf(list, sizeof(list), "%s/kc:%s/baduser", a, b);
+  assert_int_equal(kc_config_load_kubeconfigs(&c, list, NULL, NULL, err, sizeof(err)), KC_EPARSE);
+  snprintf(want, sizeof(want), "kubeconfig %s/baduser: users[0].user.client-key-data: invalid", b);
+  if (!strstr(err, want))
+    fail_msg("got \"%s\", want \"%s\"", err, want);
+  write_file(b, "list", "- a\n");
+  snprintf(list, sizeof(list), "%s/kc:%s/list", a, b);
+  assert_int_equal(kc_config_load_kubeconfigs(&c, list, NULL, NULL, err, sizeof(err)), KC_EPARSE);
+  snprintf(want, sizeof(want), "kubeconfig %s/list: top level: not a mapping", b);
+  if (!strstr(err, want))
+    fail_msg("got \"%s\", want \"%s\"", err, want);
+  assert_int_equal(
+      kc_config_load_kubeconfigs(&c, "/nonexistent/a:/nonexistent/b", NULL, NULL, err, sizeof(err)),
+      KC_ENOENT);
+  assert_non_null(strstr(err, "/nonexistent/a:/nonexistent/b"));
+  write_file(b, "bare", "kind: Config\n");
+  snprintf(list, sizeof(list), "%s/empty:%s/bare", b, b);
+  assert_int_equal(kc_config_load_kubeconfigs(&c, list, NULL, NULL, err, sizeof(err)), KC_EINVAL);
+  assert_non_null(strstr(err, "current-context: missing"));
+  assert_int_equal(kc_config_load_kubeconfigs(&c, list, "nope", NULL, err, sizeof(err)), KC_EINVAL);
+  assert_non_null(strstr(err, "contexts: missing (looking for \"nope\")"));
+}
+
 static void test_kubeconfig_list_merged(void **state) {
   (void)state;
   char a[] = "/tmp/kc-merge-a-XXXXXX", b[] = "/tmp/kc-merge-b-XXXXXX";
@@ -587,50 +644,8 @@ static void test_kubeconfig_list_merged(void **state) {
   assert_string_equal(c.server, "https://a:1"); /* cluster "shared" still from A */
   kc_config_close(&c);
 
-  /* $KUBECONFIG with several files goes through the same merge. */
-  char *old_home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
-  setenv("HOME", "/nonexistent", 1);
-  snprintf(list, sizeof(list), "%s/kc:%s/kc", a, b);
-  setenv("KUBECONFIG", list, 1);
-  assert_int_equal(kc_config_load(&c, NULL, NULL, err, sizeof(err)), 0);
-  assert_string_equal(c.context, "one");
-  assert_string_equal(c.token, "token-from-b");
-  kc_config_close(&c);
-  unsetenv("KUBECONFIG");
-  if (old_home) {
-    setenv("HOME", old_home, 1);
-    free(old_home);
-  }
-
-  /* Errors name the file: bad YAML, a bad entry in the second file, nothing there at all. */
-  write_file(b, "bad", "clusters: [\n");
-  snprintf(list, sizeof(list), "%s/kc:%s/bad", a, b);
-  assert_int_equal(kc_config_load_kubeconfigs(&c, list, NULL, NULL, err, sizeof(err)), KC_EPARSE);
-  snprintf(want, sizeof(want), "kubeconfig %s/bad: line 2", b);
-  if (!strstr(err, want))
-    fail_msg("got \"%s\", want \"%s\"", err, want);
-  write_file(b, "baduser", "users:\n- name: ub\n  user: {client-key-data: '!!'}\n");
-  snprintf(list, sizeof(list), "%s/kc:%s/baduser", a, b);
-  assert_int_equal(kc_config_load_kubeconfigs(&c, list, NULL, NULL, err, sizeof(err)), KC_EPARSE);
-  snprintf(want, sizeof(want), "kubeconfig %s/baduser: users[0].user.client-key-data: invalid", b);
-  if (!strstr(err, want))
-    fail_msg("got \"%s\", want \"%s\"", err, want);
-  write_file(b, "list", "- a\n");
-  snprintf(list, sizeof(list), "%s/kc:%s/list", a, b);
-  assert_int_equal(kc_config_load_kubeconfigs(&c, list, NULL, NULL, err, sizeof(err)), KC_EPARSE);
-  snprintf(want, sizeof(want), "kubeconfig %s/list: top level: not a mapping", b);
-  if (!strstr(err, want))
-    fail_msg("got \"%s\", want \"%s\"", err, want);
-  assert_int_equal(
-      kc_config_load_kubeconfigs(&c, "/nonexistent/a:/nonexistent/b", NULL, NULL, err, sizeof(err)),
-      KC_ENOENT);
-  assert_non_null(strstr(err, "/nonexistent/a:/nonexistent/b"));
-  write_file(b, "bare", "kind: Config\n");
-  snprintf(list, sizeof(list), "%s/empty:%s/bare", b, b);
-  assert_int_equal(kc_config_load_kubeconfigs(&c, list, NULL, NULL, err, sizeof(err)), KC_EINVAL);
-  assert_non_null(strstr(err, "current-context: missing"));
-  assert_int_equal(kc_config_load_kubeconfigs(&c, list, "nope", NULL, err, sizeof(err)), KC_EINVAL);
-  assert_non_null(strstr(err, "contexts: missing (looking for \"nope\")"));
+  merged_from_env(a, b);
+  merged_errors(a, b);
   remove_dir(a);
   remove_dir(b);
 }
