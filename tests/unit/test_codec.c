@@ -130,6 +130,39 @@ static void test_pod_preemption_keys(void **state) {
   }
 }
 
+/* pod.json's placement: node selector, node affinity, tolerations, host ports. */
+static void check_pod_placement(const Kiln__Pod *p) {
+  assert_int_equal(p->n_node_selector, 2);
+  assert_string_equal(p->node_selector[1]->key, "pool");
+  assert_string_equal(p->node_selector[1]->value, "gpu");
+  assert_int_equal(p->n_required_node_terms, 1);
+  const Kiln__NodeSelectorTerm *t = p->required_node_terms[0];
+  assert_int_equal(t->n_match_expressions, 1);
+  assert_string_equal(t->match_expressions[0]->operator_, "In");
+  assert_int_equal(t->match_expressions[0]->n_values, 2);
+  assert_string_equal(t->match_expressions[0]->values[1], "b");
+  assert_int_equal(t->n_match_fields, 1);
+  assert_string_equal(t->match_fields[0]->key, "metadata.name");
+  assert_int_equal(p->n_preferred_node_terms, 1);
+  assert_int_equal(p->preferred_node_terms[0]->weight, 10);
+  assert_string_equal(p->preferred_node_terms[0]->preference->match_expressions[0]->operator_,
+                      "Exists");
+  assert_int_equal(p->n_tolerations, 2);
+  assert_true(p->tolerations[0]->has_toleration_seconds);
+  assert_int_equal(p->tolerations[0]->toleration_seconds, 300);
+  assert_false(p->tolerations[1]->has_toleration_seconds);
+  assert_string_equal(p->tolerations[1]->value, "gpu");
+  assert_int_equal(p->n_host_ports, 1);
+  assert_int_equal(p->host_ports[0]->port, 80);
+  assert_string_equal(p->host_ports[0]->protocol, "TCP");
+  assert_int_equal(p->tolerations[0]->operator_,
+                   KILN__TOLERATION_OPERATOR__TOLERATION_OPERATOR_EXISTS);
+  assert_int_equal(p->tolerations[0]->effect, KILN__TAINT_EFFECT__TAINT_EFFECT_NO_EXECUTE);
+  assert_int_equal(p->tolerations[1]->operator_,
+                   KILN__TOLERATION_OPERATOR__TOLERATION_OPERATOR_EQUAL);
+  assert_int_equal(p->tolerations[1]->effect, KILN__TAINT_EFFECT__TAINT_EFFECT_NO_SCHEDULE);
+}
+
 static void test_pod(void **state) {
   (void)state;
   json_t *j = load("pod.json");
@@ -168,35 +201,7 @@ static void test_pod(void **state) {
   assert_int_equal(p->container_requests->memory, 1600 * MI + 10 * MI);
   assert_int_equal(scalar(p->container_requests, "nvidia.com/gpu"), 1000);
 
-  assert_int_equal(p->n_node_selector, 2);
-  assert_string_equal(p->node_selector[1]->key, "pool");
-  assert_string_equal(p->node_selector[1]->value, "gpu");
-  assert_int_equal(p->n_required_node_terms, 1);
-  Kiln__NodeSelectorTerm *t = p->required_node_terms[0];
-  assert_int_equal(t->n_match_expressions, 1);
-  assert_string_equal(t->match_expressions[0]->operator_, "In");
-  assert_int_equal(t->match_expressions[0]->n_values, 2);
-  assert_string_equal(t->match_expressions[0]->values[1], "b");
-  assert_int_equal(t->n_match_fields, 1);
-  assert_string_equal(t->match_fields[0]->key, "metadata.name");
-  assert_int_equal(p->n_preferred_node_terms, 1);
-  assert_int_equal(p->preferred_node_terms[0]->weight, 10);
-  assert_string_equal(p->preferred_node_terms[0]->preference->match_expressions[0]->operator_,
-                      "Exists");
-  assert_int_equal(p->n_tolerations, 2);
-  assert_true(p->tolerations[0]->has_toleration_seconds);
-  assert_int_equal(p->tolerations[0]->toleration_seconds, 300);
-  assert_false(p->tolerations[1]->has_toleration_seconds);
-  assert_string_equal(p->tolerations[1]->value, "gpu");
-  assert_int_equal(p->n_host_ports, 1);
-  assert_int_equal(p->host_ports[0]->port, 80);
-  assert_string_equal(p->host_ports[0]->protocol, "TCP");
-  assert_int_equal(p->tolerations[0]->operator_,
-                   KILN__TOLERATION_OPERATOR__TOLERATION_OPERATOR_EXISTS);
-  assert_int_equal(p->tolerations[0]->effect, KILN__TAINT_EFFECT__TAINT_EFFECT_NO_EXECUTE);
-  assert_int_equal(p->tolerations[1]->operator_,
-                   KILN__TOLERATION_OPERATOR__TOLERATION_OPERATOR_EQUAL);
-  assert_int_equal(p->tolerations[1]->effect, KILN__TAINT_EFFECT__TAINT_EFFECT_NO_SCHEDULE);
+  check_pod_placement(p);
   /* the controller reference, not the first one */
   assert_string_equal(p->owner_kind, "Job");
   assert_string_equal(p->owner_name, "job-1");

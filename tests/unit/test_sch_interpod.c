@@ -136,6 +136,31 @@ static const char *bound_to(const fx *f, const sch_result *res, const char *pod)
 
 /* ---- matching ---- */
 
+/* matchLabelKeys / mismatchLabelKeys take the owner's values (t as test_selectors_and_terms
+ * leaves it, web its owner); then a nil selector matches nothing. */
+static void check_label_keys(fx *f, Kiln__PodAffinityTerm *t, Kiln__Pod *web) {
+  Kiln__Pod *web2 = labelled_pod(f, "web2", NULL, NULL, "web");
+  fx_pod_label(web2, "tier", "back");
+  char *tier[] = {"tier"};
+  t->match_label_keys = tier;
+  t->n_match_label_keys = 1;
+  assert_true(sch_affinity_term_matches(t, web, web));
+  assert_false(sch_affinity_term_matches(t, web, web2));
+  t->match_label_keys = NULL;
+  t->n_match_label_keys = 0;
+  t->mismatch_label_keys = tier;
+  t->n_mismatch_label_keys = 1;
+  assert_false(sch_affinity_term_matches(t, web, web));
+  assert_true(sch_affinity_term_matches(t, web, web2));
+  char *absent[] = {"nope"}; /* a key the owner lacks adds nothing */
+  t->mismatch_label_keys = absent;
+  assert_true(sch_affinity_term_matches(t, web, web));
+  t->mismatch_label_keys = NULL;
+  t->n_mismatch_label_keys = 0;
+  t->label_selector = NULL;
+  assert_false(sch_affinity_term_matches(t, web, web)); /* nil selector */
+}
+
 static void test_selectors_and_terms(void **state) {
   (void)state;
   fx *f = fx_new();
@@ -191,27 +216,7 @@ static void test_selectors_and_terms(void **state) {
   assert_false(sch_affinity_term_matches(&t, web, db));
   t.namespace_selector = NULL;
 
-  /* matchLabelKeys / mismatchLabelKeys take the owner's values. */
-  Kiln__Pod *web2 = labelled_pod(f, "web2", NULL, NULL, "web");
-  fx_pod_label(web2, "tier", "back");
-  char *tier[] = {"tier"};
-  t.match_label_keys = tier;
-  t.n_match_label_keys = 1;
-  assert_true(sch_affinity_term_matches(&t, web, web));
-  assert_false(sch_affinity_term_matches(&t, web, web2));
-  t.match_label_keys = NULL;
-  t.n_match_label_keys = 0;
-  t.mismatch_label_keys = tier;
-  t.n_mismatch_label_keys = 1;
-  assert_false(sch_affinity_term_matches(&t, web, web));
-  assert_true(sch_affinity_term_matches(&t, web, web2));
-  char *absent[] = {"nope"}; /* a key the owner lacks adds nothing */
-  t.mismatch_label_keys = absent;
-  assert_true(sch_affinity_term_matches(&t, web, web));
-  t.mismatch_label_keys = NULL;
-  t.n_mismatch_label_keys = 0;
-  t.label_selector = NULL;
-  assert_false(sch_affinity_term_matches(&t, web, web)); /* nil selector */
+  check_label_keys(f, &t, web);
   kiln__label_selector__free_unpacked(s, NULL);
   kiln__label_selector__free_unpacked(bad, NULL);
   kiln__label_selector__free_unpacked(any, NULL);

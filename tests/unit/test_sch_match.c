@@ -141,6 +141,47 @@ static void test_match_fields(void **state) {
 
 /* ---- terms, nodeSelector, required and preferred affinity ---- */
 
+/* matchFields and preferred terms, on the nodes and terms of test_selector_and_affinity
+ * (t1: zone In [b]; t2: zone In [a] AND disk Exists). */
+static void check_fields_and_preferred(Kiln__Pod *pod, struct fnode *a, struct fnode *b,
+                                       Kiln__NodeSelectorTerm *t1, Kiln__NodeSelectorTerm *t2) {
+  /* matchFields ANDed with matchExpressions in one term. */
+  char *vname[] = {"a"};
+  Kiln__NodeSelectorRequirement fr = mkreq("metadata.name", "In", vname, 1);
+  Kiln__NodeSelectorRequirement *fre[] = {&fr};
+  Kiln__NodeSelectorTerm tf = KILN__NODE_SELECTOR_TERM__INIT;
+  tf.match_fields = fre;
+  tf.n_match_fields = 1;
+  tf.match_expressions = t1->match_expressions; /* zone In [b] */
+  tf.n_match_expressions = 1;
+  Kiln__NodeSelectorTerm *fterms[] = {&tf};
+  pod->required_node_terms = fterms;
+  assert_false(sch_match_node_selector(pod, &a->node)); /* name ok, zone not */
+  assert_false(sch_match_node_selector(pod, &b->node)); /* zone ok, name not */
+  tf.n_match_expressions = 0;
+  assert_true(sch_match_node_selector(pod, &a->node));
+  pod->n_required_node_terms = 0;
+
+  /* Preferred terms: weights of matching terms add up; weight 0 is ignored. */
+  Kiln__PreferredSchedulingTerm p1 = KILN__PREFERRED_SCHEDULING_TERM__INIT;
+  Kiln__PreferredSchedulingTerm p2 = KILN__PREFERRED_SCHEDULING_TERM__INIT;
+  Kiln__PreferredSchedulingTerm p3 = KILN__PREFERRED_SCHEDULING_TERM__INIT;
+  p1.weight = 10;
+  p1.preference = t2; /* zone a and disk */
+  p2.weight = 3;
+  p2.preference = t1; /* zone b */
+  p3.weight = 0;
+  p3.preference = t2;
+  Kiln__PreferredSchedulingTerm *pref[] = {&p1, &p2, &p3};
+  pod->preferred_node_terms = pref;
+  pod->n_preferred_node_terms = 3;
+  assert_int_equal(sch_preferred_affinity_score(pod, &a->node), 10);
+  assert_int_equal(sch_preferred_affinity_score(pod, &b->node), 3);
+  p2.preference = t2;
+  assert_int_equal(sch_preferred_affinity_score(pod, &a->node), 13);
+  assert_int_equal(sch_preferred_affinity_score(pod, &b->node), 0);
+}
+
 static void test_selector_and_affinity(void **state) {
   (void)state;
   const char *la[] = {"zone=a", "disk=ssd", NULL};
@@ -191,42 +232,7 @@ static void test_selector_and_affinity(void **state) {
   pod.n_required_node_terms = 1;
   assert_false(sch_match_node_selector(&pod, &a.node));
 
-  /* matchFields ANDed with matchExpressions in one term. */
-  char *vname[] = {"a"};
-  Kiln__NodeSelectorRequirement fr = mkreq("metadata.name", "In", vname, 1);
-  Kiln__NodeSelectorRequirement *fre[] = {&fr};
-  Kiln__NodeSelectorTerm tf = KILN__NODE_SELECTOR_TERM__INIT;
-  tf.match_fields = fre;
-  tf.n_match_fields = 1;
-  tf.match_expressions = t1e; /* zone In [b] */
-  tf.n_match_expressions = 1;
-  Kiln__NodeSelectorTerm *fterms[] = {&tf};
-  pod.required_node_terms = fterms;
-  assert_false(sch_match_node_selector(&pod, &a.node)); /* name ok, zone not */
-  assert_false(sch_match_node_selector(&pod, &b.node)); /* zone ok, name not */
-  tf.n_match_expressions = 0;
-  assert_true(sch_match_node_selector(&pod, &a.node));
-  pod.n_required_node_terms = 0;
-
-  /* Preferred terms: weights of matching terms add up; weight 0 is ignored. */
-  Kiln__PreferredSchedulingTerm p1 = KILN__PREFERRED_SCHEDULING_TERM__INIT;
-  Kiln__PreferredSchedulingTerm p2 = KILN__PREFERRED_SCHEDULING_TERM__INIT;
-  Kiln__PreferredSchedulingTerm p3 = KILN__PREFERRED_SCHEDULING_TERM__INIT;
-  r3.operator_ = "Exists";
-  p1.weight = 10;
-  p1.preference = &t2; /* zone a and disk */
-  p2.weight = 3;
-  p2.preference = &t1; /* zone b */
-  p3.weight = 0;
-  p3.preference = &t2;
-  Kiln__PreferredSchedulingTerm *pref[] = {&p1, &p2, &p3};
-  pod.preferred_node_terms = pref;
-  pod.n_preferred_node_terms = 3;
-  assert_int_equal(sch_preferred_affinity_score(&pod, &a.node), 10);
-  assert_int_equal(sch_preferred_affinity_score(&pod, &b.node), 3);
-  p2.preference = &t2;
-  assert_int_equal(sch_preferred_affinity_score(&pod, &a.node), 13);
-  assert_int_equal(sch_preferred_affinity_score(&pod, &b.node), 0);
+  check_fields_and_preferred(&pod, &a, &b, &t1, &t2);
 
   fnode_close(&a);
   fnode_close(&b);
