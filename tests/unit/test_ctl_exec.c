@@ -25,44 +25,11 @@
 
 /* ---- the fake transport ---- */
 
-typedef struct {
-  kc_verb verb;
-  char path[256]; /* resource ns/name/subresource */
-  char precondition_uid[64];
-  json_t *body;
-  kc_api_cb cb;
-  void *data;
-} sent_call;
-
-static sent_call calls[16];
-static size_t ncalls;
-
-int __wrap_kc_api_call(kc_client *c, kc_verb verb, const kc_ref *ref, const kc_query *q,
-                       json_t *body, kc_api_cb cb, void *data);
-int __wrap_kc_api_call(kc_client *c, kc_verb verb, const kc_ref *ref, const kc_query *q,
-                       json_t *body, kc_api_cb cb, void *data) {
-  assert_true(ncalls < sizeof(calls) / sizeof(calls[0]));
-  sent_call *s = &calls[ncalls++];
-  s->verb = verb;
-  snprintf(s->path, sizeof(s->path), "%s %s/%s/%s", ref->resource, ref->namespace,
-           ref->name ? ref->name : "", ref->subresource ? ref->subresource : "");
-  snprintf(s->precondition_uid, sizeof(s->precondition_uid), "%s",
-           q && q->precondition_uid ? q->precondition_uid : "");
-  s->body = json_incref(body);
-  s->cb = cb;
-  s->data = data;
-  return 0;
-}
+#include "fake_api.h"
 
 /* Answers call i with err; obj (borrowed, may be NULL) is the returned object. */
 static void answer(size_t i, int err, json_t *obj) {
-  kc_api_result res = {.err = err,
-                       .status = err ? 409 : 200,
-                       .obj = obj,
-                       .reason = "",
-                       .message = err ? "refused by the test" : "",
-                       .attempts = 1};
-  calls[i].cb(&res, calls[i].data);
+  fake_answer(i, err, err ? 409 : 200, obj, err ? "refused by the test" : "");
 }
 
 /* ---- the shell around the executor ---- */
@@ -104,8 +71,7 @@ static int setup(void **state) {
   fixture *f = calloc(1, sizeof(*f));
   if (f == NULL || uv_loop_init(&f->loop) != 0)
     return -1;
-  memset(calls, 0, sizeof(calls));
-  ncalls = 0;
+  fake_reset();
   fence_err = 0;
   ndone = done_err = 0;
   done_conflict = false;
@@ -130,8 +96,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   fixture *f = *state;
-  for (size_t i = 0; i < ncalls; i++)
-    json_decref(calls[i].body);
+  fake_reset();
   ctl__expect_drop_key(&f->s, KEY);
   ctl__delay_drop_key(&f->s, KEY);
   kc_strmap_close(&f->s.reqs, NULL);
@@ -163,7 +128,7 @@ static bool expected(fixture *f, const char *pod) {
 
 static const char *body_rv(size_t i) {
   return json_string_value(
-      json_object_get(json_object_get(calls[i].body, "metadata"), "resourceVersion"));
+      json_object_get(json_object_get(fake_calls[i].body, "metadata"), "resourceVersion"));
 }
 
 /* ---- tests ---- */
@@ -178,14 +143,16 @@ static void test_create_then_status(void **state) {
   p.status.phase = CTL_PHASE_PENDING;
   start_plan(f, &p);
   /* Pods first; the status only once they are answered. */
-  assert_int_equal(ncalls, 1);
-  assert_int_equal(calls[0].verb, KC_CREATE);
-  assert_string_equal(calls[0].path, "pods ns//");
+  assert_int_equal(fake_ncalls, 1);
+  assert_int_equal(fake_calls[0].verb, KC_CREATE);
+  assert_string_equal(fake_calls[0].resource, "pods");
+  assert_string_equal(fake_calls[0].path, "ns//");
   assert_true(expected(f, "j-w-0"));
   answer(0, 0, NULL);
-  assert_int_equal(ncalls, 2);
-  assert_int_equal(calls[1].verb, KC_UPDATE);
-  assert_string_equal(calls[1].path, "jobs ns/j/status");
+  assert_int_equal(fake_ncalls, 2);
+  assert_int_equal(fake_calls[1].verb, KC_UPDATE);
+  assert_string_equal(fake_calls[1].resource, "jobs");
+  assert_string_equal(fake_calls[1].path, "ns/j/status");
   assert_string_equal(body_rv(1), "5"); /* a stale status fails with Conflict */
   assert_int_equal(ndone, 0);
   json_t *written = job_json("6");
@@ -207,13 +174,14 @@ static void test_job_patch_version_feeds_status(void **state) {
   p.job_patch = json_pack("{s:{s:{s:s}}}", "metadata", "annotations", "a", "b");
   p.status_changed = true;
   start_plan(f, &p);
-  assert_int_equal(ncalls, 1);
-  assert_int_equal(calls[0].verb, KC_PATCH_MERGE);
-  assert_string_equal(calls[0].path, "jobs ns/j/");
+  assert_int_equal(fake_ncalls, 1);
+  assert_int_equal(fake_calls[0].verb, KC_PATCH_MERGE);
+  assert_string_equal(fake_calls[0].resource, "jobs");
+  assert_string_equal(fake_calls[0].path, "ns/j/");
   json_t *patched = job_json("7");
   answer(0, 0, patched);
   json_decref(patched);
-  assert_int_equal(ncalls, 2);
+  assert_int_equal(fake_ncalls, 2);
   assert_string_equal(body_rv(1), "7");
   answer(1, 0, NULL);
   assert_int_equal(ndone, 1);
@@ -226,20 +194,22 @@ static void test_delete_marks_then_deletes(void **state) {
   ctl_plan_init(&p);
   assert_int_equal(ctl__delete_pod(&p, "j-w-0", "test"), 0);
   start_plan(f, &p);
-  assert_int_equal(ncalls, 1);
-  assert_int_equal(calls[0].verb, KC_PATCH_MERGE);
-  assert_string_equal(calls[0].path, "pods ns/j-w-0/");
+  assert_int_equal(fake_ncalls, 1);
+  assert_int_equal(fake_calls[0].verb, KC_PATCH_MERGE);
+  assert_string_equal(fake_calls[0].resource, "pods");
+  assert_string_equal(fake_calls[0].path, "ns/j-w-0/");
   assert_string_equal(
       json_string_value(json_object_get(
-          json_object_get(json_object_get(calls[0].body, "metadata"), "annotations"),
+          json_object_get(json_object_get(fake_calls[0].body, "metadata"), "annotations"),
           CTL_KEY_OUT_OF_SYNC)),
       "true");
   assert_true(expected(f, "j-w-0"));
   answer(0, 0, NULL);
   /* The same write goes on as the delete. */
-  assert_int_equal(ncalls, 2);
-  assert_int_equal(calls[1].verb, KC_DELETE);
-  assert_string_equal(calls[1].path, "pods ns/j-w-0/");
+  assert_int_equal(fake_ncalls, 2);
+  assert_int_equal(fake_calls[1].verb, KC_DELETE);
+  assert_string_equal(fake_calls[1].resource, "pods");
+  assert_string_equal(fake_calls[1].path, "ns/j-w-0/");
   assert_int_equal(ndone, 0);
   answer(1, KC_ENOTFOUND, NULL); /* gone meanwhile: what was asked */
   assert_int_equal(ndone, 1);
@@ -254,7 +224,7 @@ static void test_delete_of_a_pod_gone(void **state) {
   assert_int_equal(ctl__delete_pod(&p, "j-w-0", "test"), 0);
   start_plan(f, &p);
   answer(0, KC_ENOTFOUND, NULL);
-  assert_int_equal(ncalls, 1); /* no delete */
+  assert_int_equal(fake_ncalls, 1); /* no delete */
   assert_int_equal(ndone, 1);
   assert_int_equal(done_err, 0);
   assert_false(expected(f, "j-w-0"));
@@ -267,11 +237,12 @@ static void test_status_conflict_reads_the_job(void **state) {
   ctl_plan_init(&p);
   p.status_changed = true;
   start_plan(f, &p);
-  assert_int_equal(ncalls, 1);
+  assert_int_equal(fake_ncalls, 1);
   answer(0, KC_ECONFLICT, NULL);
-  assert_int_equal(ncalls, 2);
-  assert_int_equal(calls[1].verb, KC_GET);
-  assert_string_equal(calls[1].path, "jobs ns/j/");
+  assert_int_equal(fake_ncalls, 2);
+  assert_int_equal(fake_calls[1].verb, KC_GET);
+  assert_string_equal(fake_calls[1].resource, "jobs");
+  assert_string_equal(fake_calls[1].path, "ns/j/");
   assert_int_equal(ndone, 0);
   json_t *now = job_json("9");
   answer(1, 0, now);
@@ -292,11 +263,11 @@ static void test_failed_create_stops_the_plan(void **state) {
   json_array_append_new(p.pods_create, pod_json("j-w-1"));
   p.status_changed = true;
   start_plan(f, &p);
-  assert_int_equal(ncalls, 2); /* concurrently */
+  assert_int_equal(fake_ncalls, 2); /* concurrently */
   answer(0, KC_EFORBIDDEN, NULL);
   assert_int_equal(ndone, 0);
   answer(1, 0, NULL);
-  assert_int_equal(ncalls, 2); /* no status write after a failure */
+  assert_int_equal(fake_ncalls, 2); /* no status write after a failure */
   assert_int_equal(ndone, 1);
   assert_int_equal(done_err, KC_EFORBIDDEN);
   assert_false(done_conflict);
@@ -313,7 +284,7 @@ static void test_not_the_leader_writes_nothing(void **state) {
   p.status_changed = true;
   assert_int_equal(ctl__delete_pod(&p, "j-w-0", "test"), 0);
   start_plan(f, &p);
-  assert_int_equal(ncalls, 0);
+  assert_int_equal(fake_ncalls, 0);
   assert_int_equal(ndone, 1);
   assert_int_equal(done_err, KC_ENOTLEADER);
   assert_false(expected(f, "j-w-0"));
@@ -327,10 +298,11 @@ static void test_podgroup_kept_and_dropped(void **state) {
                          "scheduling.volcano.sh/v1beta1", "kind", "PodGroup", "metadata", "name",
                          "j-u1", "namespace", "ns", "resourceVersion", "3", "spec");
   start_plan(f, &p);
-  assert_int_equal(ncalls, 1);
-  assert_int_equal(calls[0].verb, KC_CREATE);
-  assert_string_equal(calls[0].path, "podgroups ns//");
-  answer(0, 0, calls[0].body);
+  assert_int_equal(fake_ncalls, 1);
+  assert_int_equal(fake_calls[0].verb, KC_CREATE);
+  assert_string_equal(fake_calls[0].resource, "podgroups");
+  assert_string_equal(fake_calls[0].path, "ns//");
+  answer(0, 0, fake_calls[0].body);
   assert_int_equal(ndone, 1);
   assert_non_null(kc_strmap_get(&f->s.pgs_written, "ns/j-u1"));
   /* The next plan deletes it: the written copy goes too. */
@@ -338,8 +310,8 @@ static void test_podgroup_kept_and_dropped(void **state) {
   p.podgroup_delete = true;
   snprintf(p.podgroup_name, sizeof(p.podgroup_name), "j-u1");
   start_plan(f, &p);
-  assert_int_equal(ncalls, 2);
-  assert_int_equal(calls[1].verb, KC_DELETE);
+  assert_int_equal(fake_ncalls, 2);
+  assert_int_equal(fake_calls[1].verb, KC_DELETE);
   answer(1, KC_ENOTFOUND, NULL);
   assert_int_equal(ndone, 2);
   assert_int_equal(done_err, 0);

@@ -19,43 +19,11 @@
 
 /* ---- the fake transport ---- */
 
-typedef struct {
-  kc_verb verb;
-  char path[256]; /* ns/name/subresource */
-  json_t *body;
-  kc_api_cb cb;
-  void *data;
-} sent_call;
-
-static sent_call calls[16];
-static size_t ncalls;
-static int refuse_with; /* non-zero: kc_api_call fails with it, nothing sent */
-
-int __wrap_kc_api_call(kc_client *c, kc_verb verb, const kc_ref *ref, const kc_query *q,
-                       json_t *body, kc_api_cb cb, void *data);
-int __wrap_kc_api_call(kc_client *c, kc_verb verb, const kc_ref *ref, const kc_query *q,
-                       json_t *body, kc_api_cb cb, void *data) {
-  if (refuse_with)
-    return refuse_with;
-  assert_true(ncalls < sizeof(calls) / sizeof(calls[0]));
-  sent_call *s = &calls[ncalls++];
-  s->verb = verb;
-  snprintf(s->path, sizeof(s->path), "%s/%s/%s", ref->namespace, ref->name,
-           ref->subresource ? ref->subresource : "");
-  s->body = json_incref(body);
-  s->cb = cb;
-  s->data = data;
-  return 0;
-}
+#include "fake_api.h"
 
 /* Answers call i with err (0: 201 Created). */
 static void answer(size_t i, int err, const char *message) {
-  kc_api_result res = {.err = err,
-                       .status = err ? 500 : 201,
-                       .reason = "",
-                       .message = message ? message : "",
-                       .attempts = 1};
-  calls[i].cb(&res, calls[i].data);
+  fake_answer(i, err, err ? 500 : 201, NULL, message);
 }
 
 /* ---- fixture ---- */
@@ -87,8 +55,7 @@ static int setup(void **state) {
   fixture *f = calloc(1, sizeof(*f));
   if (f == NULL || uv_loop_init(&f->loop) != 0)
     return -1;
-  ncalls = 0;
-  refuse_with = 0;
+  fake_reset();
   f->leader = true;
   f->cfg.server = strdup("https://127.0.0.1:1");
   kc_client_options opt = KC_CLIENT_OPTIONS_INIT(0, 0);
@@ -110,8 +77,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   fixture *f = *state;
-  for (size_t i = 0; i < ncalls; i++)
-    json_decref(calls[i].body);
+  fake_reset();
   sch_binder_free(f->binder);
   sch_cache_free(f->cache);
   kc_client_free(f->client);
@@ -136,10 +102,10 @@ static void assume_and_bind(fixture *f, const char *name, const char *uid, const
 static void test_bind_success(void **state) {
   fixture *f = *state;
   assume_and_bind(f, "a", "u-1", "n1");
-  assert_int_equal(ncalls, 1);
-  assert_int_equal(calls[0].verb, KC_CREATE);
-  assert_string_equal(calls[0].path, "ns/a/binding");
-  json_t *b = calls[0].body;
+  assert_int_equal(fake_ncalls, 1);
+  assert_int_equal(fake_calls[0].verb, KC_CREATE);
+  assert_string_equal(fake_calls[0].path, "ns/a/binding");
+  json_t *b = fake_calls[0].body;
   assert_string_equal(json_string_value(json_object_get(b, "kind")), "Binding");
   assert_string_equal(json_string_value(json_object_get(json_object_get(b, "target"), "name")),
                       "n1");
@@ -164,11 +130,11 @@ static void test_bind_failure_rolls_back(void **state) {
   assume_and_bind(f, "b", NULL, "n2");
   answer(0, KC_ECONFLICT, "node n2 is full");
   assert_null(sch_cache_assumed_node(f->cache, "ns/b"));
-  assert_int_equal(ncalls, 2);
-  assert_int_equal(calls[1].verb, KC_PATCH_STRATEGIC);
-  assert_string_equal(calls[1].path, "ns/b/status");
-  json_t *cond =
-      json_array_get(json_object_get(json_object_get(calls[1].body, "status"), "conditions"), 0);
+  assert_int_equal(fake_ncalls, 2);
+  assert_int_equal(fake_calls[1].verb, KC_PATCH_STRATEGIC);
+  assert_string_equal(fake_calls[1].path, "ns/b/status");
+  json_t *cond = json_array_get(
+      json_object_get(json_object_get(fake_calls[1].body, "status"), "conditions"), 0);
   assert_string_equal(json_string_value(json_object_get(cond, "type")), "PodScheduled");
   assert_string_equal(json_string_value(json_object_get(cond, "status")), "False");
   assert_string_equal(json_string_value(json_object_get(cond, "reason")), "SchedulerError");
@@ -187,7 +153,7 @@ static void test_pod_gone(void **state) {
   assume_and_bind(f, "c", NULL, "n1");
   answer(0, KC_ENOTFOUND, "pods \"c\" not found");
   assert_null(sch_cache_assumed_node(f->cache, "ns/c"));
-  assert_int_equal(ncalls, 1);
+  assert_int_equal(fake_ncalls, 1);
   sch_binder_stats st;
   sch_binder_get_stats(f->binder, &st);
   assert_int_equal(st.gone, 1);
@@ -199,14 +165,14 @@ static void test_not_leader_sends_nothing(void **state) {
   fixture *f = *state;
   f->leader = false;
   assume_and_bind(f, "d", NULL, "n1");
-  assert_int_equal(ncalls, 0);
+  assert_int_equal(fake_ncalls, 0);
   assert_null(sch_cache_assumed_node(f->cache, "ns/d"));
 }
 
 /* A call the client cannot even start is a failed bind, rolled back at once. */
 static void test_call_not_sent(void **state) {
   fixture *f = *state;
-  refuse_with = KC_ENOMEM;
+  fake_refuse_with = KC_ENOMEM;
   assume_and_bind(f, "e", NULL, "n1");
   assert_null(sch_cache_assumed_node(f->cache, "ns/e"));
   sch_binder_stats st;
