@@ -57,6 +57,36 @@ wait_jsonpath() {
   done
 }
 
+# Ports. Two `tests/e2e/run` on one machine must not collide, so no suite names a fixed port:
+# a Kiln process gets `--healthz-address 127.0.0.1:0` (and `--listen-address 127.0.0.1:0`),
+# the kernel picks a free port at bind time, and served_port reads it back from the log line
+# the process writes once it listens (a port picked free beforehand could be taken by the time
+# the process binds it).
+
+# served_port LOG KIND [FROM]: the port of the KIND server (metrics: the one that serves
+# /metrics; healthz: one that does not) that the process logging to LOG reported after the
+# first FROM lines of LOG (give the line count before a restart); waits up to 60 s.
+served_port() {
+  local log=$1 kind=$2 from=${3:-0} deadline=$((SECONDS + 60)) lines port
+  while :; do
+    lines=$(tail -n +"$((from + 1))" "$log" 2>/dev/null | grep -E 'serving /healthz.* \(port [0-9]+\)')
+    if [ "$kind" = metrics ]; then
+      lines=$(grep -F ', /metrics on ' <<<"$lines")
+    else
+      lines=$(grep -vF ', /metrics on ' <<<"$lines")
+    fi
+    port=$(sed -n 's/.* (port \([0-9]*\))$/\1/p' <<<"$lines" | tail -1)
+    [ -z "$port" ] || { echo "$port"; return 0; }
+    [ $SECONDS -lt $deadline ] || fail "no $kind port in $log after 60s: $(tail -3 "$log" 2>/dev/null)"
+    sleep 0.1
+  done
+}
+
+# log_lines FILE: how many lines FILE has now (0 when it does not exist), for served_port FROM.
+log_lines() {
+  if [ -f "$1" ]; then wc -l <"$1"; else echo 0; fi
+}
+
 # new_namespace PREFIX: create a uniquely named namespace and print its name.
 # kubeconfig_with FILE USER_YAML: a kubeconfig for the same server and CA with another user.
 kubeconfig_with() {

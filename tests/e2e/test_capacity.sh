@@ -113,8 +113,6 @@ finish() { # NS QUEUE...: stop the scheduler, delete the namespace, then the que
   done
 }
 
-METRICS_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-
 # metric NAME QUEUE [RESOURCE]: the gauge's value for the queue (and resource), empty when
 # not exported.
 metric() {
@@ -130,11 +128,15 @@ wait_metric() { # SECS NAME QUEUE WANT [RESOURCE]
   done
 }
 
-start_scheduler() { # [CONF]
+# start_scheduler [CONF]: sets METRICS_PORT, the port the kernel gave its metrics server.
+start_scheduler() {
+  local from
+  from=$(log_lines "$LOG")
   "$SCHED" --kubeconfig "$KUBECONFIG" --scheduler-conf "${1:-$CONF}" --v=3 --leader-elect=false \
-    --enable-metrics --listen-address "127.0.0.1:$METRICS_PORT" >>"$LOG" 2>&1 &
+    --enable-metrics --listen-address 127.0.0.1:0 >>"$LOG" 2>&1 &
   echo $! > "$D/pids/kiln-scheduler-capacity.pid"
   echo "$SCHED" > "$D/pids/kiln-scheduler-capacity.exe"
+  METRICS_PORT=$(served_port "$LOG" metrics "$from")
 }
 
 stop_scheduler() {

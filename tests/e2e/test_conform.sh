@@ -142,12 +142,12 @@ kubectl wait --for=condition=Established --timeout=60s crd/podgroups.scheduling.
   crd/queues.scheduling.volcano.sh crd/jobs.batch.volcano.sh >/dev/null 2>&1
 kubectl apply --server-side -f "$KILN_ROOT/manifests/queue-default.yaml" >/dev/null 2>&1 || true
 kubectl create namespace volcano-system >/dev/null 2>&1 || true
-METRICS_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 "$SCHED" --kubeconfig "$KUBECONFIG" --scheduler-conf "$CONF" --v=3 --leader-elect=false \
-  --enable-metrics --listen-address "127.0.0.1:$METRICS_PORT" \
+  --enable-metrics --listen-address 127.0.0.1:0 \
   --dump-snapshot "$D/conform-snapshot.pb" >"$LOG" 2>&1 &
 echo $! >"$D/pids/kiln-scheduler-conform.pid"
 echo "$SCHED" >"$D/pids/kiln-scheduler-conform.exe"
+METRICS_PORT=$(served_port "$LOG" metrics)
 "$CTRL" --kubeconfig "$KUBECONFIG" --leader-elect=false >"$D/logs/kiln-controller-conform.log" 2>&1 &
 echo $! >"$D/pids/kiln-controller-conform.pid"
 echo "$CTRL" >"$D/pids/kiln-controller-conform.exe"

@@ -11,8 +11,9 @@ SUITE=controller
 CTL_BIN=$KILN_BUILD/controller/kiln-controller
 CTL_LOG=$KILN_CLUSTER_DIR/logs/kiln-controller.log
 CTL_PID=$KILN_CLUSTER_DIR/pids/kiln-controller.pid
-HEALTH_PORT=${KILN_CTL_HEALTH_PORT:-18251}
-METRICS_PORT=${KILN_CTL_METRICS_PORT:-18081}
+# The ports the running controller serves on (it binds port 0; see served_port in lib.sh),
+# kept in files because tests run in subshells and some restart the controller.
+CTL_PORTS=$KILN_CLUSTER_DIR/controller-suite-ports
 
 setup_crds() {
   apply_crds || return 1
@@ -22,27 +23,37 @@ setup_crds() {
 }
 
 # start_controller: run kiln-controller in the background with the cluster's kubeconfig; the
-# pid file lets tests/cluster/down stop it.
+# pid file lets tests/cluster/down stop it. Returns once it listens, its ports recorded.
 start_controller() {
-  mkdir -p "$KILN_CLUSTER_DIR/logs" "$KILN_CLUSTER_DIR/pids"
+  mkdir -p "$KILN_CLUSTER_DIR/logs" "$KILN_CLUSTER_DIR/pids" "$CTL_PORTS"
+  local from
+  from=$(log_lines "$CTL_LOG")
+  # Port 0 for both; ":00" is port 0 too but another address, so metrics get a server of their own.
   "$CTL_BIN" --kubeconfig "$KUBECONFIG" -v=${KILN_CTL_V:-2} \
     --kube-api-qps=${KILN_CTL_QPS:-200} --kube-api-burst=${KILN_CTL_BURST:-400} \
     --leader-elect-lease-duration=8s --leader-elect-renew-deadline=6s \
     --leader-elect-retry-period=1s \
-    --enable-healthz --healthz-address "127.0.0.1:$HEALTH_PORT" \
-    --enable-metrics --listen-address "127.0.0.1:$METRICS_PORT" \
+    --enable-healthz --healthz-address 127.0.0.1:0 \
+    --enable-metrics --listen-address 127.0.0.1:00 \
     >>"$CTL_LOG" 2>&1 </dev/null &
   echo $! >"$CTL_PID"
   # tests/cluster/down stops a pid only when it still runs this executable.
   echo "$CTL_BIN" >"${CTL_PID%.pid}.exe"
+  served_port "$CTL_LOG" healthz "$from" >"$CTL_PORTS/healthz" || return 1
+  served_port "$CTL_LOG" metrics "$from" >"$CTL_PORTS/metrics" || return 1
+}
+
+# ctl_url KIND: the base URL of the running controller's healthz or metrics server.
+ctl_url() {
+  echo "http://127.0.0.1:$(cat "$CTL_PORTS/$1")"
 }
 
 controller_healthy() {
-  [ "$(curl -fsS "http://127.0.0.1:$HEALTH_PORT/healthz" 2>/dev/null)" = ok ]
+  [ "$(curl -fsS "$(ctl_url healthz)/healthz" 2>/dev/null)" = ok ]
 }
 
 controller_ready() {
-  curl -fsS "http://127.0.0.1:$HEALTH_PORT/readyz" >/dev/null 2>&1
+  curl -fsS "$(ctl_url healthz)/readyz" >/dev/null 2>&1
 }
 
 # fake_scheduler NS: Pending PodGroups -> Inqueue, unbound pods -> bound to a kwok node.
@@ -151,7 +162,7 @@ test_a_flags_and_health() {
   # A standby replica answers ready before it holds the lease; once it leads, its caches sync
   # and /healthz fails until they have. So /healthz must come to say ok, not be ok at once.
   wait_for 60 "/healthz says ok" controller_healthy
-  out=$(curl -fsS "http://127.0.0.1:$METRICS_PORT/metrics")
+  out=$(curl -fsS "$(ctl_url metrics)/metrics")
   expect_match 'volcano_controller_job_to_pod_creation_latency_milliseconds' "$out" metrics
   expect_match 'workqueue_depth\{name="job"\}' "$out" "work queue depth"
   expect_match 'workqueue_queue_duration_seconds' "$out" "work queue latency"
@@ -180,7 +191,7 @@ test_one_task_job_completes() {
     "group-name annotation"
   expect_eq Job "$(jsonpath pod/one-main-0 '{.metadata.ownerReferences[0].kind}' "$ns")" "owner"
   local m
-  m=$(curl -fsS "http://127.0.0.1:$METRICS_PORT/metrics")
+  m=$(curl -fsS "$(ctl_url metrics)/metrics")
   expect_match 'volcano_job_completed_phase_count\{job_name="one",queue_name="default"\} 1' "$m" \
     "completed-phase metric"
   expect_match 'volcano_queue_pod_group_inqueue_count\{queue_name="default"\}' "$m" \
@@ -437,14 +448,16 @@ PVC
 }
 
 test_standby_replica_does_not_act() {
-  local port=$((HEALTH_PORT + 7)) holder
+  local port holder sby_log=$KILN_CLUSTER_DIR/logs/kiln-controller-standby.log from
   wait_for 60 "controller ready" controller_ready
   holder=$(kubectl get lease -n volcano-system vc-controller-manager -o jsonpath='{.spec.holderIdentity}')
+  from=$(log_lines "$sby_log")
   "$CTL_BIN" --kubeconfig "$KUBECONFIG" --leader-elect-lease-duration=8s \
     --leader-elect-renew-deadline=6s --leader-elect-retry-period=1s --enable-healthz \
-    --healthz-address "127.0.0.1:$port" >>"$KILN_CLUSTER_DIR/logs/kiln-controller-standby.log" 2>&1 &
+    --healthz-address 127.0.0.1:0 >>"$sby_log" 2>&1 &
   SBY_PID=$!
   trap 'kill $SBY_PID 2>/dev/null || true' EXIT
+  port=$(served_port "$sby_log" healthz "$from")
   wait_for 20 "standby health endpoint" curl -fsS "http://127.0.0.1:$port/healthz"
   sleep 3
   grep -q 'new leader: '"$holder" "$KILN_CLUSTER_DIR/logs/kiln-controller-standby.log" ||

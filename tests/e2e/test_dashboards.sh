@@ -13,14 +13,11 @@ DASH=$KILN_ROOT/manifests/dashboards/kiln.json
 SCRAPE=$KILN_ROOT/manifests/dashboards/prometheus-scrape.yaml
 mkdir -p "$D/logs" "$D/pids"
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-CTL_HEALTH=$(free_port) CTL_METRICS=$(free_port) SCH_HEALTH=$(free_port) SCH_METRICS=$(free_port)
-
-start() { # NAME BINARY HEALTH_PORT METRICS_PORT
+# start NAME BINARY: health and metrics servers each on a port the kernel picks (":00" is port
+# 0 too, but another address, so each gets its own server); served_port reads them back.
+start() {
   "$2" --kubeconfig "$KUBECONFIG" --leader-elect=false --enable-healthz \
-    --healthz-address "127.0.0.1:$3" --enable-metrics --listen-address "127.0.0.1:$4" \
+    --healthz-address 127.0.0.1:0 --enable-metrics --listen-address 127.0.0.1:00 \
     >"$D/logs/$1.log" 2>&1 </dev/null &
   echo $! >"$D/pids/$1.pid"
   echo "$2" >"$D/pids/$1.exe" # tests/cluster/down checks it before a kill
@@ -138,8 +135,12 @@ kubectl wait --for=condition=Established --timeout=60s crd/podgroups.scheduling.
   crd/queues.scheduling.volcano.sh crd/jobs.batch.volcano.sh >/dev/null 2>&1
 kubectl apply --server-side -f "$KILN_ROOT/manifests/queue-default.yaml" >/dev/null
 kubectl create namespace volcano-system >/dev/null 2>&1 || true
-start kiln-controller "$KILN_BUILD/controller/kiln-controller" "$CTL_HEALTH" "$CTL_METRICS"
-start kiln-scheduler "$KILN_BUILD/scheduler/kiln-scheduler" "$SCH_HEALTH" "$SCH_METRICS"
+start kiln-controller "$KILN_BUILD/controller/kiln-controller"
+start kiln-scheduler "$KILN_BUILD/scheduler/kiln-scheduler"
+CTL_HEALTH=$(served_port "$D/logs/kiln-controller.log" healthz)
+CTL_METRICS=$(served_port "$D/logs/kiln-controller.log" metrics)
+SCH_HEALTH=$(served_port "$D/logs/kiln-scheduler.log" healthz)
+SCH_METRICS=$(served_port "$D/logs/kiln-scheduler.log" metrics)
 for _ in $(seq 1 300); do
   curl -fsS "http://127.0.0.1:$CTL_HEALTH/readyz" >/dev/null 2>&1 &&
     curl -fsS "http://127.0.0.1:$SCH_HEALTH/readyz" >/dev/null 2>&1 && break

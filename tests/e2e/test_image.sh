@@ -53,10 +53,6 @@ run_bundle() {
   runc --root "$W/runc" run --bundle "$1" "$2" </dev/null
 }
 
-port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
 test_image_config_is_non_root() {
   need_image
   echo "REPORT image built in ${IMAGE_SECS}s; layer $(du -sh "$W/out/oci/blobs" | cut -f1) compressed"
@@ -116,21 +112,20 @@ test_scheduler_in_cluster_inside() {
   host=${api#https://}
   pt=${host##*:}
   host=${host%:*}
-  hp=$(port)
-  mp=$(port)
-  # The Deployment's own arguments, but on free loopback ports and without leader election
-  # (the Lease belongs to whichever suite runs Kiln next).
+  # The Deployment's own arguments, but on loopback ports the kernel picks (":00" is port 0 as
+  # well, another address so /metrics gets its own server) and without leader election (the
+  # Lease belongs to whichever suite runs Kiln next).
   edit "$b" '.process.args = ["/usr/local/bin/kiln-scheduler", "--logtostderr", "-v=3",
       "--scheduler-conf=/volcano.scheduler/volcano-scheduler.conf", "--scheduler-name=volcano",
       "--default-queue=default", "--leader-elect=false", "--enable-healthz=true",
-      "--healthz-address=127.0.0.1:" + $hp, "--enable-metrics=true",
-      "--listen-address=127.0.0.1:" + $mp, "--cache-dump-dir=/tmp"]
+      "--healthz-address=127.0.0.1:0", "--enable-metrics=true",
+      "--listen-address=127.0.0.1:00", "--cache-dump-dir=/tmp"]
     | .process.env += ["KUBERNETES_SERVICE_HOST=" + $h, "KUBERNETES_SERVICE_PORT=" + $p]
     | .linux.namespaces |= map(select(.type != "network"))
     | .mounts += [{destination: $sadir, type: "bind", source: $sa, options: ["rbind", "ro"]},
                   {destination: "/volcano.scheduler", type: "bind", source: $conf, options: ["rbind", "ro"]},
                   {destination: "/tmp", type: "bind", source: $tmp, options: ["rbind", "rw"]}]' \
-    --arg hp "$hp" --arg mp "$mp" --arg h "$host" --arg p "$pt" --arg sadir "$SA_DIR" \
+    --arg h "$host" --arg p "$pt" --arg sadir "$SA_DIR" \
     --arg sa "$sa" --arg conf "$conf" --arg tmp "$tmp"
   # Not local: the EXIT trap below runs after the function has returned.
   id=kiln-image-sched-$$
@@ -138,6 +133,8 @@ test_scheduler_in_cluster_inside() {
     || { cat "$W/sched.log" >&2; fail "runc could not start the scheduler"; }
   # Stop it however the test ends.
   trap 'runc --root "$W/runc" kill "$id" KILL 2>/dev/null; sleep 0.5; runc --root "$W/runc" delete --force "$id" 2>/dev/null' EXIT
+  hp=$(served_port "$W/sched.log" healthz)
+  mp=$(served_port "$W/sched.log" metrics)
   wait_for 60 "the scheduler's readiness probe in the container" \
     curl -fsS --max-time 2 "http://127.0.0.1:$hp/readyz"
   expect_match 'kiln_|volcano_' "$(curl -fsS --max-time 5 "http://127.0.0.1:$mp/metrics" | head -c 20000)" "metrics"
@@ -146,10 +143,7 @@ test_scheduler_in_cluster_inside() {
   wait_for 30 "the cache dump in the container's /tmp" bash -c "ls '$tmp'/volcano-scheduler-*.snapshot.pb"
   # A write to the root filesystem fails: the same dump, aimed at /.
   edit "$b" '.process.args = (.process.args | map(select(startswith("--cache-dump-dir") | not))
-      + ["--dump-snapshot=/snapshot.pb", "--dump-snapshot-and-exit"])
-    | .process.args |= map(if startswith("--healthz-address") then "--healthz-address=127.0.0.1:" + $hp
-                           elif startswith("--listen-address") then "--listen-address=127.0.0.1:" + $mp
-                           else . end)' --arg hp "$(port)" --arg mp "$(port)"
+      + ["--dump-snapshot=/snapshot.pb", "--dump-snapshot-and-exit"])'
   if out=$(timeout 60 runc --root "$W/runc" run --bundle "$b" "$id-ro" </dev/null 2>&1); then
     fail "writing / inside the image succeeded: $out"
   fi

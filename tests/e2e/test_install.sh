@@ -9,10 +9,6 @@ SUITE=install
 D=$KILN_CLUSTER_DIR
 M=$KILN_ROOT/manifests
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
 install_manifests() {
   kubectl apply --server-side --force-conflicts -f "$M/crd/" >/dev/null
   # Right after the apply a CRD may have no conditions at all, which kubectl wait refuses.
@@ -45,12 +41,12 @@ KC
 }
 
 # deployment_args NAME: the container args of manifests/NAME.yaml, one per line, with the
-# listen addresses on free loopback ports and the config file where this test keeps it.
+# listen addresses on loopback ports the kernel picks (one server: the same address) and the config file where this test keeps it.
 deployment_args() {
   kubectl create --dry-run=client -f "$M/$1.yaml" -o json 2>/dev/null \
     | jq -r 'select(.kind=="Deployment") | .spec.template.spec.containers[0].args[]' \
-    | sed -e "s|^--healthz-address=.*|--healthz-address=127.0.0.1:$(free_port)|" \
-          -e "s|^--listen-address=.*|--listen-address=127.0.0.1:$(free_port)|" \
+    | sed -e "s|^--healthz-address=.*|--healthz-address=127.0.0.1:0|" \
+          -e "s|^--listen-address=.*|--listen-address=127.0.0.1:0|" \
           -e "s|^--scheduler-conf=.*|--scheduler-conf=$D/install-scheduler.conf|" \
           -e "s|^--cache-dump-dir=.*|--cache-dump-dir=$D|"
 }

@@ -232,11 +232,11 @@ EOF
 # The preempt tests' queue: a weight far above any other queue's, so that its fair share is
 # what it asks for and only priority decides inside it.
 queue kiln-preempt 1000
-METRICS_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 "$SCHED" --kubeconfig "$KUBECONFIG" --scheduler-conf "$CONF" --v=3 --leader-elect=false \
-  --enable-metrics --listen-address "127.0.0.1:$METRICS_PORT" >"$LOG" 2>&1 &
+  --enable-metrics --listen-address 127.0.0.1:0 >"$LOG" 2>&1 &
 echo $! > "$D/pids/kiln-scheduler-preempt.pid"
 echo "$SCHED" > "$D/pids/kiln-scheduler-preempt.exe"
+METRICS_PORT=$(served_port "$LOG" metrics)
 for _ in $(seq 1 150); do [ "$(sessions)" -ge 1 ] 2>/dev/null && break; sleep 0.2; done
 
 # ---- tests ----

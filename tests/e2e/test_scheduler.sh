@@ -22,11 +22,6 @@ LOG=$D/logs/kiln-scheduler.log
 SLOW_LOG=$D/logs/kiln-scheduler-slow.log
 mkdir -p "$D/logs" "$D/pids"
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-METRICS_PORT=$(free_port)
-HEALTHZ_PORT=$(free_port)
 
 default_conf() {
   cat > "$CONF.tmp" <<'EOF'
@@ -120,8 +115,6 @@ wait_log() { # SECS FILE REGEX [FROM_LINE]
   done
 }
 
-log_lines() { wc -l < "${1:-$LOG}"; }
-
 start_scheduler() { # NAME LOG ARGS...
   local name=$1 log=$2
   shift 2
@@ -148,10 +141,12 @@ kubectl wait --for=condition=Established --timeout=60s crd/podgroups.scheduling.
 kubectl create namespace volcano-system >/dev/null 2>&1 || true
 default_conf
 start_scheduler kiln-scheduler "$LOG" --scheduler-conf "$CONF" --v=3 \
-  --enable-healthz --healthz-address "127.0.0.1:$HEALTHZ_PORT" \
-  --enable-metrics --listen-address "127.0.0.1:$METRICS_PORT" \
+  --enable-healthz --healthz-address 127.0.0.1:0 --enable-metrics --listen-address 127.0.0.1:00 \
   --dump-snapshot "$D/snapshot.pb" \
   --leader-elect-lease-duration 60s --leader-elect-renew-deadline 45s --leader-elect-retry-period 5s
+# Port 0: the kernel picks free ports (":00" is another address, so /metrics gets its own server).
+HEALTHZ_PORT=$(served_port "$LOG" healthz)
+METRICS_PORT=$(served_port "$LOG" metrics)
 for _ in $(seq 1 100); do
   curl -sf "http://127.0.0.1:$HEALTHZ_PORT/readyz" >/dev/null 2>&1 && break
   sleep 0.2
@@ -533,14 +528,14 @@ test_config_reload_without_restart() {
   ns=$(new_namespace conf)
   pid=$(cat "$D/pids/kiln-scheduler.pid")
   nodes conf 1 --cpu 8
-  from=$(($(log_lines) + 1))
+  from=$(($(log_lines "$LOG") + 1))
   sed 's/actions: .*/actions: "enqueue"/' "$CONF" > "$CONF.tmp" && mv "$CONF.tmp" "$CONF"
   wait_log 10 "$LOG" 'loaded scheduler configuration .*: actions "enqueue"' "$from"
   pod "$ns" waits "" '{"cpu": "1"}' "  nodeSelector: {grp: conf}"
   sleep 3
   expect_eq "" "$(node_of "$ns" waits)" "node of a pod with no allocate action"
   # An unknown plugin: refused, the enqueue-only configuration stays.
-  from=$(($(log_lines) + 1))
+  from=$(($(log_lines "$LOG") + 1))
   printf 'actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: no-such-plugin\n' > "$CONF.tmp"
   mv "$CONF.tmp" "$CONF"
   wait_log 10 "$LOG" "configuration $CONF is invalid .*no-such-plugin.*keeping the previous" "$from"
@@ -591,7 +586,7 @@ test_metrics_have_volcano_names() {
 
 test_sigusr2_dumps_snapshot() {
   local from
-  from=$(($(log_lines) + 1))
+  from=$(($(log_lines "$LOG") + 1))
   rm -f "$D/snapshot.pb"
   kill -USR2 "$(cat "$D/pids/kiln-scheduler.pid")"
   wait_log 10 "$LOG" "dumped the cache to $D/snapshot.pb \([1-9][0-9]* nodes, [1-9][0-9]* pods" "$from"
@@ -613,7 +608,7 @@ test_throughput_500_pods_50_nodes() {
     done > "$D/tp-$k.yaml"
   done
   local from t0
-  from=$(($(log_lines) + 1))
+  from=$(($(log_lines "$LOG") + 1))
   t0=$(date +%s.%N)
   for k in 0 1 2 3 4; do kubectl create -f "$D/tp-$k.yaml" >/dev/null & done
   wait

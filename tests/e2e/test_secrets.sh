@@ -8,8 +8,6 @@ SUITE=secrets
 
 CTL_BIN=$KILN_BUILD/controller/kiln-controller
 SCH_BIN=$KILN_BUILD/scheduler/kiln-scheduler
-CTL_PORT=${KILN_SECRETS_CTL_PORT:-18351}
-SCH_PORT=${KILN_SECRETS_SCH_PORT:-18352}
 WORK=$KILN_CLUSTER_DIR/secrets
 PKI=$KILN_CLUSTER_DIR/pki
 
@@ -31,12 +29,13 @@ setup() {
   return 0
 }
 
-# start NAME BIN PORT KUBECONFIG ARGS...: one Kiln process at -v=10, logging to NAME.log.
+# start NAME BIN KUBECONFIG ARGS...: one Kiln process at -v=10, logging to NAME.log, its
+# health server on a port the kernel picks (served_port).
 start() {
-  local name=$1 bin=$2 port=$3 kc=$4
-  shift 4
+  local name=$1 bin=$2 kc=$3
+  shift 3
   "$bin" --kubeconfig "$kc" -v=10 --leader-elect=false --enable-healthz \
-    --healthz-address "127.0.0.1:$port" "$@" >"$WORK/$name.log" 2>&1 </dev/null &
+    --healthz-address 127.0.0.1:0 "$@" >"$WORK/$name.log" 2>&1 </dev/null &
   echo $! >"$KILN_CLUSTER_DIR/pids/kiln-$name.pid"
   echo "$bin" >"$KILN_CLUSTER_DIR/pids/kiln-$name.exe"
 }
@@ -56,10 +55,10 @@ ready() { curl -fsS "http://127.0.0.1:$1/readyz" >/dev/null 2>&1; }
 # Job to Running, then stop.
 run_both() {
   local tag=$1 kc=$2 job="job-$1"
-  start "secrets-ctl-$tag" "$CTL_BIN" "$CTL_PORT" "$kc"
-  start "secrets-sch-$tag" "$SCH_BIN" "$SCH_PORT" "$kc"
-  wait_for 60 "controller ready ($tag)" ready "$CTL_PORT"
-  wait_for 60 "scheduler ready ($tag)" ready "$SCH_PORT"
+  start "secrets-ctl-$tag" "$CTL_BIN" "$kc"
+  start "secrets-sch-$tag" "$SCH_BIN" "$kc"
+  wait_for 60 "controller ready ($tag)" ready "$(served_port "$WORK/secrets-ctl-$tag.log" healthz)"
+  wait_for 60 "scheduler ready ($tag)" ready "$(served_port "$WORK/secrets-sch-$tag.log" healthz)"
   kubectl apply -n kiln-secrets -f - >/dev/null <<EOF || fail "cannot submit $job"
 apiVersion: batch.volcano.sh/v1alpha1
 kind: Job

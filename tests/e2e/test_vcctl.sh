@@ -17,17 +17,11 @@ for n in vcctl kubectl-vcctl vsub vjobs vqueues vsuspend vresume vcancel; do
 done
 export PATH="$D/vcctl-bin:$PATH"
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-CTL_HEALTH=$(free_port)
-SCH_HEALTH=$(free_port)
-
-start() { # NAME BINARY HEALTH_PORT ARGS...
-  local name=$1 bin=$2 port=$3
-  shift 3
+start() { # NAME BINARY ARGS...: the health server on a port the kernel picks (served_port)
+  local name=$1 bin=$2
+  shift 2
   "$bin" --kubeconfig "$KUBECONFIG" --leader-elect=false --enable-healthz \
-    --healthz-address "127.0.0.1:$port" "$@" >"$D/logs/$name.log" 2>&1 </dev/null &
+    --healthz-address 127.0.0.1:0 "$@" >"$D/logs/$name.log" 2>&1 </dev/null &
   echo $! >"$D/pids/$name.pid"
   echo "$bin" >"$D/pids/$name.exe" # tests/cluster/down checks it before a kill
 }
@@ -261,10 +255,17 @@ test_jobflow_and_jobtemplate() {
   expect_match "^Name +Namespace +Phase +Age *${nl}flow1 +$ns +[A-Za-z]* +[0-9]+s" "$OUT" "jobflow list"
   run_vc 0 vcctl jobflow get -n "$ns" -N flow1
   expect_match "${nl}flow1 +$ns" "$OUT" "jobflow get"
-  run_vc 0 vcctl jobflow describe -n "$ns" -N flow1 -o json
-  echo "$OUT" >"$D/vcctl-jf.json"
-  run_vc 0 vcctl jobflow describe -n "$ns" -N flow1
-  echo "$OUT" >"$D/vcctl-jf-out.yaml"
+  # The flow runs on while the two describes are taken: compare a pair that read the same
+  # version of it (its status moves as step-a starts).
+  local try
+  for try in 1 2 3 4 5; do
+    run_vc 0 vcctl jobflow describe -n "$ns" -N flow1 -o json
+    echo "$OUT" >"$D/vcctl-jf.json"
+    run_vc 0 vcctl jobflow describe -n "$ns" -N flow1
+    echo "$OUT" >"$D/vcctl-jf-out.yaml"
+    [ "$(jq -r .metadata.resourceVersion "$D/vcctl-jf.json")" != \
+      "$(sed -n 's/^  resourceVersion: "*\([0-9]*\)"*$/\1/p' "$D/vcctl-jf-out.yaml")" ] || break
+  done
   describe_matches "$D/vcctl-jf.json" "$D/vcctl-jf-out.yaml" || fail "describe: json and yaml differ or are wrong"
   run_vc 0 vcctl jobtemplate describe -n "$ns"
   expect_match "${nl}---------------------------------${nl}" "$OUT" "describe of every template, separated"
@@ -299,8 +300,10 @@ for _ in $(seq 1 60); do # a CRD just created may have no conditions yet, which 
 done
 kubectl apply --server-side -f "$KILN_ROOT/manifests/queue-default.yaml" >/dev/null
 kubectl create namespace volcano-system >/dev/null 2>&1 || true
-start kiln-controller "$CTRL" "$CTL_HEALTH"
-start kiln-scheduler "$SCHED" "$SCH_HEALTH"
+start kiln-controller "$CTRL"
+start kiln-scheduler "$SCHED"
+CTL_HEALTH=$(served_port "$D/logs/kiln-controller.log" healthz)
+SCH_HEALTH=$(served_port "$D/logs/kiln-scheduler.log" healthz)
 for _ in $(seq 1 300); do
   ready "$CTL_HEALTH" && ready "$SCH_HEALTH" && break
   sleep 0.2
