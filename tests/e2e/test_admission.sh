@@ -10,7 +10,8 @@ SUITE=admission
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 MANIFESTS=$KILN_ROOT/manifests
-POLICIES=(validatingadmissionpolicy/kiln-job-template validatingadmissionpolicy/kiln-queue
+POLICIES=(validatingadmissionpolicy/kiln-job-template validatingadmissionpolicy/kiln-job-update
+          validatingadmissionpolicy/kiln-queue
           validatingadmissionpolicy/kiln-queue-delete
           validatingadmissionpolicy/kiln-pod-budget mutatingadmissionpolicy/kiln-job-defaults
           mutatingadmissionpolicy/kiln-queue-defaults mutatingadmissionpolicy/kiln-podgroup-queue)
