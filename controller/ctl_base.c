@@ -17,13 +17,13 @@ const char *ctl_json_str(const json_t *obj, const char *a, const char *b) {
 }
 
 kc_store *ctl_base_store(const ctl_base *b, size_t i) {
-  return i < b->ninf && b->inf[i] ? kc_informer_store(b->inf[i]) : NULL;
+  return i < b->ninf && b->inf[i] ? ctl_inf_store(b->inf[i]) : NULL;
 }
 
 static void on_synced(void *ud) {
   ctl_base *b = ud;
   for (size_t i = 0; i < b->ninf; i++)
-    if (!kc_informer_has_synced(b->inf[i]))
+    if (!ctl_inf_has_synced(b->inf[i]))
       return;
   if (b->synced)
     return;
@@ -77,7 +77,7 @@ int ctl_base_init(ctl_base *b, const ctl_env *env, const char *name, const ctl_i
                               .on_delete = d->del,
                               .on_synced = on_synced,
                               .ud = b};
-    if ((rc = kc_informer_new(env->client, &io, &h, &b->inf[i])))
+    if ((rc = ctl_inf_new(env->hub, env->client, &io, &h, &b->inf[i])))
       return rc;
     b->ninf++;
   }
@@ -89,7 +89,7 @@ int ctl_base_start(ctl_base *b) {
     return KC_EINVAL;
   b->started = true;
   for (size_t i = 0; i < b->ninf; i++) {
-    int rc = kc_informer_start(b->inf[i]);
+    int rc = ctl_inf_start(b->inf[i]);
     if (rc)
       return rc;
   }
@@ -214,7 +214,7 @@ static void stop_tick(uv_timer_t *t) {
 void ctl_base_stop(ctl_base *b, uint64_t deadline_ms, void (*done)(void *ud), void *ud) {
   b->stopping = true;
   for (size_t i = 0; i < b->ninf; i++) {
-    kc_informer_free(b->inf[i]);
+    ctl_inf_free(b->inf[i]);
     b->inf[i] = NULL;
   }
   kc_workqueue_shutdown(b->queue);
@@ -238,7 +238,7 @@ void ctl_base_close(ctl_base *b, void (*free_owner)(ctl_base *b)) {
   b->stopping = b->closing = true;
   b->free_owner = free_owner;
   for (size_t i = 0; i < b->ninf; i++) {
-    kc_informer_free(b->inf[i]);
+    ctl_inf_free(b->inf[i]);
     b->inf[i] = NULL;
   }
   kc_workqueue_free(b->queue);

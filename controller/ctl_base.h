@@ -17,7 +17,7 @@
 
 #include "ctl_controllers.h"
 #include "kc_events.h"
-#include "kc_informer.h"
+#include "ctl_inf.h"
 #include "kc_workqueue.h"
 #include "kc_error.h"
 
@@ -42,7 +42,7 @@ typedef void (*ctl_base_process_fn)(ctl_base *b, const char *key);
 struct ctl_base {
   ctl_env env;
   const char *name; /* the controller's name (static) */
-  kc_informer *inf[CTL_BASE_MAX_INF];
+  ctl_inf *inf[CTL_BASE_MAX_INF];
   size_t ninf;
   bool synced, started, stopping, closing;
   kc_workqueue *queue;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "ctl_controllers.h"
+#include "ctl_inf.h"
 #include "kc_error.h"
 #include "kc_log.h"
 
@@ -35,6 +36,7 @@ struct ctl_manager {
   size_t stopping; /* controllers whose stop has not called back yet */
   void (*done)(void *ud);
   void *ud;
+  ctl_inf_hub *hub; /* one watch per resource for all of them */
 };
 
 int ctl_manager_new(const ctl_env *env, const char *const *gates, size_t ngates,
@@ -43,10 +45,15 @@ int ctl_manager_new(const ctl_env *env, const char *const *gates, size_t ngates,
   while (ctl_controllers[total])
     total++;
   ctl_manager *m = calloc(1, sizeof(*m));
-  if (!m || !(m->run = calloc(total ? total : 1, sizeof(*m->run)))) {
+  if (!m || !(m->run = calloc(total ? total : 1, sizeof(*m->run))) ||
+      ctl_inf_hub_new(env->client, &m->hub) != 0) {
+    if (m)
+      free(m->run);
     free(m);
     return KC_ENOMEM;
   }
+  ctl_env shared_env = *env;
+  shared_env.hub = m->hub;
   const char *known[16] = {0};
   for (size_t i = 0; i < total && i + 1 < sizeof(known) / sizeof(known[0]); i++)
     known[i] = ctl_controllers[i]->name;
@@ -65,7 +72,7 @@ int ctl_manager_new(const ctl_env *env, const char *const *gates, size_t ngates,
       continue;
     }
     void *c = NULL;
-    int rc = d->init(env, &c);
+    int rc = d->init(&shared_env, &c);
     if (rc) {
       KC_ERROR("Failed to initialize controller <%s>: %s", d->name, kc_strerror(rc));
       ctl_manager_free(m);
@@ -130,6 +137,7 @@ void ctl_manager_free(ctl_manager *m) {
     return;
   for (size_t i = m->n; i-- > 0;)
     m->run[i].def->free(m->run[i].c);
+  ctl_inf_hub_free(m->hub); /* after the controllers: it goes with its last informer */
   free(m->run);
   free(m);
 }

@@ -21,7 +21,7 @@
 #include "kc_codec.h"
 #include "kc_error.h"
 #include "kc_events.h"
-#include "kc_informer.h"
+#include "ctl_inf.h"
 #include "kc_leader.h"
 #include "kc_log.h"
 #include "kc_strmap.h"
@@ -38,7 +38,7 @@ typedef struct {
 
 typedef struct {
   ctl_env env;
-  kc_informer *inf_cj, *inf_job;
+  ctl_inf *inf_cj, *inf_job;
   kc_workqueue *q;
   kc_strmap written; /* CronJob key -> ctl_json_written: what our status write returned */
   kc_strmap expect;  /* Job key -> cj_job we created, until the watch shows it */
@@ -121,7 +121,7 @@ static void enqueue_owner(cron_ctl *c, const cj_job *j) {
     return;
   char key[2 * CTL_NAME_MAX];
   snprintf(key, sizeof(key), "%s/%s", j->ns, j->owner);
-  const json_t *cj = kc_store_get(kc_informer_store(c->inf_cj), key);
+  const json_t *cj = kc_store_get(ctl_inf_store(c->inf_cj), key);
   if (cj && !strcmp(ctl_jstr(json_object_get(cj, "metadata"), "uid"), j->owner_uid))
     kc_workqueue_add(c->q, key);
 }
@@ -153,17 +153,17 @@ static void on_cj_update(const char *key, void *o, void *n, void *ud) {
 
 static void on_synced(void *ud) {
   cron_ctl *c = ud;
-  if (c->synced || !kc_informer_has_synced(c->inf_cj) || !kc_informer_has_synced(c->inf_job))
+  if (c->synced || !ctl_inf_has_synced(c->inf_cj) || !ctl_inf_has_synced(c->inf_job))
     return;
   c->synced = true;
   kc_store_iter it;
   const char *key;
   void *obj;
-  kc_store_iter_init(kc_informer_store(c->inf_cj), &it);
+  kc_store_iter_init(ctl_inf_store(c->inf_cj), &it);
   while (kc_store_iter_next(&it, &key, &obj))
     kc_workqueue_add(c->q, key);
   KC_INFO("cronjob-controller: caches synced, %zu cronjobs",
-          kc_store_len(kc_informer_store(c->inf_cj)));
+          kc_store_len(ctl_inf_store(c->inf_cj)));
 }
 
 /* ---- the view ---- */
@@ -172,7 +172,7 @@ static const char *lookup_uid(void *ud, const char *ns, const char *name) {
   cron_ctl *c = ud;
   char key[2 * CTL_NAME_MAX];
   snprintf(key, sizeof(key), "%s/%s", ns, name);
-  const cj_job *j = kc_store_get(kc_informer_store(c->inf_job), key);
+  const cj_job *j = kc_store_get(ctl_inf_store(c->inf_job), key);
   if (!j)
     j = kc_strmap_get(&c->expect, key);
   return j ? j->j.uid : NULL;
@@ -180,7 +180,7 @@ static const char *lookup_uid(void *ud, const char *ns, const char *name) {
 
 /* Drops the expectations the cache has caught up with, or that are too old to trust. */
 static void prune_expect(cron_ctl *c) {
-  kc_store *st = kc_informer_store(c->inf_job);
+  kc_store *st = ctl_inf_store(c->inf_job);
   uint64_t now = uv_hrtime();
   for (bool again = true; again;) {
     again = false;
@@ -202,7 +202,7 @@ static void prune_expect(cron_ctl *c) {
 /* The Jobs the CronJob controls: the cache's, and the ones we created that it lacks. */
 static ctl_cj_job *owned_jobs(cron_ctl *c, const char *key, const char *uid, size_t *n) {
   prune_expect(c);
-  kc_store *st = kc_informer_store(c->inf_job);
+  kc_store *st = ctl_inf_store(c->inf_job);
   size_t cap = kc_store_index_count(st, "owner", key) + kc_strmap_len(&c->expect) + 1, k = 0;
   ctl_cj_job *v = calloc(cap, sizeof(*v));
   if (!v)
@@ -451,8 +451,7 @@ static void process(kc_workqueue *q, const char *key, void *ud) {
   cron_ctl *c = ud;
   /* After stop the informers are gone, while the shut-down queue still hands out its keys. */
   const json_t *cj =
-      c->stopping ? NULL
-                  : ctl_json_newest(&c->written, kc_informer_store(c->inf_cj), key, uv_hrtime());
+      c->stopping ? NULL : ctl_json_newest(&c->written, ctl_inf_store(c->inf_cj), key, uv_hrtime());
   const json_t *m = json_object_get(cj, "metadata");
   if (!cj || json_object_get(m, "deletionTimestamp")) {
     kc_workqueue_forget(q, key);
@@ -520,9 +519,9 @@ static int cron_init(const ctl_env *env, void **out) {
                              .on_delete = on_job_delete,
                              .on_synced = on_synced,
                              .ud = c};
-  if ((rc = kc_informer_new(env->client, &co, &ch, &c->inf_cj)) ||
-      (rc = kc_informer_new(env->client, &jo, &jh, &c->inf_job)) ||
-      (rc = kc_store_add_index(kc_informer_store(c->inf_job), "owner", index_owner, NULL)))
+  if ((rc = ctl_inf_new(env->hub, env->client, &co, &ch, &c->inf_cj)) ||
+      (rc = ctl_inf_new(env->hub, env->client, &jo, &jh, &c->inf_job)) ||
+      (rc = kc_store_add_index(ctl_inf_store(c->inf_job), "owner", index_owner, NULL)))
     goto fail;
   if (c->speed != 1.0)
     KC_WARN("cronjob-controller: the clock runs %gx faster than the wall clock (tests only)",
@@ -530,8 +529,8 @@ static int cron_init(const ctl_env *env, void **out) {
   *out = c;
   return 0;
 fail:
-  kc_informer_free(c->inf_cj);
-  kc_informer_free(c->inf_job);
+  ctl_inf_free(c->inf_cj);
+  ctl_inf_free(c->inf_job);
   kc_workqueue_free(c->q);
   ctl_json_written_close(&c->written);
   kc_strmap_close(&c->expect, NULL);
@@ -541,8 +540,8 @@ fail:
 
 static int cron_start(void *p) {
   cron_ctl *c = p;
-  int rc = kc_informer_start(c->inf_cj);
-  return rc ? rc : kc_informer_start(c->inf_job);
+  int rc = ctl_inf_start(c->inf_cj);
+  return rc ? rc : ctl_inf_start(c->inf_job);
 }
 
 static bool cron_synced(const void *p) {
@@ -554,8 +553,8 @@ static void cron_stop(void *p, uint64_t deadline_ms, void (*done)(void *), void 
   if (c->stopping)
     return;
   c->stopping = true;
-  kc_informer_free(c->inf_cj);
-  kc_informer_free(c->inf_job);
+  ctl_inf_free(c->inf_cj);
+  ctl_inf_free(c->inf_job);
   c->inf_cj = c->inf_job = NULL;
   kc_workqueue_shutdown(c->q);
   ctl_drain_start(&c->drain, c->env.loop, &c->inflight, deadline_ms, done, ud);
@@ -570,8 +569,8 @@ static void cron_free(void *p) {
           (unsigned long long)c->syncs, (unsigned long long)c->created,
           (unsigned long long)c->deleted, (unsigned long long)c->status_writes,
           (unsigned long long)c->errors);
-  kc_informer_free(c->inf_cj);
-  kc_informer_free(c->inf_job);
+  ctl_inf_free(c->inf_cj);
+  ctl_inf_free(c->inf_job);
   kc_workqueue_free(c->q);
   ctl_json_written_close(&c->written);
   kc_strmap_close(&c->expect, free);

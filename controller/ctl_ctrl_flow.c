@@ -17,7 +17,7 @@
 #include "ctl_overlay.h"
 #include "kc_error.h"
 #include "kc_events.h"
-#include "kc_informer.h"
+#include "ctl_inf.h"
 #include "kc_leader.h"
 #include "kc_log.h"
 #include "kc_strmap.h"
@@ -27,7 +27,7 @@ typedef struct {
   ctl_env env;
   bool flows; /* the jobflow controller; else the jobtemplate controller */
   const char *name;
-  kc_informer *inf_flow, *inf_tmpl, *inf_job;
+  ctl_inf *inf_flow, *inf_tmpl, *inf_job;
   kc_workqueue *q;
   kc_strmap written; /* key -> ctl_json_written: what our status write returned */
   bool synced, stopping;
@@ -47,7 +47,7 @@ typedef struct {
   char errmsg[300];
 } flow_op;
 
-static kc_informer *main_inf(const flow_ctl *c) {
+static ctl_inf *main_inf(const flow_ctl *c) {
   return c->flows ? c->inf_flow : c->inf_tmpl;
 }
 
@@ -143,9 +143,9 @@ static void on_flow_update(const char *key, void *o, void *n, void *ud) {
 }
 
 static bool all_synced(const flow_ctl *c) {
-  kc_informer *v[3] = {c->inf_flow, c->inf_tmpl, c->inf_job};
+  ctl_inf *v[3] = {c->inf_flow, c->inf_tmpl, c->inf_job};
   for (int i = 0; i < 3; i++)
-    if (v[i] && !kc_informer_has_synced(v[i]))
+    if (v[i] && !ctl_inf_has_synced(v[i]))
       return false;
   return true;
 }
@@ -158,10 +158,10 @@ static void on_synced(void *ud) {
   kc_store_iter it;
   const char *key;
   void *obj;
-  kc_store_iter_init(kc_informer_store(main_inf(c)), &it);
+  kc_store_iter_init(ctl_inf_store(main_inf(c)), &it);
   while (kc_store_iter_next(&it, &key, &obj))
     kc_workqueue_add(c->q, key);
-  KC_INFO("%s: caches synced, %zu %s", c->name, kc_store_len(kc_informer_store(main_inf(c))),
+  KC_INFO("%s: caches synced, %zu %s", c->name, kc_store_len(ctl_inf_store(main_inf(c))),
           c->flows ? "jobflows" : "jobtemplates");
 }
 
@@ -171,14 +171,14 @@ static const ctl_jf_job *lk_job(void *ud, const char *ns, const char *name) {
   flow_ctl *c = ud;
   char key[2 * CTL_NAME_MAX];
   snprintf(key, sizeof(key), "%s/%s", ns, name);
-  return kc_store_get(kc_informer_store(c->inf_job), key);
+  return kc_store_get(ctl_inf_store(c->inf_job), key);
 }
 
 static const json_t *lk_template(void *ud, const char *ns, const char *name) {
   flow_ctl *c = ud;
   char key[2 * CTL_NAME_MAX];
   snprintf(key, sizeof(key), "%s/%s", ns, name);
-  return kc_store_get(kc_informer_store(c->inf_tmpl), key);
+  return kc_store_get(ctl_inf_store(c->inf_tmpl), key);
 }
 
 /* The Jobs whose label names "ns.name" (index "flow" or "template"), in namespace ns. */
@@ -186,7 +186,7 @@ static const ctl_jf_job **labelled(flow_ctl *c, const char *index, const char *n
                                    size_t *n) {
   char v[2 * CTL_NAME_MAX];
   snprintf(v, sizeof(v), "%s.%s", ns, name);
-  kc_store *st = kc_informer_store(c->inf_job);
+  kc_store *st = ctl_inf_store(c->inf_job);
   const ctl_jf_job **out = calloc(kc_store_index_count(st, index, v) + 1, sizeof(*out));
   if (!out)
     return NULL;
@@ -393,7 +393,7 @@ static void process(kc_workqueue *q, const char *key, void *ud) {
   /* After stop the informers are gone, while the shut-down queue still hands out its keys. */
   const json_t *obj =
       c->stopping ? NULL
-                  : ctl_json_newest(&c->written, kc_informer_store(main_inf(c)), key, uv_hrtime());
+                  : ctl_json_newest(&c->written, ctl_inf_store(main_inf(c)), key, uv_hrtime());
   flow_op *op = obj && !c->stopping ? calloc(1, sizeof(*op)) : NULL;
   if (!op) {
     if (obj && !c->stopping)
@@ -423,9 +423,9 @@ static void process(kc_workqueue *q, const char *key, void *ud) {
 /* ---- lifecycle ---- */
 
 static int new_informer(flow_ctl *c, const char *group, const char *resource,
-                        const kc_informer_handlers *h, kc_informer **out) {
+                        const kc_informer_handlers *h, ctl_inf **out) {
   kc_informer_options o = {.group = group, .version = "v1alpha1", .resource = resource};
-  return kc_informer_new(c->env.client, &o, h, out);
+  return ctl_inf_new(c->env.hub, c->env.client, &o, h, out);
 }
 
 static int flow_init(const ctl_env *env, bool flows, void **out) {
@@ -455,15 +455,15 @@ static int flow_init(const ctl_env *env, bool flows, void **out) {
   if ((flows && (rc = new_informer(c, "flow.volcano.sh", "jobflows", &fh, &c->inf_flow))) ||
       (rc = new_informer(c, "flow.volcano.sh", "jobtemplates", &th, &c->inf_tmpl)) ||
       (rc = new_informer(c, "batch.volcano.sh", "jobs", &jh, &c->inf_job)) ||
-      (rc = kc_store_add_index(kc_informer_store(c->inf_job), flows ? "flow" : "template",
-                               index_label, flows ? (void *)c : NULL)))
+      (rc = kc_store_add_index(ctl_inf_store(c->inf_job), flows ? "flow" : "template", index_label,
+                               flows ? (void *)c : NULL)))
     goto fail;
   *out = c;
   return 0;
 fail:
-  kc_informer_free(c->inf_flow);
-  kc_informer_free(c->inf_tmpl);
-  kc_informer_free(c->inf_job);
+  ctl_inf_free(c->inf_flow);
+  ctl_inf_free(c->inf_tmpl);
+  ctl_inf_free(c->inf_job);
   kc_workqueue_free(c->q);
   ctl_json_written_close(&c->written);
   free(c);
@@ -479,10 +479,10 @@ static int jobtemplate_init(const ctl_env *env, void **out) {
 
 static int flow_start(void *p) {
   flow_ctl *c = p;
-  int rc = c->inf_flow ? kc_informer_start(c->inf_flow) : 0;
+  int rc = c->inf_flow ? ctl_inf_start(c->inf_flow) : 0;
   if (!rc)
-    rc = kc_informer_start(c->inf_tmpl);
-  return rc ? rc : kc_informer_start(c->inf_job);
+    rc = ctl_inf_start(c->inf_tmpl);
+  return rc ? rc : ctl_inf_start(c->inf_job);
 }
 
 static bool flow_synced(const void *p) {
@@ -494,9 +494,9 @@ static void flow_stop(void *p, uint64_t deadline_ms, void (*done)(void *), void 
   if (c->stopping)
     return;
   c->stopping = true;
-  kc_informer_free(c->inf_flow);
-  kc_informer_free(c->inf_tmpl);
-  kc_informer_free(c->inf_job);
+  ctl_inf_free(c->inf_flow);
+  ctl_inf_free(c->inf_tmpl);
+  ctl_inf_free(c->inf_job);
   c->inf_flow = c->inf_tmpl = c->inf_job = NULL;
   kc_workqueue_shutdown(c->q);
   ctl_drain_start(&c->drain, c->env.loop, &c->inflight, deadline_ms, done, ud);
@@ -511,9 +511,9 @@ static void flow_free(void *p) {
           c->name, (unsigned long long)c->syncs, (unsigned long long)c->created,
           (unsigned long long)c->deleted, (unsigned long long)c->status_writes,
           (unsigned long long)c->errors);
-  kc_informer_free(c->inf_flow);
-  kc_informer_free(c->inf_tmpl);
-  kc_informer_free(c->inf_job);
+  ctl_inf_free(c->inf_flow);
+  ctl_inf_free(c->inf_tmpl);
+  ctl_inf_free(c->inf_job);
   kc_workqueue_free(c->q);
   ctl_json_written_close(&c->written);
   ctl_drain_free_owner(&c->drain, c);

@@ -10,7 +10,8 @@ static int job_init(const ctl_env *env, void **out) {
                           .default_scheduler = env->nschedulers ? env->schedulers[0] : "volcano",
                           .metrics = env->metrics,
                           .leader = env->leader,
-                          .events = env->events};
+                          .events = env->events,
+                          .hub = env->hub};
   ctl_shell *s = NULL;
   int rc = ctl_shell_new(env->loop, env->client, &so, &s);
   *out = s;

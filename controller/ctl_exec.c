@@ -372,7 +372,7 @@ static const ctl_spod *store_pod(exec *x, const char *name) {
   char pk[KEY_MAX];
   if (!x->s->inf[CTL_INF_PODS] || kc_store_key(pk, sizeof(pk), x->ns, name) != 0)
     return NULL;
-  return kc_store_get(kc_informer_store(x->s->inf[CTL_INF_PODS]), pk);
+  return kc_store_get(ctl_inf_store(x->s->inf[CTL_INF_PODS]), pk);
 }
 
 static void stage_pod_delete(exec *x) {

@@ -138,7 +138,7 @@ static int index_queue_parent(const void *obj, kc_index_out *out, void *ud) {
 }
 
 static kc_store *store(const ctl_shell *s, int which) {
-  return kc_informer_store(s->inf[which]);
+  return ctl_inf_store(s->inf[which]);
 }
 
 /* ---- requests ---- */
@@ -1004,7 +1004,7 @@ static const char *const inf_names[CTL_INF_COUNT] = {
 static void on_synced(void *ud) {
   ctl_shell *s = ud;
   for (int i = 0; i < CTL_INF_COUNT; i++)
-    if (!s->synced[i] && s->inf[i] && kc_informer_has_synced(s->inf[i])) {
+    if (!s->synced[i] && s->inf[i] && ctl_inf_has_synced(s->inf[i])) {
       s->synced[i] = true;
       KC_INFO("cache of %s synced (%zu objects)", inf_names[i], kc_store_len(store(s, i)));
     }
@@ -1060,7 +1060,7 @@ int ctl_shell_new(uv_loop_t *loop, kc_client *c, const ctl_shell_options *opt, c
                               .on_delete = d->del,
                               .on_synced = on_synced,
                               .ud = s};
-    if ((rc = kc_informer_new(c, &io, &h, &s->inf[i])))
+    if ((rc = ctl_inf_new(opt->hub, c, &io, &h, &s->inf[i])))
       goto fail;
   }
   if ((rc = kc_store_add_index(store(s, CTL_INF_PODS), "job", index_pod_job, NULL)) ||
@@ -1083,7 +1083,7 @@ int ctl_shell_start(ctl_shell *s) {
     return KC_EINVAL;
   s->started = true;
   for (int i = 0; i < CTL_INF_COUNT; i++) {
-    int rc = kc_informer_start(s->inf[i]);
+    int rc = ctl_inf_start(s->inf[i]);
     if (rc)
       return rc;
   }
@@ -1117,7 +1117,7 @@ void ctl_shell_stop(ctl_shell *s, uint64_t deadline_ms, void (*done)(void *ud), 
     return;
   s->stopping = true;
   for (int i = 0; i < CTL_INF_COUNT; i++) {
-    kc_informer_free(s->inf[i]);
+    ctl_inf_free(s->inf[i]);
     s->inf[i] = NULL;
   }
   kc_workqueue_shutdown(s->queue);
@@ -1145,7 +1145,7 @@ void ctl_shell_free(ctl_shell *s) {
   s->freed = true;
   s->stopping = true;
   for (int i = 0; i < CTL_INF_COUNT; i++)
-    kc_informer_free(s->inf[i]);
+    ctl_inf_free(s->inf[i]);
   size_t pos = 0;
   kc_strmap_slot *sl;
   while ((sl = kc_strmap_next(&s->reqs, &pos)))

@@ -19,6 +19,7 @@
 struct kc_metrics;
 struct kc_leader;
 struct kc_event_recorder;
+struct ctl_inf_hub;
 typedef struct ctl_shell ctl_shell;
 
 typedef struct {
@@ -28,6 +29,7 @@ typedef struct {
   struct kc_metrics *metrics;       /* borrowed, may be NULL */
   struct kc_leader *leader;         /* borrowed write fence; NULL: always allowed */
   struct kc_event_recorder *events; /* borrowed; NULL: events are only logged */
+  struct ctl_inf_hub *hub;          /* borrowed shared informers; NULL: its own */
 } ctl_shell_options;
 
 /* *out is new; c and everything in opt are borrowed and must outlive the shell. Registers

@@ -4,7 +4,7 @@
 
 #include "ctl_job.h"
 #include "ctl_shell.h"
-#include "kc_informer.h"
+#include "ctl_inf.h"
 #include "kc_metrics.h"
 #include "kc_strmap.h"
 #include "kc_workqueue.h"
@@ -98,7 +98,7 @@ struct ctl_shell {
   uv_loop_t *loop;
   kc_client *client;
   ctl_shell_options opt;
-  kc_informer *inf[CTL_INF_COUNT];
+  ctl_inf *inf[CTL_INF_COUNT];
   bool synced[CTL_INF_COUNT];
   bool all_synced, started, stopping, freed;
   kc_workqueue *queue;

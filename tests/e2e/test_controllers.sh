@@ -383,6 +383,23 @@ test_ttl_deletes_finished_job() {
 
 # ---- --controllers ----
 
+# One LIST and one WATCH per resource for all the controllers (Volcano's shared informer
+# factory): the job, gc, cronjob, jobflow and jobtemplate controllers read Jobs, the job,
+# podgroup and queue controllers PodGroups, and each used to open its own watch.
+test_one_watch_per_resource() {
+  stop kiln-controller-mgr
+  local from r n
+  from=$(($(wc -l <"$CTL_LOG") + 1))
+  start_controller
+  for r in jobs podgroups queues commands; do
+    wait_grep 60 "the $r informer to watch" "informer $r: list -> watch" tail -n "+$from" "$CTL_LOG"
+  done
+  for r in jobs podgroups queues commands; do
+    n=$(tail -n "+$from" "$CTL_LOG" | grep -c "informer $r: idle -> list")
+    expect_eq 1 "$n" "LISTs of $r at start"
+  done
+}
+
 test_y_only_job_controller() {
   stop kiln-controller-mgr
   local from

@@ -1,0 +1,46 @@
+/* Informers shared between the controllers of one kiln-controller (client-go's
+ * SharedInformerFactory, which vc-controller-manager uses): every controller that lists and
+ * watches the same resource with the same selectors gets its own store, decoder and handlers,
+ * fed by one LIST and one WATCH. Without it the Job controller, the gc, cronjob, jobflow and
+ * jobtemplate controllers each opened a watch of every Job: each Job write was sent by the API
+ * server five times and parsed five times here (issue 15).
+ *
+ * A ctl_inf looks like a kc_informer to its controller: a store it reads and indexes, has_synced,
+ * start and free. Each event's JSON is parsed once; each consumer's decode runs on it and the
+ * consumer's store and handlers see exactly what a kc_informer of their own would have shown
+ * (adds, updates with the old object, deletes, relists as their differences, on_synced after
+ * the first LIST). Everything runs on the loop thread. */
+#ifndef CTL_INF_H
+#define CTL_INF_H
+
+#include <stdbool.h>
+
+#include "kc_informer.h"
+#include "kc_error.h"
+
+typedef struct ctl_inf_hub ctl_inf_hub;
+typedef struct ctl_inf ctl_inf;
+
+/* *out is new; c is borrowed and must outlive the hub. KC_ENOMEM. */
+KC_NODISCARD int ctl_inf_hub_new(kc_client *c, ctl_inf_hub **out);
+/* Frees the hub once every ctl_inf made from it has been freed (or at once if none is left);
+ * NULL is a no-op. */
+void ctl_inf_hub_free(ctl_inf_hub *hub);
+
+/* A consumer of the resource o names, with its own handlers (as kc_informer_new). With a hub,
+ * it shares the watch of every consumer of the same resource and selectors made before the
+ * first of them started; hub NULL, a resync or non-default paging or frame limits give it a
+ * kc_informer of its own. *out is new. KC_EINVAL, KC_ENOMEM. */
+KC_NODISCARD int ctl_inf_new(ctl_inf_hub *hub, kc_client *c, const kc_informer_options *o,
+                             const kc_informer_handlers *h, ctl_inf **out);
+/* The consumer's own store (borrowed): add indexes before ctl_inf_start. */
+kc_store *ctl_inf_store(ctl_inf *inf);
+bool ctl_inf_has_synced(const ctl_inf *inf);
+/* Starts the shared watch (once, whichever consumer comes first). KC_EINVAL when this consumer
+ * was already started. */
+KC_NODISCARD int ctl_inf_start(ctl_inf *inf);
+/* No handler of this consumer is called afterwards; the watch stops with its last consumer.
+ * Not from a handler. NULL is a no-op. */
+void ctl_inf_free(ctl_inf *inf);
+
+#endif
