@@ -21,6 +21,8 @@
 #define AGG_INTERVAL_NS (600ULL * 1000000000ULL)
 #define QUEUE_MAX       1000
 #define COMBINED_PREFIX "(combined from similar events): "
+/* Deleted objects whose entries are swept together (see kc_event_cache_forget). */
+#define FORGET_BATCH    64
 
 /* Every cache value starts with this header so one LRU eviction serves all three maps. */
 typedef struct {
@@ -50,6 +52,7 @@ typedef struct {
 struct kc_event_cache {
   char *component, *host;
   kc_strmap spam, agg, log;
+  kc_strmap gone; /* uids of deleted objects whose entries the next sweep removes */
 };
 
 int kc_event_cache_new(const char *component, const char *host, kc_event_cache **out) {
@@ -67,6 +70,7 @@ int kc_event_cache_new(const char *component, const char *host, kc_event_cache *
   kc_strmap_init(&c->spam, KC_STRMAP_COPY_KEYS);
   kc_strmap_init(&c->agg, KC_STRMAP_COPY_KEYS);
   kc_strmap_init(&c->log, KC_STRMAP_COPY_KEYS);
+  kc_strmap_init(&c->gone, KC_STRMAP_COPY_KEYS);
   *out = c;
   return 0;
 }
@@ -77,6 +81,7 @@ void kc_event_cache_free(kc_event_cache *c) {
   kc_strmap_close(&c->spam, free);
   kc_strmap_close(&c->agg, free);
   kc_strmap_close(&c->log, free);
+  kc_strmap_close(&c->gone, NULL);
   free(c->component);
   free(c->host);
   free(c);
@@ -115,6 +120,70 @@ static void *lookup(kc_strmap *m, const char *key, size_t sz, uint64_t now, bool
   }
   r->used = now;
   return r;
+}
+
+/* The uid field of a cache key (component, host, kind, namespace, name, uid, ...; each ends
+ * with a unit separator): copied into buf, "" when the key is shorter. */
+static void key_uid(const char *key, char *buf, size_t cap) {
+  for (int field = 0; field < 5 && key; field++) {
+    key = strchr(key, '\x1f');
+    if (key)
+      key++;
+  }
+  const char *end = key ? strchr(key, '\x1f') : NULL;
+  size_t n = end ? (size_t)(end - key) : 0;
+  if (n >= cap)
+    n = 0; /* longer than any uid we were told about: it cannot match */
+  if (n)
+    memcpy(buf, key, n);
+  buf[n] = '\0';
+}
+
+/* Removes from m every entry of an object in c->gone. Deletion moves slots, so the keys are
+ * collected first. */
+static void sweep(kc_event_cache *c, kc_strmap *m) {
+  size_t n = 0, pos = 0;
+  char **doomed = calloc(kc_strmap_len(m) + 1, sizeof(*doomed));
+  if (doomed == NULL)
+    return; /* the LRU bound still holds */
+  kc_strmap_slot *sl;
+  char uid[256];
+  while ((sl = kc_strmap_next(m, &pos))) {
+    key_uid(sl->key, uid, sizeof(uid));
+    if (uid[0] && kc_strmap_has(&c->gone, uid) && (doomed[n] = strdup(sl->key)))
+      n++;
+  }
+  for (size_t i = 0; i < n; i++) {
+    void *old = NULL;
+    if (kc_strmap_del(m, doomed[i], &old) == 0)
+      free(old);
+    free(doomed[i]);
+  }
+  free(doomed);
+}
+
+void kc_event_cache_forget(kc_event_cache *c, const char *uid) {
+  if (c == NULL || uid == NULL || *uid == '\0' || strlen(uid) >= 256)
+    return;
+  if (kc_strmap_put(&c->gone, uid, NULL, NULL) < 0)
+    return; /* remembered less: the LRU bound still holds */
+  if (kc_strmap_len(&c->gone) < FORGET_BATCH)
+    return;
+  kc_event_cache_flush(c);
+}
+
+void kc_event_cache_flush(kc_event_cache *c) {
+  if (c == NULL || kc_strmap_len(&c->gone) == 0)
+    return;
+  sweep(c, &c->spam);
+  sweep(c, &c->agg);
+  sweep(c, &c->log);
+  kc_strmap_close(&c->gone, NULL);
+  kc_strmap_init(&c->gone, KC_STRMAP_COPY_KEYS);
+}
+
+size_t kc_event_cache_len(const kc_event_cache *c) {
+  return c ? kc_strmap_len(&c->spam) + kc_strmap_len(&c->agg) + kc_strmap_len(&c->log) : 0;
 }
 
 /* Appends s and a unit separator, so that different splits of the fields never collide. */
@@ -453,6 +522,12 @@ int kc_event_record(kc_event_recorder *r, const kc_object_ref *obj, const char *
 
 void kc_event_get_stats(const kc_event_recorder *r, kc_event_stats *st) {
   *st = r->stats;
+  st->cached = kc_event_cache_len(r->cache);
+}
+
+void kc_event_forget(kc_event_recorder *r, const char *uid) {
+  if (r)
+    kc_event_cache_forget(r->cache, uid);
 }
 
 size_t kc_event_pending(const kc_event_recorder *r) {

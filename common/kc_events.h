@@ -11,8 +11,10 @@
  *  3. the logger: an event identical to one already written (same source, object, type,
  *     reason and message, or the same combined event) increments that event's count and
  *     lastTimestamp with a PATCH instead of creating another.
- * Both caches are LRUs of 4096 entries. New events are named "<object name>.<hex unix
- * nanoseconds>" like client-go's.
+ * Both caches are LRUs of 4096 entries. Their keys hold the object's uid, which a deleted
+ * object never gets back: kc_event_forget drops its entries (client-go keeps them until the
+ * LRU pushes them out, ~5 MB at 4096 each, grown over the first few thousand objects). New events
+ * are named "<object name>.<hex unix nanoseconds>" like client-go's.
  *
  * Writes go out through kc_api one at a time in order (so a PATCH never overtakes the CREATE
  * it counts on); kc_event_record only queues (at most 1000 waiting, then new events are
@@ -75,6 +77,13 @@ void kc_event_cache_free(kc_event_cache *c);
 KC_NODISCARD int kc_event_cache_observe(kc_event_cache *c, const kc_object_ref *obj,
                                         const char *type, const char *reason, const char *message,
                                         uint64_t now_ns, int64_t wall_ns, kc_event_decision *d);
+/* The object with this uid was deleted: its entries can never be hit again (a new object
+ * gets a new uid). They are removed together with those of other deleted objects, after
+ * every 64th uid or at kc_event_cache_flush, so a burst of deletions costs one pass. */
+void kc_event_cache_forget(kc_event_cache *c, const char *uid);
+void kc_event_cache_flush(kc_event_cache *c);
+/* Entries held, all three maps together. */
+size_t kc_event_cache_len(const kc_event_cache *c);
 
 /* ---- the recorder ---- */
 
@@ -82,6 +91,7 @@ typedef struct kc_event_recorder kc_event_recorder;
 
 typedef struct {
   uint64_t recorded, dropped_spam, dropped_full, created, patched, failed;
+  size_t cached; /* correlation entries held */
 } kc_event_stats;
 
 /* component is the source ("vc-scheduler", "vc-controller-manager"); host may be NULL.
@@ -102,6 +112,8 @@ int kc_event_vrecord(kc_event_recorder *r, const kc_object_ref *obj, const char 
     __attribute__((format(printf, 5, 0)));
 
 void kc_event_get_stats(const kc_event_recorder *r, kc_event_stats *st);
+/* The object with this uid was deleted (see kc_event_cache_forget). r may be NULL. */
+void kc_event_forget(kc_event_recorder *r, const char *uid);
 /* Events queued or in flight. */
 size_t kc_event_pending(const kc_event_recorder *r);
 

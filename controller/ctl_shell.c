@@ -12,6 +12,7 @@
 #include "kc_codec.h"
 #include "kc_container.h"
 #include "kc_error.h"
+#include "kc_events.h"
 #include "kc_leader.h"
 #include "kc_log.h"
 
@@ -347,6 +348,8 @@ static void on_job_delete(const char *key, void *obj, void *ud) {
   ctl_shell *s = ud;
   const Kiln__Job *j = obj;
   drop_key(s, key);
+  /* Its uid never comes back: the event recorder's correlation for it can go. */
+  kc_event_forget(s->opt.events, j->metadata ? j->metadata->uid : NULL);
   const char *vals[] = {meta_name(j->metadata), ctl__queue(j)};
   if (s->m_completed)
     kc_metric_remove(s->m_completed, vals);

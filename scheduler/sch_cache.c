@@ -157,10 +157,22 @@ static void podgroup_update(const char *key, void *old_obj, void *new_obj, void 
   changed(ud, SCH_CACHE_PODGROUPS, old_obj, new_obj);
 }
 
+static void gone(sch_cache *cache, sch_cache_kind kind, const char *uid) {
+  if (cache->opt.on_gone && uid && *uid)
+    cache->opt.on_gone(kind, uid, cache->opt.ud);
+}
+
 static void pod_delete(const char *key, void *obj, void *ud) {
-  (void)obj;
+  const Kiln__Pod *p = obj;
   drop_assumed(ud, key, true);
   drop_evicting(ud, key);
+  gone(ud, SCH_CACHE_PODS, p ? p->uid : NULL);
+}
+
+static void podgroup_delete(const char *key, void *obj, void *ud) {
+  (void)key;
+  const Kiln__PodGroup *pg = obj;
+  gone(ud, SCH_CACHE_PODGROUPS, pg && pg->metadata ? pg->metadata->uid : NULL);
 }
 
 /* ---- lifecycle ---- */
@@ -211,6 +223,7 @@ int sch_cache_new(kc_client *c, const sch_cache_options *o, sch_cache **out) {
     } else if (i == INF_PODGROUP) {
       h.on_add = podgroup_add;
       h.on_update = podgroup_update;
+      h.on_delete = podgroup_delete;
     }
     int rc = kc_informer_new(c, &io, &h, &cache->inf[i]);
     if (rc) {

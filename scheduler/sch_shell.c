@@ -1184,6 +1184,12 @@ static void cache_changed(sch_cache_kind kind, const void *old_obj, const void *
   uv_timer_start(&sh->early, early_cb, delay, 0);
 }
 
+/* A deleted pod or PodGroup: the event recorder forgets it (its uid never comes back). */
+static void cache_gone(sch_cache_kind kind, const char *uid, void *ud) {
+  (void)kind;
+  kc_event_forget(((sch_shell *)ud)->events, uid);
+}
+
 /* ---- lifecycle ---- */
 
 static void bad_pod(const json_t *obj, const char *err, void *ud) {
@@ -1242,7 +1248,8 @@ int sch_shell_new(uv_loop_t *loop, kc_client *c, kc_event_recorder *events, kc_m
       goto fail;
     log_conf("using the default scheduler configuration", sh->conf);
   }
-  sch_cache_options co = {sh->opt.default_queue, shell_may_write, sh, bad_pod, cache_changed};
+  sch_cache_options co = {sh->opt.default_queue, shell_may_write, sh, bad_pod,
+                          cache_changed,         cache_gone};
   rc = sch_cache_new(c, &co, &sh->cache);
   if (rc)
     goto fail;

@@ -1,6 +1,6 @@
 /* Event correlation with a fake clock: identical events count up through PATCHes, similar
  * ones combine from the 10th distinct message, the spam filter's 25-token bucket refilled
- * every 5 minutes, the aggregation window, and the LRU bound. */
+ * every 5 minutes, the aggregation window, the LRU bound, and deleted objects forgotten. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -171,6 +171,51 @@ static void test_lru_bound(void **state) {
   kc_event_cache_free(c);
 }
 
+static void observe_uid(kc_event_cache *c, const char *name, const char *uid, uint64_t t,
+                        kc_event_decision *d) {
+  kc_object_ref o = pod(name);
+  o.uid = uid;
+  assert_int_equal(
+      kc_event_cache_observe(c, &o, KC_EVENT_NORMAL, "Scheduled", "m", t, WALL0 + (int64_t)t, d),
+      0);
+}
+
+/* Pods come and go under a churn of 10,000: once deleted, a pod's entries go (its uid is
+ * never seen again), so the cache holds what the live pods need, not the last 4096 of
+ * everything; a live pod's event still counts up. */
+static void test_deleted_objects_are_forgotten(void **state) {
+  (void)state;
+  kc_event_cache *c = cache();
+  kc_event_decision d;
+  char name[32], uid[32];
+  observe_uid(c, "live", "u-live", 0, &d);
+  for (int i = 0; i < 10000; i++) {
+    snprintf(name, sizeof(name), "p%d", i);
+    snprintf(uid, sizeof(uid), "u-%d", i);
+    observe_uid(c, name, uid, (uint64_t)i * 1000, &d);
+    assert_false(d.patch);
+    kc_event_cache_forget(c, uid);
+    /* the live pod and at most one batch of deleted ones, in three maps */
+    assert_true(kc_event_cache_len(c) <= 3 * (1 + 64));
+  }
+  kc_event_cache_flush(c);
+  assert_int_equal(kc_event_cache_len(c), 3);
+  observe_uid(c, "live", "u-live", 10000 * 1000, &d);
+  assert_true(d.patch);
+  assert_int_equal(d.count, 2);
+  /* A pod under the same name (Volcano recreates them so) has a new uid: a new event. */
+  observe_uid(c, "p9999", "u-new", 10001 * 1000, &d);
+  assert_false(d.patch);
+  /* Forgetting what was never seen, twice, or nothing is harmless. */
+  kc_event_cache_forget(c, "u-unknown");
+  kc_event_cache_forget(c, "u-unknown");
+  kc_event_cache_forget(c, NULL);
+  kc_event_cache_forget(c, "");
+  kc_event_cache_flush(c);
+  assert_int_equal(kc_event_cache_len(c), 6);
+  kc_event_cache_free(c);
+}
+
 static void test_long_message_is_cut_consistently(void **state) {
   (void)state;
   kc_event_cache *c = cache();
@@ -194,6 +239,7 @@ int main(void) {
       cmocka_unit_test(test_similar_events_combine_from_the_tenth),
       cmocka_unit_test(test_spam_filter),
       cmocka_unit_test(test_lru_bound),
+      cmocka_unit_test(test_deleted_objects_are_forgotten),
       cmocka_unit_test(test_long_message_is_cut_consistently),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
