@@ -7,7 +7,6 @@
 #include <yaml.h>
 
 #include "kc_error.h"
-#include "kc_file.h"
 #include "kc_log.h"
 #include "sch_conf.h"
 
@@ -550,27 +549,4 @@ void sch_conf_free(sch_conf *c) {
     free(c->skipped[i]);
   free(c->skipped);
   free(c);
-}
-
-int sch_conf_read_file(const char *path, sch_conf **out, char *err, size_t errlen) {
-  enum { MAX_BYTES = 1 << 20 };
-  *out = NULL;
-  char *buf;
-  size_t len;
-  int rc = kc_file_read(path, MAX_BYTES, &buf, &len);
-  if (rc == KC_ENOMEM)
-    return rc;
-  if (rc == KC_ETOOBIG) {
-    if (err)
-      snprintf(err, errlen, "%s: larger than %d bytes", path, MAX_BYTES);
-    return rc;
-  }
-  if (rc) {
-    if (err)
-      snprintf(err, errlen, "%s: %s", path, strerror(errno));
-    return KC_EIO;
-  }
-  rc = sch_conf_parse(buf, len, out, err, errlen);
-  free(buf);
-  return rc;
 }

@@ -21,8 +21,5 @@ KC_NODISCARD int sch_conf_parse(const char *yaml, size_t len, sch_conf **out, ch
 /* The default configuration as a *new* sch_conf. */
 KC_NODISCARD int sch_conf_default(sch_conf **out);
 void sch_conf_free(sch_conf *conf);
-/* Reads and parses the file at path (at most 1 MiB): sch_conf_parse's results, or KC_EIO /
- * KC_ETOOBIG / KC_ENOMEM with the reason in err. For the offline tools (replay, bench). */
-KC_NODISCARD int sch_conf_read_file(const char *path, sch_conf **out, char *err, size_t errlen);
 
 #endif

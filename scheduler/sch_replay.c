@@ -26,6 +26,7 @@
 #include "kc_flags.h"
 #include "kc_log.h"
 #include "sch_conf.h"
+#include "sch_conf_file.h"
 #include "sch_framework.h"
 
 static const char *pod_ns(const sch_task *t) {

@@ -35,6 +35,7 @@
 #include "kc_flags.h"
 #include "kc_log.h"
 #include "sch_conf.h"
+#include "sch_conf_file.h"
 #include "sch_framework.h"
 
 #define GI (1024LL * 1024 * 1024)
