@@ -19,9 +19,6 @@ typedef struct {
   char *saved; /* TZ before entering a named zone (new), NULL when it was unset */
 } zone;
 
-static const char *const zoneinfo_dirs[] = {"/usr/share/zoneinfo/", "/usr/share/lib/zoneinfo/",
-                                            "/usr/lib/locale/TZ/", "/etc/zoneinfo/"};
-
 /* Go's containsDotDot: a ".." path element. */
 static bool has_dotdot(const char *s) {
   for (const char *p = s; (p = strstr(p, "..")); p += 2) {
@@ -33,40 +30,63 @@ static bool has_dotdot(const char *s) {
   return false;
 }
 
-static bool tzif_exists(const char *name) {
-  const char *env = getenv("ZONEINFO");
-  char path[512];
-  for (size_t i = 0; i <= sizeof(zoneinfo_dirs) / sizeof(zoneinfo_dirs[0]); i++) {
-    int n;
-    if (i == 0) {
-      if (!env || !*env)
-        continue;
-      n = snprintf(path, sizeof(path), "%s/%s", env, name);
-    } else {
-      n = snprintf(path, sizeof(path), "%s%s", zoneinfo_dirs[i - 1], name);
-    }
-    if (n < 0 || (size_t)n >= sizeof(path))
-      continue;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-      continue;
-    char magic[4];
-    size_t got = fread(magic, 1, sizeof(magic), f);
-    fclose(f);
-    if (got == 4 && memcmp(magic, "TZif", 4) == 0)
-      return true;
-  }
+bool ctl_tz_name_ok(const char *name) {
+  return !has_dotdot(name) && name[0] != '/' && name[0] != '\\';
+}
+
+/* "", "UTC" and "Local" need no file. */
+static bool tz_builtin(const char *name) {
+  return !name || !*name || strcmp(name, "UTC") == 0 || strcmp(name, "Local") == 0;
+}
+
+bool ctl_tzif(const char *data, size_t len) {
+  return data && len >= 4 && memcmp(data, "TZif", 4) == 0;
+}
+
+static bool tzif_in(const ctl_tzdb *db, const char *name) {
+  for (size_t i = 0; db && i < db->n; i++)
+    if (strcmp(db->zone[i].name, name) == 0)
+      return ctl_tzif(db->zone[i].data, db->zone[i].len);
   return false;
 }
 
-int ctl_tz_check(const char *name, char *err, size_t errlen) {
-  if (!name || !*name || strcmp(name, "UTC") == 0 || strcmp(name, "Local") == 0)
+int ctl_tz_check(const char *name, const ctl_tzdb *db, char *err, size_t errlen) {
+  if (tz_builtin(name))
     return 0;
-  if (has_dotdot(name) || name[0] == '/' || name[0] == '\\')
+  if (!ctl_tz_name_ok(name))
     return kc_errorf(err, errlen, KC_EINVAL, "time: invalid location name");
-  if (strlen(name) >= CTL_TZ_MAX || !tzif_exists(name))
+  if (strlen(name) >= CTL_TZ_MAX || !tzif_in(db, name))
     return kc_errorf(err, errlen, KC_EINVAL, "unknown time zone %s", name);
   return 0;
+}
+
+static void zone_add(char names[CTL_TZDB_MAX][CTL_TZ_MAX], size_t *n, const char *name,
+                     size_t len) {
+  char v[CTL_TZ_MAX];
+  if (len >= sizeof(v))
+    return;
+  memcpy(v, name, len);
+  v[len] = '\0';
+  if (tz_builtin(v) || !ctl_tz_name_ok(v))
+    return;
+  for (size_t i = 0; i < *n; i++)
+    if (strcmp(names[i], v) == 0)
+      return;
+  if (*n < CTL_TZDB_MAX)
+    memcpy(names[(*n)++], v, len + 1);
+}
+
+size_t ctl_cron_zones(const char *schedule, const char *time_zone,
+                      char names[CTL_TZDB_MAX][CTL_TZ_MAX]) {
+  size_t n = 0;
+  if (schedule && (!strncmp(schedule, "TZ=", 3) || !strncmp(schedule, "CRON_TZ=", 8))) {
+    const char *eq = strchr(schedule, '='), *sp = strchr(schedule, ' ');
+    if (sp)
+      zone_add(names, &n, eq + 1, (size_t)(sp - eq - 1));
+  }
+  if (time_zone)
+    zone_add(names, &n, time_zone, strlen(time_zone));
+  return n;
 }
 
 /* Local for "" and "Local" (robfig keeps time.Local then), UTC for "UTC", else the file. */
@@ -346,7 +366,7 @@ static int parse_descriptor(const char *spec, ctl_cron *c, char *err, size_t err
   return 0;
 }
 
-int ctl_cron_parse(const char *spec, ctl_cron *out, char *err, size_t errlen) {
+int ctl_cron_parse(const char *spec, const ctl_tzdb *db, ctl_cron *out, char *err, size_t errlen) {
   memset(out, 0, sizeof(*out));
   if (!spec || !*spec)
     return kc_errorf(err, errlen, KC_EPARSE, "empty spec string");
@@ -360,7 +380,7 @@ int ctl_cron_parse(const char *spec, ctl_cron *out, char *err, size_t errlen) {
                        (int)zn, eq + 1);
     memcpy(name, eq + 1, zn);
     name[zn] = '\0';
-    if (ctl_tz_check(name, zerr, sizeof(zerr)))
+    if (ctl_tz_check(name, db, zerr, sizeof(zerr)))
       return kc_errorf(err, errlen, KC_EPARSE, "provided bad location %s: %s", name, zerr);
     /* robfig's LoadLocation("") is UTC, where an empty zone elsewhere here means local. */
     snprintf(out->tz, sizeof(out->tz), "%s", *name ? name : "UTC");
@@ -503,11 +523,11 @@ int64_t ctl_cron_next(const ctl_cron *c, int64_t t_ms) {
   return r == CTL_CRON_NEVER ? r : r * 1000;
 }
 
-int ctl_cron_format(const char *schedule, const char *time_zone, char *out, size_t cap,
-                    bool *tz_in_schedule) {
+int ctl_cron_format(const char *schedule, const char *time_zone, const ctl_tzdb *db, char *out,
+                    size_t cap, bool *tz_in_schedule) {
   *tz_in_schedule = strstr(schedule, "TZ") != NULL;
   int n;
-  if (!*tz_in_schedule && time_zone && ctl_tz_check(time_zone, NULL, 0) == 0)
+  if (!*tz_in_schedule && time_zone && ctl_tz_check(time_zone, db, NULL, 0) == 0)
     n = snprintf(out, cap, "TZ=%s %s", time_zone, schedule);
   else
     n = snprintf(out, cap, "%s", schedule);

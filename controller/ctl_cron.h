@@ -5,9 +5,10 @@
  * Kubernetes' CronJob controller).
  *
  * Pure: every function takes the time it works from (Unix milliseconds) as an argument, so the
- * tests run on a fake clock. Time zones come from the system tz database (tzdata) through the
- * C library: a conversion in a named zone sets TZ for the duration of one Next and restores it
- * (setenv is not thread-safe, and every caller runs on the loop thread). */
+ * tests run on a fake clock. Whether a named zone exists is decided on the bytes of its zone
+ * file, which the shell reads and passes in (ctl_tzdb). Conversions use the system tz database
+ * (tzdata) through the C library: a conversion in a named zone sets TZ for the duration of one
+ * Next and restores it (setenv is not thread-safe, and every caller runs on the loop thread). */
 #ifndef CTL_CRON_H
 #define CTL_CRON_H
 
@@ -28,15 +29,42 @@ typedef struct {
 
 #define CTL_CRON_STAR (1ull << 63)
 
-/* Checks a zone name as Go's time.LoadLocation does: "" and "UTC" are UTC, "Local" the
- * process' zone, any other name must be a TZif file of the tz database. 0, or KC_EINVAL with
- * Go's message ("unknown time zone X", "time: invalid location name") in err. */
-int ctl_tz_check(const char *name, char *err, size_t errlen);
+/* The tz database files one decision may need, as the shell read them (ctl_tzdb_read in
+ * ctl_tzdb.h): a CronJob names at most two zones (its timeZone and a TZ= in its schedule).
+ * The core reads no file: it is given each named zone's bytes (data NULL when no file of
+ * that name was found). */
+#define CTL_TZDB_MAX 2
+typedef struct {
+  char name[CTL_TZ_MAX];
+  char *data; /* owned by whoever filled the db */
+  size_t len;
+} ctl_tzfile;
+typedef struct {
+  ctl_tzfile zone[CTL_TZDB_MAX];
+  size_t n;
+} ctl_tzdb;
 
-/* Parses spec into *out as robfig's ParseStandard. 0, or KC_EPARSE with robfig's message in
- * err ("expected exactly 5 fields, found 4: [...]", "end of range (61) above maximum (59):
- * 0-61", "provided bad location Mars/Base: unknown time zone Mars/Base", ...). */
-int ctl_cron_parse(const char *spec, ctl_cron *out, char *err, size_t errlen);
+/* The zone names of a schedule's TZ=/CRON_TZ= prefix and of time_zone (either may be NULL)
+ * whose files the tz database must give: not "", "UTC" or "Local", not a path that leaves
+ * the database (see ctl_tz_name_ok), each once. Returns how many were written to names. */
+size_t ctl_cron_zones(const char *schedule, const char *time_zone,
+                      char names[CTL_TZDB_MAX][CTL_TZ_MAX]);
+/* Go's LoadLocation refuses names with a ".." element or a leading slash or backslash. */
+bool ctl_tz_name_ok(const char *name);
+/* Whether len bytes at data are a zone file (TZif); data may be NULL. */
+bool ctl_tzif(const char *data, size_t len);
+
+/* Checks a zone name as Go's time.LoadLocation does: "" and "UTC" are UTC, "Local" the
+ * process' zone, any other name must be a TZif file of the tz database (its bytes in db, which
+ * may be NULL: no files). 0, or KC_EINVAL with Go's message ("unknown time zone X", "time:
+ * invalid location name") in err. */
+int ctl_tz_check(const char *name, const ctl_tzdb *db, char *err, size_t errlen);
+
+/* Parses spec into *out as robfig's ParseStandard, with the zone files of db (may be NULL).
+ * 0, or KC_EPARSE with robfig's message in err ("expected exactly 5 fields, found 4: [...]",
+ * "end of range (61) above maximum (59): 0-61", "provided bad location Mars/Base: unknown time
+ * zone Mars/Base", ...). */
+int ctl_cron_parse(const char *spec, const ctl_tzdb *db, ctl_cron *out, char *err, size_t errlen);
 
 /* The first activation strictly after t_ms (whole seconds), or CTL_CRON_NEVER. */
 int64_t ctl_cron_next(const ctl_cron *c, int64_t t_ms);
@@ -44,8 +72,8 @@ int64_t ctl_cron_next(const ctl_cron *c, int64_t t_ms);
 /* The schedule a CronJob runs (Volcano's formatSchedule): the schedule as written when it
  * mentions TZ (*tz_in_schedule set: the timeZone field is then ignored), else "TZ=<zone>
  * <schedule>" when timeZone is set and loads. out gets at most cap-1 bytes; KC_ETOOBIG. */
-int ctl_cron_format(const char *schedule, const char *time_zone, char *out, size_t cap,
-                    bool *tz_in_schedule);
+int ctl_cron_format(const char *schedule, const char *time_zone, const ctl_tzdb *db, char *out,
+                    size_t cap, bool *tz_in_schedule);
 
 typedef enum { CTL_MISSED_NONE, CTL_MISSED_FEW, CTL_MISSED_MANY } ctl_missed;
 

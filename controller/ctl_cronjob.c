@@ -185,25 +185,26 @@ static json_t *job_from_template(const json_t *cj, int64_t scheduled_ms, const c
 }
 
 /* From the zone check to the Job to create (the part that runs unless suspended). */
-static int schedule(const json_t *cj, json_t *active, int64_t now_ms, ctl_cj_plan *p) {
+static int schedule(const json_t *cj, const ctl_tzdb *zones, json_t *active, int64_t now_ms,
+                    ctl_cj_plan *p) {
   const json_t *spec = json_object_get(cj, "spec"), *meta = json_object_get(cj, "metadata");
   const char *sched = ctl_jstr(spec, "schedule");
   json_t *tzj = json_object_get(spec, "timeZone");
   const char *tz = json_string_value(tzj);
   char err[256], full[512];
-  if (tz && ctl_tz_check(tz, err, sizeof(err))) {
+  if (tz && ctl_tz_check(tz, zones, err, sizeof(err))) {
     NOTE(p, "Warning", "InvalidTimeZone", "Invalid time zone \"%s\": %s", tz, err);
     p->err = kc_errorf(p->errmsg, sizeof(p->errmsg), KC_EINVAL, "%s", err);
     return 0;
   }
   bool tz_in;
   ctl_cron c;
-  if (ctl_cron_format(sched, tz, full, sizeof(full), &tz_in) == 0 && tz_in)
+  if (ctl_cron_format(sched, tz, zones, full, sizeof(full), &tz_in) == 0 && tz_in)
     NOTE(p, "Warning", "UnsupportedSchedule",
          "CRON_TZ or TZ in the schedule \"%s\" is not officially supported. If set, the "
          "TimeZone field will be ignored during execution.",
          sched);
-  if (ctl_cron_parse(full, &c, err, sizeof(err))) {
+  if (ctl_cron_parse(full, zones, &c, err, sizeof(err))) {
     NOTE(p, "Warning", "UnParseableCronJobSchedule", "unparseable schedule for cronjob: %s", sched);
     p->err = kc_errorf(p->errmsg, sizeof(p->errmsg), KC_EPARSE, "%s", err);
     return 0;
@@ -263,7 +264,7 @@ static int schedule(const json_t *cj, json_t *active, int64_t now_ms, ctl_cj_pla
   return 0;
 }
 
-int ctl_cronjob_sync(const json_t *cj, const ctl_cj_job *jobs, size_t njobs,
+int ctl_cronjob_sync(const json_t *cj, const ctl_tzdb *zones, const ctl_cj_job *jobs, size_t njobs,
                      ctl_cj_lookup_fn lookup, void *ud, int64_t now_ms, ctl_cj_plan *p) {
   memset(p, 0, sizeof(*p));
   const json_t *st = json_object_get(cj, "status");
@@ -283,7 +284,7 @@ int ctl_cronjob_sync(const json_t *cj, const ctl_cj_job *jobs, size_t njobs,
   orphans_and_stale(cj, active, jobs, njobs, lookup, ud, p);
   if (json_is_true(json_object_get(spec, "suspend")))
     return 0;
-  return schedule(cj, active, now_ms, p);
+  return schedule(cj, zones, active, now_ms, p);
 }
 
 void ctl_cj_plan_free(ctl_cj_plan *p) {

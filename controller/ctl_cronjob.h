@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ctl_cron.h"
 #include "ctl_job.h"
 #include "ctl_note.h"
 
@@ -54,11 +55,12 @@ typedef struct {
   char errmsg[300];
 } ctl_cj_plan;
 
-/* Decides for cj (borrowed) given the Jobs it controls (borrowed, njobs), lookup for Jobs of
- * its active list that it does not control, and now_ms. *plan is filled (free it with
- * ctl_cj_plan_free). 0 or KC_ENOMEM; a CronJob that cannot run (bad zone, schedule) is
+/* Decides for cj (borrowed) given the zone files its schedule and timeZone name (borrowed,
+ * may be NULL; ctl_tzdb_read_cronjob), the Jobs it controls (borrowed, njobs), lookup for
+ * Jobs of its active list that it does not control, and now_ms. *plan is filled (free it
+ * with ctl_cj_plan_free). 0 or KC_ENOMEM; a CronJob that cannot run (bad zone, schedule) is
  * plan->err with the events, not a return code. */
-int ctl_cronjob_sync(const json_t *cj, const ctl_cj_job *jobs, size_t njobs,
+int ctl_cronjob_sync(const json_t *cj, const ctl_tzdb *zones, const ctl_cj_job *jobs, size_t njobs,
                      ctl_cj_lookup_fn lookup, void *ud, int64_t now_ms, ctl_cj_plan *plan);
 void ctl_cj_plan_free(ctl_cj_plan *plan);
 

@@ -15,6 +15,7 @@
 
 #include "ctl_controllers.h"
 #include "ctl_cronjob.h"
+#include "ctl_tzdb.h"
 #include "ctl_mini.h"
 #include "ctl_note.h"
 #include "ctl_overlay.h"
@@ -472,7 +473,11 @@ static void process(kc_workqueue *q, const char *key, void *ud) {
   op->c = c;
   snprintf(op->key, sizeof(op->key), "%s", key);
   op->cj = json_incref((json_t *)cj);
-  int rc = ctl_cronjob_sync(cj, jobs, n, lookup_uid, c, now_ms(c), &op->plan);
+  ctl_tzdb zones;
+  int rc = ctl_tzdb_read_cronjob(&zones, cj);
+  if (rc == 0)
+    rc = ctl_cronjob_sync(cj, &zones, jobs, n, lookup_uid, c, now_ms(c), &op->plan);
+  ctl_tzdb_free(&zones);
   free(jobs);
   c->inflight++;
   if (rc) {

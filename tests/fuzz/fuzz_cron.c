@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ctl_cron.h"
+#include "ctl_tzdb.h"
 #include "kc_error.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -18,7 +19,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   spec[size] = '\0';
   ctl_cron c;
   char err[256];
-  int rc = ctl_cron_parse(spec, &c, err, sizeof(err));
+  ctl_tzdb db;
+  if (ctl_tzdb_read(&db, spec, NULL) != 0)
+    return 0;
+  int rc = ctl_cron_parse(spec, &db, &c, err, sizeof(err));
+  ctl_tzdb_free(&db);
   if (rc) {
     if (rc != KC_EPARSE || !err[0])
       abort();

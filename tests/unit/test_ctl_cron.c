@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "ctl_cron.h"
+#include "ctl_tzdb.h"
 #include "kc_codec.h"
 #include "kc_error.h"
 
@@ -19,10 +20,36 @@ static int64_t ts(const char *s) {
   return ms;
 }
 
+/* The core given the zone files its input names, read as the shell reads them (ctl_tzdb.c),
+ * so that these tests run against the system's tz database. */
+static int parse(const char *spec, ctl_cron *c, char *err, size_t len) {
+  ctl_tzdb db;
+  assert_int_equal(ctl_tzdb_read(&db, spec, NULL), 0);
+  int rc = ctl_cron_parse(spec, &db, c, err, len);
+  ctl_tzdb_free(&db);
+  return rc;
+}
+
+static int tz_check(const char *name, char *err, size_t len) {
+  ctl_tzdb db;
+  assert_int_equal(ctl_tzdb_read(&db, NULL, name), 0);
+  int rc = ctl_tz_check(name, &db, err, len);
+  ctl_tzdb_free(&db);
+  return rc;
+}
+
+static int format(const char *schedule, const char *tz, char *out, size_t cap, bool *in) {
+  ctl_tzdb db;
+  assert_int_equal(ctl_tzdb_read(&db, schedule, tz), 0);
+  int rc = ctl_cron_format(schedule, tz, &db, out, cap, in);
+  ctl_tzdb_free(&db);
+  return rc;
+}
+
 static ctl_cron parse_ok(const char *spec) {
   ctl_cron c;
   char err[256] = "";
-  int rc = ctl_cron_parse(spec, &c, err, sizeof(err));
+  int rc = parse(spec, &c, err, sizeof(err));
   if (rc)
     fail_msg("%s: %s", spec, err);
   return c;
@@ -68,7 +95,7 @@ static void test_parse_errors(void **state) {
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     ctl_cron c;
     char err[256] = "";
-    int rc = ctl_cron_parse(cases[i].spec, &c, err, sizeof(err));
+    int rc = parse(cases[i].spec, &c, err, sizeof(err));
     if (rc != KC_EPARSE || strncmp(err, cases[i].msg, strlen(cases[i].msg)) != 0)
       fail_msg("%s: rc %d err \"%s\", want \"%s\"", cases[i].spec, rc, err, cases[i].msg);
   }
@@ -117,34 +144,78 @@ static void test_next_zones(void **state) {
 static void test_tz_check(void **state) {
   (void)state;
   char err[128];
-  assert_int_equal(ctl_tz_check("America/New_York", err, sizeof(err)), 0);
-  assert_int_equal(ctl_tz_check("UTC", err, sizeof(err)), 0);
-  assert_int_equal(ctl_tz_check("", err, sizeof(err)), 0);
-  assert_int_equal(ctl_tz_check("Mars/Olympus", err, sizeof(err)), KC_EINVAL);
+  assert_int_equal(tz_check("America/New_York", err, sizeof(err)), 0);
+  assert_int_equal(tz_check("UTC", err, sizeof(err)), 0);
+  assert_int_equal(tz_check("", err, sizeof(err)), 0);
+  assert_int_equal(tz_check("Mars/Olympus", err, sizeof(err)), KC_EINVAL);
   assert_string_equal(err, "unknown time zone Mars/Olympus");
-  assert_int_equal(ctl_tz_check("../../etc/passwd", err, sizeof(err)), KC_EINVAL);
+  assert_int_equal(tz_check("../../etc/passwd", err, sizeof(err)), KC_EINVAL);
   assert_string_equal(err, "time: invalid location name");
-  assert_int_equal(ctl_tz_check("/etc/passwd", err, sizeof(err)), KC_EINVAL);
+  assert_int_equal(tz_check("/etc/passwd", err, sizeof(err)), KC_EINVAL);
   /* A file of the tree that is not TZif (zone1970.tab). */
-  assert_int_equal(ctl_tz_check("zone1970.tab", err, sizeof(err)), KC_EINVAL);
+  assert_int_equal(tz_check("zone1970.tab", err, sizeof(err)), KC_EINVAL);
+}
+
+/* The core decides on the bytes it is given, whatever the machine has. */
+static void test_tz_from_bytes(void **state) {
+  (void)state;
+  char tzif[] = "TZif2 and the rest", text[] = "# not a zone";
+  ctl_tzdb db = {.n = 2}, none = {.n = 1};
+  snprintf(db.zone[0].name, sizeof(db.zone[0].name), "Fake/Zone");
+  db.zone[0].data = tzif;
+  db.zone[0].len = sizeof(tzif) - 1;
+  snprintf(db.zone[1].name, sizeof(db.zone[1].name), "Fake/Text");
+  db.zone[1].data = text;
+  db.zone[1].len = sizeof(text) - 1;
+  snprintf(none.zone[0].name, sizeof(none.zone[0].name), "Fake/None"); /* no such file */
+  char err[128];
+  assert_int_equal(ctl_tz_check("Fake/Zone", &db, err, sizeof(err)), 0);
+  assert_int_equal(ctl_tz_check("Fake/Text", &db, err, sizeof(err)), KC_EINVAL);
+  assert_string_equal(err, "unknown time zone Fake/Text");
+  assert_int_equal(ctl_tz_check("Fake/None", &none, err, sizeof(err)), KC_EINVAL);
+  assert_int_equal(ctl_tz_check("Fake/Other", &db, err, sizeof(err)), KC_EINVAL);
+  assert_int_equal(ctl_tz_check("Fake/Zone", NULL, err, sizeof(err)), KC_EINVAL);
+  assert_int_equal(ctl_tz_check("UTC", NULL, err, sizeof(err)), 0);
+  ctl_cron c;
+  assert_int_equal(ctl_cron_parse("CRON_TZ=Fake/Zone 0 * * * *", &db, &c, err, sizeof(err)), 0);
+  assert_string_equal(c.tz, "Fake/Zone");
+  assert_int_equal(ctl_cron_parse("TZ=Fake/Text 0 * * * *", &db, &c, err, sizeof(err)), KC_EPARSE);
+  assert_string_equal(err, "provided bad location Fake/Text: unknown time zone Fake/Text");
+  assert_false(ctl_tzif(NULL, 0));
+  assert_false(ctl_tzif("TZi", 3));
+}
+
+/* Which zone files the shell reads: named zones only, each once, never a path outside. */
+static void test_zones_named(void **state) {
+  (void)state;
+  char names[CTL_TZDB_MAX][CTL_TZ_MAX];
+  assert_int_equal(ctl_cron_zones("CRON_TZ=Asia/Tokyo 0 * * * *", "Asia/Tokyo", names), 1);
+  assert_string_equal(names[0], "Asia/Tokyo");
+  assert_int_equal(ctl_cron_zones("TZ=Asia/Tokyo 0 * * * *", "Europe/Paris", names), 2);
+  assert_string_equal(names[1], "Europe/Paris");
+  assert_int_equal(ctl_cron_zones("TZ=UTC 0 * * * *", "Local", names), 0);
+  assert_int_equal(ctl_cron_zones("0 * * * *", "", names), 0);
+  assert_int_equal(ctl_cron_zones("TZ=../../etc/passwd 0 * * * *", "/etc/shadow", names), 0);
+  assert_int_equal(ctl_cron_zones("TZ=Asia/Tokyo", NULL, names), 0); /* no schedule after it */
+  assert_int_equal(ctl_cron_zones(NULL, NULL, names), 0);
 }
 
 static void test_format(void **state) {
   (void)state;
   char out[128];
   bool in;
-  assert_int_equal(ctl_cron_format("0 * * * *", "Asia/Tokyo", out, sizeof(out), &in), 0);
+  assert_int_equal(format("0 * * * *", "Asia/Tokyo", out, sizeof(out), &in), 0);
   assert_string_equal(out, "TZ=Asia/Tokyo 0 * * * *");
   assert_false(in);
-  assert_int_equal(ctl_cron_format("TZ=UTC 0 * * * *", "Asia/Tokyo", out, sizeof(out), &in), 0);
+  assert_int_equal(format("TZ=UTC 0 * * * *", "Asia/Tokyo", out, sizeof(out), &in), 0);
   assert_string_equal(out, "TZ=UTC 0 * * * *");
   assert_true(in);
-  assert_int_equal(ctl_cron_format("0 * * * *", "Mars/Olympus", out, sizeof(out), &in), 0);
+  assert_int_equal(format("0 * * * *", "Mars/Olympus", out, sizeof(out), &in), 0);
   assert_string_equal(out, "0 * * * *");
-  assert_int_equal(ctl_cron_format("0 * * * *", NULL, out, sizeof(out), &in), 0);
+  assert_int_equal(format("0 * * * *", NULL, out, sizeof(out), &in), 0);
   assert_string_equal(out, "0 * * * *");
   char small[8];
-  assert_int_equal(ctl_cron_format("0 * * * *", NULL, small, sizeof(small), &in), KC_ETOOBIG);
+  assert_int_equal(format("0 * * * *", NULL, small, sizeof(small), &in), KC_ETOOBIG);
 }
 
 static void test_rfc3339(void **state) {
@@ -255,10 +326,11 @@ static void test_requeue(void **state) {
 int main(void) {
   unsetenv("TZ");
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_parse_errors), cmocka_unit_test(test_next_fields),
-      cmocka_unit_test(test_next_zones),   cmocka_unit_test(test_tz_check),
-      cmocka_unit_test(test_format),       cmocka_unit_test(test_rfc3339),
-      cmocka_unit_test(test_most_recent),  cmocka_unit_test(test_requeue),
+      cmocka_unit_test(test_parse_errors),  cmocka_unit_test(test_next_fields),
+      cmocka_unit_test(test_next_zones),    cmocka_unit_test(test_tz_check),
+      cmocka_unit_test(test_tz_from_bytes), cmocka_unit_test(test_zones_named),
+      cmocka_unit_test(test_format),        cmocka_unit_test(test_rfc3339),
+      cmocka_unit_test(test_most_recent),   cmocka_unit_test(test_requeue),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,6 +13,7 @@
 
 #include "ctl_cron.h"
 #include "ctl_cronjob.h"
+#include "ctl_tzdb.h"
 #include "kc_codec.h"
 #include "kc_error.h"
 
@@ -24,6 +25,16 @@ static int64_t ts(const char *s) {
 
 /* A CronJob "nightly" in ns "ns", uid "cj-uid", created at 10:00:10, every minute unless
  * spec_extra changes it; status as given. */
+/* ctl_cronjob_sync given the zone files cj names, read as the shell reads them. */
+static int sync_cj(const json_t *cj, const ctl_cj_job *jobs, size_t n, ctl_cj_lookup_fn lookup,
+                   void *ud, int64_t now_ms, ctl_cj_plan *p) {
+  ctl_tzdb db;
+  assert_int_equal(ctl_tzdb_read_cronjob(&db, cj), 0);
+  int rc = ctl_cronjob_sync(cj, &db, jobs, n, lookup, ud, now_ms, p);
+  ctl_tzdb_free(&db);
+  return rc;
+}
+
 static json_t *cronjob(const char *spec_extra, const char *status) {
   char buf[2048];
   snprintf(buf, sizeof(buf),
@@ -81,7 +92,7 @@ static void test_creates_the_due_job(void **state) {
   json_t *cj = cronjob(NULL, NULL);
   ctl_cj_plan p;
   /* 10:00:40: nothing due; look again at 10:01:00.100. */
-  assert_int_equal(ctl_cronjob_sync(cj, NULL, 0, lookup, NULL, ts("2026-12-01T10:00:40Z"), &p), 0);
+  assert_int_equal(sync_cj(cj, NULL, 0, lookup, NULL, ts("2026-12-01T10:00:40Z"), &p), 0);
   assert_null(p.create);
   assert_int_equal(p.err, 0);
   assert_true(p.requeue);
@@ -89,7 +100,7 @@ static void test_creates_the_due_job(void **state) {
   ctl_cj_plan_free(&p);
   /* 10:01:30: the 10:01 Job, named by its minute, with the template's labels and annotations,
    * the scheduled time, and a controller reference. */
-  assert_int_equal(ctl_cronjob_sync(cj, NULL, 0, lookup, NULL, ts("2026-12-01T10:01:30Z"), &p), 0);
+  assert_int_equal(sync_cj(cj, NULL, 0, lookup, NULL, ts("2026-12-01T10:01:30Z"), &p), 0);
   assert_non_null(p.create);
   assert_true(p.scheduled_ms == ts("2026-12-01T10:01:00Z"));
   json_t *m = json_object_get(p.create, "metadata");
@@ -128,7 +139,7 @@ static void test_already_scheduled(void **state) {
   (void)state;
   json_t *cj = cronjob(NULL, "{\"lastScheduleTime\":\"2026-12-01T10:01:00Z\"}");
   ctl_cj_plan p;
-  assert_int_equal(ctl_cronjob_sync(cj, NULL, 0, lookup, NULL, ts("2026-12-01T10:01:30Z"), &p), 0);
+  assert_int_equal(sync_cj(cj, NULL, 0, lookup, NULL, ts("2026-12-01T10:01:30Z"), &p), 0);
   assert_null(p.create);
   assert_int_equal(p.requeue_ms, 30100);
   ctl_cj_plan_free(&p);
@@ -148,7 +159,7 @@ static void test_finished_jobs_and_history(void **state) {
       job("jt", "ut", "Terminated", "2026-12-01T10:00:02Z", "2026-12-01T10:00:31Z"),
   };
   ctl_cj_plan p;
-  assert_int_equal(ctl_cronjob_sync(cj, jobs, 6, lookup, NULL, ts("2026-12-01T10:05:30Z"), &p), 0);
+  assert_int_equal(sync_cj(cj, jobs, 6, lookup, NULL, ts("2026-12-01T10:05:30Z"), &p), 0);
   /* j4 leaves the active list; the newest completion is lastSuccessfulTime. */
   expect_event(&p, "Normal", "SawCompletedJob", "Saw completed job: j4 in active, remove");
   assert_int_equal(json_array_size(json_object_get(p.status, "active")), 0);
@@ -175,7 +186,7 @@ static void test_orphans_and_stale_references(void **state) {
   ctl_cj_job jobs[] = {job("mine", "m", "Running", "2026-12-01T10:01:01Z", NULL),
                        job("lost", "l", "Running", "2026-12-01T10:02:01Z", NULL)};
   ctl_cj_plan p;
-  assert_int_equal(ctl_cronjob_sync(cj, jobs, 2, lookup, NULL, ts("2026-12-01T10:05:30Z"), &p), 0);
+  assert_int_equal(sync_cj(cj, jobs, 2, lookup, NULL, ts("2026-12-01T10:05:30Z"), &p), 0);
   expect_event(&p, "Warning", "OrphanedJob",
                "Detected orphaned job forgotted or not managed by controller: lost (UID: l)");
   assert_int_equal(json_array_size(json_object_get(p.status, "active")), 1);
@@ -198,7 +209,7 @@ static void test_bad_zone_and_schedule(void **state) {
   ctl_cj_plan p;
   json_t *cj = cronjob(NULL, NULL);
   json_object_set_new(json_object_get(cj, "spec"), "timeZone", json_string("Mars/Olympus"));
-  assert_int_equal(ctl_cronjob_sync(cj, NULL, 0, lookup, NULL, ts("2026-12-01T10:05:30Z"), &p), 0);
+  assert_int_equal(sync_cj(cj, NULL, 0, lookup, NULL, ts("2026-12-01T10:05:30Z"), &p), 0);
   expect_event(&p, "Warning", "InvalidTimeZone",
                "Invalid time zone \"Mars/Olympus\": unknown time zone Mars/Olympus");
   assert_int_equal(p.err, KC_EINVAL);
@@ -206,7 +217,7 @@ static void test_bad_zone_and_schedule(void **state) {
   ctl_cj_plan_free(&p);
   json_object_set_new(json_object_get(cj, "spec"), "timeZone", json_string("UTC"));
   json_object_set_new(json_object_get(cj, "spec"), "schedule", json_string("5-3 * * * *"));
-  assert_int_equal(ctl_cronjob_sync(cj, NULL, 0, lookup, NULL, ts("2026-12-01T10:05:30Z"), &p), 0);
+  assert_int_equal(sync_cj(cj, NULL, 0, lookup, NULL, ts("2026-12-01T10:05:30Z"), &p), 0);
   expect_event(&p, "Warning", "UnParseableCronJobSchedule",
                "unparseable schedule for cronjob: 5-3 * * * *");
   assert_int_equal(p.err, KC_EPARSE);
@@ -214,14 +225,14 @@ static void test_bad_zone_and_schedule(void **state) {
   /* TZ in the schedule: warned about, the timeZone field ignored. */
   json_object_set_new(json_object_get(cj, "spec"), "schedule",
                       json_string("CRON_TZ=Asia/Tokyo 0 9 * * *"));
-  assert_int_equal(ctl_cronjob_sync(cj, NULL, 0, lookup, NULL, ts("2026-12-02T00:00:30Z"), &p), 0);
+  assert_int_equal(sync_cj(cj, NULL, 0, lookup, NULL, ts("2026-12-02T00:00:30Z"), &p), 0);
   expect_event(&p, "Warning", "UnsupportedSchedule", NULL);
   assert_non_null(p.create);
   assert_true(p.scheduled_ms == ts("2026-12-02T00:00:00Z"));
   ctl_cj_plan_free(&p);
   /* A date that never comes. */
   json_object_set_new(json_object_get(cj, "spec"), "schedule", json_string("0 0 31 2 *"));
-  assert_int_equal(ctl_cronjob_sync(cj, NULL, 0, lookup, NULL, ts("2026-12-02T00:00:30Z"), &p), 0);
+  assert_int_equal(sync_cj(cj, NULL, 0, lookup, NULL, ts("2026-12-02T00:00:30Z"), &p), 0);
   expect_event(&p, "Warning", "InvalidSchedule",
                "Error getting schedule time: time difference between two schedules is less "
                "than 1 second");
@@ -235,7 +246,7 @@ static void test_missed_and_deadline(void **state) {
   ctl_cj_plan p;
   json_t *cj = cronjob(NULL, NULL);
   /* Two hours late: one Job for the latest schedule, and TooManyMissedTimes. */
-  assert_int_equal(ctl_cronjob_sync(cj, NULL, 0, lookup, NULL, ts("2026-12-01T12:00:30Z"), &p), 0);
+  assert_int_equal(sync_cj(cj, NULL, 0, lookup, NULL, ts("2026-12-01T12:00:30Z"), &p), 0);
   expect_event(&p, "Warning", "TooManyMissedTimes",
                "too many missed start times. Set or decrease .spec.startingDeadlineSeconds or "
                "check clock skew");
@@ -243,7 +254,7 @@ static void test_missed_and_deadline(void **state) {
   ctl_cj_plan_free(&p);
   /* With a 20 s deadline, 30 s late is too late. */
   json_object_set_new(json_object_get(cj, "spec"), "startingDeadlineSeconds", json_integer(20));
-  assert_int_equal(ctl_cronjob_sync(cj, NULL, 0, lookup, NULL, ts("2026-12-01T12:00:30Z"), &p), 0);
+  assert_int_equal(sync_cj(cj, NULL, 0, lookup, NULL, ts("2026-12-01T12:00:30Z"), &p), 0);
   assert_null(p.create);
   assert_null(find_event(&p, "TooManyMissedTimes"));
   ctl_cj_plan_free(&p);
@@ -257,8 +268,7 @@ static void test_concurrency(void **state) {
   ctl_cj_job running = job("run", "r", "Running", "2026-12-01T10:01:01Z", NULL);
   ctl_cj_plan p;
   json_t *cj = cronjob("\"concurrencyPolicy\":\"Forbid\"", st);
-  assert_int_equal(ctl_cronjob_sync(cj, &running, 1, lookup, NULL, ts("2026-12-01T10:02:30Z"), &p),
-                   0);
+  assert_int_equal(sync_cj(cj, &running, 1, lookup, NULL, ts("2026-12-01T10:02:30Z"), &p), 0);
   expect_event(&p, "Warning", "ForbidConcurrent",
                "Skipping job creation because another job is already running");
   assert_null(p.create);
@@ -267,8 +277,7 @@ static void test_concurrency(void **state) {
   ctl_cj_plan_free(&p);
   json_decref(cj);
   cj = cronjob("\"concurrencyPolicy\":\"Replace\"", st);
-  assert_int_equal(ctl_cronjob_sync(cj, &running, 1, lookup, NULL, ts("2026-12-01T10:02:30Z"), &p),
-                   0);
+  assert_int_equal(sync_cj(cj, &running, 1, lookup, NULL, ts("2026-12-01T10:02:30Z"), &p), 0);
   expect_event(&p, "Warning", "ReplaceConcurrent", "Replacing active job for CronJob");
   assert_int_equal(p.ndel, 1);
   assert_string_equal(p.del[0].name, "run");
@@ -278,8 +287,7 @@ static void test_concurrency(void **state) {
   ctl_cj_plan_free(&p);
   json_decref(cj);
   cj = cronjob(NULL, st);
-  assert_int_equal(ctl_cronjob_sync(cj, &running, 1, lookup, NULL, ts("2026-12-01T10:02:30Z"), &p),
-                   0);
+  assert_int_equal(sync_cj(cj, &running, 1, lookup, NULL, ts("2026-12-01T10:02:30Z"), &p), 0);
   assert_non_null(p.create);
   assert_int_equal(p.ndel, 0);
   ctl_cj_plan_free(&p);
