@@ -418,21 +418,17 @@ static long peak_rss_kb(void) {
   return kb;
 }
 
-/* Without --scheduler-conf: Volcano's default tiers, with preempt after allocate for
- * --preempt, with capacity (enableHierarchy) in place of proportion for --queues. */
-static const char tiers_fmt[] = "actions: \"enqueue, allocate, %sbackfill\"\n"
-                                "tiers:\n"
-                                "- plugins:\n"
-                                "  - name: priority\n"
-                                "  - name: gang\n"
-                                "  - name: conformance\n"
-                                "- plugins:\n"
-                                "  - name: overcommit\n"
-                                "  - name: drf\n"
-                                "  - name: predicates\n"
-                                "  - name: %s\n"
-                                "  - name: nodeorder\n"
-                                "%s";
+/* Without --scheduler-conf: Volcano's default configuration (sch_conf_default_yaml) with its
+ * text `from` replaced by `to` and `extra` appended: preempt after allocate for --preempt,
+ * capacity (enableHierarchy) in place of proportion, and binpack, for --queues. */
+static int default_conf_with(const char *from, const char *to, const char *extra, char *out,
+                             size_t cap) {
+  const char *d = sch_conf_default_yaml, *at = strstr(d, from);
+  if (!at)
+    return KC_EINVAL;
+  int n = snprintf(out, cap, "%.*s%s%s%s", (int)(at - d), d, to, at + strlen(from), extra);
+  return n < 0 || (size_t)n >= cap ? KC_ETOOBIG : 0;
+}
 
 static int read_conf(const char *path, sch_conf **out) {
   if (path == NULL || path[0] == '\0')
@@ -548,14 +544,15 @@ int main(int argc, char **argv) {
   bool hwm_reset = reset_peak_rss();
   if (msg == NULL)
     goto out;
-  char builtin[768];
-  if (conf_path == NULL && o.preempt)
-    snprintf(builtin, sizeof(builtin), tiers_fmt, "preempt, ", "proportion", "");
-  else if (conf_path == NULL && o.queues)
-    snprintf(builtin, sizeof(builtin), tiers_fmt, "", "capacity\n    enableHierarchy: true",
-             "  - name: binpack\n");
-  else
-    builtin[0] = 0;
+  char builtin[768] = "";
+  if (conf_path == NULL && o.preempt &&
+      default_conf_with("allocate, backfill", "allocate, preempt, backfill", "", builtin,
+                        sizeof(builtin)) != 0)
+    goto out;
+  if (conf_path == NULL && !o.preempt && o.queues &&
+      default_conf_with("  - name: proportion\n", "  - name: capacity\n    enableHierarchy: true\n",
+                        "  - name: binpack\n", builtin, sizeof(builtin)) != 0)
+    goto out;
   if (builtin[0]) {
     if (sch_conf_parse(builtin, strlen(builtin), &conf, err, sizeof(err)) != 0) {
       fprintf(stderr, "sessions: %s\n", err);
