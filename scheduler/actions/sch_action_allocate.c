@@ -50,15 +50,12 @@ static int allocate_job(sch_session *ssn, sch__search *s, int32_t qi, int32_t ji
         sch_session_job_queue_reason(ssn, j, "queue %s resource quota insufficient", q->name);
       break;
     }
-    int32_t why = sch__find_nodes(s, t, true);
-    if (why < -1) {
-      rc = why;
+    int fit = sch__find_fit(s, j, t, true);
+    if (fit < 0) {
+      rc = fit;
       goto out;
     }
-    if (why >= 0) {
-      t->why = why;
-      if (j->fit_message < 0)
-        j->fit_message = why;
+    if (!fit) {
       if (j->why_message < 0 && (rc = explain(ssn, j, t, (int32_t)i)) < 0)
         goto out;
       break; /* the gang cannot complete this round without this task */

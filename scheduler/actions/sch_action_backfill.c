@@ -27,17 +27,13 @@ static int backfill_execute(sch_session *ssn) {
       sch_task *t = &snap->tasks[ti];
       if (t->status != SCH_TASK_PENDING || !t->best_effort || t->gated)
         continue;
-      int32_t why = sch__find_nodes(&s, t, false);
-      if (why < -1) {
-        rc = why;
+      int fit = sch__find_fit(&s, j, t, false);
+      if (fit < 0) {
+        rc = fit;
         goto out;
       }
-      if (why >= 0) {
-        t->why = why;
-        if (j->fit_message < 0)
-          j->fit_message = why;
+      if (!fit)
         continue;
-      }
       if ((rc = sch_statement_allocate(st, ti, sch__best_node(&s, t))) < 0 ||
           (rc = sch_statement_commit(st)) < 0)
         goto out;

@@ -193,6 +193,18 @@ int32_t sch__find_nodes(sch__search *s, const sch_task *t, bool check_resources)
   return s->nfeasible ? -1 : fit_message(s);
 }
 
+int sch__find_fit(sch__search *s, sch_job *j, sch_task *t, bool check_resources) {
+  int32_t why = sch__find_nodes(s, t, check_resources);
+  if (why < -1)
+    return (int)why;
+  if (why < 0)
+    return 1;
+  t->why = why;
+  if (j->fit_message < 0)
+    j->fit_message = why;
+  return 0;
+}
+
 /* The highest-scoring feasible node (the first of equals); *score gets its score, or stays
  * untouched when nothing was scored (returns false then). */
 int32_t sch__best_node_scored(sch__search *s, const sch_task *t, double *score, bool *scored) {

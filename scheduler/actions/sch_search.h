@@ -26,6 +26,9 @@ void sch__search_close(sch__search *s);
  * check_resources false only the predicates count. With none, returns the id of the
  * aggregated reason; otherwise -1; KC_ENOMEM (< -1) on failure. */
 int32_t sch__find_nodes(sch__search *s, const sch_task *t, bool check_resources);
+/* sch__find_nodes for task t of job j, keeping the reason when no node fits: on t (t->why) and,
+ * the first time, on j (fit_message). 1 when nodes were found, 0 when none, or KC_ENOMEM. */
+KC_NODISCARD int sch__find_fit(sch__search *s, sch_job *j, sch_task *t, bool check_resources);
 /* The highest-scoring feasible node (the first of equals); *score gets its score and
  * *scored is true when the node order callbacks ran. */
 int32_t sch__best_node_scored(sch__search *s, const sch_task *t, double *score, bool *scored);
