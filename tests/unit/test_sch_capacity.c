@@ -11,8 +11,6 @@
 
 #include "test_sch_plugins_fixture.h"
 
-#define GPU "nvidia.com/gpu"
-
 static const char conf[] = "actions: \"enqueue, allocate\"\n"
                            "tiers:\n"
                            "- plugins:\n"
@@ -25,13 +23,6 @@ static const char conf[] = "actions: \"enqueue, allocate\"\n"
 
 static void deserved(Kiln__Queue *q, int64_t milli_cpu, int64_t memory) {
   q->spec->deserved = fx_res(milli_cpu, memory);
-}
-
-static const char *pg_message(const sch_result *r, const fx *f, const char *name) {
-  for (size_t i = 0; i < r->npod_groups; i++)
-    if (r->pod_groups[i].job == (int32_t)(fx_job(f, name) - f->snap->jobs))
-      return r->pod_groups[i].has_condition ? r->pod_groups[i].condition.message : "";
-  return NULL;
 }
 
 /* realCapability = total - all guarantees + own guarantee, capped by capability; deserved
@@ -60,26 +51,16 @@ static void test_deserved_arithmetic(void **state) {
 static void test_gpu_capability(void **state) {
   (void)state;
   fx *f = fx_new();
-  Kiln__Node *n = fx_node(f, "gpu1", 64000, 256 * GI, 110);
-  fx_res_scalar(n->allocatable, GPU, 8000);
-  Kiln__Queue *q = fx_queue(f, "gq", 1);
-  q->spec->capability = fx_res(0, 0); /* cpu and memory unlimited */
-  fx_res_scalar(q->spec->capability, GPU, 2000);
-  const char *names[] = {"a", "b", "c"};
-  for (int i = 0; i < 3; i++) {
-    char pod[8];
-    snprintf(pod, sizeof(pod), "%s-0", names[i]);
-    fx_pg(f, names[i], "gq", 1, "Inqueue");
-    fx_pod_scalar(fx_pod(f, pod, names[i], 1000, GI, NULL), GPU, 1000);
-  }
+  fx_gpu_node(f, "gpu1", 64000, 256 * GI, 8000);
+  fx_queue_gpu_capability(fx_queue(f, "gq", 1), 0, 0, 2000); /* cpu and memory unlimited */
+  fx_gangs(f, "g", "gq", 3, 1000, GI, 1000);
   fx_open(f, conf);
   sch_result *r = fx_run(f);
   assert_int_equal(r->nbinds, 2);
-  const char *msg = pg_message(r, f, "c");
-  assert_non_null(msg);
-  assert_string_equal(msg, "1/1 tasks in gang unschedulable: queue gq resource quota "
-                           "insufficient: pod requests 1 nvidia.com/gpu; the queue's capability "
-                           "is 2 nvidia.com/gpu, 2 nvidia.com/gpu allocated");
+  assert_string_equal(fx_pg_message(f, r, "g2"),
+                      "1/1 tasks in gang unschedulable: queue gq resource quota "
+                      "insufficient: pod requests 1 nvidia.com/gpu; the queue's capability "
+                      "is 2 nvidia.com/gpu, 2 nvidia.com/gpu allocated");
   sch_result_free(r);
   fx_free(f);
 }
@@ -101,7 +82,7 @@ static void test_enqueue_at_capability(void **state) {
   sch_result *r = fx_run(f);
   assert_int_equal(fx_job(f, "wait")->phase, SCH_PG_PENDING);
   assert_int_equal(fx_job(f, "fits")->phase, SCH_PG_INQUEUE);
-  assert_string_equal(pg_message(r, f, "wait"),
+  assert_string_equal(fx_pg_message(f, r, "wait"),
                       "2/0 tasks in gang unschedulable: queue small resource quota insufficient: "
                       "the gang needs 4 cpu (minResources); the queue has 0 cpu left of 6 cpu");
   sch_result_free(r);

@@ -12,7 +12,6 @@
 
 #include "test_sch_plugins_fixture.h"
 
-#define GPU       "nvidia.com/gpu"
 #define UNLIMITED INT64_MAX
 
 static const char conf[] = "actions: \"enqueue, allocate\"\n"
@@ -34,22 +33,6 @@ static Kiln__Queue *hq(fx *f, const char *name, const char *parent, int64_t mill
   if (milli_cpu)
     q->spec->deserved = fx_res(milli_cpu, 0);
   return q;
-}
-
-static const char *pg_message(const sch_result *r, const fx *f, const char *name) {
-  const sch_pg_status *s = fx_pg_status(f, r, name);
-  return s->has_condition ? s->condition.message : "";
-}
-
-/* n one-pod gangs prefix-i of milli_cpu each in queue, Inqueue, pending. */
-static void gangs(fx *f, const char *prefix, const char *queue, int n, int64_t milli_cpu) {
-  for (int i = 0; i < n; i++) {
-    char g[32], p[40];
-    snprintf(g, sizeof(g), "%s%d", prefix, i);
-    snprintf(p, sizeof(p), "%s-0", g);
-    fx_pg(f, g, queue, 1, "Inqueue");
-    fx_pod(f, p, g, milli_cpu, 0, NULL);
-  }
 }
 
 /* root -> a (capability 8, deserved 8) -> a1 (deserved 4), a2 (deserved 4, guarantee 2);
@@ -84,25 +67,23 @@ static void test_limits_down_the_tree(void **state) {
 static void test_parent_capability_bounds_children(void **state) {
   (void)state;
   fx *f = fx_new();
-  Kiln__Node *n = fx_node(f, "n1", 16000, 64 * GI, 110);
-  fx_res_scalar(n->allocatable, GPU, 8000);
+  fx_gpu_node(f, "n1", 16000, 64 * GI, 8000);
   hq(f, "root", NULL, 0);
   Kiln__Queue *a = hq(f, "a", NULL, 0);
-  a->spec->capability = fx_res(4000, 0);
-  fx_res_scalar(a->spec->capability, GPU, 1000);
+  fx_queue_gpu_capability(a, 4000, 0, 1000);
   hq(f, "a1", "a", 0);
   hq(f, "a2", "a", 0);
-  gangs(f, "x", "a1", 3, 1000);
-  gangs(f, "y", "a2", 3, 1000);
+  fx_gangs(f, "x", "a1", 3, 1000, 0, 0);
+  fx_gangs(f, "y", "a2", 3, 1000, 0, 0);
   fx_open(f, conf);
-  assert_int_equal(fx_squeue(f, "a1")->real_capability.scalar[sch_snapshot_scalar(f->snap, GPU)],
+  assert_int_equal(fx_squeue(f, "a1")->real_capability.scalar[sch_snapshot_scalar(f->snap, FX_GPU)],
                    1000);
   sch_result *r = fx_run(f);
   assert_int_equal(r->nbinds, 4);
   int held = 0;
   const char *names[] = {"x0", "x1", "x2", "y0", "y1", "y2"};
   for (int i = 0; i < 6; i++) {
-    const char *m = pg_message(r, f, names[i]);
+    const char *m = fx_pg_message(f, r, names[i]);
     if (!*m)
       continue;
     held++;
@@ -135,8 +116,8 @@ static void test_jobs_only_in_leaves(void **state) {
   sch_result *r = fx_run(f);
   assert_int_equal(fx_job(f, "inner")->phase, SCH_PG_PENDING);
   assert_int_equal(fx_job(f, "leaf")->phase, SCH_PG_INQUEUE);
-  assert_non_null(strstr(pg_message(r, f, "inner"), "The Queue <a> of Job <ns/inner> is not "
-                                                    "leaf queue"));
+  assert_non_null(strstr(fx_pg_message(f, r, "inner"), "The Queue <a> of Job <ns/inner> is not "
+                                                       "leaf queue"));
   sch_result_free(r);
   fx_free(f);
 }
@@ -152,15 +133,16 @@ static void test_broken_tree_holds_only_its_gangs(void **state) {
   hq(f, "p", "q", 0);
   hq(f, "q", "p", 0);
   hq(f, "ok", NULL, 0);
-  gangs(f, "o", "under", 1, 1000);
-  gangs(f, "c", "p", 1, 1000);
-  gangs(f, "k", "ok", 1, 1000);
+  fx_gangs(f, "o", "under", 1, 1000, 0, 0);
+  fx_gangs(f, "c", "p", 1, 1000, 0, 0);
+  fx_gangs(f, "k", "ok", 1, 1000, 0, 0);
   fx_open(f, conf);
   sch_result *r = fx_run(f);
   assert_int_equal(r->nbinds, 1);
   assert_int_equal(r->binds[0].task, fx_task(f, "k0-0"));
-  assert_non_null(strstr(pg_message(r, f, "o0"), "the queue orphan has invalid parent queue gone"));
-  assert_non_null(strstr(pg_message(r, f, "c0"), "cycle detected in queue hierarchy for queue"));
+  assert_non_null(
+      strstr(fx_pg_message(f, r, "o0"), "the queue orphan has invalid parent queue gone"));
+  assert_non_null(strstr(fx_pg_message(f, r, "c0"), "cycle detected in queue hierarchy for queue"));
   sch_result_free(r);
   fx_free(f);
 }

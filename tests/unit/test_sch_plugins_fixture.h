@@ -10,7 +10,8 @@
 #include "sch_conf.h"
 #include "sch_framework.h"
 
-#define GI (1024LL * 1024 * 1024)
+#define GI     (1024LL * 1024 * 1024)
+#define FX_GPU "nvidia.com/gpu"
 
 typedef struct fx {
   Kiln__Snapshot *msg;
@@ -79,6 +80,14 @@ static inline Kiln__Node *fx_node(fx *f, const char *name, int64_t milli_cpu, in
   return n;
 }
 
+/* A node with milli_gpu of FX_GPU besides its cpu and memory. */
+static inline Kiln__Node *fx_gpu_node(fx *f, const char *name, int64_t milli_cpu, int64_t memory,
+                                      int64_t milli_gpu) {
+  Kiln__Node *n = fx_node(f, name, milli_cpu, memory, 110);
+  fx_res_scalar(n->allocatable, FX_GPU, milli_gpu);
+  return n;
+}
+
 static inline void fx_node_label(Kiln__Node *n, const char *k, const char *v) {
   Kiln__Node__LabelsEntry *e = fx_alloc(sizeof(*e));
   kiln__node__labels_entry__init(e);
@@ -127,6 +136,13 @@ static inline void fx_queue_guarantee(Kiln__Queue *q, int64_t milli_cpu, int64_t
   q->spec->guarantee = fx_alloc(sizeof(*q->spec->guarantee));
   kiln__guarantee__init(q->spec->guarantee);
   q->spec->guarantee->resource = fx_res(milli_cpu, memory);
+}
+
+/* q's capability: milli_cpu and memory (0: unlimited) and milli_gpu of FX_GPU. */
+static inline void fx_queue_gpu_capability(Kiln__Queue *q, int64_t milli_cpu, int64_t memory,
+                                           int64_t milli_gpu) {
+  q->spec->capability = fx_res(milli_cpu, memory);
+  fx_res_scalar(q->spec->capability, FX_GPU, milli_gpu);
 }
 
 static inline Kiln__PodGroup *fx_pg(fx *f, const char *name, const char *queue, int32_t min_member,
@@ -180,6 +196,21 @@ static inline void fx_pod_scalar(Kiln__Pod *p, const char *name, int64_t milli) 
   fx_res_scalar(p->requests, name, milli);
   fx_res_scalar(p->container_requests, name, milli);
   p->best_effort = 0;
+}
+
+/* n one-pod gangs <prefix><i> (pods <prefix><i>-0) in queue, Inqueue, each pod pending with
+ * milli_cpu, memory and milli_gpu of FX_GPU (0: none). */
+static inline void fx_gangs(fx *f, const char *prefix, const char *queue, int n, int64_t milli_cpu,
+                            int64_t memory, int64_t milli_gpu) {
+  for (int i = 0; i < n; i++) {
+    char g[32], p[40];
+    snprintf(g, sizeof(g), "%s%d", prefix, i);
+    snprintf(p, sizeof(p), "%s-0", g);
+    fx_pg(f, g, queue, 1, "Inqueue");
+    Kiln__Pod *pod = fx_pod(f, p, g, milli_cpu, memory, NULL);
+    if (milli_gpu)
+      fx_pod_scalar(pod, FX_GPU, milli_gpu);
+  }
 }
 
 static inline void fx_pod_toleration(Kiln__Pod *p, const char *key, Kiln__TolerationOperator op,
@@ -290,6 +321,12 @@ static inline const sch_pg_status *fx_pg_status(const fx *f, const sch_result *r
       return &r->pod_groups[i];
   fail_msg("no status for %s", name);
   return NULL;
+}
+
+/* The condition message the result gives the PodGroup called name ("" without one). */
+static inline const char *fx_pg_message(const fx *f, const sch_result *r, const char *name) {
+  const sch_pg_status *s = fx_pg_status(f, r, name);
+  return s->has_condition ? s->condition.message : "";
 }
 
 #endif
