@@ -1,6 +1,7 @@
 /* The start-up and the stop every Kiln program shares (see kc_app.h). */
 #include "kc_app.h"
 
+#include <malloc.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +30,8 @@ int kc_app_init(kc_app *a, const kc_app_hooks *hooks, const char *kubeconfig, co
   uv_signal_init(&a->loop, &a->sigterm);
   uv_signal_init(&a->loop, &a->sigint);
   uv_timer_init(&a->loop, &a->later);
-  a->sigterm.data = a->sigint.data = a->later.data = a;
+  uv_timer_init(&a->loop, &a->trim);
+  a->sigterm.data = a->sigint.data = a->later.data = a->trim.data = a;
   return 0;
 }
 
@@ -127,9 +129,26 @@ int kc_app_serve(kc_app *a, const char *address, bool with_metrics, kc_check_fn 
   return kc_httpd_start(a->servers[i]);
 }
 
+/* Objects come and go (pods, sessions' snapshots, watch buffers): glibc's heap keeps the
+ * pages of what was freed below its high water, and as new objects land elsewhere in it the
+ * resident set creeps up to that high water although the bytes in use stay flat (the soak
+ * measured 2.2 MB in use in a 9.4 MB heap). malloc_trim gives the free pages back. It walks
+ * the free chunks: 5-7 ms of CPU for a contrived heap of 50,000 holes, far fewer here, so
+ * every 10 s it stays a rounding error and a short stall of the loop. */
+#define TRIM_PERIOD_MS 10000
+
+static void trim_heap(uv_timer_t *t) {
+  (void)t;
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
+}
+
 int kc_app_start(kc_app *a) {
   uv_signal_start(&a->sigterm, on_signal, SIGTERM);
   uv_signal_start(&a->sigint, on_signal, SIGINT);
+  uv_timer_start(&a->trim, trim_heap, TRIM_PERIOD_MS, TRIM_PERIOD_MS);
+  uv_unref((uv_handle_t *)&a->trim); /* never what keeps the loop running */
   if (!a->leader)
     return 0;
   const kc_leader_options *o = a->lopt;
@@ -160,6 +179,7 @@ void kc_app_stopped(kc_app *a) {
   uv_close((uv_handle_t *)&a->sigterm, NULL);
   uv_close((uv_handle_t *)&a->sigint, NULL);
   uv_close((uv_handle_t *)&a->later, NULL);
+  uv_close((uv_handle_t *)&a->trim, NULL);
 }
 
 int kc_app_run(kc_app *a) {

@@ -71,7 +71,8 @@ struct kc_app {
   kc_config cfg;
   kc_httpd *servers[KC_APP_MAX_SERVERS];
   uv_signal_t sigterm, sigint;
-  uv_timer_t later; /* the stop after leadership is lost */
+  uv_timer_t later;        /* the stop after leadership is lost */
+  uv_timer_t trim;         /* hands the heap's free pages back to the kernel (kc_app_start) */
   kc_loopwatch *loopwatch; /* the loop's busy stretches, from kc_app_open */
   bool idle_time;          /* the loop measures its idle time */
   bool released;
