@@ -157,22 +157,21 @@ static void podgroup_update(const char *key, void *old_obj, void *new_obj, void 
   changed(ud, SCH_CACHE_PODGROUPS, old_obj, new_obj);
 }
 
-static void gone(sch_cache *cache, sch_cache_kind kind, const char *uid) {
-  if (cache->opt.on_gone && uid && *uid)
-    cache->opt.on_gone(kind, uid, cache->opt.ud);
+static void gone(sch_cache *cache, sch_cache_kind kind, const char *key, const char *uid) {
+  if (cache->opt.on_gone)
+    cache->opt.on_gone(kind, key, uid ? uid : "", cache->opt.ud);
 }
 
 static void pod_delete(const char *key, void *obj, void *ud) {
   const Kiln__Pod *p = obj;
   drop_assumed(ud, key, true);
   drop_evicting(ud, key);
-  gone(ud, SCH_CACHE_PODS, p ? p->uid : NULL);
+  gone(ud, SCH_CACHE_PODS, key, p ? p->uid : NULL);
 }
 
 static void podgroup_delete(const char *key, void *obj, void *ud) {
-  (void)key;
   const Kiln__PodGroup *pg = obj;
-  gone(ud, SCH_CACHE_PODGROUPS, pg && pg->metadata ? pg->metadata->uid : NULL);
+  gone(ud, SCH_CACHE_PODGROUPS, key, pg && pg->metadata ? pg->metadata->uid : NULL);
 }
 
 /* ---- lifecycle ---- */

@@ -47,9 +47,10 @@ typedef struct {
    * after the store has it: the shell starts a session early for new work. Both objects
    * are borrowed for the call. May be NULL. */
   void (*on_change)(sch_cache_kind kind, const void *old_obj, const void *new_obj, void *ud);
-  /* Told the uid of every pod and PodGroup the watch (or a relist) deletes, so that what is
-   * kept per object elsewhere (the event recorder's correlation) goes too. May be NULL. */
-  void (*on_gone)(sch_cache_kind kind, const char *uid, void *ud);
+  /* Told the key ("ns/name") and uid of every pod and PodGroup the watch (or a relist)
+   * deletes, so that what is kept per object elsewhere (the event recorder's correlation,
+   * the last status written) goes too. Both borrowed for the call. May be NULL. */
+  void (*on_gone)(sch_cache_kind kind, const char *key, const char *uid, void *ud);
 } sch_cache_options;
 
 /* *out is new; c and o's strings are borrowed and must outlive the cache. */

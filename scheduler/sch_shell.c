@@ -1184,10 +1184,15 @@ static void cache_changed(sch_cache_kind kind, const void *old_obj, const void *
   uv_timer_start(&sh->early, early_cb, delay, 0);
 }
 
-/* A deleted pod or PodGroup: the event recorder forgets it (its uid never comes back). */
-static void cache_gone(sch_cache_kind kind, const char *uid, void *ud) {
-  (void)kind;
-  kc_event_forget(((sch_shell *)ud)->events, uid);
+/* A deleted pod or PodGroup: the event recorder forgets it (its uid never comes back), and
+ * the status last written to a PodGroup goes (a PodGroup of the same name is a new object
+ * with its own versions); without that every Job ever scheduled left both behind. */
+static void cache_gone(sch_cache_kind kind, const char *key, const char *uid, void *ud) {
+  sch_shell *sh = ud;
+  kc_event_forget(sh->events, uid);
+  void *old = NULL;
+  if (kind == SCH_CACHE_PODGROUPS && kc_strmap_del(&sh->pg_written, key, &old) == 0)
+    free_written(old); /* a write still in flight finds no entry and leaves it so */
 }
 
 /* ---- lifecycle ---- */
