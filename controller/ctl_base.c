@@ -63,7 +63,13 @@ int ctl_base_init(ctl_base *b, const ctl_env *env, const char *name, const ctl_i
     return rc;
   if (env->metrics && (rc = kc_workqueue_use_metrics(b->queue, env->metrics)))
     return rc;
-  for (size_t i = 0; i < ninf; i++) {
+  return ctl_informers_new(env->hub, env->client, defs, ninf, on_synced, b, b->inf, &b->ninf);
+}
+
+int ctl_informers_new(ctl_inf_hub *hub, kc_client *c, const ctl_inf_def *defs, size_t n,
+                      void (*synced_cb)(void *), void *ud, ctl_inf **inf, size_t *made) {
+  *made = 0;
+  for (size_t i = 0; i < n; i++) {
     const ctl_inf_def *d = &defs[i];
     kc_informer_options io = {.group = d->group,
                               .version = d->version,
@@ -75,11 +81,21 @@ int ctl_base_init(ctl_base *b, const ctl_env *env, const char *name, const ctl_i
                               .on_add = d->add,
                               .on_update = d->update,
                               .on_delete = d->del,
-                              .on_synced = on_synced,
-                              .ud = b};
-    if ((rc = ctl_inf_new(env->hub, env->client, &io, &h, &b->inf[i])))
+                              .on_synced = synced_cb,
+                              .ud = ud};
+    int rc = ctl_inf_new(hub, c, &io, &h, &inf[i]);
+    if (rc)
       return rc;
-    b->ninf++;
+    (*made)++;
+  }
+  return 0;
+}
+
+int ctl_informers_start(ctl_inf *const *inf, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    int rc = ctl_inf_start(inf[i]);
+    if (rc)
+      return rc;
   }
   return 0;
 }
@@ -88,12 +104,7 @@ int ctl_base_start(ctl_base *b) {
   if (b->started)
     return KC_EINVAL;
   b->started = true;
-  for (size_t i = 0; i < b->ninf; i++) {
-    int rc = ctl_inf_start(b->inf[i]);
-    if (rc)
-      return rc;
-  }
-  return 0;
+  return ctl_informers_start(b->inf, b->ninf);
 }
 
 bool ctl_base_synced(const ctl_base *b) {

@@ -1,7 +1,7 @@
 /* What the shells of the small controllers (queue, podgroup, gc) share: their informers, one
  * keyed work queue with Volcano's backoff and --max-requeue-num, the writes in flight, the
  * write fence, events, and a stop that waits for the writes (ctl_shell.c does the same for
- * the job controller with its own executor).
+ * the job controller with its own executor, and makes its informers with ctl_informers_new).
  *
  * A controller embeds a ctl_base, describes its informers as a table and gives one process
  * function; the base hands it one key at a time (never the same key twice at once). */
@@ -64,6 +64,16 @@ KC_NODISCARD int ctl_base_init(ctl_base *b, const ctl_env *env, const char *name
                                const ctl_inf_def *defs, size_t ninf, int workers,
                                ctl_base_process_fn process);
 KC_NODISCARD int ctl_base_start(ctl_base *b);
+
+/* The informers of a controller, as the base and the job controller's shell (ctl_shell.c) make
+ * them: one per def into inf[0..n) (shared through hub when it is not NULL), each handler
+ * called with ud and synced_cb(ud) after each first LIST. *made counts those created (the
+ * caller frees them, also on failure). 0 or a kc_error code. */
+KC_NODISCARD int ctl_informers_new(ctl_inf_hub *hub, kc_client *c, const ctl_inf_def *defs,
+                                   size_t n, void (*synced_cb)(void *ud), void *ud, ctl_inf **inf,
+                                   size_t *made);
+/* Starts inf[0..n), stopping at the first that cannot start. */
+KC_NODISCARD int ctl_informers_start(ctl_inf *const *inf, size_t n);
 bool ctl_base_synced(const ctl_base *b);
 void ctl_base_stop(ctl_base *b, uint64_t deadline_ms, void (*done)(void *ud), void *ud);
 /* Frees everything the base holds, then free_owner(b) once no write is in flight and the

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ctl_base.h"
 #include "ctl_int.h"
 #include "ctl_overlay.h"
 #include "ctl_shell_int.h"
@@ -971,17 +972,7 @@ static int register_metrics(ctl_shell *s) {
 
 /* ---- lifetime ---- */
 
-typedef struct {
-  const char *group, *version, *resource;
-  const char *selector;
-  void *(*decode)(json_t *, void *, char *, size_t);
-  void (*free_obj)(void *);
-  void (*add)(const char *, void *, void *);
-  void (*update)(const char *, void *, void *, void *);
-  void (*del)(const char *, void *, void *);
-} inf_def;
-
-static const inf_def defs[CTL_INF_COUNT] = {
+static const ctl_inf_def defs[CTL_INF_COUNT] = {
     [CTL_INF_JOBS] = {"batch.volcano.sh", "v1alpha1", "jobs", NULL, decode_job, kc_msg_free,
                       on_job_add, on_job_update, on_job_delete},
     /* Only pods a Job made carry this label; the rest of the cluster is not cached. */
@@ -1050,22 +1041,9 @@ int ctl_shell_new(uv_loop_t *loop, kc_client *c, const ctl_shell_options *opt, c
   int rc = kc_workqueue_new(loop, &qo, &s->queue);
   if (rc)
     goto fail;
-  for (int i = 0; i < CTL_INF_COUNT; i++) {
-    const inf_def *d = &defs[i];
-    kc_informer_options io = {.group = d->group,
-                              .version = d->version,
-                              .resource = d->resource,
-                              .label_selector = d->selector};
-    kc_informer_handlers h = {.decode = d->decode,
-                              .free_obj = d->free_obj,
-                              .on_add = d->add,
-                              .on_update = d->update,
-                              .on_delete = d->del,
-                              .on_synced = on_synced,
-                              .ud = s};
-    if ((rc = ctl_inf_new(opt->hub, c, &io, &h, &s->inf[i])))
-      goto fail;
-  }
+  size_t made;
+  if ((rc = ctl_informers_new(opt->hub, c, defs, CTL_INF_COUNT, on_synced, s, s->inf, &made)))
+    goto fail;
   if ((rc = kc_store_add_index(store(s, CTL_INF_PODS), "job", index_pod_job, NULL)) ||
       (rc = kc_store_add_index(store(s, CTL_INF_COMMANDS), "job", index_cmd_job, NULL)) ||
       (rc = kc_store_add_index(store(s, CTL_INF_PVCS), "ns", index_pvc_ns, NULL)) ||
@@ -1085,12 +1063,7 @@ int ctl_shell_start(ctl_shell *s) {
   if (s->started)
     return KC_EINVAL;
   s->started = true;
-  for (int i = 0; i < CTL_INF_COUNT; i++) {
-    int rc = ctl_inf_start(s->inf[i]);
-    if (rc)
-      return rc;
-  }
-  return 0;
+  return ctl_informers_start(s->inf, CTL_INF_COUNT);
 }
 
 bool ctl_shell_synced(const ctl_shell *s) {
