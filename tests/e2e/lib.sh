@@ -1,9 +1,11 @@
 # Shared helpers for the end-to-end suites. A suite is tests/e2e/test_*.sh; tests/e2e/run
 # starts one real control plane, then runs each suite with KUBECONFIG, KILN_BUILD (the meson
 # build directory), KILN_CLUSTER_DIR and KILN_BIN (cached control-plane binaries) set.
-# A suite defines functions named test_* and ends with `e2e_main "$@"`; each test runs in
-# its own subshell, and prints one line "PASS name" or "FAIL name: why"; a passing test's
-# lines that start with "REPORT " follow its PASS line (counts, figures).
+# A suite defines functions named test_* (and maybe before_each, after_each, finally_*: see
+# e2e_main) and ends with `e2e_main "$@"`; each test runs in its own subshell, in any order,
+# and prints one line "PASS name" or "FAIL name: why"; a passing test's lines that start with
+# "REPORT " follow its PASS line (counts, figures). Tests wait on conditions (wait_for,
+# wait_jsonpath, wait_sessions), never on a fixed sleep.
 # shellcheck shell=bash
 
 set -uo pipefail
@@ -80,6 +82,44 @@ served_port() {
     [ $SECONDS -lt $deadline ] || fail "no $kind port in $log after 60s: $(tail -3 "$log" 2>/dev/null)"
     sleep 0.1
   done
+}
+
+# session_count [PORT]: the sessions the kiln-scheduler whose metrics server is on PORT
+# (default $METRICS_PORT) has run, from its open-session histogram; 0 when unreachable. awk
+# reads to the end: with pipefail, a curl cut off by an early exit would fail the caller.
+session_count() {
+  curl -s "http://127.0.0.1:${1:-$METRICS_PORT}/metrics" |
+    awk '$1 == "volcano_open_session_duration_milliseconds_count" {n = $2} END {print n + 0}'
+}
+
+# wait_sessions N [PORT]: wait until that scheduler has run N more sessions (up to 90 s). To
+# show that something does NOT happen, wait for N >= 2: a session that was already running
+# when the state changed may not have seen it; the next one has.
+wait_sessions() {
+  local want deadline=$((SECONDS + 90))
+  want=$(($(session_count "${2:-}") + $1))
+  until [ "$(session_count "${2:-}")" -ge "$want" ]; do
+    [ $SECONDS -lt $deadline ] || fail "the scheduler ran fewer than $1 more sessions in 90s"
+    sleep 0.2
+  done
+}
+
+# proc_state PID: the first letter of the process' state (S, R, T stopped, Z exited and not
+# yet reaped), empty once it is gone.
+proc_state() {
+  ps -o stat= -p "$1" 2>/dev/null | cut -c1
+}
+
+# proc_is PID LETTER: the process' state is LETTER (for wait_for, which runs a command).
+proc_is() {
+  [ "$(proc_state "$1")" = "$2" ]
+}
+
+# exited PID: the process has ended (a zombie waiting for its parent counts as ended).
+exited() {
+  local st
+  st=$(proc_state "$1")
+  [ -z "$st" ] || [ "$st" = Z ]
 }
 
 # log_lines FILE: how many lines FILE has now (0 when it does not exist), for served_port FROM.
@@ -177,29 +217,51 @@ EOF
   done
 }
 
+# e2e_main [NAME]: run the suite's tests (every test_* function, or only NAME), then its
+# final checks (every finally_* function): checks of what the whole suite leaves behind, such
+# as the shared process' clean stop, which only mean something after every test and so do not
+# rely on a name that sorts last. Each runs in its own subshell and prints "PASS suite/name"
+# or "FAIL suite/name" with its output.
 e2e_main() {
   local only=${1:-} passed=0 failed=0 t
-  for t in $(declare -F | awk '{print $3}' | grep '^test_'); do
+  for t in $(declare -F | awk '{print $3}' | grep '^test_') \
+      $(declare -F | awk '{print $3}' | grep '^finally_'); do
     [ -z "$only" ] || [ "$t" = "$only" ] || continue
-    local log
-    log=$(mktemp)
-    local start=$SECONDS
-    # Not in an `if`: bash ignores set -e inside a condition, and tests rely on it.
-    (set -e; "$t") >"$log" 2>&1
-    if [ $? -eq 0 ]; then
-      echo "PASS ${SUITE:-$(basename "$0" .sh)}/$t ($((SECONDS - start))s)"
-      # Figures a passing test reports (lines "REPORT ...") are shown too.
-      sed -n 's/^REPORT /    /p' "$log"
-      passed=$((passed + 1))
-    else
-      echo "FAIL ${SUITE:-$(basename "$0" .sh)}/$t ($((SECONDS - start))s)"
-      sed 's/^/    /' "$log"
-      failed=$((failed + 1))
-    fi
-    rm -f "$log"
+    # Not in an `if`: bash ignores set -e in all a condition runs, and tests rely on it.
+    e2e_run_one "$t"
+    if [ $? -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
   done
   echo "suite: $passed passed, $failed failed"
   [ "$failed" -eq 0 ]
+}
+
+# e2e_run_one NAME: run one test (with the suite's before_each and after_each, if defined:
+# what every test needs, set up again if an earlier test changed it so that tests run in any
+# order, and a check after every test) or final check, and print its verdict.
+e2e_run_one() {
+  local t=$1 log start=$SECONDS rc
+  log=$(mktemp)
+  (
+    set -e
+    if [[ $t == test_* ]]; then
+      ! declare -F before_each >/dev/null || before_each
+      "$t"
+      ! declare -F after_each >/dev/null || after_each
+    else
+      "$t"
+    fi
+  ) >"$log" 2>&1
+  rc=$?
+  if [ $rc -eq 0 ]; then
+    echo "PASS ${SUITE:-$(basename "$0" .sh)}/$t ($((SECONDS - start))s)"
+    # Figures a passing test reports (lines "REPORT ...") are shown too.
+    sed -n 's/^REPORT /    /p' "$log"
+  else
+    echo "FAIL ${SUITE:-$(basename "$0" .sh)}/$t ($((SECONDS - start))s)"
+    sed 's/^/    /' "$log"
+  fi
+  rm -f "$log"
+  return $rc
 }
 
 # kiln_install: the README's install, `kubectl apply --server-side -k manifests/`. On a

@@ -170,8 +170,8 @@ test_deserved_split_under_contention() {
     sleep 0.3
   done
   expect_eq "2 2 4" "$(bound "$ns" a) $(bound "$ns" b) $(bound "$ns" c)" "pods bound per queue a b c"
-  wait_metric 30 volcano_queue_deserved_milli_cpu cap-c 4000
-  wait_metric 30 volcano_queue_allocated_milli_cpu cap-c 4000
+  wait_metric 60 volcano_queue_deserved_milli_cpu cap-c 4000
+  wait_metric 60 volcano_queue_allocated_milli_cpu cap-c 4000
   finish "$ns" cap-a cap-b cap-c
 }
 
@@ -197,8 +197,8 @@ test_capability_stops_admitting() {
     msg=$(kubectl get podgroups -n "$ns" -o jsonpath='{range .items[*]}{.status.conditions[*].message}{"\n"}{end}')
   done
   expect_eq 3 "$(bound "$ns" l)" "pods bound in the limited queue"
-  wait_metric 30 volcano_queue_capacity_milli_cpu cap-limited 3000
-  wait_metric 30 volcano_queue_real_capacity_milli_cpu cap-limited 3000
+  wait_metric 60 volcano_queue_capacity_milli_cpu cap-limited 3000
+  wait_metric 60 volcano_queue_real_capacity_milli_cpu cap-limited 3000
   finish "$ns" cap-limited
 }
 
@@ -217,9 +217,9 @@ test_reclaim_keeps_guarantee() {
   wait_bound 90 "$ns" lend 4
   gangs "$ns" own cap-owner 3 1 crec
   wait_bound 90 "$ns" own 2
-  wait_bound 30 "$ns" lend 2
+  wait_bound 60 "$ns" lend 2
   # More sessions: the guarantee holds and the third owner pod keeps waiting.
-  sleep 3
+  wait_sessions 3
   expect_eq "2 2" "$(bound "$ns" lend) $(bound "$ns" own)" "lender and owner pods bound"
   finish "$ns" cap-lender cap-owner
 }
@@ -246,8 +246,8 @@ test_hier_deserved_split_under_contention() {
     sleep 0.3
   done
   expect_eq "2 2 4" "$(bound "$ns" a) $(bound "$ns" b) $(bound "$ns" c)" "pods bound per leaf 1 2 3"
-  wait_metric 30 volcano_queue_deserved_milli_cpu cap-hs 8000
-  wait_metric 30 volcano_queue_allocated_milli_cpu cap-hs-3 4000
+  wait_metric 60 volcano_queue_deserved_milli_cpu cap-hs 8000
+  wait_metric 60 volcano_queue_allocated_milli_cpu cap-hs-3 4000
   finish "$ns" cap-hs-1 cap-hs-2 cap-hs-3 cap-hs
 }
 
@@ -287,10 +287,10 @@ EOF
     "kubectl get podgroup inner -n $ns -o jsonpath='{.status.conditions[*].message}' | grep -q 'The Queue <cap-hc> of Job <$ns/inner> is not leaf queue'"
   expect_eq Pending "$(jsonpath podgroup/inner '{.status.phase}' "$ns")" "inner PodGroup phase"
   expect_eq 3 "$(($(bound "$ns" l) + $(bound "$ns" r)))" "pods bound under cap-hc"
-  wait_metric 30 volcano_queue_real_capacity_milli_cpu cap-hc-1 3000
-  wait_metric 30 volcano_queue_capacity_scalar_resources cap-hc 2000 nvidia.com/gpu
-  wait_metric 30 volcano_queue_real_capacity_scalar_resources cap-hc-2 2000 nvidia.com/gpu
-  wait_metric 30 volcano_queue_allocated_scalar_resources cap-hc-1 0 nvidia.com/gpu
+  wait_metric 60 volcano_queue_real_capacity_milli_cpu cap-hc-1 3000
+  wait_metric 60 volcano_queue_capacity_scalar_resources cap-hc 2000 nvidia.com/gpu
+  wait_metric 60 volcano_queue_real_capacity_scalar_resources cap-hc-2 2000 nvidia.com/gpu
+  wait_metric 60 volcano_queue_allocated_scalar_resources cap-hc-1 0 nvidia.com/gpu
   finish "$ns" cap-hc-1 cap-hc-2 cap-hc
 }
 
@@ -309,7 +309,7 @@ test_hier_reclaim_between_siblings() {
   wait_bound 90 "$ns" lend 4
   gangs "$ns" own cap-hr-2 2 1 chrec
   wait_bound 90 "$ns" own 2
-  wait_bound 30 "$ns" lend 2
+  wait_bound 60 "$ns" lend 2
   finish "$ns" cap-hr-1 cap-hr-2 cap-hr
 }
 

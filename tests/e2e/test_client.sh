@@ -99,7 +99,10 @@ test_rotated_token_file_is_picked_up() {
   "$CHECK" --kubeconfig "$dir/kc" --namespace "$ns" --timeout 30 --v 10 token \
     >"$dir/out" 2>&1 &
   pid=$!
-  sleep 2
+  # Each request refused with 401 is retried once with the file read again; a second request
+  # retrying shows the first one ended refused, so the rotation below comes after a refusal.
+  wait_for 30 "a request refused with the bogus token" \
+    bash -c "[ \$(grep -c ': 401, retrying once with a re-read token' '$dir/out') -ge 2 ]"
   echo "$token" > "$dir/token.new" && mv "$dir/token.new" "$dir/token"
   wait "$pid" || fail "$(cat "$dir/out")"
   out=$(cat "$dir/out")

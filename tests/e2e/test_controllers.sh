@@ -44,12 +44,25 @@ stop() { # NAME
   [ -e "$f" ] || return 0
   pid=$(cat "$f")
   kill -TERM "$pid" 2>/dev/null
-  wait_for 20 "$1 to exit" bash -c "! kill -0 $pid 2>/dev/null"
+  wait_for 60 "$1 to exit" bash -c "! kill -0 $pid 2>/dev/null"
   rm -f "$f" "${f%.pid}.exe"
 }
 
-start_controller() { # ARGS...
-  start kiln-controller-mgr "$CTL" "$CTL_LOG" -v=2 --kube-api-qps=200 --kube-api-burst=400 "$@"
+start_controller() { # NAME LOG ARGS...
+  local name=$1 log=$2
+  shift 2
+  start "$name" "$CTL" "$log" -v=2 --kube-api-qps=200 --kube-api-burst=400 "$@"
+}
+
+alive() { # NAME: the process of this pid file runs
+  [ -e "$D/pids/$1.pid" ] && kill -0 "$(cat "$D/pids/$1.pid")" 2>/dev/null
+}
+
+# Each test finds kiln-scheduler and kiln-controller (all its controllers) running; a test
+# that runs the controller otherwise stops the shared one, and the next test starts it again.
+before_each() {
+  alive kiln-scheduler-mgr || start kiln-scheduler-mgr "$SCHED" "$D/logs/kiln-scheduler-mgr.log" -v=2
+  alive kiln-controller-mgr || start_controller kiln-controller-mgr "$CTL_LOG"
 }
 
 queue() { # NAME [PARENT]
@@ -129,13 +142,13 @@ test_queue_gets_open_state_and_root_parent() {
   q=$(uniq_name qopen)
   queue "$q"
   wait_jsonpath 60 "queue/$q" '{.status.state}' Open
-  wait_jsonpath 30 "queue/$q" '{.spec.parent}' root
+  wait_jsonpath 60 "queue/$q" '{.spec.parent}' root
   # root itself: made by kiln-scheduler (as Volcano's scheduler does), Open, with no parent.
   wait_jsonpath 60 queue/root '{.status.state}' Open
   expect_eq "" "$(jsonpath queue/root '{.spec.parent}')" "root's parent"
-  wait_jsonpath 30 queue/default '{.spec.parent}' root
+  wait_jsonpath 60 queue/default '{.spec.parent}' root
   # The default queue too, and the counts of its PodGroups (none of ours: numbers at all).
-  wait_jsonpath 30 queue/default '{.status.state}' Open
+  wait_jsonpath 60 queue/default '{.status.state}' Open
   expect_match '^[0-9]+$' "$(jsonpath queue/default '{.status.pending}')" "default's pending count"
   # Who wrote what: the controller applies state and counts, never allocated.
   local managers
@@ -154,11 +167,11 @@ test_close_queue_closing_then_closed_and_open_again() {
   wait_jsonpath 60 "queue/$q" '{.status.state}' Open
   job "$ns" busy "$q"
   wait_jsonpath 90 vcjob/busy '{.status.state.phase}' Running "$ns"
-  wait_jsonpath 30 "queue/$q" '{.status.running}' 1
+  wait_jsonpath 60 "queue/$q" '{.status.running}' 1
   command "$ns" CloseQueue "$q"
   wait_jsonpath 60 "queue/$q" '{.status.state}' Closing
-  wait_for 30 "the Command to be deleted" bash -c "[ -z \"\$(kubectl get commands -n $ns -o name)\" ]"
-  wait_grep 30 "the CloseQueue event" '^Normal CloseQueue: Close queue succeed$' queue_events "$q"
+  wait_for 60 "the Command to be deleted" bash -c "[ -z \"\$(kubectl get commands -n $ns -o name)\" ]"
+  wait_grep 60 "the CloseQueue event" '^Normal CloseQueue: Close queue succeed$' queue_events "$q"
   # A Job submitted now waits, and says why in Volcano's words.
   job "$ns" late "$q"
   wait_jsonpath 60 vcjob/late '{.status.state.phase}' Pending "$ns"
@@ -387,28 +400,32 @@ test_ttl_deletes_finished_job() {
 # factory): the job, gc, cronjob, jobflow and jobtemplate controllers read Jobs, the job,
 # podgroup and queue controllers PodGroups, and each used to open its own watch.
 test_one_watch_per_resource() {
+  local log=$D/logs/kiln-controller-watch.log from r n
+  # A controller of its own, started here, so that the log after FROM is its start alone (and
+  # not beside the shared one: without leader election both would act on the Jobs).
   stop kiln-controller-mgr
-  local from r n
-  from=$(($(wc -l <"$CTL_LOG") + 1))
-  start_controller
+  trap 'stop kiln-controller-watch' EXIT
+  from=$(($(log_lines "$log") + 1))
+  start_controller kiln-controller-watch "$log"
   for r in jobs podgroups queues commands; do
-    wait_grep 60 "the $r informer to watch" "informer $r: list -> watch" tail -n "+$from" "$CTL_LOG"
+    wait_grep 60 "the $r informer to watch" "informer $r: list -> watch" tail -n "+$from" "$log"
   done
   for r in jobs podgroups queues commands; do
-    n=$(tail -n "+$from" "$CTL_LOG" | grep -c "informer $r: idle -> list")
+    n=$(tail -n "+$from" "$log" | grep -c "informer $r: idle -> list")
     expect_eq 1 "$n" "LISTs of $r at start"
   done
 }
 
-test_y_only_job_controller() {
+test_only_job_controller() {
+  local log=$D/logs/kiln-controller-only.log from q ns
+  # Not beside the shared controller: without leader election both would act on the Jobs.
   stop kiln-controller-mgr
-  local from
-  from=$(($(wc -l <"$CTL_LOG") + 1))
-  start_controller --controllers=job-controller
-  local q ns
-  wait_grep 60 "the job controller to start" "Starting job-controller" tail -n "+$from" "$CTL_LOG"
+  trap 'stop kiln-controller-only' EXIT
+  from=$(($(log_lines "$log") + 1))
+  start_controller kiln-controller-only "$log" --controllers=job-controller
+  wait_grep 60 "the job controller to start" "Starting job-controller" tail -n "+$from" "$log"
   for c in queue-controller gc-controller pg-controller; do
-    wait_grep 10 "$c disabled" "Controller <$c> is not enable" tail -n "+$from" "$CTL_LOG"
+    wait_grep 60 "$c disabled" "Controller <$c> is not enable" tail -n "+$from" "$log"
   done
   # The job controller works; the queue controller does not (a new queue gets no state).
   q=$(uniq_name qnone)
@@ -417,21 +434,19 @@ test_y_only_job_controller() {
   job "$ns" j1 default
   wait_jsonpath 120 vcjob/j1 '{.status.state.phase}' Running "$ns"
   expect_eq "" "$(state "$q")" "state of a queue with the queue controller off"
-  stop kiln-controller-mgr
-  start_controller '--controllers=*,-job-controller'
+  stop kiln-controller-only
+  from=$(($(log_lines "$log") + 1))
+  start_controller kiln-controller-only "$log" '--controllers=*,-job-controller'
   wait_jsonpath 60 "queue/$q" '{.status.state}' Open
-  tail -n "+$from" "$CTL_LOG" | grep -q "Controller <job-controller> is not enable" ||
+  tail -n "+$from" "$log" | grep -q "Controller <job-controller> is not enable" ||
     fail "the job controller ran with -job-controller"
   kubectl delete queue "$q" --wait=false >/dev/null
   kubectl delete namespace "$ns" --wait=false >/dev/null
-  stop kiln-controller-mgr
-  start_controller
 }
 
 setup || {
   echo "FAIL controllers/setup: cannot install the CRDs or add the nodes"
   exit 1
 }
-start kiln-scheduler-mgr "$SCHED" "$D/logs/kiln-scheduler-mgr.log" -v=2
-start_controller
+before_each
 e2e_main "$@"

@@ -152,8 +152,14 @@ expect_pods_once() {
   expect_eq 0 "$btwice" "pods bound twice"
 }
 
-# fault_cluster: the suite's audited cluster with the CRDs, started once for all tests.
+# fault_cluster: the suite's audited cluster with the CRDs, started once for all tests; a new
+# one when test_throttled_api_server left it throttled.
 fault_cluster() {
+  if [ -f "$FD/throttled" ]; then
+    stop_kiln
+    proxy_stop
+    "$KILN_ROOT/tests/cluster/down" --dir "$FD" >/dev/null 2>&1 || true
+  fi
   [ -f "$FD/kubeconfig" ] && api_ready && return 0
   cluster_start || fail "the suite's cluster did not start: $(tail -3 "$KILN_CLUSTER_DIR/faults-up.log")"
   k apply --server-side -f "$KILN_ROOT/manifests/crd/" >/dev/null
@@ -162,28 +168,48 @@ fault_cluster() {
   k create namespace volcano-system >/dev/null
 }
 
+# bound_in NS: pods of NS bound to a node.
+bound_in() {
+  k get pods -n "$1" -o 'jsonpath={range .items[*]}{.spec.nodeName}{"\n"}{end}' 2>/dev/null |
+    grep -c . || true
+}
+
+# progressed WHAT BEFORE: more pods of $NS than BEFORE are made (WHAT=pods) or bound
+# (WHAT=bound), or all the pods of the Jobs submitted so far already are. Each fault below
+# lands once Kiln is at work again.
+progressed() {
+  local now
+  if [ "$1" = pods ]; then now=$(pods_in "$NS"); else now=$(bound_in "$NS"); fi
+  [ "$now" -gt "$2" ] || [ "$now" -ge $((SUBMITTED * GANG)) ]
+}
+
 test_gang_jobs_survive_kills_and_restarts() {
   fault_cluster
+  stop_kiln
+  NS=faults-kill-$(suffix)
   k create namespace "$NS" >/dev/null
   proc kiln-controller "$CTL_BIN"
   proc kiln-scheduler "$SCH_BIN"
   local third=$((JOBS / 3))
+  SUBMITTED=$third
   submit 1 "$third"
-  sleep 2
+  wait_for 120 "the controller making pods" progressed pods 0
   kill9 kiln-controller
   proc kiln-controller "$CTL_BIN"
+  SUBMITTED=$((2 * third))
   submit $((third + 1)) $((2 * third))
-  sleep 2
+  wait_for 120 "the scheduler binding pods" progressed bound "$(bound_in "$NS")"
   kill9 kiln-scheduler
   proc kiln-scheduler "$SCH_BIN"
-  sleep 2
+  wait_for 120 "the new scheduler binding pods" progressed bound "$(bound_in "$NS")"
   restart_cp kube-apiserver
   wait_for 90 "API server back" api_ready
+  SUBMITTED=$JOBS
   submit $((2 * third + 1)) "$JOBS"
-  sleep 2
+  wait_for 120 "the controller making the last Jobs' pods" progressed pods "$(pods_in "$NS")"
   restart_cp etcd
   wait_for 90 "API server ready after etcd" api_ready
-  sleep 1
+  wait_for 120 "binding after the etcd restart" progressed bound "$(bound_in "$NS")"
   kill9 kiln-controller
   kill9 kiln-scheduler
   proc kiln-controller "$CTL_BIN"
@@ -210,7 +236,7 @@ test_gang_jobs_survive_kills_and_restarts() {
 # own (a request times out with nothing received for 15 s), close the connection, connect
 # again once the proxy forwards, watch and list again, and carry every Job to completion,
 # without losing the lease (60 s here; when the new connections stall too, a second silent 15 s passes before the one that works) and without creating or binding a pod twice.
-test_k1_stalled_connections_reconnect() {
+test_stalled_connections_reconnect() {
   fault_cluster
   local ns=faults-stall-$(suffix) n=$((JOBS / 4)) stall=${KILN_FAULT_STALL:-18} url kc
   k create namespace "$ns" >/dev/null
@@ -254,7 +280,7 @@ test_k1_stalled_connections_reconnect() {
 #    once, and none of those writes may be sent: the fence is asked at each send.
 # The audit log must show no write by the old leader received after the new one's first
 # Lease write (each time), and each old leader exits.
-test_k2_no_write_after_lease_loss() {
+test_no_write_after_lease_loss() {
   fault_cluster
   local ns=faults-lease-$(suffix) n=$((JOBS / 4)) url kca kcb
   k create namespace "$ns" >/dev/null
@@ -319,12 +345,14 @@ lease_checked() {
 # The API server throttles: API Priority and Fairness off, 2 requests in flight of which 1
 # mutating, so 429s come back (Retry-After: 1). The processes run as a user outside
 # system:masters, which the API server never throttles. Every Job completes and no pod is
-# created or bound twice. Last, because the API server stays throttled.
-test_k3_throttled_api_server() {
+# created or bound twice. The API server stays throttled: a test after this one gets a new
+# cluster (fault_cluster).
+test_throttled_api_server() {
   fault_cluster
   local ns=faults-429-$(suffix) n=$((JOBS / 4)) kc pid
   k create namespace "$ns" >/dev/null
   stop_kiln
+  touch "$FD/throttled"
   kc=$(user kiln-throttled) || fail "cannot make the kiln-throttled user"
   pid=$(cat "$FD/pids/kube-apiserver.pid")
   local -a cmd
@@ -358,16 +386,10 @@ test_k3_throttled_api_server() {
   alive kiln-tsch || fail "the scheduler exited under throttling"
 }
 
-test_zz_cleanup() {
-  local f pid
-  for f in "$FD"/pids/kiln-*.pid; do
-    [ -e "$f" ] || continue
-    pid=$(cat "$f")
-    kill -TERM "$pid" 2>/dev/null || true
-  done
-  proxy_stop
-  sleep 1
-  "$KILN_ROOT/tests/cluster/down" --dir "$FD" >/dev/null 2>&1 || true
-}
-
 e2e_main "$@"
+rc=$?
+# The suite's own cluster goes with the suite (tests/cluster/down stops what it started).
+stop_kiln
+proxy_stop
+[ ! -d "$FD" ] || "$KILN_ROOT/tests/cluster/down" --dir "$FD" >/dev/null 2>&1 || true
+exit $rc

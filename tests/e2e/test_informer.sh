@@ -128,7 +128,7 @@ stat_of() { # DIR KEY
 }
 
 test_store_equals_kubectl_after_creates_updates_deletes() {
-  local ns dir i
+  local ns dir
   ns=$(new_namespace inf)
   dir=$(mktemp -d)
   trap "stop_informer '$dir'" EXIT
@@ -137,11 +137,10 @@ test_store_equals_kubectl_after_creates_updates_deletes() {
   wait_match "$ns" "$dir" 20
   expect_eq 1 "$(stat_of "$dir" lists)" "lists"
   # Creates, updates and deletes while watching.
+  # One kubectl per kind of change (each object still gets its own request and event).
   make_configmaps "$ns" live 1 10
-  for i in $(seq 1 15); do
-    kubectl patch configmap "pre-$i" -n "$ns" --type merge -p "{\"data\":{\"v\":\"u$i\"}}" >/dev/null
-  done
-  for i in $(seq 100 120); do kubectl delete configmap "pre-$i" -n "$ns" --wait=false >/dev/null; done
+  kubectl patch configmap $(seq -f 'pre-%g' 1 15) -n "$ns" --type merge -p '{"data":{"v":"u"}}' >/dev/null
+  kubectl delete configmap $(seq -f 'pre-%g' 100 120) -n "$ns" --wait=false >/dev/null
   kubectl patch configmap live-3 -n "$ns" --type merge -p '{"data":{"v":"x"}}' >/dev/null
   kubectl delete configmap live-4 -n "$ns" --wait=false >/dev/null
   wait_match "$ns" "$dir" 20
@@ -175,11 +174,8 @@ test_survives_apiserver_restart_and_410_after_compaction() {
   kill -STOP "$pid"
   restart_apiserver
   make_configmaps "$ns" gap 1 5
-  for i in 3 4 5 6 7; do
-    kubectl patch configmap "cm-$i" -n "$ns" --type merge -p "{\"data\":{\"v\":\"g$i\"}}" >/dev/null
-  done
-  for i in 8 9 10 11 12; do kubectl delete configmap "cm-$i" -n "$ns" --wait=false >/dev/null; done
-  kubectl delete configmap after-1 -n "$ns" --wait=false >/dev/null
+  kubectl patch configmap cm-3 cm-4 cm-5 cm-6 cm-7 -n "$ns" --type merge -p '{"data":{"v":"g"}}' >/dev/null
+  kubectl delete configmap cm-8 cm-9 cm-10 cm-11 cm-12 after-1 -n "$ns" --wait=false >/dev/null
   rev=$(compact_etcd)
   t0=$SECONDS
   kill -CONT "$pid"
@@ -251,10 +247,12 @@ test_killed_leader_is_replaced_within_20s() {
   pb=$!
   trap "kill -9 $pa $pb 2>/dev/null || true" EXIT
   wait_for 20 "a leader" grep -qh '^LEADING' "$d/a" "$d/b"
-  sleep 3 # a second leader would show up in this time
+  local who loser
+  who=$(cat "$d/a" "$d/b" | sed -n 's/^LEADING //p' | head -1)
+  if [ "$who" = a ]; then loser=$d/b; else loser=$d/a; fi
+  # The other replica has tried the lease since and found it held: it cannot lead now.
+  wait_for 20 "the other replica seeing the leader" grep -q "^HOLDER $who\$" "$loser"
   expect_eq 1 "$(cat "$d/a" "$d/b" | grep -c '^LEADING')" "leaders"
-  local who
-  who=$(cat "$d/a" "$d/b" | sed -n 's/^LEADING //p')
   expect_eq "$who" "$(jsonpath lease/work '{.spec.holderIdentity}' "$ns")" "lease holder"
   wait_jsonpath 10 configmap/work '{.data.writer}' "$who" "$ns"
   if [ "$who" = a ]; then leader_pid=$pa other_out=$d/b; else leader_pid=$pb other_out=$d/a; fi
@@ -296,7 +294,7 @@ test_frozen_leader_writes_nothing_after_takeover() {
   wait_for 5 "the leader writing" grep -q '^WROTE' "$frozen_out"
   # Freeze the leader (a stalled process or a lost network): it cannot renew.
   kill -STOP "$frozen"
-  sleep 0.5
+  wait_for 10 "the leader stopped" proc_is "$frozen" T
   n_before=$(grep -c '^WROTE' "$frozen_out")
   wait_for 25 "the other replica leading" grep -q '^LEADING' "$other_out"
   local next
@@ -305,7 +303,8 @@ test_frozen_leader_writes_nothing_after_takeover() {
   # It wakes up long after its renew deadline: the fence is shut before any timer runs.
   kill -CONT "$frozen"
   wait_for 10 "the old leader stopping" grep -q '^STOPPED .* fence=-' "$frozen_out"
-  sleep 1
+  # Its last chance to write is gone once the process has exited (leadership lost ends it).
+  wait_for 10 "the old leader exiting" exited "$frozen"
   expect_eq "$n_before" "$(grep -c '^WROTE' "$frozen_out")" "writes sent by the old leader after it woke"
   expect_eq "$next" "$(jsonpath configmap/work '{.data.writer}' "$ns")" "writer"
   kubectl delete namespace "$ns" --wait=false >/dev/null

@@ -201,9 +201,11 @@ YAML
   kubectl delete namespace "$ns" --wait=false >/dev/null
 }
 
-# Last by name: the controller survived every flow above (a crash after a test's last wait, as
-# a status write-through freed twice once did, would otherwise pass unseen).
-test_z_controller_survived() {
+# After every test: the controller survived it (a crash after a test's last wait, as a status
+# write-through freed twice once did, would otherwise pass unseen). A check after each test
+# rather than a test named to run last, so that tests run in any order and a crash is blamed
+# on the test that caused it.
+after_each() {
   local pid
   pid=$(cat "$D/pids/kiln-controller-flow.pid")
   kill -0 "$pid" 2>/dev/null && [ "$(ps -o stat= -p "$pid" | cut -c1)" != Z ] || fail "kiln-controller exited: $(tail -5 "$D/logs/kiln-controller-flow.log")"

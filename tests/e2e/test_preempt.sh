@@ -142,12 +142,22 @@ wait_event() { # SECS NS REGEX
   done
 }
 
-# watch_pods NS: records every version of the namespace's pods into $D/watch-NS.json.
+# watch_pods NS: records every version of the namespace's pods into $D/watch-NS.json. Returns
+# once the watch sees a sentinel pod that no scheduler of this suite takes (its own
+# schedulerName): what changes after that is recorded.
 watch_pods() {
   kubectl get pods -n "$1" -w -o json > "$D/watch-$1.json" 2>/dev/null &
   echo $! > "$D/pids/watch-$1.pid"
   echo "$(command -v kubectl)" > "$D/pids/watch-$1.exe"
-  sleep 1 # the initial list is in before anything changes
+  kubectl create -n "$1" -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: watch-sentinel}
+spec:
+  schedulerName: kiln-e2e-nobody
+  containers: [{name: c, image: fake}]
+EOF
+  wait_for 60 "the pod watch of $1" grep -q '"name": "watch-sentinel"' "$D/watch-$1.json"
 }
 
 # seen NS POD JQ: some recorded version of POD gives JQ a result.
@@ -158,21 +168,6 @@ seen() {
 unwatch_pods() {
   kill "$(cat "$D/pids/watch-$1.pid")" 2>/dev/null || true
   rm -f "$D/pids/watch-$1.pid" "$D/pids/watch-$1.exe"
-}
-
-# sessions: how many sessions the scheduler has run (its open-session histogram's count).
-sessions() {
-  curl -s "http://127.0.0.1:$METRICS_PORT/metrics" \
-    | awk '$1 == "volcano_open_session_duration_milliseconds_count" {print $2}'
-}
-
-# wait_sessions N: let N more sessions run (each sees the current state).
-wait_sessions() {
-  local want=$(($(sessions) + $1)) deadline=$((SECONDS + 60))
-  until [ "$(sessions)" -ge "$want" ] 2>/dev/null; do
-    [ $SECONDS -lt $deadline ] || fail "the scheduler ran no $1 sessions in 60s"
-    sleep 0.3
-  done
 }
 
 evictions() { # NS: pods the scheduler started evicting in NS, one line each time
@@ -237,7 +232,7 @@ queue kiln-preempt 1000
 echo $! > "$D/pids/kiln-scheduler-preempt.pid"
 echo "$SCHED" > "$D/pids/kiln-scheduler-preempt.exe"
 METRICS_PORT=$(served_port "$LOG" metrics)
-for _ in $(seq 1 150); do [ "$(sessions)" -ge 1 ] 2>/dev/null && break; sleep 0.2; done
+wait_sessions 1
 
 # ---- tests ----
 
@@ -298,9 +293,9 @@ EOF
       || fail "$v never had DisruptionTarget=True (PreemptionByScheduler)"
     seen "$ns" "$v" '.status.conditions[]? | select(.type == "Ready" and .status == "False" and
       .reason == "Evict")' || fail "$v never had Ready=False (Evict)"
-    wait_event 30 "$ns" "^Pod/$v Warning Evict: Pod is evicted, because of preempt$"
+    wait_event 60 "$ns" "^Pod/$v Warning Evict: Pod is evicted, because of preempt$"
   done
-  wait_event 30 "$ns" "^PodGroup/low-[^ ]* Normal Evict: preempt$"
+  wait_event 60 "$ns" "^PodGroup/low-[^ ]* Normal Evict: preempt$"
   # The preemptors were nominated to the freed nodes before they bound.
   seen "$ns" high-0 '.status.nominatedNodeName | select(. != null and . != "")' \
     || fail "high-0 was never nominated"
@@ -383,7 +378,7 @@ test_reclaim_half_between_equal_queues() {
   expect_eq 2 "$(bound "$ns" a)" "a's pods left (its half)"
   expect_eq 2 "$(evictions "$ns" | sort -u | grep -c "^$ns/a-")" "pods reclaimed from a"
   no_double_eviction "$ns"
-  wait_event 30 "$ns" "Warning Evict: Pod is evicted, because of reclaim$"
+  wait_event 60 "$ns" "Warning Evict: Pod is evicted, because of reclaim$"
   kubectl delete ns "$ns" --wait=false >/dev/null
   kubectl delete queue kiln-reclaim-a kiln-reclaim-b --wait=false >/dev/null 2>&1 || true
 }
@@ -417,7 +412,7 @@ test_shuffle_evicts_from_overloaded_node() {
   wait_bound 60 "$ns" full 4
   from=$(($(wc -l < "$LOG") + 1))
   write_conf shuffle
-  wait_for 30 "the shuffle configuration" bash -c \
+  wait_for 60 "the shuffle configuration" bash -c \
     "tail -n +$from '$LOG' | grep -aq 'loaded scheduler configuration .*allocate, shuffle, preempt'"
   wait_event 60 "$ns" "Warning Evict: Pod is evicted, because of shuffle$"
   wait_sessions 4
@@ -450,7 +445,7 @@ EOF
     >/dev/null
   from=$(($(wc -l < "$LOG") + 1))
   write_conf pdb
-  wait_for 30 "the pdb configuration" bash -c \
+  wait_for 60 "the pdb configuration" bash -c \
     "tail -n +$from '$LOG' | grep -aq 'loaded scheduler configuration .*2 tiers, 8 plugins'"
   podgroup "$ns" pair 2 kiln-preempt kiln-e2e-high
   pods "$ns" pair 2 '{cpu: "1"}' ph kiln-e2e-high
@@ -468,8 +463,8 @@ EOF
   kubectl delete ns "$ns" --wait=false >/dev/null
 }
 
-# Last: the scheduler stops cleanly and nothing was evicted twice over the whole suite.
-test_zz_no_double_eviction_and_clean_stop() {
+# After every test: the scheduler stops cleanly and nothing was evicted twice in the suite.
+finally_no_double_eviction_and_clean_stop() {
   local twice
   twice=$(grep -ao "evicting [^ :]*: Pod is evicted" "$LOG" | sort | uniq -d)
   [ -z "$twice" ] || fail "evicted more than once: $twice"

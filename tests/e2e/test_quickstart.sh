@@ -27,12 +27,9 @@ test_dev_up_runs_the_example_then_down_cleans_up() {
   (cd "$KILN_ROOT" && KILN_CLUSTER_DIR=$d ./dev down) || fail "./dev down failed"
   [ $rc -eq 0 ] || fail "the example job did not complete"
   [ ! -e "$d" ] || fail "./dev down left $d"
+  # A process that got its signal may take a moment to end.
   for p in $pids; do
-    if kill -0 "$p" 2>/dev/null && [ "$(ps -o stat= -p "$p" | cut -c1)" != Z ]; then
-      sleep 2
-      kill -0 "$p" 2>/dev/null && [ "$(ps -o stat= -p "$p" | cut -c1)" != Z ] \
-        && fail "./dev down left pid $p running"
-    fi
+    wait_for 10 "./dev down to end pid $p" exited "$p"
   done
   true
 }

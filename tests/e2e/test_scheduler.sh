@@ -47,9 +47,13 @@ EOF
 # nodes PREFIX COUNT ARGS...: kwok nodes labelled grp=PREFIX (lib.sh's group_nodes).
 nodes() { group_nodes "$@"; }
 
-# podgroup NS NAME MIN [QUEUE] [PRIORITYCLASS]
+# podgroup NS NAME MIN [QUEUE] [PRIORITYCLASS]; podgroup_yaml prints it instead.
 podgroup() {
-  kubectl apply -f - >/dev/null <<EOF || fail "cannot create PodGroup $2"
+  podgroup_yaml "$@" | kubectl apply -f - >/dev/null || fail "cannot create PodGroup $2"
+}
+podgroup_yaml() {
+  cat <<EOF
+---
 apiVersion: scheduling.volcano.sh/v1beta1
 kind: PodGroup
 metadata: {name: $2, namespace: $1}
@@ -58,10 +62,14 @@ EOF
 }
 
 # pod NS NAME GROUP REQUESTS_JSON [EXTRA_SPEC_YAML] [SCHEDULER]: a pod of ours in GROUP
-# ("" for none) with the given requests, e.g. '{"cpu": "3"}'.
+# ("" for none) with the given requests, e.g. '{"cpu": "3"}'; pod_yaml prints it instead.
 pod() {
+  pod_yaml "$@" | kubectl apply -f - >/dev/null || fail "cannot create pod $2"
+}
+pod_yaml() {
   local ns=$1 name=$2 group=$3 req=$4 extra=${5:-} sched=${6:-volcano}
-  kubectl apply -f - >/dev/null <<EOF || fail "cannot create pod $name"
+  cat <<EOF
+---
 apiVersion: v1
 kind: Pod
 metadata:
@@ -147,7 +155,8 @@ start_scheduler kiln-scheduler "$LOG" --scheduler-conf "$CONF" --v=3 \
 # Port 0: the kernel picks free ports (":00" is another address, so /metrics gets its own server).
 HEALTHZ_PORT=$(served_port "$LOG" healthz)
 METRICS_PORT=$(served_port "$LOG" metrics)
-for _ in $(seq 1 100); do
+# Ready (caches synced) before the first test; a loaded machine may take a while.
+for _ in $(seq 1 600); do
   curl -sf "http://127.0.0.1:$HEALTHZ_PORT/readyz" >/dev/null 2>&1 && break
   sleep 0.2
 done
@@ -155,7 +164,7 @@ done
 # ---- tests ----
 
 test_default_queue_created_and_ready() {
-  wait_for 20 "the default queue" kubectl get queue default
+  wait_for 60 "the default queue" kubectl get queue default
   local r
   r=$(curl -s "http://127.0.0.1:$HEALTHZ_PORT/readyz?verbose")
   expect_match 'informer-sync ok' "$r" "/readyz"
@@ -163,7 +172,7 @@ test_default_queue_created_and_ready() {
 }
 
 test_leader_lease_held() {
-  wait_for 20 "the scheduler's lease" kubectl get lease -n volcano-system volcano
+  wait_for 60 "the scheduler's lease" kubectl get lease -n volcano-system volcano
   local holder
   holder=$(jsonpath lease/volcano '{.spec.holderIdentity}' volcano-system)
   expect_match "^$(hostname)_" "$holder" "lease holder"
@@ -181,11 +190,13 @@ test_standby_replica_does_not_schedule() {
   start_scheduler kiln-scheduler-standby "$log" --scheduler-conf "$CONF" --v=3 \
     --leader-elect-lease-duration 60s --leader-elect-renew-deadline 45s \
     --leader-elect-retry-period 5s
-  wait_log 20 "$log" "the leader is now $leader"
-  wait_log 20 "$log" "informer pods: list -> watch"
+  wait_log 60 "$log" "the leader is now $leader"
+  wait_log 60 "$log" "informer pods: list -> watch"
   pod "$ns" p "" '{"cpu": "1"}' "  nodeSelector: {grp: standby}"
-  wait_bound 15 "$ns" p >/dev/null
-  sleep 2
+  wait_bound 60 "$ns" p >/dev/null
+  # Two sessions of the leader after its cache synced: a standby that scheduled would have
+  # run a session of its own (the same period) by then.
+  wait_sessions 2
   if grep -E "became the leader|bound $ns/|session [0-9]+:|creating it" "$log"; then
     fail "the standby replica scheduled or wrote (above)"
   fi
@@ -202,10 +213,10 @@ test_gang_binds_all_or_nothing_and_explains() {
   nodes gang 2 --cpu 4 --memory 8Gi
   podgroup "$ns" g 3
   local sel="nodeSelector: {grp: gang}" i
-  for i in 0 1 2; do pod "$ns" "g-$i" g '{"cpu": "3"}' "  $sel"; done
-  wait_jsonpath 15 podgroup/g '{.status.conditions[?(@.type=="Unschedulable")].status}' True "$ns"
+  for i in 0 1 2; do pod_yaml "$ns" "g-$i" g '{"cpu": "3"}' "  $sel"; done | kubectl apply -f - >/dev/null
+  wait_jsonpath 60 podgroup/g '{.status.conditions[?(@.type=="Unschedulable")].status}' True "$ns"
   # The first session may see the PodGroup before its pods; wait for the one that sees all.
-  local msg deadline=$((SECONDS + 15))
+  local msg deadline=$((SECONDS + 60))
   while :; do
     msg=$(jsonpath podgroup/g '{.status.conditions[?(@.type=="Unschedulable")].message}' "$ns")
     [[ "$msg" =~ ^3/3\ tasks ]] && break
@@ -213,20 +224,20 @@ test_gang_binds_all_or_nothing_and_explains() {
     sleep 0.3
   done
   expect_match 'Insufficient cpu|quota insufficient|cluster full: pod requests 3 cpu' "$msg" "condition message"
-  wait_event 10 "$ns" PodGroup g '^Warning Unschedulable: 3/3 tasks in gang unschedulable'
-  for i in 0 1 2; do wait_event 10 "$ns" Pod "g-$i" '^Warning FailedScheduling: '; done
-  wait_jsonpath 10 pod/g-0 '{.status.conditions[?(@.type=="PodScheduled")].status}' False "$ns"
-  sleep 2
+  wait_event 60 "$ns" PodGroup g '^Warning Unschedulable: 3/3 tasks in gang unschedulable'
+  for i in 0 1 2; do wait_event 60 "$ns" Pod "g-$i" '^Warning FailedScheduling: '; done
+  wait_jsonpath 60 pod/g-0 '{.status.conditions[?(@.type=="PodScheduled")].status}' False "$ns"
+  wait_sessions 2
   expect_eq 0 "$(bound_count "$ns")" "pods bound while the gang cannot fit"
   local t0=$SECONDS
   nodes gang 1 --start 2 --cpu 4 --memory 8Gi
-  for i in 0 1 2; do wait_bound 10 "$ns" "g-$i" >/dev/null; done
+  for i in 0 1 2; do wait_bound 60 "$ns" "g-$i" >/dev/null; done
   echo "gang bound $((SECONDS - t0))s after the node was added"
   # Three distinct nodes: 3 cpu each on 4-cpu nodes.
   expect_eq 3 "$(kubectl get pods -n "$ns" -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | sort -u | grep -c . || true)" "distinct nodes"
-  wait_event 10 "$ns" Pod g-0 "^Normal Scheduled: Successfully assigned $ns/g-0 to gang-"
-  wait_jsonpath 10 podgroup/g '{.status.phase}' Running "$ns"
-  wait_jsonpath 10 podgroup/g '{.status.conditions[?(@.type=="Scheduled")].status}' True "$ns"
+  wait_event 60 "$ns" Pod g-0 "^Normal Scheduled: Successfully assigned $ns/g-0 to gang-"
+  wait_jsonpath 60 podgroup/g '{.status.phase}' Running "$ns"
+  wait_jsonpath 60 podgroup/g '{.status.conditions[?(@.type=="Scheduled")].status}' True "$ns"
   expect_eq False "$(jsonpath podgroup/g '{.status.conditions[?(@.type=="Unschedulable")].status}' "$ns")" \
     "the old Unschedulable condition"
 }
@@ -251,29 +262,33 @@ EOF
   local q i
   for q in w1 w3; do
     for i in $(seq 0 15); do
-      podgroup "$ns" "$q-$i" 1 "$ns-$q"
-      pod "$ns" "$q-$i" "$q-$i" '{"example.com/slot": "1"}, limits: {"example.com/slot": "1"}' \
+      podgroup_yaml "$ns" "$q-$i" 1 "$ns-$q"
+      pod_yaml "$ns" "$q-$i" "$q-$i" '{"example.com/slot": "1"}, limits: {"example.com/slot": "1"}' \
         "  nodeSelector: {grp: slots}"
     done
-  done
-  sleep 2
+  done | kubectl apply -f - >/dev/null || fail "cannot create the queues' PodGroups and pods"
+  # Every PodGroup says it cannot run (no node yet) with its pod counted: the scheduler has
+  # all the demand before any node can serve it.
+  wait_for 60 "32 PodGroups unschedulable with their pod" bash -c "[ \$(kubectl get podgroups -n $ns \
+    -o jsonpath='{range .items[*]}{.status.conditions[?(@.type==\"Unschedulable\")].message}{\"\\n\"}{end}' |
+    grep -c '^1/1 tasks') -eq 32 ]"
   nodes slots 2 --cpu 64 --memory 64Gi --extended example.com/slot=8
-  local deadline=$((SECONDS + 30)) w1 w3
+  local deadline=$((SECONDS + 90)) w1 w3
   while :; do
     w1=$(kubectl get pods -n "$ns" -o jsonpath='{range .items[*]}{.metadata.name} {.spec.nodeName}{"\n"}{end}' | grep -c '^w1-.* slots-' || true)
     w3=$(kubectl get pods -n "$ns" -o jsonpath='{range .items[*]}{.metadata.name} {.spec.nodeName}{"\n"}{end}' | grep -c '^w3-.* slots-' || true)
     [ $((w1 + w3)) -ge 16 ] && break
-    [ $SECONDS -lt $deadline ] || fail "cluster not saturated after 30s: w1=$w1 w3=$w3"
+    [ $SECONDS -lt $deadline ] || fail "cluster not saturated after 90s: w1=$w1 w3=$w3"
     sleep 0.5
   done
-  sleep 3 # a few more sessions must not change the split
+  wait_sessions 3 # a few more sessions must not change the split
   w1=$(kubectl get pods -n "$ns" -o jsonpath='{range .items[*]}{.metadata.name} {.spec.nodeName}{"\n"}{end}' | grep -c '^w1-.* slots-' || true)
   w3=$(kubectl get pods -n "$ns" -o jsonpath='{range .items[*]}{.metadata.name} {.spec.nodeName}{"\n"}{end}' | grep -c '^w3-.* slots-' || true)
   echo "bound: w1=$w1 w3=$w3"
   expect_eq 4 "$w1" "slots of the weight-1 queue"
   expect_eq 12 "$w3" "slots of the weight-3 queue"
   # Queue status.allocated follows (status subresource).
-  wait_jsonpath 10 "queue/$ns-w3" '{.status.allocated.example\.com/slot}' 12
+  wait_jsonpath 60 "queue/$ns-w3" '{.status.allocated.example\.com/slot}' 12
   kubectl delete namespace "$ns" --wait=false >/dev/null
 }
 
@@ -295,14 +310,15 @@ EOF
   podgroup "$ns" low 1 default kiln-e2e-low
   pod "$ns" low low '{"cpu": "4"}' "  nodeSelector: {grp: prio}
   priorityClassName: kiln-e2e-low"
-  sleep 1.5
+  # The low pod has waited a session (no node yet) before the high one exists.
+  wait_event 60 "$ns" Pod low '^Warning FailedScheduling'
   podgroup "$ns" high 1 default kiln-e2e-high
   pod "$ns" high high '{"cpu": "4"}' "  nodeSelector: {grp: prio}
   priorityClassName: kiln-e2e-high"
-  wait_event 10 "$ns" Pod high '^Warning FailedScheduling'
+  wait_event 60 "$ns" Pod high '^Warning FailedScheduling'
   nodes prio 1 --cpu 4 --memory 8Gi
-  wait_bound 10 "$ns" high >/dev/null
-  sleep 2
+  wait_bound 60 "$ns" high >/dev/null
+  wait_sessions 2
   expect_eq "" "$(node_of "$ns" low)" "the low-priority pod's node"
 }
 
@@ -313,19 +329,21 @@ test_selectors_affinity_taints() {
   nodes match-a 1 --cpu 8 --label zone=a
   nodes match-b 1 --cpu 8 --label zone=b
   nodes match-t 1 --cpu 8 --label zone=t --taint dedicated=gpu:NoSchedule
-  pod "$ns" sel "" '{"cpu": "1"}' "  nodeSelector: {zone: b}"
-  pod "$ns" aff "" '{"cpu": "1"}' "  affinity:
+  {
+    pod_yaml "$ns" sel "" '{"cpu": "1"}' "  nodeSelector: {zone: b}"
+    pod_yaml "$ns" aff "" '{"cpu": "1"}' "  affinity:
     nodeAffinity:
       requiredDuringSchedulingIgnoredDuringExecution:
         nodeSelectorTerms:
         - matchExpressions: [{key: zone, operator: In, values: [a]}]"
-  pod "$ns" tol "" '{"cpu": "1"}' "  nodeSelector: {zone: t}
+    pod_yaml "$ns" tol "" '{"cpu": "1"}' "  nodeSelector: {zone: t}
   tolerations: [{key: dedicated, operator: Equal, value: gpu, effect: NoSchedule}]"
-  pod "$ns" notol "" '{"cpu": "1"}' "  nodeSelector: {zone: t}"
-  expect_eq match-b-0 "$(wait_bound 15 "$ns" sel)" "nodeSelector zone=b"
-  expect_eq match-a-0 "$(wait_bound 15 "$ns" aff)" "affinity zone In [a]"
-  expect_eq match-t-0 "$(wait_bound 15 "$ns" tol)" "tolerated taint"
-  wait_event 10 "$ns" Pod notol 'untolerated taint \{dedicated: gpu\}'
+    pod_yaml "$ns" notol "" '{"cpu": "1"}' "  nodeSelector: {zone: t}"
+  } | kubectl apply -f - >/dev/null || fail "cannot create the pods"
+  expect_eq match-b-0 "$(wait_bound 60 "$ns" sel)" "nodeSelector zone=b"
+  expect_eq match-a-0 "$(wait_bound 60 "$ns" aff)" "affinity zone In [a]"
+  expect_eq match-t-0 "$(wait_bound 60 "$ns" tol)" "tolerated taint"
+  wait_event 60 "$ns" Pod notol 'untolerated taint \{dedicated: gpu\}'
   expect_eq "" "$(node_of "$ns" notol)" "the pod without the toleration"
   kubectl delete namespace "$ns" --wait=false >/dev/null
 }
@@ -379,7 +397,7 @@ EOF
   expect_eq 3 "$(awk 'NF==2{print $2}' <<<"$rows" | sort -u | grep -c .)" "distinct nodes of Job spread"
   local pending
   pending=$(awk 'NF==1{print $1}' <<<"$rows")
-  wait_event 30 "$ns" Pod "$pending" "FailedScheduling: .*3 node\(s\) didn't match pod anti-affinity rules"
+  wait_event 60 "$ns" Pod "$pending" "FailedScheduling: .*3 node\(s\) didn't match pod anti-affinity rules"
   expect_eq Pending "$(jsonpath "pod/$pending" '{.status.phase}' "$ns")" "the fourth pod's phase"
   # Job all: 4 pods need 4 nodes; the gang binds nothing and its PodGroup says why.
   local pg msg=""
@@ -394,7 +412,7 @@ EOF
     sleep 0.5
   done
   expect_match '^4/4 tasks in gang unschedulable: ' "$msg" "the condition message"
-  wait_event 20 "$ns" PodGroup "$pg" "Unschedulable: .*didn't match pod anti-affinity rules"
+  wait_event 60 "$ns" PodGroup "$pg" "Unschedulable: .*didn't match pod anti-affinity rules"
   expect_eq 0 "$(bound_count "$ns" app=all)" "pods of Job all bound"
   kubectl delete namespace "$ns" --wait=false >/dev/null
 }
@@ -430,7 +448,7 @@ EOF
   done
   local a=0 b=0 n
   for i in 0 1 2 3; do
-    n=$(wait_bound 30 "$ns" "s-$i")
+    n=$(wait_bound 60 "$ns" "s-$i")
     case $n in tsc-a-*) a=$((a + 1)) ;; tsc-b-*) b=$((b + 1)) ;; *) fail "s-$i on $n" ;; esac
   done
   expect_eq "2 2" "$a $b" "pods per zone (e2e-z1 e2e-z2)"
@@ -453,7 +471,7 @@ spec:
   containers: [{name: c, image: fake, resources: {requests: {cpu: "6"}}}]
 EOF
   local dbnode
-  dbnode=$(wait_bound 30 "$ns" db)
+  dbnode=$(wait_bound 60 "$ns" db)
   local name app
   for name in web lonely; do
     app=db
@@ -473,8 +491,8 @@ spec:
   containers: [{name: c, image: fake, resources: {requests: {cpu: "1"}}}]
 EOF
   done
-  expect_eq "$dbnode" "$(wait_bound 30 "$ns" web)" "web's node (db is on $dbnode)"
-  wait_event 30 "$ns" Pod lonely "FailedScheduling: .*3 node\(s\) didn't match pod affinity rules"
+  expect_eq "$dbnode" "$(wait_bound 60 "$ns" web)" "web's node (db is on $dbnode)"
+  wait_event 60 "$ns" Pod lonely "FailedScheduling: .*3 node\(s\) didn't match pod affinity rules"
   expect_eq "" "$(node_of "$ns" lonely)" "the pod with nothing to join"
   kubectl delete namespace "$ns" --wait=false >/dev/null
 }
@@ -485,7 +503,7 @@ test_best_effort_backfilled() {
   ns=$(new_namespace be)
   nodes be 1 --cpu 2
   pod "$ns" full "" '{"cpu": "2"}' "  nodeSelector: {grp: be}"
-  wait_bound 15 "$ns" full >/dev/null
+  wait_bound 60 "$ns" full >/dev/null
   kubectl apply -f - >/dev/null <<EOF
 apiVersion: v1
 kind: Pod
@@ -495,7 +513,7 @@ spec:
   nodeSelector: {grp: be}
   containers: [{name: c, image: fake}]
 EOF
-  expect_eq be-0 "$(wait_bound 15 "$ns" be)" "the best-effort pod's node"
+  expect_eq be-0 "$(wait_bound 60 "$ns" be)" "the best-effort pod's node"
   kubectl delete namespace "$ns" --wait=false >/dev/null
 }
 
@@ -508,14 +526,14 @@ test_pod_deleted_before_bind_rolls_back() {
   # Only for this test: two schedulers over the same Queues would both write their status.
   start_scheduler kiln-scheduler-slow "$SLOW_LOG" --scheduler-name kiln-slow --bind-delay 4s \
     --leader-elect=false --v=3
-  wait_log 20 "$SLOW_LOG" "informer pods: list -> watch"
+  wait_log 60 "$SLOW_LOG" "informer pods: list -> watch"
   from=$(($(log_lines "$SLOW_LOG") + 1))
   pod "$ns" first "" '{"cpu": "4"}' "  nodeSelector: {grp: slow}" kiln-slow
-  wait_log 15 "$SLOW_LOG" "session [0-9]+: 1 binds" "$from"
+  wait_log 60 "$SLOW_LOG" "session [0-9]+: 1 binds" "$from"
   kubectl delete pod -n "$ns" first --wait=false >/dev/null
-  wait_log 15 "$SLOW_LOG" "bind $ns/first to slow-0: the pod is gone .*rolled back" "$from"
+  wait_log 60 "$SLOW_LOG" "bind $ns/first to slow-0: the pod is gone .*rolled back" "$from"
   pod "$ns" second "" '{"cpu": "4"}' "  nodeSelector: {grp: slow}" kiln-slow
-  expect_eq slow-0 "$(wait_bound 20 "$ns" second)" "the second pod's node"
+  expect_eq slow-0 "$(wait_bound 60 "$ns" second)" "the second pod's node"
   kill -TERM "$(cat "$D/pids/kiln-scheduler-slow.pid")"
   rm -f "$D/pids/kiln-scheduler-slow.pid" "$D/pids/kiln-scheduler-slow.exe"
   kubectl delete namespace "$ns" --wait=false >/dev/null
@@ -530,19 +548,19 @@ test_config_reload_without_restart() {
   nodes conf 1 --cpu 8
   from=$(($(log_lines "$LOG") + 1))
   sed 's/actions: .*/actions: "enqueue"/' "$CONF" > "$CONF.tmp" && mv "$CONF.tmp" "$CONF"
-  wait_log 10 "$LOG" 'loaded scheduler configuration .*: actions "enqueue"' "$from"
+  wait_log 60 "$LOG" 'loaded scheduler configuration .*: actions "enqueue"' "$from"
   pod "$ns" waits "" '{"cpu": "1"}' "  nodeSelector: {grp: conf}"
-  sleep 3
+  wait_sessions 3
   expect_eq "" "$(node_of "$ns" waits)" "node of a pod with no allocate action"
   # An unknown plugin: refused, the enqueue-only configuration stays.
   from=$(($(log_lines "$LOG") + 1))
   printf 'actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: no-such-plugin\n' > "$CONF.tmp"
   mv "$CONF.tmp" "$CONF"
-  wait_log 10 "$LOG" "configuration $CONF is invalid .*no-such-plugin.*keeping the previous" "$from"
-  sleep 2
+  wait_log 60 "$LOG" "configuration $CONF is invalid .*no-such-plugin.*keeping the previous" "$from"
+  wait_sessions 2
   expect_eq "" "$(node_of "$ns" waits)" "node after an invalid configuration"
   default_conf
-  expect_eq conf-0 "$(wait_bound 15 "$ns" waits)" "node once allocate is back"
+  expect_eq conf-0 "$(wait_bound 60 "$ns" waits)" "node once allocate is back"
   expect_eq "$pid" "$(cat "$D/pids/kiln-scheduler.pid")" "scheduler pid"
   kill -0 "$pid" || fail "the scheduler exited"
   kubectl delete namespace "$ns" --wait=false >/dev/null
@@ -554,13 +572,15 @@ test_bad_input_explained_rest_scheduled() {
   local ns
   ns=$(new_namespace bad)
   nodes bad 1 --cpu 8
-  podgroup "$ns" lost 1 no-such-queue
-  pod "$ns" lost lost '{"cpu": "1"}' "  nodeSelector: {grp: bad}"
-  pod "$ns" huge "" '{"cpu": "1", "memory": "1180591620717411303424"}' "  nodeSelector: {grp: bad}"
-  pod "$ns" fine "" '{"cpu": "1"}' "  nodeSelector: {grp: bad}"
-  expect_eq bad-0 "$(wait_bound 15 "$ns" fine)" "the good pod's node"
-  wait_event 10 "$ns" PodGroup lost '^Warning Unschedulable: 1/1 tasks in gang unschedulable: queue no-such-queue does not exist'
-  wait_event 10 "$ns" Pod huge '^Warning FailedScheduling: '
+  {
+    podgroup_yaml "$ns" lost 1 no-such-queue
+    pod_yaml "$ns" lost lost '{"cpu": "1"}' "  nodeSelector: {grp: bad}"
+    pod_yaml "$ns" huge "" '{"cpu": "1", "memory": "1180591620717411303424"}' "  nodeSelector: {grp: bad}"
+    pod_yaml "$ns" fine "" '{"cpu": "1"}' "  nodeSelector: {grp: bad}"
+  } | kubectl apply -f - >/dev/null || fail "cannot create the pods"
+  expect_eq bad-0 "$(wait_bound 60 "$ns" fine)" "the good pod's node"
+  wait_event 60 "$ns" PodGroup lost '^Warning Unschedulable: 1/1 tasks in gang unschedulable: queue no-such-queue does not exist'
+  wait_event 60 "$ns" Pod huge '^Warning FailedScheduling: '
   expect_eq "" "$(node_of "$ns" lost)" "the pod of the PodGroup without a queue"
   expect_eq "" "$(node_of "$ns" huge)" "the unreadable pod"
   kubectl delete namespace "$ns" --wait=false >/dev/null
@@ -589,7 +609,7 @@ test_sigusr2_dumps_snapshot() {
   from=$(($(log_lines "$LOG") + 1))
   rm -f "$D/snapshot.pb"
   kill -USR2 "$(cat "$D/pids/kiln-scheduler.pid")"
-  wait_log 10 "$LOG" "dumped the cache to $D/snapshot.pb \([1-9][0-9]* nodes, [1-9][0-9]* pods" "$from"
+  wait_log 60 "$LOG" "dumped the cache to $D/snapshot.pb \([1-9][0-9]* nodes, [1-9][0-9]* pods" "$from"
   [ -s "$D/snapshot.pb" ] || fail "empty snapshot"
 }
 
@@ -666,8 +686,9 @@ EOF
   wait_jsonpath 60 job.batch.volcano.sh/j '{.status.state.phase}' Completed "$ns"
 }
 
-# Last (tests run in name order): SIGTERM ends the scheduler cleanly.
-test_zz_clean_shutdown() {
+# After every test: SIGTERM ends the suite's scheduler cleanly, with nothing reported by the
+# sanitizers in all it logged.
+finally_clean_shutdown() {
   local pid
   pid=$(cat "$D/pids/kiln-scheduler.pid")
   kill -TERM "$pid"

@@ -156,14 +156,13 @@ PLUGIN
   grep -qF -- "${tok##*.}" "$WORK/kc-token" || fail "the search misses the token that is there"
 }
 
-test_zz_cleanup() {
-  kubectl delete namespace kiln-secrets --wait=false >/dev/null 2>&1 || true
-  kubectl delete clusterrolebinding kiln-secrets-token kiln-secrets-exec >/dev/null 2>&1 || true
-  rm -rf "$WORK"
-}
-
 setup || {
   echo "FAIL secrets/setup: cannot install the CRDs or the namespace"
   exit 1
 }
 e2e_main "$@"
+rc=$?
+kubectl delete namespace kiln-secrets --wait=false >/dev/null 2>&1 || true
+kubectl delete clusterrolebinding kiln-secrets-token kiln-secrets-exec >/dev/null 2>&1 || true
+rm -rf "$WORK"
+exit $rc
