@@ -437,8 +437,12 @@ test_only_job_controller() {
   stop kiln-controller-only
   from=$(($(log_lines "$log") + 1))
   start_controller kiln-controller-only "$log" '--controllers=*,-job-controller'
+  # Its start, in its own log, before the queue's state says anything about it.
+  wait_grep 60 "the job controller disabled" "Controller <job-controller> is not enable" \
+    tail -n "+$from" "$log"
+  wait_grep 60 "the queue controller to start" "Starting queue-controller" tail -n "+$from" "$log"
   wait_jsonpath 60 "queue/$q" '{.status.state}' Open
-  tail -n "+$from" "$log" | grep -q "Controller <job-controller> is not enable" ||
+  ! grep -q "Starting job-controller" <(tail -n "+$from" "$log") ||
     fail "the job controller ran with -job-controller"
   kubectl delete queue "$q" --wait=false >/dev/null
   kubectl delete namespace "$ns" --wait=false >/dev/null

@@ -193,23 +193,23 @@ test_gang_jobs_survive_kills_and_restarts() {
   local third=$((JOBS / 3))
   SUBMITTED=$third
   submit 1 "$third"
-  wait_for 120 "the controller making pods" progressed pods 0
+  wait_for 300 "the controller making pods" progressed pods 0
   kill9 kiln-controller
   proc kiln-controller "$CTL_BIN"
   SUBMITTED=$((2 * third))
   submit $((third + 1)) $((2 * third))
-  wait_for 120 "the scheduler binding pods" progressed bound "$(bound_in "$NS")"
+  wait_for 300 "the scheduler binding pods" progressed bound "$(bound_in "$NS")"
   kill9 kiln-scheduler
   proc kiln-scheduler "$SCH_BIN"
-  wait_for 120 "the new scheduler binding pods" progressed bound "$(bound_in "$NS")"
+  wait_for 300 "the new scheduler binding pods" progressed bound "$(bound_in "$NS")"
   restart_cp kube-apiserver
   wait_for 90 "API server back" api_ready
   SUBMITTED=$JOBS
   submit $((2 * third + 1)) "$JOBS"
-  wait_for 120 "the controller making the last Jobs' pods" progressed pods "$(pods_in "$NS")"
+  wait_for 300 "the controller making the last Jobs' pods" progressed pods "$(pods_in "$NS")"
   restart_cp etcd
   wait_for 90 "API server ready after etcd" api_ready
-  wait_for 120 "binding after the etcd restart" progressed bound "$(bound_in "$NS")"
+  wait_for 300 "binding after the etcd restart" progressed bound "$(bound_in "$NS")"
   kill9 kiln-controller
   kill9 kiln-scheduler
   proc kiln-controller "$CTL_BIN"

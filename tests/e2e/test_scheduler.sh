@@ -117,7 +117,8 @@ wait_event() { # SECS NS KIND NAME REGEX
 
 wait_log() { # SECS FILE REGEX [FROM_LINE]
   local deadline=$((SECONDS + $1))
-  until tail -n "+${4:-1}" "$2" | grep -Eq "$3"; do
+  # Not tail | grep -q: with pipefail, tail cut off by grep's early exit fails the match.
+  until grep -Eq "$3" <(tail -n "+${4:-1}" "$2"); do
     [ $SECONDS -lt $deadline ] || fail "no log line matching /$3/ in $(basename "$2") after $1s"
     sleep 0.2
   done
