@@ -8,7 +8,9 @@
 
 #include <protobuf-c/protobuf-c.h>
 
+#include "kc_podres.h"
 #include "kc_quantity.h"
+#include "pod.pb-c.h"
 #include "resource.pb-c.h"
 #include "kc_error.h"
 
@@ -50,5 +52,19 @@ KC_NODISCARD int kc__decode_field(kc__cctx *c, ProtobufCMessage *m, const char *
 Kiln__Resource *kc__resource_new(void);
 /* Scalar lookup/insert by name (new entry starts at 0); NULL when out of memory. */
 Kiln__ResourceQuantity *kc__resource_scalar(Kiln__Resource *res, const char *name);
+
+/* ---- shared by the JSON and the protobuf pod/node decoders ---- */
+
+/* A taint's or toleration's effect by name ("" or NULL: every effect). */
+Kiln__TaintEffect kc__taint_effect(const char *s);
+/* status.phase by name (NULL: unset; unknown names: Unknown). */
+Kiln__PodPhase kc__pod_phase(const char *s);
+/* requests, container_requests and best_effort of p from a spec read through src. 0 or
+ * KC_ENOMEM. */
+KC_NODISCARD int kc__pod_requests(Kiln__Pod *p, const kc_podres_src *src, const void *spec);
+/* preemptable, not_preemptable and cooldown_ms from the values of the volcano.sh/preemptable
+ * annotation and label and the volcano.sh/cooldown-time label and annotation (NULL: absent). */
+void kc__pod_volcano_keys(Kiln__Pod *p, const char *ann_preempt, const char *label_preempt,
+                          const char *label_cooldown, const char *ann_cooldown);
 
 #endif

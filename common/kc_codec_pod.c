@@ -142,7 +142,7 @@ static void res_reset(Kiln__Resource *r) {
 
 /* ---- taints and tolerations ---- */
 
-static int taint_effect(kc__cctx *c, const json_t *obj, Kiln__TaintEffect *out) {
+Kiln__TaintEffect kc__taint_effect(const char *s) {
   static const struct {
     const char *name;
     Kiln__TaintEffect effect;
@@ -151,16 +151,19 @@ static int taint_effect(kc__cctx *c, const json_t *obj, Kiln__TaintEffect *out) 
       {"PreferNoSchedule", KILN__TAINT_EFFECT__TAINT_EFFECT_PREFER_NO_SCHEDULE},
       {"NoExecute", KILN__TAINT_EFFECT__TAINT_EFFECT_NO_EXECUTE},
   };
-  const char *s;
-  int rc = peek_string(c, obj, "effect", &s);
-  *out = KILN__TAINT_EFFECT__TAINT_EFFECT_ALL;
-  if (rc < 0 || !s || !*s)
-    return rc;
-  *out = KILN__TAINT_EFFECT__TAINT_EFFECT_OTHER;
+  if (!s || !*s)
+    return KILN__TAINT_EFFECT__TAINT_EFFECT_ALL;
   for (size_t i = 0; i < sizeof(effects) / sizeof(effects[0]); i++)
     if (strcmp(s, effects[i].name) == 0)
-      *out = effects[i].effect;
-  return 0;
+      return effects[i].effect;
+  return KILN__TAINT_EFFECT__TAINT_EFFECT_OTHER;
+}
+
+static int taint_effect(kc__cctx *c, const json_t *obj, Kiln__TaintEffect *out) {
+  const char *s;
+  int rc = peek_string(c, obj, "effect", &s);
+  *out = kc__taint_effect(rc < 0 ? NULL : s);
+  return rc;
 }
 
 /* The key, value and effect that a toleration and a taint share. */
@@ -361,14 +364,11 @@ static int check_containers(kc__cctx *c, Kiln__Pod *p, const json_t *spec) {
   return rc;
 }
 
-static int pod_resources(kc__cctx *c, Kiln__Pod *p, const json_t *spec) {
-  int rc = check_containers(c, p, spec);
-  if (rc < 0)
-    return rc;
+int kc__pod_requests(Kiln__Pod *p, const kc_podres_src *src, const void *spec) {
   kc_reslist all = {0}, run = {0};
-  rc = kc_pod_resources(spec, "requests", 0, &all);
+  int rc = kc_pod_resources_src(src, spec, "requests", 0, &all);
   if (rc == 0)
-    rc = kc_pod_resources(spec, "requests", KC_PODRES_NO_INIT, &run);
+    rc = kc_pod_resources_src(src, spec, "requests", KC_PODRES_NO_INIT, &run);
   if (rc == 0) {
     p->requests = res_from_list(&all);
     p->container_requests = res_from_list(&run);
@@ -378,13 +378,20 @@ static int pod_resources(kc__cctx *c, Kiln__Pod *p, const json_t *spec) {
   kc_reslist_free(&all);
   kc_reslist_free(&run);
   if (rc < 0)
-    return kc__fail(c, rc, "out of memory");
+    return rc;
   const Kiln__Resource *r = p->requests;
   bool none = r->milli_cpu == 0 && r->memory == 0;
   for (size_t i = 0; none && i < r->n_scalar; i++)
     none = r->scalar[i]->milli_value == 0;
   p->best_effort = none;
   return 0;
+}
+
+static int pod_resources(kc__cctx *c, Kiln__Pod *p, const json_t *spec) {
+  int rc = check_containers(c, p, spec);
+  if (rc == 0 && kc__pod_requests(p, &kc_podres_json, spec) < 0)
+    rc = kc__fail(c, KC_ENOMEM, "out of memory");
+  return rc;
 }
 
 /* aff.<key>.requiredDuringScheduling... and preferredDuringScheduling... into the two
@@ -511,13 +518,24 @@ static int pod_spec(kc__cctx *c, Kiln__Pod *p, const json_t *spec) {
 }
 
 /* strconv.ParseBool's true spellings; anything else (including its false ones) is false. */
-static bool truthy(const json_t *map, const char *key) {
+static bool truthy(const char *v) {
   static const char *const yes[] = {"1", "t", "T", "TRUE", "true", "True"};
-  const char *v = json_string_value(json_object_get(map, key));
   for (size_t i = 0; v && i < sizeof(yes) / sizeof(yes[0]); i++)
     if (strcmp(v, yes[i]) == 0)
       return true;
   return false;
+}
+
+void kc__pod_volcano_keys(Kiln__Pod *p, const char *ann_preempt, const char *label_preempt,
+                          const char *label_cooldown, const char *ann_cooldown) {
+  /* Volcano reads the preemptable annotation first, then the label. */
+  p->preemptable = ann_preempt ? truthy(ann_preempt) : truthy(label_preempt);
+  p->not_preemptable = (ann_preempt || label_preempt) && !p->preemptable;
+  /* cdp reads the cooldown label first, then the annotation. */
+  const char *cd = label_cooldown ? label_cooldown : ann_cooldown;
+  int64_t ns = 0;
+  if (cd && kc_parse_duration(cd, &ns) == 0 && ns > 0)
+    p->cooldown_ms = ns / 1000000;
 }
 
 static int owner(kc__cctx *c, Kiln__Pod *p, const json_t *meta) {
@@ -603,27 +621,21 @@ static int pod_meta(kc__cctx *c, Kiln__Pod *p, const json_t *meta) {
       kc__path_pop(c, mark);
   }
   if (rc == 0) {
-    /* Volcano reads the annotation first, then the label. */
-    json_t *a = ann ? json_object_get(ann, "volcano.sh/preemptable") : NULL;
-    json_t *l = labels ? json_object_get(labels, "volcano.sh/preemptable") : NULL;
-    p->preemptable =
-        a ? truthy(ann, "volcano.sh/preemptable") : l && truthy(labels, "volcano.sh/preemptable");
-    p->not_preemptable = (a || l) && !p->preemptable;
-    /* cdp reads the label first, then the annotation. */
-    static const char cooldown[] = "volcano.sh/cooldown-time";
-    const char *cd = json_string_value(labels ? json_object_get(labels, cooldown) : NULL);
-    if (!cd)
-      cd = json_string_value(ann ? json_object_get(ann, cooldown) : NULL);
-    int64_t ns = 0;
-    if (cd && kc_parse_duration(cd, &ns) == 0 && ns > 0)
-      p->cooldown_ms = ns / 1000000;
+    static const char preempt[] = "volcano.sh/preemptable", cooldown[] = "volcano.sh/cooldown-time";
+    json_t *a = ann ? json_object_get(ann, preempt) : NULL;
+    json_t *l = labels ? json_object_get(labels, preempt) : NULL;
+    /* A present key that is not a string counts as present and false. */
+    kc__pod_volcano_keys(p, a ? (json_is_string(a) ? json_string_value(a) : "") : NULL,
+                         l ? (json_is_string(l) ? json_string_value(l) : "") : NULL,
+                         json_string_value(labels ? json_object_get(labels, cooldown) : NULL),
+                         json_string_value(ann ? json_object_get(ann, cooldown) : NULL));
   }
   if (rc == 0)
     rc = owner(c, p, meta);
   return rc;
 }
 
-static Kiln__PodPhase pod_phase(const char *s) {
+Kiln__PodPhase kc__pod_phase(const char *s) {
   static const struct {
     const char *name;
     Kiln__PodPhase phase;
@@ -695,7 +707,7 @@ int kc_pod_decode(const json_t *json, Kiln__Pod **out, char *err, size_t errlen)
     if (rc == 0)
       kc__path_pop(&c, mark);
   }
-  p->phase = pod_phase(phase);
+  p->phase = kc__pod_phase(phase);
   if (rc < 0) {
     kc_msg_free(p);
     return rc;

@@ -90,25 +90,52 @@ int kc_reslist_add(kc_reslist *l, const kc_reslist *m) {
   return 0;
 }
 
+/* The JSON form of a pod spec as a kc_podres_src. */
+static const json_t *json_ct(const void *spec, bool init, size_t i) {
+  return json_array_get(json_object_get(spec, init ? "initContainers" : "containers"), i);
+}
+
+static size_t json_count(const void *spec, bool init) {
+  return json_array_size(json_object_get(spec, init ? "initContainers" : "containers"));
+}
+
+static int json_add(const void *spec, bool init, size_t i, const char *kind, kc_reslist *l) {
+  return add_json(l, json_object_get(json_object_get(json_ct(spec, init, i), "resources"), kind));
+}
+
+static bool json_sidecar(const void *spec, size_t i) {
+  const char *rp = json_string_value(json_object_get(json_ct(spec, true, i), "restartPolicy"));
+  return rp && strcmp(rp, "Always") == 0;
+}
+
+static int json_pod_level(const void *spec, const char *kind, kc_reslist *l) {
+  return add_json(l, json_object_get(json_object_get(spec, "resources"), kind));
+}
+
+static int json_overhead(const void *spec, kc_reslist *l) {
+  return add_json(l, json_object_get(spec, "overhead"));
+}
+
+const kc_podres_src kc_podres_json = {json_count, json_add, json_sidecar, json_pod_level,
+                                       json_overhead};
+
 /* Init containers into out (sidecars) and *init (the largest ordinary one with the sidecars
  * started before it). */
-static int init_containers(const json_t *spec, const char *kind, unsigned flags, kc_reslist *out,
-                           kc_reslist *init) {
-  kc_reslist side = {0}, tmp = {0};
+static int init_containers(const kc_podres_src *src, const void *spec, const char *kind,
+                           unsigned flags, kc_reslist *out, kc_reslist *init) {
+  kc_reslist side = {0}, tmp = {0}, one = {0};
   int rc = 0;
-  size_t i;
-  json_t *ct;
-  json_array_foreach(json_object_get(spec, "initContainers"), i, ct) {
-    const json_t *r = json_object_get(json_object_get(ct, "resources"), kind);
-    const char *rp = json_string_value(json_object_get(ct, "restartPolicy"));
+  size_t n = src->count(spec, true);
+  for (size_t i = 0; i < n; i++) {
     tmp.n = 0;
-    if (rp && strcmp(rp, "Always") == 0) {
-      if ((rc = add_json(out, r)) || (rc = add_json(&side, r)) ||
-          (rc = kc_reslist_add(&tmp, &side)))
+    one.n = 0;
+    if (src->sidecar(spec, i)) {
+      if ((rc = src->add(spec, true, i, kind, &one)) || (rc = kc_reslist_add(out, &one)) ||
+          (rc = kc_reslist_add(&side, &one)) || (rc = kc_reslist_add(&tmp, &side)))
         break;
     } else if (flags & KC_PODRES_NO_INIT) {
       continue;
-    } else if ((rc = add_json(&tmp, r)) || (rc = kc_reslist_add(&tmp, &side))) {
+    } else if ((rc = src->add(spec, true, i, kind, &tmp)) || (rc = kc_reslist_add(&tmp, &side))) {
       break;
     }
     if ((rc = max_list(init, &tmp)))
@@ -116,41 +143,44 @@ static int init_containers(const json_t *spec, const char *kind, unsigned flags,
   }
   kc_reslist_free(&side);
   kc_reslist_free(&tmp);
+  kc_reslist_free(&one);
   return rc;
 }
 
-int kc_pod_resources(const json_t *spec, const char *kind, unsigned flags, kc_reslist *out) {
-  kc_reslist init = {0};
+int kc_pod_resources_src(const kc_podres_src *src, const void *spec, const char *kind,
+                         unsigned flags, kc_reslist *out) {
+  kc_reslist init = {0}, tmp = {0};
   int rc = 0;
-  size_t i;
-  json_t *ct;
-  json_array_foreach(json_object_get(spec, "containers"), i, ct) {
-    if ((rc = add_json(out, json_object_get(json_object_get(ct, "resources"), kind))))
+  size_t n = src->count(spec, false);
+  for (size_t i = 0; i < n; i++)
+    if ((rc = src->add(spec, false, i, kind, out)))
       goto out;
-  }
-  if ((rc = init_containers(spec, kind, flags, out, &init)) || (rc = max_list(out, &init)))
+  if ((rc = init_containers(src, spec, kind, flags, out, &init)) || (rc = max_list(out, &init)))
     goto out;
   /* Pod-level resources (only cpu and memory are supported there) are the pod's total. */
-  const json_t *pod_level = json_object_get(json_object_get(spec, "resources"), kind);
+  if ((rc = src->pod_level(spec, kind, &tmp)))
+    goto out;
   static const char *const supported[] = {"cpu", "memory"};
   for (size_t k = 0; k < 2; k++) {
-    kc_quantity q;
-    if (kc_json_quantity(json_object_get(pod_level, supported[k]), &q) &&
-        (rc = kc_reslist_put(out, supported[k], &q, false)))
+    const kc_res_entry *e = kc_reslist_find(&tmp, supported[k]);
+    if (e && (rc = kc_reslist_put(out, supported[k], &e->q, false)))
       goto out;
   }
-  const char *name;
-  json_t *v;
-  json_object_foreach(json_object_get(spec, "overhead"), name, v) {
-    kc_quantity q;
-    if (!kc_json_quantity(v, &q))
+  tmp.n = 0;
+  if ((rc = src->overhead(spec, &tmp)))
+    goto out;
+  for (size_t i = 0; i < tmp.n; i++) {
+    if (strcmp(kind, "limits") == 0 && !kc_reslist_find(out, tmp.e[i].name))
       continue;
-    if (strcmp(kind, "limits") == 0 && !kc_reslist_find(out, name))
-      continue;
-    if ((rc = kc_reslist_put(out, name, &q, true)))
+    if ((rc = kc_reslist_put(out, tmp.e[i].name, &tmp.e[i].q, true)))
       goto out;
   }
 out:
   kc_reslist_free(&init);
+  kc_reslist_free(&tmp);
   return rc;
+}
+
+int kc_pod_resources(const json_t *spec, const char *kind, unsigned flags, kc_reslist *out) {
+  return kc_pod_resources_src(&kc_podres_json, spec, kind, flags, out);
 }
