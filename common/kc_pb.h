@@ -82,8 +82,8 @@ void kc_pb_stream_reset(kc_pb_stream *s);
  * KC_ETOOBIG (a length over max_frame), KC_EPARSE (a frame that is not a WatchEvent with a
  * type and an enveloped object) or KC_ENOMEM, with the stream offset in err. After an error,
  * reset before feeding again. */
-KC_NODISCARD int kc_pb_stream_feed(kc_pb_stream *s, const void *data, size_t len,
-                                   kc_pb_event_fn fn, void *ud, char *err, size_t errlen);
+KC_NODISCARD int kc_pb_stream_feed(kc_pb_stream *s, const void *data, size_t len, kc_pb_event_fn fn,
+                                   void *ud, char *err, size_t errlen);
 /* At the end of the stream: KC_EPARSE when a partial frame is left over. */
 KC_NODISCARD int kc_pb_stream_finish(const kc_pb_stream *s, char *err, size_t errlen);
 

@@ -117,7 +117,7 @@ static int json_overhead(const void *spec, kc_reslist *l) {
 }
 
 const kc_podres_src kc_podres_json = {json_count, json_add, json_sidecar, json_pod_level,
-                                       json_overhead};
+                                      json_overhead};
 
 /* Init containers into out (sidecars) and *init (the largest ordinary one with the sidecars
  * started before it). */

@@ -51,14 +51,14 @@ typedef struct {
   int (*add)(const void *spec, bool init, size_t i, const char *kind, kc_reslist *l);
   bool (*sidecar)(const void *spec, size_t i); /* init container i restarts Always */
   int (*pod_level)(const void *spec, const char *kind, kc_reslist *l); /* spec.resources */
-  int (*overhead)(const void *spec, kc_reslist *l);                     /* spec.overhead */
+  int (*overhead)(const void *spec, kc_reslist *l);                    /* spec.overhead */
 } kc_podres_src;
 
 /* A pod spec as a JSON object (json_t). */
 extern const kc_podres_src kc_podres_json;
 
-KC_NODISCARD int kc_pod_resources_src(const kc_podres_src *src, const void *spec,
-                                      const char *kind, unsigned flags, kc_reslist *out);
+KC_NODISCARD int kc_pod_resources_src(const kc_podres_src *src, const void *spec, const char *kind,
+                                      unsigned flags, kc_reslist *out);
 
 /* The effective "requests" or "limits" (kind) of a pod spec (borrowed) added into *out.
  * Unparsable quantities are skipped (the API server refuses them first). Returns 0 or
