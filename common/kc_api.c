@@ -3,6 +3,7 @@
 #include "kc_container.h"
 #include "kc_error.h"
 #include "kc_log.h"
+#include "kc_pb.h"
 #include "kc_ratelimit.h"
 
 #include <curl/curl.h>
@@ -48,6 +49,8 @@ struct call {
   char *path;
   char *body;
   size_t body_len;
+  char *ctype;  /* the body's content type; NULL: the verb's */
+  char *accept; /* NULL: application/json */
   int64_t timeout_ms;
   int attempts;
   bool fenced;      /* a write that each attempt checks against the client's fence */
@@ -219,11 +222,42 @@ static void copy_clean(char *dst, size_t cap, const char *s, size_t n) {
   dst[j] = '\0';
 }
 
+/* A protobuf Status body into st; false when body is not one. */
+static bool status_pb(const char *body, size_t len, kc_status *st) {
+  K8s__Unknown *u = NULL;
+  int32_t code = 0;
+  char msg[sizeof(st->message)];
+  bool ok = kc_pb_unwrap(body, len, &u, NULL, 0) == 0 && u->type_meta && u->type_meta->kind &&
+            strcmp(u->type_meta->kind, "Status") == 0 &&
+            kc_pb_status(u->has_raw ? u->raw.data : NULL, u->has_raw ? u->raw.len : 0, &code,
+                         st->reason, sizeof(st->reason), msg, sizeof(msg)) == 0;
+  kc_pb_free(u);
+  if (!ok)
+    return false;
+  copy_clean(st->reason, sizeof(st->reason), st->reason, strlen(st->reason));
+  if (code > 0)
+    st->code = code;
+  st->err = st->reason[0] ? kc_err_from_reason(st->reason) : KC_EHTTP;
+  if (st->err == KC_EHTTP)
+    st->err = kc_err_from_http(st->code);
+  if (msg[0])
+    copy_clean(st->message, sizeof(st->message), msg, strlen(msg));
+  else
+    snprintf(st->message, sizeof(st->message),
+             "the server responded with the status code %ld but did not return more information",
+             st->code);
+  if (st->err == KC_EHTTP && st->code >= 500)
+    st->err = KC_EINTERNAL;
+  return true;
+}
+
 int kc_status_parse(long http_status, const char *body, size_t len, kc_status *st, json_t **obj) {
   memset(st, 0, sizeof(*st));
   st->code = http_status;
   if (obj)
     *obj = NULL;
+  if (kc_pb_is_envelope(body, len) && status_pb(body, len, st))
+    return st->err;
   json_t *root = body && len ? json_loadb(body, len, 0, NULL) : NULL;
   const char *kind = json_string_value(json_object_get(root, "kind"));
   if (root && json_is_object(root) && kind && strcmp(kind, "Status") == 0) {
@@ -315,6 +349,8 @@ static void call_closed(uv_handle_t *h) {
   struct call *k = container_of((uv_timer_t *)h, struct call, timer);
   free(k->path);
   free(k->body);
+  free(k->accept);
+  free(k->ctype);
   free(k);
 }
 
@@ -349,7 +385,10 @@ static void send_now(struct call *k) {
   kc_http_spec spec = {
       .method = verbs[k->verb].method,
       .path = k->path,
-      .content_type = k->body ? verbs[k->verb].content_type : NULL,
+      .content_type = !k->body   ? NULL
+                      : k->ctype ? k->ctype
+                                 : verbs[k->verb].content_type,
+      .accept = k->accept,
       .body = k->body,
       .body_len = k->body_len,
       .timeout_ms = k->timeout_ms,
@@ -467,6 +506,10 @@ static void on_http_done(kc_http_req *req, const kc_http_result *hr, void *data)
     res.err = hr->err;
     snprintf(msg, sizeof(msg), "%s %s: %s", verbs[k->verb].method, k->path, hr->detail);
     res.message = msg;
+  } else if (ok && hr->content_type &&
+             strncmp(hr->content_type, KC_PB_CONTENT_TYPE, strlen(KC_PB_CONTENT_TYPE)) == 0) {
+    res.body = (const uint8_t *)hr->body;
+    res.body_len = hr->body_len;
   } else if (ok) {
     if (hr->body_len) {
       json_error_t je;
@@ -515,43 +558,21 @@ fail:
   return KC_ENOMEM;
 }
 
-int kc_api_call(kc_client *c, kc_verb verb, const kc_ref *ref, const kc_query *q, json_t *body,
-                kc_api_cb cb, void *data) {
-  static const kc_query none = {0};
-  if (!q)
-    q = &none;
-  if (c->closing)
-    return KC_ECANCELED;
-  if (!cb || verb >= KC_VERB_LAST)
-    return KC_EINVAL;
-  bool wants_body = verb != KC_GET && verb != KC_LIST && verb != KC_DELETE;
-  if (wants_body != (body != NULL))
-    return KC_EINVAL;
-  if (verb == KC_PATCH_JSON ? !json_is_array(body) : (body && !json_is_object(body)))
-    return KC_EINVAL;
-  struct call *k = calloc(1, sizeof(*k));
-  if (!k)
-    return KC_ENOMEM;
+/* Queues k (its body already set) for its first attempt; frees it on failure. */
+static int call_start(kc_client *c, kc_verb verb, const kc_ref *ref, const kc_query *q,
+                      struct call *k, kc_api_cb cb, void *data) {
   int rc = kc_api_path(verb, ref, q, false, &k->path);
-  if (rc)
-    goto fail;
-  json_t *del = NULL;
-  if (verb == KC_DELETE && (rc = delete_body(q, &del)))
-    goto fail;
-  json_t *payload = del ? del : body;
-  if (payload) {
-    /* JSON is YAML, so the apply content type takes the same bytes. */
-    k->body = json_dumps(payload, JSON_COMPACT);
-    json_decref(del);
-    if (!k->body) {
-      rc = KC_ENOMEM;
-      goto fail;
-    }
-    k->body_len = strlen(k->body);
-  }
-  if (uv_timer_init(c->loop, &k->timer) != 0) {
+  if (rc == 0 && q->accept && !(k->accept = strdup(q->accept)))
     rc = KC_ENOMEM;
-    goto fail;
+  if (rc == 0 && uv_timer_init(c->loop, &k->timer) != 0)
+    rc = KC_ENOMEM;
+  if (rc) {
+    free(k->path);
+    free(k->body);
+    free(k->accept);
+    free(k->ctype);
+    free(k);
+    return rc;
   }
   k->c = c;
   k->verb = verb;
@@ -570,11 +591,68 @@ int kc_api_call(kc_client *c, kc_verb verb, const kc_ref *ref, const kc_query *q
   k->state = CALL_THROTTLED;
   uv_timer_start(&k->timer, on_timer, (wait + NS_PER_MS - 1) / NS_PER_MS, 0);
   return 0;
-fail:
-  free(k->path);
-  free(k->body);
-  free(k);
-  return rc;
+}
+
+int kc_api_call(kc_client *c, kc_verb verb, const kc_ref *ref, const kc_query *q, json_t *body,
+                kc_api_cb cb, void *data) {
+  static const kc_query none = {0};
+  if (!q)
+    q = &none;
+  if (c->closing)
+    return KC_ECANCELED;
+  if (!cb || verb >= KC_VERB_LAST)
+    return KC_EINVAL;
+  bool wants_body = verb != KC_GET && verb != KC_LIST && verb != KC_DELETE;
+  if (wants_body != (body != NULL))
+    return KC_EINVAL;
+  if (verb == KC_PATCH_JSON ? !json_is_array(body) : (body && !json_is_object(body)))
+    return KC_EINVAL;
+  struct call *k = calloc(1, sizeof(*k));
+  if (!k)
+    return KC_ENOMEM;
+  json_t *del = NULL;
+  int rc = verb == KC_DELETE ? delete_body(q, &del) : 0;
+  json_t *payload = del ? del : body;
+  if (rc == 0 && payload) {
+    /* JSON is YAML, so the apply content type takes the same bytes. */
+    k->body = json_dumps(payload, JSON_COMPACT);
+    if (!k->body)
+      rc = KC_ENOMEM;
+    else
+      k->body_len = strlen(k->body);
+  }
+  json_decref(del);
+  if (rc) {
+    free(k);
+    return rc;
+  }
+  return call_start(c, verb, ref, q, k, cb, data);
+}
+
+int kc_api_call_raw(kc_client *c, kc_verb verb, const kc_ref *ref, const kc_query *q,
+                    const void *body, size_t len, const char *content_type, kc_api_cb cb,
+                    void *data) {
+  static const kc_query none = {0};
+  if (!q)
+    q = &none;
+  if (c->closing)
+    return KC_ECANCELED;
+  if (!cb || !body || !content_type || (verb != KC_CREATE && verb != KC_UPDATE))
+    return KC_EINVAL;
+  struct call *k = calloc(1, sizeof(*k));
+  if (!k)
+    return KC_ENOMEM;
+  k->body = malloc(len ? len : 1);
+  k->ctype = strdup(content_type);
+  if (!k->body || !k->ctype) {
+    free(k->body);
+    free(k->ctype);
+    free(k);
+    return KC_ENOMEM;
+  }
+  memcpy(k->body, body, len);
+  k->body_len = len;
+  return call_start(c, verb, ref, q, k, cb, data);
 }
 
 static void rmw_cancel_all(kc_client *c);

@@ -96,6 +96,9 @@ typedef struct {
    * attempt waits for the token bucket (Volcano gives leader election a client of its own, so
    * a controller busy at a low --kube-api-qps does not starve its own lease renewals). */
   bool leader_election;
+  /* The Accept header (NULL: application/json), e.g. "application/vnd.kubernetes.protobuf,
+   * application/json" for a built-in resource; a reply in protobuf comes as res->body. */
+  const char *accept;
 } kc_query;
 
 /* The outcome of a call. Everything is borrowed for the callback only (json_incref or copy to
@@ -109,6 +112,10 @@ typedef struct {
   const char *reason;  /* Status.reason, or "" */
   const char *message; /* the server's Status.message, or a description; never NULL */
   int attempts;
+  /* 2xx in Kubernetes' protobuf encoding (asked for with kc_query.accept): the body as it
+   * came ("k8s\0" + Unknown), obj NULL; otherwise NULL and 0. */
+  const uint8_t *body;
+  size_t body_len;
 } kc_api_result;
 
 typedef void (*kc_api_cb)(const kc_api_result *res, void *data);
@@ -142,6 +149,12 @@ uint64_t kc_client_reserve(kc_client *c);
 int kc_api_call(kc_client *c, kc_verb verb, const kc_ref *ref, const kc_query *q, json_t *body,
                 kc_api_cb cb, void *data);
 
+/* kc_api_call with a body already encoded (len bytes, borrowed, copied before returning) of
+ * content_type, such as a protobuf Binding for KC_CREATE. The answer is read as above. */
+int kc_api_call_raw(kc_client *c, kc_verb verb, const kc_ref *ref, const kc_query *q,
+                    const void *body, size_t len, const char *content_type, kc_api_cb cb,
+                    void *data);
+
 /* Re-read, modify, write, and retry on 409 Conflict, like client-go's retry.RetryOnConflict
  * with retry.DefaultRetry (5 tries, 10 ms apart, jitter 0.1). Each try GETs ref, calls
  * mutate on the fetched object (borrowed; change it in place, return 0 to write it or a
@@ -163,10 +176,10 @@ typedef struct {
   char message[1024]; /* Status.message (truncated), or a description of the response */
 } kc_status;
 
-/* Decodes the body of a non-2xx response: a Status object's reason picks the code (falling
- * back to the HTTP status when the reason is empty or unknown, as client-go does); any other
- * body gives the HTTP status' code and a message quoting the start of the body. Returns
- * st->err. If obj is not NULL it receives the parsed Status (new reference) or NULL. */
+/* Decodes the body of a non-2xx response (JSON, or a protobuf Status): a Status object's reason
+ * picks the code (falling back to the HTTP status when the reason is empty or unknown, as client-go
+ * does); any other body gives the HTTP status' code and a message quoting the start of the body.
+ * Returns st->err. If obj is not NULL it receives the parsed Status (new reference) or NULL. */
 int kc_status_parse(long http_status, const char *body, size_t len, kc_status *st, json_t **obj);
 
 #endif

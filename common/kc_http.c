@@ -203,8 +203,13 @@ static void finish(kc_http_req *r, CURLcode code) {
   h->stats.in_flight--;
   h->stats.finished++;
 
-  kc_http_result res = {
-      .err = 0, .status = 0, .body = "", .retry_after_ms = -1, .sent = true, .detail = ""};
+  kc_http_result res = {.err = 0,
+                        .status = 0,
+                        .body = "",
+                        .retry_after_ms = -1,
+                        .sent = true,
+                        .detail = "",
+                        .content_type = ""};
   long status = 0, conns = 0;
   curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
   curl_easy_getinfo(r->easy, CURLINFO_NUM_CONNECTS, &conns);
@@ -246,6 +251,7 @@ static void finish(kc_http_req *r, CURLcode code) {
     }
 #endif
   }
+  res.content_type = kc_http_req_content_type(r);
   if (r->buf) {
     r->buf[r->len] = '\0';
     res.body = r->buf;
@@ -321,6 +327,7 @@ static void fail_waiting(kc_http *h, kc_http_req *r, int err, const char *detail
   h->stats.finished++;
   kc_http_result res = {.err = err,
                         .body = "",
+                        .content_type = "",
                         .retry_after_ms = -1,
                         .sent = false,
                         .detail = detail,
@@ -434,8 +441,12 @@ static void reset_connections(kc_http *h) {
     req_unlink(&dead, r);
     h->stats.in_flight--;
     h->stats.finished++;
-    kc_http_result res = {
-        .err = KC_ETRANSPORT, .body = "", .retry_after_ms = -1, .sent = true, .detail = detail};
+    kc_http_result res = {.err = KC_ETRANSPORT,
+                          .body = "",
+                          .content_type = "",
+                          .retry_after_ms = -1,
+                          .sent = true,
+                          .detail = detail};
     if (r->on_done)
       r->on_done(r, &res, r->data);
     req_free(r);
@@ -514,8 +525,11 @@ void kc_http_free(kc_http *h) {
   while (h->pending) {
     kc_http_req *r = h->pending;
     req_unlink(&h->pending, r);
-    kc_http_result res = {
-        .err = KC_ECANCELED, .body = "", .retry_after_ms = -1, .detail = "transport closed"};
+    kc_http_result res = {.err = KC_ECANCELED,
+                          .body = "",
+                          .content_type = "",
+                          .retry_after_ms = -1,
+                          .detail = "transport closed"};
     if (r->on_done)
       r->on_done(r, &res, r->data);
     req_free(r);
@@ -525,8 +539,11 @@ void kc_http_free(kc_http *h) {
     curl_multi_remove_handle(h->multi, r->easy);
     req_unlink(&h->reqs, r);
     h->stats.in_flight--;
-    kc_http_result res = {
-        .err = KC_ECANCELED, .body = "", .retry_after_ms = -1, .detail = "transport closed"};
+    kc_http_result res = {.err = KC_ECANCELED,
+                          .body = "",
+                          .content_type = "",
+                          .retry_after_ms = -1,
+                          .detail = "transport closed"};
     if (r->on_done)
       r->on_done(r, &res, r->data);
     req_free(r);
@@ -540,6 +557,13 @@ void kc_http_free(kc_http *h) {
   close_polls(h);
   uv_timer_stop(&h->timer);
   uv_close((uv_handle_t *)&h->timer, on_handle_closed);
+}
+
+const char *kc_http_req_content_type(kc_http_req *req) {
+  char *ct = NULL;
+  if (curl_easy_getinfo(req->easy, CURLINFO_CONTENT_TYPE, &ct) != CURLE_OK || !ct)
+    return "";
+  return ct;
 }
 
 /* Any response header is a sign of life of the connection (a watch's, before its first event). */

@@ -33,11 +33,12 @@ typedef struct {
   const char *body; /* NUL-terminated response body (buffered mode, or the error body of a
                        streamed request); "" when none */
   size_t body_len;
-  int64_t retry_after_ms; /* from a Retry-After header, -1 when absent */
-  bool sent;              /* the request may have reached the server (false: connect failed) */
-  const char *detail;     /* curl's error text for a transport error, "" otherwise */
-  bool no_credential;     /* the exec credential plugin failed; nothing was sent (detail says
-                             why, err is the plugin's: KC_ENOENT, KC_ETIMEDOUT, KC_EIO, ...) */
+  int64_t retry_after_ms;   /* from a Retry-After header, -1 when absent */
+  bool sent;                /* the request may have reached the server (false: connect failed) */
+  const char *detail;       /* curl's error text for a transport error, "" otherwise */
+  bool no_credential;       /* the exec credential plugin failed; nothing was sent (detail says
+                               why, err is the plugin's: KC_ENOENT, KC_ETIMEDOUT, KC_EIO, ...) */
+  const char *content_type; /* the response's Content-Type, "" when none */
 } kc_http_result;
 
 /* Called once per request when it ends; the request is freed after it returns. */
@@ -87,6 +88,10 @@ int kc_http_start(kc_http *h, const kc_http_spec *spec, kc_http_req **out);
  * for a request's own callbacks: its on_chunk ends it by returning a code, and after on_done
  * it is gone anyway. */
 void kc_http_cancel(kc_http_req *req);
+
+/* The Content-Type of a request's response once its headers arrived (from an on_chunk
+ * callback), "" before or without one. Borrowed until the next call on req. */
+const char *kc_http_req_content_type(kc_http_req *req);
 
 /* Forces the next request to re-read the token file (after a 401). With an exec plugin the
  * transport handles a 401 itself, as client-go's exec round tripper: a 401 on the cached

@@ -10,6 +10,7 @@
 #include "kc_container.h"
 #include "kc_error.h"
 #include "kc_log.h"
+#include "kc_pb.h"
 
 /* ---- frame parser ---- */
 
@@ -149,21 +150,24 @@ int kc_watch_parser_finish(const kc_watch_parser *p, char *err, size_t errlen) {
   return 0;
 }
 
-int kc_watch_error_code(const json_t *status, char *msg, size_t msglen) {
-  json_int_t code = json_integer_value(json_object_get(status, "code"));
-  const char *reason = json_string_value(json_object_get(status, "reason"));
-  const char *m = json_string_value(json_object_get(status, "message"));
+int kc_watch_status_code(long code, const char *reason, const char *m, char *msg, size_t msglen) {
   if (msg && msglen)
-    snprintf(msg, msglen, "%s", m ? m : "watch ERROR event without a message");
+    snprintf(msg, msglen, "%s", m && *m ? m : "watch ERROR event without a message");
   if (code == 410 || (reason && (strcmp(reason, "Expired") == 0 || strcmp(reason, "Gone") == 0)))
     return KC_EGONE;
   int rc = reason && *reason ? kc_err_from_reason(reason) : KC_EHTTP;
   if (rc == KC_EHTTP && code > 0) {
-    int h = kc_err_from_http((long)code);
+    int h = kc_err_from_http(code);
     if (h < 0)
       rc = h;
   }
   return rc;
+}
+
+int kc_watch_error_code(const json_t *status, char *msg, size_t msglen) {
+  return kc_watch_status_code((long)json_integer_value(json_object_get(status, "code")),
+                              json_string_value(json_object_get(status, "reason")),
+                              json_string_value(json_object_get(status, "message")), msg, msglen);
 }
 
 /* ---- informer ---- */
@@ -188,9 +192,14 @@ struct kc_informer {
    * the decoded objects ~1 KB. */
   struct listed *pending;
   size_t npending, cap_pending;
-  char *cont;      /* continue token of the next page */
+  char *cont; /* continue token of the next page */
   char *last_rv;
   kc_watch_parser parser;
+  kc_pb_stream pb_stream;
+  bool protobuf;        /* ask for protobuf */
+  bool watch_decided;   /* the current watch's encoding is known */
+  bool watch_pb;        /* ... and it is protobuf */
+  bool list_pb;         /* the last LIST page came in protobuf */
   unsigned failures;    /* consecutive, for the backoff */
   unsigned gone_streak; /* 410s since the last healthy watch */
   uint64_t watch_started_ns, watch_events, list_started_ns;
@@ -390,6 +399,26 @@ static int upsert(kc_informer *inf, json_t *json, bool skip_same) {
   return store_decoded(inf, key, rv, decode(inf, json, key), skip_same);
 }
 
+/* The protobuf counterparts of decode and upsert: data is the object message. */
+static void *decode_pb(kc_informer *inf, const uint8_t *data, size_t len, const char *key) {
+  char err[256] = "";
+  void *o = inf->h.decode_pb(data, len, inf->h.ud, err, sizeof(err));
+  if (o == NULL) {
+    inf->stats.decode_errors++;
+    KC_ERROR("informer %s: cannot decode %s, skipped: %s", desc(inf), key, err);
+  }
+  return o;
+}
+
+static int upsert_pb(kc_informer *inf, const uint8_t *data, size_t len) {
+  char key[512], *rv = NULL;
+  int rc = kc_pb_object_key(data, len, key, sizeof(key), &rv);
+  if (rc == 0)
+    rc = store_decoded(inf, key, rv, decode_pb(inf, data, len, key), false);
+  free(rv);
+  return rc;
+}
+
 static void gone_cb(const char *key, void *obj, void *ud) {
   kc_informer *inf = ud;
   if (inf->h.on_delete)
@@ -399,6 +428,10 @@ static void gone_cb(const char *key, void *obj, void *ud) {
 /* ---- LIST ---- */
 
 static void list_cb(const kc_api_result *res, void *data);
+static void list_done(kc_informer *inf, const char *rv);
+
+/* Protobuf first, JSON when the server or a proxy cannot (kube-scheduler's default). */
+#define PB_ACCEPT KC_PB_CONTENT_TYPE ", application/json"
 
 static void release(kc_informer *inf);
 
@@ -409,6 +442,7 @@ static int list_page(kc_informer *inf) {
   q.field_selector = inf->field;
   q.limit = inf->page_size;
   q.continue_token = inf->cont;
+  q.accept = inf->protobuf ? PB_ACCEPT : NULL;
   int rc = kc_api_call(inf->client, KC_LIST, &ref, &q, NULL, list_cb, inf);
   if (rc == 0)
     inf->list_in_flight = true;
@@ -428,9 +462,8 @@ static void pending_clear(kc_informer *inf) {
   inf->npending = inf->cap_pending = 0;
 }
 
-/* Decodes one page's items into pending. 0 or KC_ENOMEM. */
-static int pending_add_page(kc_informer *inf, json_t *items) {
-  size_t n = json_array_size(items);
+/* Room for n more items in pending. 0 or KC_ENOMEM. */
+static int pending_reserve(kc_informer *inf, size_t n) {
   if (inf->npending + n > inf->cap_pending) {
     size_t cap = inf->cap_pending ? inf->cap_pending : 64;
     while (cap < inf->npending + n)
@@ -441,6 +474,14 @@ static int pending_add_page(kc_informer *inf, json_t *items) {
     inf->pending = p;
     inf->cap_pending = cap;
   }
+  return 0;
+}
+
+/* Decodes one page's items into pending. 0 or KC_ENOMEM. */
+static int pending_add_page(kc_informer *inf, json_t *items) {
+  size_t n = json_array_size(items);
+  if (pending_reserve(inf, n))
+    return KC_ENOMEM;
   for (size_t i = 0; i < n; i++) {
     json_t *item = json_array_get(items, i);
     char key[512];
@@ -462,6 +503,52 @@ static int pending_add_page(kc_informer *inf, json_t *items) {
     inf->npending++;
   }
   return 0;
+}
+
+/* A protobuf LIST page ("k8s\0" + Unknown + a list whose items stay bytes): its items into
+ * pending, *cont and *rv new copies of its continue token and resourceVersion. 0, KC_EPARSE
+ * or KC_ENOMEM. */
+static int pending_add_page_pb(kc_informer *inf, const uint8_t *body, size_t len, char **cont,
+                               char **rv) {
+  K8s__Unknown *u = NULL;
+  K8s__RawList *l = NULL;
+  char err[128];
+  int rc = kc_pb_unwrap(body, len, &u, err, sizeof(err));
+  if (rc == 0 && !(l = k8s__raw_list__unpack(NULL, u->has_raw ? u->raw.len : 0, u->raw.data))) {
+    snprintf(err, sizeof(err), "the list does not decode");
+    rc = KC_EPARSE;
+  }
+  if (rc) {
+    KC_ERROR("informer %s: bad protobuf LIST page: %s", desc(inf), err);
+    goto out;
+  }
+  const K8s__ListMeta *md = l->metadata;
+  *cont = strdup(md && md->continue_ ? md->continue_ : "");
+  *rv = strdup(md && md->resource_version ? md->resource_version : "");
+  if (!*cont || !*rv || pending_reserve(inf, l->n_items)) {
+    rc = KC_ENOMEM;
+    goto out;
+  }
+  for (size_t i = 0; i < l->n_items; i++) {
+    struct listed *it = &inf->pending[inf->npending];
+    char key[512];
+    if (kc_pb_object_key(l->items[i].data, l->items[i].len, key, sizeof(key), &it->rv) != 0) {
+      KC_ERROR("informer %s: listed item %zu has no metadata.name, skipped", desc(inf),
+               inf->npending);
+      continue;
+    }
+    if (!(it->key = strdup(key))) {
+      free(it->rv);
+      rc = KC_ENOMEM;
+      goto out;
+    }
+    it->obj = decode_pb(inf, l->items[i].data, l->items[i].len, key);
+    inf->npending++;
+  }
+out:
+  kc_pb_free(l);
+  kc_pb_free(u);
+  return rc;
 }
 
 static void enter_list(kc_informer *inf) {
@@ -503,31 +590,55 @@ static void list_cb(const kc_api_result *res, void *data) {
     fail_to(inf, KC_INF_RELIST, "list failed");
     return;
   }
-  json_t *items = json_object_get(res->obj, "items");
-  json_t *md = json_object_get(res->obj, "metadata");
-  if (pending_add_page(inf, items)) {
-    fail_to(inf, KC_INF_RELIST, "out of memory");
-    return;
+  char *pcont = NULL, *prv = NULL;
+  const char *cont, *rv;
+  inf->list_pb = res->body != NULL;
+  if (res->body) {
+    inf->stats.protobuf_replies++;
+    int rc = pending_add_page_pb(inf, res->body, res->body_len, &pcont, &prv);
+    cont = pcont;
+    rv = prv;
+    if (rc) {
+      free(pcont);
+      free(prv);
+      fail_to(inf, KC_INF_RELIST, rc == KC_ENOMEM ? "out of memory" : "bad list page");
+      return;
+    }
+  } else {
+    json_t *md = json_object_get(res->obj, "metadata");
+    if (pending_add_page(inf, json_object_get(res->obj, "items"))) {
+      fail_to(inf, KC_INF_RELIST, "out of memory");
+      return;
+    }
+    cont = json_string_value(json_object_get(md, "continue"));
+    rv = json_string_value(json_object_get(md, "resourceVersion"));
   }
-  const char *cont = json_string_value(json_object_get(md, "continue"));
   if (cont && *cont) {
     char *c = strdup(cont);
     free(inf->cont);
     inf->cont = c;
+    free(pcont);
+    free(prv);
     int rc = c ? list_page(inf) : KC_ENOMEM;
     if (rc)
       fail_to(inf, KC_INF_RELIST, "next page not started");
     return;
   }
-  const char *rv = json_string_value(json_object_get(md, "resourceVersion"));
+  free(pcont);
+  list_done(inf, rv);
+  free(prv);
+}
+
+/* The last page came: the list replaces the store. */
+static void list_done(kc_informer *inf, const char *rv) {
   bool relist = inf->state == KC_INF_RELIST;
   apply_list(inf, rv);
   inf->stats.lists++;
   if (relist)
     inf->stats.relists++;
   char why[128];
-  snprintf(why, sizeof(why), "listed %zu in %" PRIu64 " ms at rv %s", inf->stats.last_list_items,
-           inf->stats.last_list_ns / 1000000, inf->last_rv);
+  snprintf(why, sizeof(why), "listed %zu in %" PRIu64 " ms at rv %s%s", inf->stats.last_list_items,
+           inf->stats.last_list_ns / 1000000, inf->last_rv, inf->list_pb ? " (protobuf)" : "");
   bool first = !inf->synced;
   inf->synced = true;
   set_state(inf, KC_INF_WATCH, why);
@@ -582,9 +693,70 @@ static int on_frame(kc_watch_type type, json_t *obj, void *ud) {
   return 0;
 }
 
+/* One protobuf watch event; the same steps as on_frame. */
+static int on_pb_event(const char *type, const char *kind, const uint8_t *data, size_t len,
+                       void *ud) {
+  kc_informer *inf = ud;
+  char key[512], *rv = NULL;
+  int rc;
+  if (strcmp(type, "ERROR") == 0) {
+    int32_t code = 0;
+    char reason[64] = "", msg[400] = "";
+    if (strcmp(kind, "Status") != 0 ||
+        kc_pb_status(data, len, &code, reason, sizeof(reason), msg, sizeof(msg)) != 0)
+      return KC_EPARSE;
+    return kc_watch_status_code(code, reason, msg, inf->errmsg, sizeof(inf->errmsg));
+  }
+  if (strcmp(type, "BOOKMARK") == 0) {
+    inf->stats.bookmarks++;
+    if (kc_pb_object_key(data, len, key, sizeof(key), &rv) == 0)
+      set_rv(inf, rv);
+    free(rv);
+    return 0;
+  }
+  if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0) {
+    rc = upsert_pb(inf, data, len);
+  } else if (strcmp(type, "DELETED") == 0) {
+    rc = kc_pb_object_key(data, len, key, sizeof(key), &rv);
+    void *old = NULL;
+    if (rc == 0 && kc_store_take(inf->store, key, &old) == 0) {
+      if (inf->h.on_delete)
+        inf->h.on_delete(key, old, inf->h.ud);
+      free_obj(inf, old);
+    }
+    free(rv);
+    rv = NULL;
+  } else {
+    snprintf(inf->errmsg, sizeof(inf->errmsg), "unknown watch event type \"%.64s\"", type);
+    return KC_EPARSE;
+  }
+  if (rc == KC_EPARSE) {
+    snprintf(inf->errmsg, sizeof(inf->errmsg), "watch event without metadata.name");
+    return rc;
+  }
+  if (rc)
+    return rc;
+  if (kc_pb_object_key(data, len, key, sizeof(key), &rv) == 0)
+    set_rv(inf, rv);
+  free(rv);
+  inf->watch_events++;
+  inf->stats.events++;
+  return 0;
+}
+
 static int watch_chunk(kc_http_req *req, const char *chunk, size_t len, void *data) {
-  (void)req;
   kc_informer *inf = data;
+  if (!inf->watch_decided) {
+    /* The server answers in what it can: a proxy or an older server may send JSON. */
+    const char *ct = kc_http_req_content_type(req);
+    inf->watch_pb = strncmp(ct, KC_PB_CONTENT_TYPE, strlen(KC_PB_CONTENT_TYPE)) == 0;
+    inf->watch_decided = true;
+    if (inf->watch_pb)
+      inf->stats.protobuf_replies++;
+  }
+  if (inf->watch_pb)
+    return kc_pb_stream_feed(&inf->pb_stream, chunk, len, on_pb_event, inf, inf->errmsg,
+                             sizeof(inf->errmsg));
   return kc_watch_parser_feed(&inf->parser, chunk, len, on_frame, inf, inf->errmsg,
                               sizeof(inf->errmsg));
 }
@@ -600,7 +772,8 @@ static void watch_done(kc_http_req *req, const kc_http_result *res, void *data) 
     inf->failures = inf->gone_streak = 0;
   int err = res->err;
   if (err == 0 && res->status >= 200 && res->status < 300)
-    err = kc_watch_parser_finish(&inf->parser, inf->errmsg, sizeof(inf->errmsg));
+    err = inf->watch_pb ? kc_pb_stream_finish(&inf->pb_stream, inf->errmsg, sizeof(inf->errmsg))
+                        : kc_watch_parser_finish(&inf->parser, inf->errmsg, sizeof(inf->errmsg));
   char why[600];
   if (err == 0 && res->status >= 200 && res->status < 300) {
     snprintf(why, sizeof(why), "stream ended after %" PRIu64 " s; resuming from rv %s",
@@ -662,12 +835,15 @@ static void enter_watch(kc_informer *inf) {
   int rc = kc_api_path(KC_LIST, &ref, &q, true, &path);
   if (rc == 0) {
     kc_watch_parser_reset(&inf->parser);
+    kc_pb_stream_reset(&inf->pb_stream);
+    inf->watch_decided = inf->watch_pb = false;
     inf->errmsg[0] = '\0';
     inf->watch_events = 0;
     inf->watch_started_ns = uv_hrtime();
     kc_http_spec spec = {0};
     spec.method = "GET";
     spec.path = path;
+    spec.accept = inf->protobuf ? PB_ACCEPT : NULL;
     spec.on_chunk = watch_chunk;
     spec.on_done = watch_done;
     spec.data = inf;
@@ -715,7 +891,7 @@ int kc_informer_new(kc_client *c, const kc_informer_options *o, const kc_informe
                     kc_informer **out) {
   if (c == NULL || o == NULL || h == NULL || o->version == NULL || o->resource == NULL)
     return KC_EINVAL;
-  if (h->decode && h->free_obj == NULL)
+  if ((h->decode && h->free_obj == NULL) || (o->protobuf && !h->decode_pb))
     return KC_EINVAL;
   kc_informer *inf = calloc(1, sizeof(*inf));
   if (inf == NULL)
@@ -736,6 +912,8 @@ int kc_informer_new(kc_client *c, const kc_informer_options *o, const kc_informe
   inf->h = *h;
   inf->rng = uv_hrtime() ^ ((uint64_t)getpid() << 32);
   kc_watch_parser_init(&inf->parser, o->max_frame);
+  kc_pb_stream_init(&inf->pb_stream, o->max_frame);
+  inf->protobuf = o->protobuf;
   int rc = KC_ENOMEM;
   if (bad)
     goto fail;
@@ -771,6 +949,7 @@ static void release(kc_informer *inf) {
   pending_clear(inf); /* through the store: before it goes */
   kc_store_free(inf->store);
   kc_watch_parser_close(&inf->parser);
+  kc_pb_stream_close(&inf->pb_stream);
   free(inf->cont);
   free(inf->last_rv);
   free(inf->group);

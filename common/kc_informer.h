@@ -68,6 +68,11 @@ KC_NODISCARD int kc_watch_parser_feed(kc_watch_parser *p, const char *data, size
 KC_NODISCARD int kc_watch_parser_finish(const kc_watch_parser *p, char *err, size_t errlen);
 void kc_watch_parser_reset(kc_watch_parser *p);
 
+/* The code of a Status with this code, reason and message (either may be 0 / NULL), as
+ * kc_watch_error_code gives it; the message goes to msg. */
+int kc_watch_status_code(long code, const char *reason, const char *message, char *msg,
+                         size_t msglen);
+
 /* The code of a watch ERROR event's Status: KC_EGONE for 410 or reason Expired/Gone, else
  * the reason's or the code's mapping. Writes Status.message to msg. */
 int kc_watch_error_code(const json_t *status, char *msg, size_t msglen);
@@ -82,6 +87,10 @@ typedef struct {
    * Returning NULL skips the object with the error in err (logged with its key). */
   void *(*decode)(json_t *obj, void *ud, char *err, size_t errlen);
   void (*free_obj)(void *obj); /* NULL with decode NULL: json_decref */
+  /* With kc_informer_options.protobuf: the same for one object in Kubernetes' protobuf
+   * encoding (the object message, e.g. a Pod, borrowed for the call; see kc_pb.h). A reply
+   * the server sent in JSON anyway still goes through decode. */
+  void *(*decode_pb)(const uint8_t *data, size_t len, void *ud, char *err, size_t errlen);
   /* Handlers; every object is borrowed for the call. */
   void (*on_add)(const char *key, void *obj, void *ud);
   void (*on_update)(const char *key, void *old_obj, void *new_obj, void *ud);
@@ -102,6 +111,9 @@ typedef struct {
   size_t max_frame;  /* 0: KC_WATCH_DEFAULT_MAX_FRAME */
   int64_t resync_ms; /* 0: no resync; else on_update(obj, obj) for every object this often */
   int64_t min_watch_timeout_s; /* 0: 300 (the timeout is drawn from [min, 2*min]) */
+  /* Ask for application/vnd.kubernetes.protobuf (JSON accepted as the fallback), for
+   * built-in resources only; needs handlers.decode_pb. */
+  bool protobuf;
 } kc_informer_options;
 
 typedef enum {
@@ -116,7 +128,8 @@ typedef enum {
 
 typedef struct {
   uint64_t lists, relists, watches, events, bookmarks, gone, frame_errors, decode_errors;
-  uint64_t last_list_ns; /* wall time of the last LIST (all pages, store update included) */
+  uint64_t protobuf_replies; /* LIST pages and watches the server answered in protobuf */
+  uint64_t last_list_ns;     /* wall time of the last LIST (all pages, store update included) */
   size_t last_list_items;
 } kc_informer_stats;
 

@@ -22,6 +22,7 @@
 #include "kc_httpd.h"
 #include "kc_leader.h"
 #include "kc_log.h"
+#include "kc_pb.h"
 #include "sch_shell.h"
 
 static const char summary[] =
@@ -52,6 +53,7 @@ typedef struct {
   bool dump_and_exit;
   int64_t bind_delay_ns;
   bool session_on_loop;
+  const char *content_type;
   kc_client_options client;
   kc_leader_options leader;
 } sched_flags;
@@ -181,11 +183,11 @@ static int run(sched *s, kc_cli_common *common) {
   so.dump_path = s->dump_path;
   so.bind_delay_ms = f->bind_delay_ns / 1000000;
   so.session_on_loop = f->session_on_loop;
+  so.protobuf = strcmp(f->content_type, KC_PB_CONTENT_TYPE) == 0;
   so.may_write = may_write;
   so.ud = s;
   if (rc == 0)
-    rc = sch_shell_new(&s->app.loop, s->app.client, s->app.events, s->app.metrics, &so,
-                       &s->shell);
+    rc = sch_shell_new(&s->app.loop, s->app.client, s->app.events, s->app.metrics, &so, &s->shell);
   if (rc == 0)
     uv_signal_start(&s->sig_usr2, on_usr2, SIGUSR2);
   if (rc == 0 && f->dump_and_exit) {
@@ -235,6 +237,7 @@ int main(int argc, char **argv) {
       .node_worker_threads = 20,
       .client = KC_CLIENT_OPTIONS_INIT(2000, 2000),
       .leader = KC_LEADER_OPTIONS_INIT("volcano"),
+      .content_type = KC_PB_CONTENT_TYPE,
   };
   /* clang-format off */
   const kc_flag flags[] = {
@@ -297,6 +300,10 @@ int main(int argc, char **argv) {
     {"bind-delay", KC_FLAG_DURATION, &f.bind_delay_ns,
      "Kiln test aid: hold every bind this long between the decision and the API call", "0s",
      NULL, false, NULL},
+    {"kube-api-content-type", KC_FLAG_STRING, &f.content_type,
+     "Kiln (kube-scheduler's flag): content type of requests sent to apiserver for pods, nodes "
+     "and bindings, application/vnd.kubernetes.protobuf or application/json; Volcano's "
+     "resources are always JSON", KC_PB_CONTENT_TYPE, NULL, false, NULL},
     {"session-on-loop", KC_FLAG_BOOL, &f.session_on_loop,
      "Kiln test aid: run each session on the event loop thread instead of a worker thread "
      "(the benchmark's before)", "false", NULL, false, NULL},
@@ -306,6 +313,15 @@ int main(int argc, char **argv) {
                         argc, argv);
   if (rc >= 0)
     return rc;
+  if (strcmp(f.content_type, KC_PB_CONTENT_TYPE) != 0 &&
+      strcmp(f.content_type, "application/json") != 0) {
+    fprintf(stderr,
+            "kiln-scheduler: --kube-api-content-type must be " KC_PB_CONTENT_TYPE
+            " or application/json, not \"%s\"\n",
+            f.content_type);
+    kc_strv_free(&f.scheduler_names);
+    return 2;
+  }
   if (f.scheduler_names.n == 0) {
     fprintf(stderr, "kiln-scheduler: --scheduler-name must not be empty\n");
     kc_strv_free(&f.scheduler_names);

@@ -10,6 +10,7 @@
 #include "kc_container.h"
 #include "kc_error.h"
 #include "kc_log.h"
+#include "kc_pb.h"
 
 typedef struct bind_req {
   struct bind_req *next;
@@ -119,15 +120,8 @@ static void bind_done(const kc_api_result *res, void *data) {
   req_free(r);
 }
 
-static void send_one(sch_binder *b, bind_req *r) {
-  char key[512];
-  pod_key(r, key, sizeof(key));
-  if (b->opt.may_write && b->opt.may_write(b->opt.ud) != 0) {
-    KC_WARN("bind %s to %s dropped: not the leader", key, r->node);
-    sch_cache_forget(b->opt.cache, key);
-    req_free(r);
-    return;
-  }
+/* POST pods/NAME/binding with the Binding as JSON or as protobuf. */
+static int send_json(sch_binder *b, bind_req *r, const kc_ref *ref) {
   json_t *body;
   if (r->uid)
     body = json_pack("{s:s,s:s,s:{s:s,s:s,s:s},s:{s:s,s:s,s:s}}", "apiVersion", "v1", "kind",
@@ -137,9 +131,33 @@ static void send_one(sch_binder *b, bind_req *r) {
     body = json_pack("{s:s,s:s,s:{s:s,s:s},s:{s:s,s:s,s:s}}", "apiVersion", "v1", "kind", "Binding",
                      "metadata", "name", r->name, "namespace", r->ns, "target", "apiVersion", "v1",
                      "kind", "Node", "name", r->node);
-  kc_ref ref = {NULL, "v1", "pods", r->ns, r->name, "binding"};
-  int rc = body ? kc_api_call(b->opt.client, KC_CREATE, &ref, NULL, body, bind_done, r) : KC_ENOMEM;
+  int rc = body ? kc_api_call(b->opt.client, KC_CREATE, ref, NULL, body, bind_done, r) : KC_ENOMEM;
   json_decref(body);
+  return rc;
+}
+
+static int send_pb(sch_binder *b, bind_req *r, const kc_ref *ref) {
+  uint8_t *body = NULL;
+  size_t len = 0;
+  int rc = kc_pb_binding_encode(r->ns, r->name, r->uid, r->node, &body, &len);
+  if (rc == 0)
+    rc = kc_api_call_raw(b->opt.client, KC_CREATE, ref, NULL, body, len, KC_PB_CONTENT_TYPE,
+                         bind_done, r);
+  free(body);
+  return rc;
+}
+
+static void send_one(sch_binder *b, bind_req *r) {
+  char key[512];
+  pod_key(r, key, sizeof(key));
+  if (b->opt.may_write && b->opt.may_write(b->opt.ud) != 0) {
+    KC_WARN("bind %s to %s dropped: not the leader", key, r->node);
+    sch_cache_forget(b->opt.cache, key);
+    req_free(r);
+    return;
+  }
+  kc_ref ref = {NULL, "v1", "pods", r->ns, r->name, "binding"};
+  int rc = b->opt.protobuf ? send_pb(b, r, &ref) : send_json(b, r, &ref);
   if (rc) {
     KC_ERROR("bind %s to %s not sent: %s", key, r->node, kc_strerror(rc));
     sch_cache_forget(b->opt.cache, key);

@@ -34,6 +34,9 @@ typedef struct {
   void *done_ud;
   /* Test aid: hold every bind this long before sending it (0: none). */
   int64_t delay_ms;
+  /* Send each Binding in Kubernetes' protobuf encoding (kube-scheduler's default) rather
+   * than JSON; the answer is read in either. */
+  bool protobuf;
 } sch_binder_options;
 
 /* *out is new. */

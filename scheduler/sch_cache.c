@@ -1,6 +1,8 @@
 /* The scheduler cache: see sch_cache.h. */
 #include "sch_cache.h"
 
+#include "kc_pb.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,9 +52,36 @@ static void *decode_pod(json_t *obj, void *ud, char *err, size_t errlen) {
   Kiln__Pod *p = NULL;
   if (kc_pod_decode(obj, &p, err, errlen) == 0)
     return p;
-  if (cache->opt.on_bad_pod)
-    cache->opt.on_bad_pod(obj, err, cache->opt.ud);
+  if (cache->opt.on_bad_pod) {
+    json_t *md = json_object_get(obj, "metadata");
+    cache->opt.on_bad_pod(
+        json_string_value(json_object_get(md, "namespace")),
+        json_string_value(json_object_get(md, "name")),
+        json_string_value(json_object_get(md, "uid")),
+        json_string_value(json_object_get(json_object_get(obj, "spec"), "schedulerName")), err,
+        cache->opt.ud);
+  }
   return NULL;
+}
+static void *decode_pod_pb(const uint8_t *data, size_t len, void *ud, char *err, size_t errlen) {
+  sch_cache *cache = ud;
+  Kiln__Pod *p = NULL;
+  if (kc_pb_pod_decode(data, len, &p, err, errlen) == 0)
+    return p;
+  /* Read again for its names only: the rare path. */
+  K8s__Pod *k = cache->opt.on_bad_pod ? k8s__pod__unpack(NULL, len, data) : NULL;
+  if (k) {
+    K8s__ObjectMeta *md = k->metadata;
+    cache->opt.on_bad_pod(md ? md->namespace_ : NULL, md ? md->name : NULL, md ? md->uid : NULL,
+                          k->spec ? k->spec->scheduler_name : NULL, err, cache->opt.ud);
+  }
+  kc_pb_free(k);
+  return NULL;
+}
+static void *decode_node_pb(const uint8_t *data, size_t len, void *ud, char *err, size_t errlen) {
+  (void)ud;
+  Kiln__Node *n = NULL;
+  return kc_pb_node_decode(data, len, &n, err, errlen) == 0 ? n : NULL;
 }
 static void *decode_node(json_t *obj, void *ud, char *err, size_t errlen) {
   (void)ud;
@@ -180,14 +209,15 @@ int sch_cache_new(kc_client *c, const sch_cache_options *o, sch_cache **out) {
   static const struct {
     const char *group, *version, *resource;
     void *(*decode)(json_t *, void *, char *, size_t);
+    void *(*decode_pb)(const uint8_t *, size_t, void *, char *, size_t);
   } kinds[INF__COUNT] = {
-      [INF_POD] = {NULL, "v1", "pods", decode_pod},
-      [INF_NODE] = {NULL, "v1", "nodes", decode_node},
-      [INF_PODGROUP] = {"scheduling.volcano.sh", "v1beta1", "podgroups", decode_podgroup},
-      [INF_QUEUE] = {"scheduling.volcano.sh", "v1beta1", "queues", decode_queue},
-      [INF_PRIORITYCLASS] = {"scheduling.k8s.io", "v1", "priorityclasses", decode_pc},
+      [INF_POD] = {NULL, "v1", "pods", decode_pod, decode_pod_pb},
+      [INF_NODE] = {NULL, "v1", "nodes", decode_node, decode_node_pb},
+      [INF_PODGROUP] = {"scheduling.volcano.sh", "v1beta1", "podgroups", decode_podgroup, NULL},
+      [INF_QUEUE] = {"scheduling.volcano.sh", "v1beta1", "queues", decode_queue, NULL},
+      [INF_PRIORITYCLASS] = {"scheduling.k8s.io", "v1", "priorityclasses", decode_pc, NULL},
       /* Volcano's PodDisruptionBudgetsSupport gate (on by default): the pdb plugin's input. */
-      [INF_PDB] = {"policy", "v1", "poddisruptionbudgets", decode_pdb},
+      [INF_PDB] = {"policy", "v1", "poddisruptionbudgets", decode_pdb, NULL},
   };
   *out = NULL;
   sch_cache *cache = calloc(1, sizeof(*cache));
@@ -211,8 +241,10 @@ int sch_cache_new(kc_client *c, const sch_cache_options *o, sch_cache **out) {
     io.group = kinds[i].group;
     io.version = kinds[i].version;
     io.resource = kinds[i].resource;
+    io.protobuf = cache->opt.protobuf && kinds[i].decode_pb;
     kc_informer_handlers h = {0};
     h.decode = kinds[i].decode;
+    h.decode_pb = kinds[i].decode_pb;
     h.free_obj = kc_msg_free;
     h.ud = cache;
     if (i == INF_POD) {

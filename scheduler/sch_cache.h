@@ -40,9 +40,14 @@ typedef struct {
    * this process may write. */
   int (*may_write)(void *ud);
   void *ud;
+  /* Ask for pods and nodes in Kubernetes' protobuf encoding (JSON stays the fallback and
+   * the encoding of Volcano's resources). */
+  bool protobuf;
   /* Told about a pod the cache cannot decode (an unparsable request, ...): it is left out
-   * of scheduling; obj is its JSON (borrowed), err the decoder's message. May be NULL. */
-  void (*on_bad_pod)(const json_t *obj, const char *err, void *ud);
+   * of scheduling; its namespace, name, uid and schedulerName (each NULL when unknown) and
+   * err, the decoder's message, are borrowed for the call. May be NULL. */
+  void (*on_bad_pod)(const char *ns, const char *name, const char *uid, const char *scheduler,
+                     const char *err, void *ud);
   /* Told about every pod and PodGroup the watch adds or changes (old_obj NULL for an add),
    * after the store has it: the shell starts a session early for new work. Both objects
    * are borrowed for the call. May be NULL. */

@@ -1197,14 +1197,9 @@ static void cache_gone(sch_cache_kind kind, const char *key, const char *uid, vo
 
 /* ---- lifecycle ---- */
 
-static void bad_pod(const json_t *obj, const char *err, void *ud) {
+static void bad_pod(const char *ns, const char *name, const char *uid, const char *sn,
+                    const char *err, void *ud) {
   sch_shell *sh = ud;
-  json_t *md = json_object_get(obj, "metadata");
-  const char *ns = json_string_value(json_object_get(md, "namespace"));
-  const char *name = json_string_value(json_object_get(md, "name"));
-  const char *uid = json_string_value(json_object_get(md, "uid"));
-  const char *sn =
-      json_string_value(json_object_get(json_object_get(obj, "spec"), "schedulerName"));
   bool ours = false;
   size_t n = sh->opt.nscheduler_names;
   for (size_t i = 0; i < n; i++)
@@ -1253,8 +1248,13 @@ int sch_shell_new(uv_loop_t *loop, kc_client *c, kc_event_recorder *events, kc_m
       goto fail;
     log_conf("using the default scheduler configuration", sh->conf);
   }
-  sch_cache_options co = {sh->opt.default_queue, shell_may_write, sh, bad_pod,
-                          cache_changed,         cache_gone};
+  sch_cache_options co = {.default_queue = sh->opt.default_queue,
+                          .may_write = shell_may_write,
+                          .ud = sh,
+                          .protobuf = sh->opt.protobuf,
+                          .on_bad_pod = bad_pod,
+                          .on_change = cache_changed,
+                          .on_gone = cache_gone};
   rc = sch_cache_new(c, &co, &sh->cache);
   if (rc)
     goto fail;
@@ -1265,6 +1265,7 @@ int sch_shell_new(uv_loop_t *loop, kc_client *c, kc_event_recorder *events, kc_m
   bo.may_write = o->may_write;
   bo.ud = o->ud;
   bo.delay_ms = o->bind_delay_ms;
+  bo.protobuf = o->protobuf;
   bo.on_done = bind_done;
   bo.done_ud = sh;
   rc = sch_binder_new(loop, &bo, &sh->binder);

@@ -60,6 +60,9 @@ typedef struct {
   /* Test aid: the session runs on the loop thread, as before it moved to a worker (the
    * benchmark's before/after, and deterministic unit tests). */
   bool session_on_loop;
+  /* Pods and nodes are listed and watched, and bindings sent, in Kubernetes' protobuf
+   * encoding (--kube-api-content-type); Volcano's resources stay JSON. */
+  bool protobuf;
   /* Gate: sessions run and writes go out only while this returns 0 (leader election). */
   int (*may_write)(void *ud);
   void *ud;
