@@ -2,7 +2,8 @@
  *
  *   informer_check [--kubeconfig F] [--namespace NS] [flags] SCENARIO
  *
- * informer: an informer on the namespace's configmaps. Every handler call is appended to
+ * informer: an informer on the namespace's configmaps (--protobuf: in Kubernetes' protobuf
+ *   encoding). Every handler call is appended to
  *   --log ("ADD name rv", "UPDATE name oldrv newrv", "DELETE name rv"); the store is written
  *   to --state ("name rv data.v" per line, unsorted) shortly after each change, and the
  *   informer's counters to --stats. Runs until SIGTERM/SIGINT.
@@ -30,6 +31,7 @@
 #include "kc_informer.h"
 #include "kc_leader.h"
 #include "kc_log.h"
+#include "kc_pb.h"
 
 static uv_loop_t loop;
 static kc_client *client;
@@ -37,6 +39,7 @@ static const char *ns = "default", *name = "informer-check", *identity = NULL, *
 static const char *state_path = NULL, *log_path = NULL, *stats_path = NULL;
 static bool release_lease = false;
 static int page_size = 50; /* small: several pages even for a small namespace */
+static bool protobuf = false;
 static int exit_code = 0;
 
 /* ---- informer ---- */
@@ -94,12 +97,32 @@ static void dump(uv_timer_t *t) {
     snprintf(s, sizeof(s),
              "synced=%d lists=%" PRIu64 " relists=%" PRIu64 " watches=%" PRIu64 " gone=%" PRIu64
              " events=%" PRIu64 " frame_errors=%" PRIu64 " last_list_items=%zu last_list_ms=%.1f"
-             " state=%s\n",
+             " protobuf_replies=%" PRIu64 " state=%s\n",
              kc_informer_has_synced(inf), st.lists, st.relists, st.watches, st.gone, st.events,
              st.frame_errors, st.last_list_items, (double)st.last_list_ns / 1e6,
-             kc_informer_state_name(kc_informer_get_state(inf)));
+             st.protobuf_replies, kc_informer_state_name(kc_informer_get_state(inf)));
     write_file(stats_path, s);
   }
+}
+
+/* --protobuf: a ConfigMap in protobuf into the JSON shape the rest of this file reads. */
+static void *decode_pb(const uint8_t *data, size_t len, void *ud, char *err, size_t errlen) {
+  (void)ud;
+  K8s__ConfigMap *cm = k8s__config_map__unpack(NULL, len, data);
+  if (!cm || !cm->metadata || !cm->metadata->name) {
+    snprintf(err, errlen, "not a protobuf ConfigMap");
+    kc_pb_free(cm);
+    return NULL;
+  }
+  json_t *d = json_object();
+  for (size_t i = 0; i < cm->n_data; i++)
+    json_object_set_new(d, cm->data[i]->key,
+                        json_string(cm->data[i]->value ? cm->data[i]->value : ""));
+  const char *rv = cm->metadata->resource_version;
+  json_t *o = json_pack("{s:{s:s,s:s},s:o}", "metadata", "name", cm->metadata->name,
+                        "resourceVersion", rv ? rv : "", "data", d);
+  kc_pb_free(cm);
+  return o;
 }
 
 static void on_add(const char *key, void *obj, void *ud) {
@@ -156,7 +179,9 @@ static void scenario_informer(void) {
   o.resource = "configmaps";
   o.namespace = ns;
   o.page_size = page_size;
+  o.protobuf = protobuf;
   kc_informer_handlers h = {0};
+  h.decode_pb = decode_pb;
   h.on_add = on_add;
   h.on_update = on_update;
   h.on_delete = on_delete;
@@ -404,6 +429,8 @@ int main(int argc, char **argv) {
       {"log", KC_FLAG_STRING, &log_path, "handler log file", NULL, NULL, false, NULL},
       {"stats", KC_FLAG_STRING, &stats_path, "informer counters file", NULL, NULL, false, NULL},
       {"page", KC_FLAG_INT, &page_size, "informer LIST page size", "50", NULL, false, NULL},
+      {"protobuf", KC_FLAG_BOOL, &protobuf, "informer: ask for Kubernetes' protobuf encoding",
+       "false", NULL, false, NULL},
       {"v", KC_FLAG_INT, &kc_log_verbosity, "log verbosity", "0", NULL, false, NULL},
   };
   char err[512];

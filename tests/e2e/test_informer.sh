@@ -73,7 +73,9 @@ make_configmaps() {
 
 start_informer() { # NS DIR
   : >"$2/log"
-  "$CHECK" --namespace "$1" --state "$2/state" --log "$2/log" --stats "$2/stats" informer \
+  # In protobuf, as kiln-scheduler watches pods and nodes (the JSON path is every other
+  # informer's, in every other suite).
+  "$CHECK" --protobuf --namespace "$1" --state "$2/state" --log "$2/log" --stats "$2/stats" informer \
     2>"$2/stderr" &
   echo $! >"$2/pid"
   wait_for 30 "informer sync" grep -q SYNCED "$2/log"
@@ -136,6 +138,7 @@ test_store_equals_kubectl_after_creates_updates_deletes() {
   start_informer "$ns" "$dir"
   wait_match "$ns" "$dir" 20
   expect_eq 1 "$(stat_of "$dir" lists)" "lists"
+  [ "$(stat_of "$dir" protobuf_replies)" -ge 3 ] || fail "not in protobuf: $(cat "$dir/stats")"
   # Creates, updates and deletes while watching.
   # One kubectl per kind of change (each object still gets its own request and event).
   make_configmaps "$ns" live 1 10

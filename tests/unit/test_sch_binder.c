@@ -20,6 +20,26 @@
 /* ---- the fake transport ---- */
 
 #include "fake_api.h"
+#include "kc_pb.h"
+
+/* The protobuf binder's calls (-Wl,--wrap=kc_api_call_raw): recorded with the others, the
+ * body kept here. */
+static uint8_t raw_body[512];
+static size_t raw_len;
+static char raw_type[64];
+
+int __wrap_kc_api_call_raw(kc_client *c, kc_verb verb, const kc_ref *ref, const kc_query *q,
+                           const void *body, size_t len, const char *content_type, kc_api_cb cb,
+                           void *data);
+int __wrap_kc_api_call_raw(kc_client *c, kc_verb verb, const kc_ref *ref, const kc_query *q,
+                           const void *body, size_t len, const char *content_type, kc_api_cb cb,
+                           void *data) {
+  assert_true(len <= sizeof(raw_body));
+  memcpy(raw_body, body, len);
+  raw_len = len;
+  snprintf(raw_type, sizeof(raw_type), "%s", content_type);
+  return __wrap_kc_api_call(c, verb, ref, q, NULL, cb, data);
+}
 
 /* Answers call i with err (0: 201 Created). */
 static void answer(size_t i, int err, const char *message) {
@@ -181,6 +201,38 @@ static void test_call_not_sent(void **state) {
   assert_int_equal(st.sent, 0);
 }
 
+/* With protobuf on, the Binding goes as "k8s\0" + Unknown + Binding, with the same fields. */
+static void test_bind_protobuf(void **state) {
+  fixture *f = *state;
+  sch_binder_free(f->binder);
+  sch_binder_options bo = {.client = f->client,
+                           .cache = f->cache,
+                           .may_write = may_write,
+                           .ud = f,
+                           .on_done = on_done,
+                           .done_ud = f,
+                           .protobuf = true};
+  assert_int_equal(sch_binder_new(&f->loop, &bo, &f->binder), 0);
+  assume_and_bind(f, "p", "u-9", "n3");
+  assert_int_equal(fake_ncalls, 1);
+  assert_int_equal(fake_calls[0].verb, KC_CREATE);
+  assert_string_equal(fake_calls[0].path, "ns/p/binding");
+  assert_string_equal(raw_type, KC_PB_CONTENT_TYPE);
+  K8s__Unknown *u = NULL;
+  assert_int_equal(kc_pb_unwrap(raw_body, raw_len, &u, NULL, 0), 0);
+  assert_string_equal(u->type_meta->kind, "Binding");
+  K8s__Binding *b = k8s__binding__unpack(NULL, u->raw.len, u->raw.data);
+  assert_non_null(b);
+  assert_string_equal(b->metadata->name, "p");
+  assert_string_equal(b->metadata->uid, "u-9");
+  assert_string_equal(b->target->name, "n3");
+  kc_pb_free(b);
+  kc_pb_free(u);
+  answer(0, 0, NULL);
+  assert_int_equal(f->done_ok, 1);
+  assert_string_equal(sch_cache_assumed_node(f->cache, "ns/p"), "n3");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_bind_success, setup, teardown),
@@ -188,6 +240,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_pod_gone, setup, teardown),
       cmocka_unit_test_setup_teardown(test_not_leader_sends_nothing, setup, teardown),
       cmocka_unit_test_setup_teardown(test_call_not_sent, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_bind_protobuf, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
