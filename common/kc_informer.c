@@ -648,10 +648,35 @@ static void list_done(kc_informer *inf, const char *rv) {
 
 /* ---- WATCH ---- */
 
+/* A deleted object's key: out of the store, the handlers told. */
+static void delete_key(kc_informer *inf, const char *key) {
+  void *old = NULL;
+  if (kc_store_take(inf->store, key, &old) == 0) {
+    if (inf->h.on_delete)
+      inf->h.on_delete(key, old, inf->h.ud);
+    free_obj(inf, old);
+  }
+}
+
+/* An event applied with rc: the error, or its resourceVersion (may be NULL) kept and the
+ * event counted. */
+static int event_done(kc_informer *inf, int rc, const char *rv) {
+  if (rc == KC_EPARSE) {
+    snprintf(inf->errmsg, sizeof(inf->errmsg), "watch event without metadata.name");
+    return rc;
+  }
+  if (rc)
+    return rc;
+  set_rv(inf, rv);
+  inf->watch_events++;
+  inf->stats.events++;
+  return 0;
+}
+
 static int on_frame(kc_watch_type type, json_t *obj, void *ud) {
   kc_informer *inf = ud;
   char key[512];
-  const char *rv;
+  const char *rv = NULL;
   int rc;
   switch (type) {
   case KC_WATCH_BOOKMARK:
@@ -665,32 +690,17 @@ static int on_frame(kc_watch_type type, json_t *obj, void *ud) {
   case KC_WATCH_MODIFIED:
     rc = upsert(inf, obj, false);
     break;
-  case KC_WATCH_DELETED: {
+  case KC_WATCH_DELETED:
     rc = obj_key(obj, key, sizeof(key), &rv);
-    if (rc)
-      break;
-    void *old = NULL;
-    if (kc_store_take(inf->store, key, &old) == 0) {
-      if (inf->h.on_delete)
-        inf->h.on_delete(key, old, inf->h.ud);
-      free_obj(inf, old);
-    }
+    if (rc == 0)
+      delete_key(inf, key);
     break;
-  }
   default:
     return KC_EPARSE;
   }
-  if (rc == KC_EPARSE) {
-    snprintf(inf->errmsg, sizeof(inf->errmsg), "watch event without metadata.name");
-    return rc;
-  }
-  if (rc)
-    return rc;
-  obj_key(obj, key, sizeof(key), &rv);
-  set_rv(inf, rv);
-  inf->watch_events++;
-  inf->stats.events++;
-  return 0;
+  if (rc == 0)
+    obj_key(obj, key, sizeof(key), &rv);
+  return event_done(inf, rc, rv);
 }
 
 /* One protobuf watch event; the same steps as on_frame. */
@@ -718,30 +728,19 @@ static int on_pb_event(const char *type, const char *kind, const uint8_t *data, 
     rc = upsert_pb(inf, data, len);
   } else if (strcmp(type, "DELETED") == 0) {
     rc = kc_pb_object_key(data, len, key, sizeof(key), &rv);
-    void *old = NULL;
-    if (rc == 0 && kc_store_take(inf->store, key, &old) == 0) {
-      if (inf->h.on_delete)
-        inf->h.on_delete(key, old, inf->h.ud);
-      free_obj(inf, old);
-    }
+    if (rc == 0)
+      delete_key(inf, key);
     free(rv);
     rv = NULL;
   } else {
     snprintf(inf->errmsg, sizeof(inf->errmsg), "unknown watch event type \"%.64s\"", type);
     return KC_EPARSE;
   }
-  if (rc == KC_EPARSE) {
-    snprintf(inf->errmsg, sizeof(inf->errmsg), "watch event without metadata.name");
-    return rc;
-  }
-  if (rc)
-    return rc;
-  if (kc_pb_object_key(data, len, key, sizeof(key), &rv) == 0)
-    set_rv(inf, rv);
+  if (rc == 0 && kc_pb_object_key(data, len, key, sizeof(key), &rv) != 0)
+    rv = NULL;
+  rc = event_done(inf, rc, rv);
   free(rv);
-  inf->watch_events++;
-  inf->stats.events++;
-  return 0;
+  return rc;
 }
 
 static int watch_chunk(kc_http_req *req, const char *chunk, size_t len, void *data) {
