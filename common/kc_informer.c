@@ -719,7 +719,7 @@ static int on_pb_event(const char *type, const char *kind, const uint8_t *data, 
   }
   if (strcmp(type, "BOOKMARK") == 0) {
     inf->stats.bookmarks++;
-    if (kc_pb_object_key(data, len, key, sizeof(key), &rv) == 0)
+    if (kc_pb_object_rv(data, len, &rv) == 0)
       set_rv(inf, rv);
     free(rv);
     return 0;

@@ -64,6 +64,17 @@ int kc_pb_object_key(const void *data, size_t len, char *key, size_t keylen, cha
   return rc;
 }
 
+int kc_pb_object_rv(const void *data, size_t len, char **rv) {
+  *rv = NULL;
+  K8s__ObjectKey *k = k8s__object_key__unpack(NULL, len, data);
+  if (!k)
+    return KC_EPARSE;
+  const char *v = k->metadata && k->metadata->resource_version ? k->metadata->resource_version : "";
+  *rv = strdup(v);
+  kc_pb_free(k);
+  return *rv ? 0 : KC_ENOMEM;
+}
+
 int kc_pb_status(const void *data, size_t len, int32_t *code, char *reason, size_t reasonlen,
                  char *msg, size_t msglen) {
   K8s__Status *s = k8s__status__unpack(NULL, len, data);

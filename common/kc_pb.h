@@ -39,6 +39,9 @@ void kc_pb_free(void *msg);
 KC_NODISCARD int kc_pb_object_key(const void *data, size_t len, char *key, size_t keylen,
                                   char **rv);
 
+/* Only the resourceVersion (*rv new, "" when none): a BOOKMARK's object has no name. */
+KC_NODISCARD int kc_pb_object_rv(const void *data, size_t len, char **rv);
+
 /* A metav1.Status body (the object of an Unknown of kind Status) into its code, reason and
  * message (copied, truncated; reason and msg may be NULL). */
 KC_NODISCARD int kc_pb_status(const void *data, size_t len, int32_t *code, char *reason,

@@ -218,6 +218,11 @@ static int on_event(const char *type, const char *kind, const uint8_t *data, siz
   }
   if (kc_pb_object_key(data, len, key, sizeof(key), &rv) == 0)
     free(rv);
+  if (strcmp(type, "BOOKMARK") == 0) { /* no name, but the resourceVersion to resume from */
+    assert_int_equal(kc_pb_object_rv(data, len, &rv), 0);
+    assert_true(rv[0] != '\0');
+    free(rv);
+  }
   size_t n = strlen(s->log);
   snprintf(s->log + n, sizeof(s->log) - n, "%s %s %s;", type, kind, key);
   s->events++;
