@@ -99,11 +99,12 @@ static int conv_field(ProtobufCMessage *src, const char *sname, ProtobufCMessage
     return KC_ENOMEM;
   MEMBER(void *, dst, df->offset) = arr;
   uint8_t *from = MEMBER(void *, src, sf->offset);
+  /* Counted first: what a failure leaves half made is freed with dst (NULL entries too). */
+  MEMBER(size_t, dst, df->quantifier_offset) = n;
   for (size_t i = 0; i < n; i++) {
     int rc = conv_value(df, from + i * es, arr + i * es, true);
     if (rc < 0)
       return rc;
-    MEMBER(size_t, dst, df->quantifier_offset) = i + 1;
   }
   return 0;
 }
