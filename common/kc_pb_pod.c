@@ -430,24 +430,50 @@ static void pod_status(Kiln__Pod *p, K8s__PodStatus *st) {
   }
 }
 
-static void fail_msg(char *err, size_t errlen, int rc) {
-  if (err && errlen && !err[0])
-    snprintf(err, errlen, "%s", rc == KC_ENOMEM ? "out of memory" : kc_strerror(rc));
+/* The start of a decode: *k the message of kd in data, *view a new empty message of vd. */
+static int begin(const ProtobufCMessageDescriptor *kd, const void *data, size_t len,
+                 const ProtobufCMessageDescriptor *vd, ProtobufCMessage **k,
+                 ProtobufCMessage **view, char *err, size_t errlen) {
+  *view = NULL;
+  if (!(*k = protobuf_c_message_unpack(kd, NULL, len, data))) {
+    snprintf(err, errlen, "not a protobuf %s", kd->short_name);
+    return KC_EPARSE;
+  }
+  if (!(*view = malloc(vd->sizeof_message))) {
+    kc_pb_free(*k);
+    snprintf(err, errlen, "out of memory");
+    return KC_ENOMEM;
+  }
+  vd->message_init(*view);
+  return 0;
+}
+
+/* The end: k freed; the view to *out, or freed with err saying why (ebuf or rc). */
+static int finish(int rc, ProtobufCMessage *k, ProtobufCMessage *view, void *out, const char *ebuf,
+                  char *err, size_t errlen) {
+  kc_pb_free(k);
+  if (rc < 0) {
+    snprintf(err, errlen, "%s",
+             ebuf[0]           ? ebuf
+             : rc == KC_ENOMEM ? "out of memory"
+                               : kc_strerror(rc));
+    kc_msg_free(view);
+    return rc;
+  }
+  *(ProtobufCMessage **)out = view;
+  return 0;
 }
 
 int kc_pb_pod_decode(const void *data, size_t len, Kiln__Pod **out, char *err, size_t errlen) {
   char ebuf[KC_CODEC_ERR_MAX] = "";
+  ProtobufCMessage *km, *vm;
   *out = NULL;
-  K8s__Pod *k = k8s__pod__unpack(NULL, len, data);
-  if (!k) {
-    snprintf(err, errlen, "not a protobuf Pod");
-    return KC_EPARSE;
-  }
-  Kiln__Pod *p = malloc(sizeof(*p));
-  int rc = p ? 0 : KC_ENOMEM;
-  if (p)
-    kiln__pod__init(p);
-  if (rc == 0 && k->metadata)
+  int rc = begin(&k8s__pod__descriptor, data, len, &kiln__pod__descriptor, &km, &vm, err, errlen);
+  if (rc < 0)
+    return rc;
+  K8s__Pod *k = (K8s__Pod *)km;
+  Kiln__Pod *p = (Kiln__Pod *)vm;
+  if (k->metadata)
     rc = pod_meta(p, k->metadata);
   if (rc == 0) {
     K8s__PodSpec empty = K8S__POD_SPEC__INIT;
@@ -455,18 +481,7 @@ int kc_pb_pod_decode(const void *data, size_t len, Kiln__Pod **out, char *err, s
   }
   if (rc == 0 && k->status)
     pod_status(p, k->status);
-  if (rc == 0 && !k->status)
-    p->phase = kc__pod_phase(NULL);
-  kc_pb_free(k);
-  if (rc < 0) {
-    fail_msg(ebuf, sizeof(ebuf), rc);
-    if (err && errlen)
-      snprintf(err, errlen, "%s", ebuf);
-    kc_msg_free(p);
-    return rc;
-  }
-  *out = p;
-  return 0;
+  return finish(rc, km, vm, out, ebuf, err, errlen);
 }
 
 /* ---- node ---- */
@@ -514,17 +529,14 @@ static int node_taints(Kiln__Node *n, K8s__NodeSpec *s) {
 
 int kc_pb_node_decode(const void *data, size_t len, Kiln__Node **out, char *err, size_t errlen) {
   char ebuf[KC_CODEC_ERR_MAX] = "";
+  ProtobufCMessage *km, *vm;
   *out = NULL;
-  K8s__Node *k = k8s__node__unpack(NULL, len, data);
-  if (!k) {
-    snprintf(err, errlen, "not a protobuf Node");
-    return KC_EPARSE;
-  }
-  Kiln__Node *n = malloc(sizeof(*n));
-  int rc = n ? 0 : KC_ENOMEM;
-  if (n)
-    kiln__node__init(n);
-  if (rc == 0 && k->metadata) {
+  int rc = begin(&k8s__node__descriptor, data, len, &kiln__node__descriptor, &km, &vm, err, errlen);
+  if (rc < 0)
+    return rc;
+  K8s__Node *k = (K8s__Node *)km;
+  Kiln__Node *n = (Kiln__Node *)vm;
+  if (k->metadata) {
     take(&n->name, &k->metadata->name);
     take(&n->uid, &k->metadata->uid);
     take(&n->resource_version, &k->metadata->resource_version);
@@ -536,14 +548,5 @@ int kc_pb_node_decode(const void *data, size_t len, Kiln__Node **out, char *err,
   }
   if (rc == 0 && k->status)
     rc = node_status(n, k->status, ebuf, sizeof(ebuf));
-  kc_pb_free(k);
-  if (rc < 0) {
-    fail_msg(ebuf, sizeof(ebuf), rc);
-    if (err && errlen)
-      snprintf(err, errlen, "%s", ebuf);
-    kc_msg_free(n);
-    return rc;
-  }
-  *out = n;
-  return 0;
+  return finish(rc, km, vm, out, ebuf, err, errlen);
 }
