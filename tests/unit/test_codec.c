@@ -355,8 +355,8 @@ static void test_roundtrip(void **state) {
  * decoded into an entry but not encoded, so a PodGroup changed on decode -> encode. */
 static void test_zero_scalar_kept(void **state) {
   (void)state;
-  json_t *j = json_loads("{\"cpu\":\"1\",\"nvidia.com/gpu\":\"0\",\"example.com/x\":\"2\"}", 0,
-                         NULL);
+  json_t *j =
+      json_loads("{\"cpu\":\"1\",\"nvidia.com/gpu\":\"0\",\"example.com/x\":\"2\"}", 0, NULL);
   Kiln__Resource r = KILN__RESOURCE__INIT;
   assert_int_equal(kc_resource_list_decode(j, &r, NULL, 0), 0);
   json_t *out = NULL;
@@ -773,10 +773,11 @@ static void test_memory(void **state) {
   assert_int_equal(kc_pod_decode(plain, &pp, NULL, 0), 0);
   size_t ppb = msg_bytes(&pp->base);
   /* The same with the five labels Volcano's job controller puts on its pods. */
-  json_object_set_new(json_object_get(plain, "metadata"), "labels",
-                      parse("{\"volcano.sh/job-name\":\"job-1\",\"volcano.sh/job-namespace\":"
-                            "\"default\",\"volcano.sh/queue-name\":\"default\","
-                            "\"volcano.sh/task-spec\":\"worker\",\"volcano.sh/task-index\":\"12\"}"));
+  json_object_set_new(
+      json_object_get(plain, "metadata"), "labels",
+      parse("{\"volcano.sh/job-name\":\"job-1\",\"volcano.sh/job-namespace\":"
+            "\"default\",\"volcano.sh/queue-name\":\"default\","
+            "\"volcano.sh/task-spec\":\"worker\",\"volcano.sh/task-index\":\"12\"}"));
   Kiln__Pod *lp;
   assert_int_equal(kc_pod_decode(plain, &lp, NULL, 0), 0);
   size_t lpb = msg_bytes(&lp->base);
