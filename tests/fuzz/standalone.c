@@ -8,6 +8,8 @@
 #include <string.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+/* Optional, as in libFuzzer: the targets that set up once define it. */
+int LLVMFuzzerInitialize(int *argc, char ***argv) __attribute__((weak));
 
 static uint64_t rng = 0x9e3779b97f4a7c15ULL;
 
@@ -75,6 +77,8 @@ static size_t mutate(uint8_t *buf, size_t len, size_t cap) {
 }
 
 int main(int argc, char **argv) {
+  if (LLVMFuzzerInitialize)
+    LLVMFuzzerInitialize(&argc, &argv);
   if (argc > 1) {
     for (int i = 1; i < argc; i++) {
       size_t n;
