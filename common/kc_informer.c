@@ -15,20 +15,7 @@
 /* ---- frame parser ---- */
 
 void kc_watch_parser_init(kc_watch_parser *p, size_t max_frame) {
-  memset(p, 0, sizeof(*p));
-  p->max_frame = max_frame ? max_frame : KC_WATCH_DEFAULT_MAX_FRAME;
-}
-
-void kc_watch_parser_close(kc_watch_parser *p) {
-  free(p->buf);
-  p->buf = NULL;
-  p->len = p->cap = 0;
-}
-
-void kc_watch_parser_reset(kc_watch_parser *p) {
-  p->len = 0;
-  p->offset = 0;
-  p->frames = 0;
+  kc_frames_init(p, KC_FRAMES_LINES, max_frame ? max_frame : KC_WATCH_DEFAULT_MAX_FRAME);
 }
 
 static bool all_space(const char *s, size_t n) {
@@ -36,24 +23,6 @@ static bool all_space(const char *s, size_t n) {
     if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r' && s[i] != '\n')
       return false;
   return true;
-}
-
-static int append(kc_watch_parser *p, const char *data, size_t n) {
-  if (p->len + n + 1 > p->cap) {
-    size_t cap = p->cap ? p->cap : 4096;
-    while (cap < p->len + n + 1)
-      cap *= 2;
-    if (cap > p->max_frame + 1)
-      cap = p->max_frame + 1;
-    char *b = realloc(p->buf, cap);
-    if (b == NULL)
-      return KC_ENOMEM;
-    p->buf = b;
-    p->cap = cap;
-  }
-  memcpy(p->buf + p->len, data, n);
-  p->len += n;
-  return 0;
 }
 
 static const struct {
@@ -64,9 +33,16 @@ static const struct {
     {"BOOKMARK", KC_WATCH_BOOKMARK}, {"ERROR", KC_WATCH_ERROR},
 };
 
+typedef struct {
+  kc_watch_frame_fn fn;
+  void *ud;
+} json_sink;
+
 /* One complete frame of n bytes that started at stream offset off. */
-static int frame(kc_watch_parser *p, const char *s, size_t n, uint64_t off, kc_watch_frame_fn fn,
-                 void *ud, char *err, size_t errlen) {
+static int frame(kc_frames *p, const uint8_t *body, size_t n, uint64_t off, void *ud, char *err,
+                 size_t errlen) {
+  const json_sink *k = ud;
+  const char *s = (const char *)body;
   if (all_space(s, n))
     return 0; /* blank line between frames */
   json_error_t jerr;
@@ -98,7 +74,7 @@ static int frame(kc_watch_parser *p, const char *s, size_t n, uint64_t off, kc_w
     goto out;
   }
   p->frames++;
-  rc = fn(watch_types[i].type, obj, ud);
+  rc = k->fn(watch_types[i].type, obj, k->ud);
 out:
   json_decref(root);
   return rc;
@@ -106,42 +82,12 @@ out:
 
 int kc_watch_parser_feed(kc_watch_parser *p, const char *data, size_t len, kc_watch_frame_fn fn,
                          void *ud, char *err, size_t errlen) {
-  size_t pos = 0;
-  while (pos < len) {
-    const char *nl = memchr(data + pos, '\n', len - pos);
-    size_t seg = nl ? (size_t)(nl - (data + pos)) : len - pos;
-    if (p->len + seg > p->max_frame) {
-      snprintf(err, errlen, "watch frame at offset %" PRIu64 " is longer than the %zu-byte limit",
-               p->offset, p->max_frame);
-      return KC_ETOOBIG;
-    }
-    if (nl == NULL) { /* carry the partial frame over to the next chunk */
-      int rc = append(p, data + pos, seg);
-      if (rc)
-        return rc;
-      return 0;
-    }
-    int rc;
-    size_t whole = p->len + seg; /* the frame's length without its newline */
-    if (p->len > 0) {            /* the frame began in an earlier chunk */
-      rc = append(p, data + pos, seg);
-      if (rc)
-        return rc;
-      rc = frame(p, p->buf, p->len, p->offset, fn, ud, err, errlen);
-    } else {
-      rc = frame(p, data + pos, seg, p->offset, fn, ud, err, errlen);
-    }
-    p->offset += whole + 1; /* offset is where the next frame starts */
-    p->len = 0;
-    if (rc)
-      return rc;
-    pos += seg + 1;
-  }
-  return 0;
+  json_sink k = {fn, ud};
+  return kc_frames_feed(p, data, len, frame, &k, err, errlen);
 }
 
 int kc_watch_parser_finish(const kc_watch_parser *p, char *err, size_t errlen) {
-  if (p->len > 0 && !all_space(p->buf, p->len)) {
+  if (p->len > 0 && !all_space((const char *)p->buf, p->len)) {
     snprintf(err, errlen,
              "truncated watch frame at offset %" PRIu64 ": %zu bytes without a final newline",
              p->offset, p->len);
@@ -833,8 +779,8 @@ static void enter_watch(kc_informer *inf) {
   char *path = NULL;
   int rc = kc_api_path(KC_LIST, &ref, &q, true, &path);
   if (rc == 0) {
-    kc_watch_parser_reset(&inf->parser);
-    kc_pb_stream_reset(&inf->pb_stream);
+    kc_frames_reset(&inf->parser);
+    kc_frames_reset(&inf->pb_stream);
     inf->watch_decided = inf->watch_pb = false;
     inf->errmsg[0] = '\0';
     inf->watch_events = 0;
@@ -947,8 +893,8 @@ static void release(kc_informer *inf) {
     return;
   pending_clear(inf); /* through the store: before it goes */
   kc_store_free(inf->store);
-  kc_watch_parser_close(&inf->parser);
-  kc_pb_stream_close(&inf->pb_stream);
+  kc_frames_close(&inf->parser);
+  kc_frames_close(&inf->pb_stream);
   free(inf->cont);
   free(inf->last_rv);
   free(inf->group);

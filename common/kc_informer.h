@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "kc_api.h"
+#include "kc_frames.h"
 #include "kc_store.h"
 #include "kc_error.h"
 
@@ -43,13 +44,9 @@ typedef enum {
 
 #define KC_WATCH_DEFAULT_MAX_FRAME ((size_t)16 << 20) /* one object; etcd's own limit is 1.5 MB */
 
-typedef struct {
-  char *buf; /* the incomplete frame carried over between chunks */
-  size_t len, cap;
-  size_t max_frame;
-  uint64_t offset; /* stream offset of buf[0], for error messages */
-  uint64_t frames;
-} kc_watch_parser;
+/* Newline-delimited frames (kc_frames.h, KC_FRAMES_LINES): kc_frames_close frees one,
+ * kc_frames_reset starts it again for a new connection. */
+typedef kc_frames kc_watch_parser;
 
 /* Called once per complete frame; obj is borrowed for the call. Return 0 to go on or a
  * negative code to stop feeding (kc_watch_parser_feed returns it). */
@@ -57,16 +54,14 @@ typedef int (*kc_watch_frame_fn)(kc_watch_type type, json_t *obj, void *ud);
 
 /* max_frame 0: KC_WATCH_DEFAULT_MAX_FRAME. */
 void kc_watch_parser_init(kc_watch_parser *p, size_t max_frame);
-void kc_watch_parser_close(kc_watch_parser *p);
 /* Feeds one chunk of the stream; frames may be split anywhere. Returns 0, the callback's
  * code, KC_ETOOBIG (a frame longer than max_frame), KC_EPARSE (not JSON, not an object with
  * "type" and "object", or an unknown type) or KC_ENOMEM, with a message naming the stream
- * offset in err. After an error the parser must be reset (kc_watch_parser_reset). */
+ * offset in err. After an error the parser must be reset (kc_frames_reset). */
 KC_NODISCARD int kc_watch_parser_feed(kc_watch_parser *p, const char *data, size_t len,
                                       kc_watch_frame_fn fn, void *ud, char *err, size_t errlen);
 /* At the end of the stream: KC_EPARSE when a partial frame is left over (truncated). */
 KC_NODISCARD int kc_watch_parser_finish(const kc_watch_parser *p, char *err, size_t errlen);
-void kc_watch_parser_reset(kc_watch_parser *p);
 
 /* The code of a Status with this code, reason and message (either may be 0 / NULL), as
  * kc_watch_error_code gives it; the message goes to msg. */

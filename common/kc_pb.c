@@ -140,39 +140,19 @@ int kc_pb_binding_encode(const char *ns, const char *name, const char *uid, cons
 /* ---- the watch stream ---- */
 
 void kc_pb_stream_init(kc_pb_stream *s, size_t max_frame) {
-  memset(s, 0, sizeof(*s));
-  s->max_frame = max_frame ? max_frame : KC_PB_DEFAULT_MAX_FRAME;
+  kc_frames_init(s, KC_FRAMES_BE32, max_frame ? max_frame : KC_PB_DEFAULT_MAX_FRAME);
 }
 
-void kc_pb_stream_close(kc_pb_stream *s) {
-  free(s->buf);
-  s->buf = NULL;
-  s->len = s->cap = 0;
-}
-
-void kc_pb_stream_reset(kc_pb_stream *s) {
-  s->len = 0;
-  s->offset = 0;
-  s->frames = 0;
-}
-
-static int grow(kc_pb_stream *s, size_t need) {
-  if (need <= s->cap)
-    return 0;
-  size_t cap = s->cap ? s->cap : 4096;
-  while (cap < need)
-    cap *= 2;
-  uint8_t *b = realloc(s->buf, cap);
-  if (!b)
-    return KC_ENOMEM;
-  s->buf = b;
-  s->cap = cap;
-  return 0;
-}
+typedef struct {
+  kc_pb_event_fn fn;
+  void *ud;
+} pb_sink;
 
 /* One whole WatchEvent of n bytes at stream offset off. */
-static int event(const uint8_t *f, size_t n, uint64_t off, kc_pb_event_fn fn, void *ud, char *err,
+static int event(kc_frames *s, const uint8_t *f, size_t n, uint64_t off, void *ud, char *err,
                  size_t errlen) {
+  const pb_sink *k = ud;
+  s->frames++;
   K8s__WatchEvent *ev = k8s__watch_event__unpack(NULL, n, f);
   K8s__Unknown *u = NULL;
   char why[160];
@@ -189,78 +169,18 @@ static int event(const uint8_t *f, size_t n, uint64_t off, kc_pb_event_fn fn, vo
     snprintf(err, errlen, "watch frame at offset %" PRIu64 ": %s", off, why);
   } else {
     const char *kind = u->type_meta && u->type_meta->kind ? u->type_meta->kind : "";
-    rc = fn(ev->type, kind, u->has_raw ? u->raw.data : (const uint8_t *)"",
-            u->has_raw ? u->raw.len : 0, ud);
+    rc = k->fn(ev->type, kind, u->has_raw ? u->raw.data : (const uint8_t *)"",
+               u->has_raw ? u->raw.len : 0, k->ud);
   }
   kc_pb_free(u);
   kc_pb_free(ev);
   return rc;
 }
 
-static uint32_t be32(const uint8_t *p) {
-  return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
 int kc_pb_stream_feed(kc_pb_stream *s, const void *data, size_t len, kc_pb_event_fn fn, void *ud,
                       char *err, size_t errlen) {
-  const uint8_t *d = data;
-  while (len > 0) {
-    /* Complete the length prefix, then the frame, in buf when it began in an earlier chunk;
-     * a frame wholly inside this chunk is read in place. */
-    if (s->len == 0 && len >= 4 && len - 4 >= be32(d)) {
-      size_t n = be32(d);
-      if (n > s->max_frame) {
-        snprintf(err, errlen, "watch frame at offset %" PRIu64 " is longer than the %zu-byte limit",
-                 s->offset, s->max_frame);
-        return KC_ETOOBIG;
-      }
-      s->frames++;
-      int rc = event(d + 4, n, s->offset, fn, ud, err, errlen);
-      s->offset += 4 + n;
-      if (rc)
-        return rc;
-      d += 4 + n;
-      len -= 4 + n;
-      continue;
-    }
-    size_t want = 4;
-    if (s->len >= 4) {
-      want = 4 + (size_t)be32(s->buf);
-    }
-    if (s->len < 4) {
-      size_t take = 4 - s->len < len ? 4 - s->len : len;
-      if (grow(s, 4))
-        return KC_ENOMEM;
-      memcpy(s->buf + s->len, d, take);
-      s->len += take;
-      d += take;
-      len -= take;
-      if (s->len < 4)
-        return 0;
-      want = 4 + (size_t)be32(s->buf);
-    }
-    if (want - 4 > s->max_frame) {
-      snprintf(err, errlen, "watch frame at offset %" PRIu64 " is longer than the %zu-byte limit",
-               s->offset, s->max_frame);
-      return KC_ETOOBIG;
-    }
-    size_t take = want - s->len < len ? want - s->len : len;
-    if (grow(s, want))
-      return KC_ENOMEM;
-    memcpy(s->buf + s->len, d, take);
-    s->len += take;
-    d += take;
-    len -= take;
-    if (s->len < want)
-      return 0;
-    s->frames++;
-    int rc = event(s->buf + 4, want - 4, s->offset, fn, ud, err, errlen);
-    s->offset += want;
-    s->len = 0;
-    if (rc)
-      return rc;
-  }
-  return 0;
+  pb_sink k = {fn, ud};
+  return kc_frames_feed(s, data, len, event, &k, err, errlen);
 }
 
 int kc_pb_stream_finish(const kc_pb_stream *s, char *err, size_t errlen) {

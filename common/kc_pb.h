@@ -21,6 +21,7 @@
 #include "k8s.pb-c.h"
 #include "pod.pb-c.h"
 #include "kc_error.h"
+#include "kc_frames.h"
 
 #define KC_PB_CONTENT_TYPE "application/vnd.kubernetes.protobuf"
 
@@ -63,13 +64,9 @@ KC_NODISCARD int kc_pb_binding_encode(const char *ns, const char *name, const ch
 
 #define KC_PB_DEFAULT_MAX_FRAME ((size_t)16 << 20)
 
-typedef struct {
-  uint8_t *buf; /* the incomplete frame (with its length prefix) carried over */
-  size_t len, cap;
-  size_t max_frame;
-  uint64_t offset; /* stream offset of buf[0], for error messages */
-  uint64_t frames;
-} kc_pb_stream;
+/* Length-prefixed frames (kc_frames.h, KC_FRAMES_BE32): kc_frames_close frees one,
+ * kc_frames_reset starts it again for a new connection. */
+typedef kc_frames kc_pb_stream;
 
 /* One event: type is the WatchEvent's type ("ADDED", ...), kind the object's (from its
  * Unknown: "Pod", "Status", ...), data/len the object message. All borrowed for the call.
@@ -79,12 +76,10 @@ typedef int (*kc_pb_event_fn)(const char *type, const char *kind, const uint8_t 
 
 /* max_frame 0: KC_PB_DEFAULT_MAX_FRAME. */
 void kc_pb_stream_init(kc_pb_stream *s, size_t max_frame);
-void kc_pb_stream_close(kc_pb_stream *s);
-void kc_pb_stream_reset(kc_pb_stream *s);
 /* Feeds one chunk; frames may be split anywhere. Returns 0, the callback's code,
  * KC_ETOOBIG (a length over max_frame), KC_EPARSE (a frame that is not a WatchEvent with a
  * type and an enveloped object) or KC_ENOMEM, with the stream offset in err. After an error,
- * reset before feeding again. */
+ * kc_frames_reset before feeding again. */
 KC_NODISCARD int kc_pb_stream_feed(kc_pb_stream *s, const void *data, size_t len, kc_pb_event_fn fn,
                                    void *ud, char *err, size_t errlen);
 /* At the end of the stream: KC_EPARSE when a partial frame is left over. */

@@ -78,7 +78,7 @@ static int stream(const uint8_t *d, size_t n, size_t step, seen *s) {
     abort();
   if (rc != 0 && !err[0])
     abort();
-  kc_pb_stream_close(&st);
+  kc_frames_close(&st);
   return rc;
 }
 

@@ -51,7 +51,7 @@ static int run(const char *data, size_t size, const uint8_t *steps, size_t nstep
     abort();
   if (rc != 0 && err[0] == '\0')
     abort(); /* every error says where */
-  kc_watch_parser_close(&p);
+  kc_frames_close(&p);
   return rc;
 }
 

@@ -61,7 +61,7 @@ static void test_every_split_point(void **state) {
         kc_watch_parser_feed(&p, STREAM + cut, len - cut, record, &s, err, sizeof(err)), 0);
     assert_int_equal(kc_watch_parser_finish(&p, err, sizeof(err)), 0);
     check_stream(&s);
-    kc_watch_parser_close(&p);
+    kc_frames_close(&p);
   }
   kc_watch_parser p;
   kc_watch_parser_init(&p, 0);
@@ -72,7 +72,7 @@ static void test_every_split_point(void **state) {
   check_stream(&s);
   assert_int_equal((int)p.frames, 4);
   assert_int_equal((int)p.offset, (int)len);
-  kc_watch_parser_close(&p);
+  kc_frames_close(&p);
 }
 
 static void test_oversized_frame(void **state) {
@@ -97,7 +97,7 @@ static void test_oversized_frame(void **state) {
   assert_non_null(strstr(err, want));
   assert_int_equal(s.n, 1); /* the good frame went through, the big one never did */
   /* A whole oversized line in one chunk is refused before parsing too. */
-  kc_watch_parser_reset(&p);
+  kc_frames_reset(&p);
   char line[202];
   memset(line, ' ', 200);
   line[0] = '{';
@@ -106,7 +106,7 @@ static void test_oversized_frame(void **state) {
   assert_int_equal(kc_watch_parser_feed(&p, line, sizeof(line), record, &s, err, sizeof(err)),
                    KC_ETOOBIG);
   assert_true(p.cap <= 101); /* the buffer never grew past the cap */
-  kc_watch_parser_close(&p);
+  kc_frames_close(&p);
 }
 
 static void test_truncated_frame(void **state) {
@@ -121,17 +121,17 @@ static void test_truncated_frame(void **state) {
   assert_int_equal(kc_watch_parser_finish(&p, err, sizeof(err)), KC_EPARSE);
   assert_non_null(strstr(err, "truncated watch frame at offset 0"));
   /* A frame cut short and followed by a newline is invalid JSON, named by offset. */
-  kc_watch_parser_reset(&p);
+  kc_frames_reset(&p);
   const char *bad = "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\"}}}\n{\"type\":\n";
   assert_int_equal(kc_watch_parser_feed(&p, bad, strlen(bad), record, &s, err, sizeof(err)),
                    KC_EPARSE);
   assert_int_equal(s.n, 1);
   assert_non_null(strstr(err, "offset 52: invalid JSON"));
   /* Only whitespace left at the end is not a truncated frame. */
-  kc_watch_parser_reset(&p);
+  kc_frames_reset(&p);
   assert_int_equal(kc_watch_parser_feed(&p, "\r\n  ", 4, record, &s, err, sizeof(err)), 0);
   assert_int_equal(kc_watch_parser_finish(&p, err, sizeof(err)), 0);
-  kc_watch_parser_close(&p);
+  kc_frames_close(&p);
 }
 
 static void test_unknown_type_and_bad_shape(void **state) {
@@ -155,7 +155,7 @@ static void test_unknown_type_and_bad_shape(void **state) {
                      KC_EPARSE);
     assert_non_null(strstr(err, cases[i].msg));
     assert_int_equal(s.n, 0);
-    kc_watch_parser_close(&p);
+    kc_frames_close(&p);
   }
 }
 
@@ -168,7 +168,7 @@ static void test_callback_code_stops_feeding(void **state) {
   assert_int_equal(kc_watch_parser_feed(&p, STREAM, strlen(STREAM), record, &s, err, sizeof(err)),
                    KC_ECANCELED);
   assert_int_equal(s.n, 2);
-  kc_watch_parser_close(&p);
+  kc_frames_close(&p);
 }
 
 static int error_code_of(const char *frame, char *msg, size_t msglen) {
@@ -203,7 +203,7 @@ static void test_error_410(void **state) {
   assert_int_equal(kc_watch_parser_feed(&p, f, strlen(f), record, &s, msg, sizeof(msg)), 0);
   assert_int_equal(s.n, 1);
   assert_int_equal(s.types[0], KC_WATCH_ERROR);
-  kc_watch_parser_close(&p);
+  kc_frames_close(&p);
 }
 
 static void test_backoff_schedule(void **state) {

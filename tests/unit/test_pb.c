@@ -239,7 +239,7 @@ static void feed(const blob *b, size_t step, seen *s) {
     assert_int_equal(kc_pb_stream_feed(&st, b->data + off, n, on_event, s, err, sizeof(err)), 0);
   }
   assert_int_equal(kc_pb_stream_finish(&st, err, sizeof(err)), 0);
-  kc_pb_stream_close(&st);
+  kc_frames_close(&st);
 }
 
 /* A watch captured while a pod was created, labelled and deleted. */
@@ -263,12 +263,12 @@ static void test_watch_stream_any_split(void **state) {
   assert_int_equal(kc_pb_stream_feed(&st, b.data, b.len - 3, on_event, &part, err, sizeof(err)), 0);
   assert_int_equal(kc_pb_stream_finish(&st, err, sizeof(err)), KC_EPARSE);
   assert_non_null(strstr(err, "truncated"));
-  kc_pb_stream_close(&st);
+  kc_frames_close(&st);
   /* A frame over the limit. */
   kc_pb_stream_init(&st, 64);
   assert_int_equal(kc_pb_stream_feed(&st, b.data, b.len, on_event, &part, err, sizeof(err)),
                    KC_ETOOBIG);
-  kc_pb_stream_close(&st);
+  kc_frames_close(&st);
   free(b.data);
 }
 
@@ -282,7 +282,16 @@ static void test_bad_frames(void **state) {
   const char *json = "{\"type\":\"ADDED\",\"object\":{}}\n";
   assert_int_equal(kc_pb_stream_feed(&st, json, strlen(json), on_event, &s, err, sizeof(err)),
                    KC_ETOOBIG);
-  kc_pb_stream_close(&st);
+  kc_frames_close(&st);
+  /* The same length prefix a byte at a time: refused as soon as its fourth byte arrives, not
+   * waited on until the stream ends (found by fuzz_pb: corpus/pb/split-long-prefix). */
+  kc_pb_stream_init(&st, 4096);
+  for (size_t i = 0; i < 3; i++)
+    assert_int_equal(kc_pb_stream_feed(&st, json + i, 1, on_event, &s, err, sizeof(err)), 0);
+  assert_int_equal(kc_pb_stream_feed(&st, json + 3, 1, on_event, &s, err, sizeof(err)),
+                   KC_ETOOBIG);
+  assert_non_null(strstr(err, "offset 0 is longer than the 4096-byte limit"));
+  kc_frames_close(&st);
   /* A frame that is a WatchEvent without an enveloped object. */
   K8s__WatchEvent ev = K8S__WATCH_EVENT__INIT;
   K8s__RawExtension raw = K8S__RAW_EXTENSION__INIT;
@@ -297,13 +306,13 @@ static void test_bad_frames(void **state) {
   kc_pb_stream_init(&st, 0);
   assert_int_equal(kc_pb_stream_feed(&st, buf, n + 4, on_event, &s, err, sizeof(err)), KC_EPARSE);
   assert_non_null(strstr(err, "magic"));
-  kc_pb_stream_close(&st);
+  kc_frames_close(&st);
   /* Not protobuf at all. */
   uint8_t junk[] = {0, 0, 0, 3, 0xff, 0xff, 0xff};
   kc_pb_stream_init(&st, 0);
   assert_int_equal(kc_pb_stream_feed(&st, junk, sizeof(junk), on_event, &s, err, sizeof(err)),
                    KC_EPARSE);
-  kc_pb_stream_close(&st);
+  kc_frames_close(&st);
   assert_int_equal(s.events, 0);
   K8s__Unknown *u;
   assert_int_equal(kc_pb_unwrap("{}", 2, &u, err, sizeof(err)), KC_EPARSE);
