@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "ctl_int.h"
+#include "fuzz_ctl.h"
 #include "kc_codec.h"
 #include "kc_error.h"
 #include "kc_log.h"
@@ -45,18 +46,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static const char *const names[NNAMES] = {"pytorch", "tensorflow", "mpi", "ray",    "hcclrank",
                                           "svc",     "ssh",        "env", "fz-none"};
 static const char *const task_names[NTASKS] = {"master", "worker", "ps", "head"};
-
-static const char job_text[] =
-    "{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\",\"metadata\":{\"name\":"
-    "\"fz\",\"namespace\":\"ns\",\"uid\":\"u\",\"resourceVersion\":\"1\"},\"spec\":{"
-    "\"minAvailable\":1,\"tasks\":["
-    "{\"name\":\"master\",\"replicas\":2,\"template\":{\"spec\":{\"containers\":[{\"name\":"
-    "\"master\"}],\"initContainers\":[{\"name\":\"i\"}]}}},"
-    "{\"name\":\"worker\",\"replicas\":2,\"template\":{\"spec\":{"
-    "\"containers\":[{\"name\":\"worker\",\"ports\":[{\"containerPort\":22}]}]}}},"
-    "{\"name\":\"ps\",\"replicas\":1,\"template\":{\"spec\":{\"containers\":[{\"name\":\"p\"}]}}},"
-    "{\"name\":\"head\",\"replicas\":1,\"template\":{\"spec\":{"
-    "\"containers\":[{\"name\":\"head\"}]}}}]},\"status\":{\"state\":{\"phase\":\"Pending\"}}}";
 
 /* What one input asks for. */
 typedef struct {
@@ -81,20 +70,6 @@ static char *variants[NTASKS][4];
 static json_t *variant_spec[NTASKS][4];
 static const ctl_pod existing = {.name = "fz-master-0", .task = "master", .phase = CTL_POD_RUNNING};
 
-static int fake_rand(void *ctx, char *buf, size_t n) {
-  memset(buf, 'a', n);
-  buf[n] = '\0';
-  return 0;
-}
-
-static int fake_keygen(void *ctx, char **priv, char **pub) {
-  *priv = strdup("k");
-  *pub = strdup("ssh-rsa AAAA\n");
-  return *priv && *pub ? 0 : KC_ENOMEM;
-}
-
-static const ctl_ops ops = {.rand_str = fake_rand, .ssh_keygen = fake_keygen};
-
 static void make_variants(size_t t) {
   json_t *base = json_loads(orig_template[t], 0, NULL);
   if (!base)
@@ -106,8 +81,12 @@ static void make_variants(size_t t) {
     snprintf(host, sizeof(host), "h%zu", t);
     if (v & 1)
       json_object_set_new(spec, "hostname", json_string(host));
+    else
+      json_object_del(spec, "hostname");
     if (v & 2)
       json_object_set_new(spec, "subdomain", json_string("sd"));
+    else
+      json_object_del(spec, "subdomain");
     variants[t][v] = json_dumps(copy, JSON_COMPACT);
     variant_spec[t][v] = json_incref(spec);
     json_decref(copy);
