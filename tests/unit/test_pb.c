@@ -288,8 +288,7 @@ static void test_bad_frames(void **state) {
   kc_pb_stream_init(&st, 4096);
   for (size_t i = 0; i < 3; i++)
     assert_int_equal(kc_pb_stream_feed(&st, json + i, 1, on_event, &s, err, sizeof(err)), 0);
-  assert_int_equal(kc_pb_stream_feed(&st, json + 3, 1, on_event, &s, err, sizeof(err)),
-                   KC_ETOOBIG);
+  assert_int_equal(kc_pb_stream_feed(&st, json + 3, 1, on_event, &s, err, sizeof(err)), KC_ETOOBIG);
   assert_non_null(strstr(err, "offset 0 is longer than the 4096-byte limit"));
   kc_frames_close(&st);
   /* A frame that is a WatchEvent without an enveloped object. */
