@@ -40,6 +40,10 @@ KC_NODISCARD int ctl__task_index(const Kiln__Job *job, const char *name);
  * <job>-<task>-<index>; the template's subdomain, or the job name (helpers.MakeDomainName). */
 void ctl__domain_name(const Kiln__Job *job, const Kiln__TaskSpec *t, int index, char *out,
                       size_t len);
+/* The same from the template's hostname and subdomain ("" when unset) read already
+ * (ctl__plugin_template_host): a loop over a task's replicas parses its template once. */
+void ctl__domain_name_of(const Kiln__Job *job, const Kiln__TaskSpec *t, const char *host,
+                         const char *sub, int index, char *out, size_t len);
 /* Appends {name, value} to the container's env. */
 void ctl__container_env(json_t *ct, const char *name, const char *value);
 /* Adds {name, containerPort} unless a port with that containerPort exists already. */

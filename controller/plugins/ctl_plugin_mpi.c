@@ -44,7 +44,7 @@ static char *task_hosts(const Kiln__Job *job, const Kiln__TaskSpec *t) {
   out[0] = '\0';
   for (int32_t i = 0; i < n; i++) {
     char d[CTL_NAME_MAX * 3];
-    ctl__domain_name(job, t, (int)i, d, sizeof(d));
+    ctl__domain_name_of(job, t, host, sub, (int)i, d, sizeof(d));
     int w = snprintf(out + len, cap - len, "%s%s", i ? "," : "", d);
     if (w < 0 || (size_t)w >= cap - len)
       break; /* cannot happen with the capacity above */

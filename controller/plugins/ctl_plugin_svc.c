@@ -29,12 +29,12 @@ static size_t svc_host(const Kiln__Job *job, const Kiln__TaskSpec *t, const char
   return w < 0 ? 0 : ((size_t)w < len ? (size_t)w : len - 1);
 }
 
-/* The host names of task t joined by sep into one new string (free()): the exact size is
- * measured first, then the names are written once each, so a large task costs linear time
- * and no more memory than the result. NULL when out of memory. */
-static char *svc_host_list(const Kiln__Job *job, const Kiln__TaskSpec *t, char sep, size_t *n) {
-  char host[CTL_NAME_MAX], sub[CTL_NAME_MAX], h[CTL_NAME_MAX * 3];
-  ctl__plugin_template_host(t, host, sizeof(host), sub, sizeof(sub));
+/* The host names of task t (its template's hostname and subdomain given) joined by sep into one new
+ * string (free()): the exact size is measured first, then the names are written once each, so a
+ * large task costs linear time and no more memory than the result. NULL when out of memory. */
+static char *svc_host_list(const Kiln__Job *job, const Kiln__TaskSpec *t, const char *host,
+                           const char *sub, char sep, size_t *n) {
+  char h[CTL_NAME_MAX * 3];
   /* A hostname in the template names one host for every replica. */
   size_t count = host[0] ? 1 : (t->replicas > 0 ? (size_t)t->replicas : 0);
   size_t cap = 1, len = 0;
@@ -59,8 +59,11 @@ static char *svc_host_list(const Kiln__Job *job, const Kiln__TaskSpec *t, char s
 static bool svc_task_hosts(json_t *data, const Kiln__Job *job, const Kiln__TaskSpec *t) {
   const char *tname = t->name ? t->name : "";
   char key[CTL_NAME_MAX + 16], num[24];
+  char host[CTL_NAME_MAX], sub[CTL_NAME_MAX];
+  ctl__plugin_template_host(t, host, sizeof(host), sub, sizeof(sub));
   size_t n = 0;
-  char *nl = svc_host_list(job, t, '\n', &n), *comma = svc_host_list(job, t, ',', &n);
+  char *nl = svc_host_list(job, t, host, sub, '\n', &n);
+  char *comma = svc_host_list(job, t, host, sub, ',', &n);
   bool ok = nl && comma;
   if (ok) {
     snprintf(key, sizeof(key), "%s.host", tname);

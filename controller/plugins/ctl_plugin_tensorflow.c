@@ -61,9 +61,11 @@ static json_t *cluster_spec(const Kiln__Job *job, const settings *s) {
       continue;
     json_decref(hosts[r]);
     hosts[r] = json_array();
+    char host[CTL_NAME_MAX], sub[CTL_NAME_MAX];
+    ctl__plugin_template_host(t, host, sizeof(host), sub, sizeof(sub));
     for (int32_t i = 0; i < t->replicas; i++) {
       char d[CTL_NAME_MAX * 3], h[CTL_NAME_MAX * 3 + 24];
-      ctl__domain_name(job, t, (int)i, d, sizeof(d));
+      ctl__domain_name_of(job, t, host, sub, (int)i, d, sizeof(d));
       snprintf(h, sizeof(h), "%s:%lld", d, (long long)s->port);
       json_array_append_new(hosts[r], json_string(h));
     }

@@ -155,6 +155,11 @@ void ctl__domain_name(const Kiln__Job *job, const Kiln__TaskSpec *t, int index, 
                       size_t len) {
   char host[CTL_NAME_MAX], sub[CTL_NAME_MAX];
   ctl__plugin_template_host(t, host, sizeof(host), sub, sizeof(sub));
+  ctl__domain_name_of(job, t, host, sub, index, out, len);
+}
+
+void ctl__domain_name_of(const Kiln__Job *job, const Kiln__TaskSpec *t, const char *host,
+                         const char *sub, int index, char *out, size_t len) {
   const char *jname = ctl__job_name(job);
   if (host[0])
     snprintf(out, len, "%s.%s", host, sub[0] ? sub : jname);
