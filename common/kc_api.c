@@ -56,6 +56,7 @@ struct call {
   bool fenced;      /* a write that each attempt checks against the client's fence */
   bool unthrottled; /* the leader election's: no attempt waits for the token bucket */
   bool token_refreshed;
+  bool discard_body; /* kc_query.discard_body */
   kc_http_req *req;
   kc_api_cb cb;
   void *data;
@@ -511,7 +512,7 @@ static void on_http_done(kc_http_req *req, const kc_http_result *hr, void *data)
     res.body = (const uint8_t *)hr->body;
     res.body_len = hr->body_len;
   } else if (ok) {
-    if (hr->body_len) {
+    if (hr->body_len && !k->discard_body) {
       json_error_t je;
       obj = json_loadb(hr->body, hr->body_len, 0, &je);
       if (!obj) {
@@ -581,6 +582,7 @@ static int call_start(kc_client *c, kc_verb verb, const kc_ref *ref, const kc_qu
   k->timeout_ms = q->timeout_ms > 0 ? q->timeout_ms : c->opt.timeout_ms;
   k->fenced = verb != KC_GET && verb != KC_LIST && !q->leader_election;
   k->unthrottled = q->leader_election;
+  k->discard_body = q->discard_body;
   k->next = c->calls;
   if (c->calls)
     c->calls->prev = k;

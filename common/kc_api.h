@@ -99,6 +99,10 @@ typedef struct {
   /* The Accept header (NULL: application/json), e.g. "application/vnd.kubernetes.protobuf,
    * application/json" for a built-in resource; a reply in protobuf comes as res->body. */
   const char *accept;
+  /* A 2xx reply's body is not decoded (res->obj NULL): for a write whose caller reads only
+   * the outcome. A PATCH's reply is the whole object, managedFields and all, and decoding
+   * it was half of what kiln-scheduler spent parsing JSON. Errors are decoded as ever. */
+  bool discard_body;
 } kc_query;
 
 /* The outcome of a call. Everything is borrowed for the callback only (json_incref or copy to

@@ -397,7 +397,8 @@ static void write_cb(const kc_api_result *res, void *data) {
 
 static int send_item(kc_event_recorder *r, item *it) {
   kc_ref ref = {NULL, "v1", "events", it->ns, it->patch ? it->name : NULL, NULL};
-  return kc_api_call(r->client, it->patch ? KC_PATCH_STRATEGIC : KC_CREATE, &ref, NULL,
+  kc_query q = {.discard_body = true}; /* write_cb reads the outcome only */
+  return kc_api_call(r->client, it->patch ? KC_PATCH_STRATEGIC : KC_CREATE, &ref, &q,
                      it->patch ? it->patch : it->event, write_cb, r);
 }
 

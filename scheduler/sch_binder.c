@@ -131,7 +131,8 @@ static int send_json(sch_binder *b, bind_req *r, const kc_ref *ref) {
     body = json_pack("{s:s,s:s,s:{s:s,s:s},s:{s:s,s:s,s:s}}", "apiVersion", "v1", "kind", "Binding",
                      "metadata", "name", r->name, "namespace", r->ns, "target", "apiVersion", "v1",
                      "kind", "Node", "name", r->node);
-  int rc = body ? kc_api_call(b->opt.client, KC_CREATE, ref, NULL, body, bind_done, r) : KC_ENOMEM;
+  kc_query q = {.discard_body = true}; /* bind_done reads the outcome only */
+  int rc = body ? kc_api_call(b->opt.client, KC_CREATE, ref, &q, body, bind_done, r) : KC_ENOMEM;
   json_decref(body);
   return rc;
 }
@@ -141,8 +142,8 @@ static int send_pb(sch_binder *b, bind_req *r, const kc_ref *ref) {
   size_t len = 0;
   int rc = kc_pb_binding_encode(r->ns, r->name, r->uid, r->node, &body, &len);
   if (rc == 0)
-    rc = kc_api_call_raw(b->opt.client, KC_CREATE, ref, NULL, body, len, KC_PB_CONTENT_TYPE,
-                         bind_done, r);
+    rc = kc_api_call_raw(b->opt.client, KC_CREATE, ref, &(kc_query){.discard_body = true}, body,
+                         len, KC_PB_CONTENT_TYPE, bind_done, r);
   free(body);
   return rc;
 }

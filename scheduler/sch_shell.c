@@ -398,7 +398,9 @@ static void patch_status(sch_shell *sh, kc_strmap *map, const char *key, const c
     return;
   }
   free_written(old);
-  int rc = kc_api_call(sh->client, KC_PATCH_MERGE, ref, NULL, body, write_done, w);
+  /* write_done reads the outcome only; the watch brings the new object. */
+  kc_query q = {.discard_body = true};
+  int rc = kc_api_call(sh->client, KC_PATCH_MERGE, ref, &q, body, write_done, w);
   if (rc) {
     KC_WARN("cannot update %s: %s", what, kc_strerror(rc));
     if (kc_strmap_del(map, key, &old) == 0)

@@ -342,6 +342,24 @@ static void test_status_error_not_retried(void **state) {
   assert_null(d.obj);
 }
 
+/* discard_body: a 2xx reply is not decoded (a body that would not parse passes), an error
+ * still is. */
+static void test_discard_body(void **state) {
+  (void)state;
+  struct done d;
+  kc_query q = {.discard_body = true};
+  run_call(KC_GET, "t", "notjson", &q, NULL, &d);
+  assert_int_equal(d.err, 0);
+  assert_null(d.obj);
+  run_call(KC_GET, "t", "applied", &q, NULL, &d);
+  assert_int_equal(d.err, 0);
+  assert_null(d.obj);
+  run_call(KC_GET, "t", "missing", &q, NULL, &d);
+  assert_int_equal(d.err, KC_ENOTFOUND);
+  assert_string_equal(d.message, "configmaps \"missing\" not found");
+  json_decref(d.obj);
+}
+
 static void test_timeout_is_per_call_and_final(void **state) {
   (void)state;
   struct done d;
@@ -776,6 +794,7 @@ int main(void) {
       cmocka_unit_test(test_5xx_retried_for_idempotent_get),
       cmocka_unit_test(test_5xx_not_retried_for_create),
       cmocka_unit_test(test_status_error_not_retried),
+      cmocka_unit_test(test_discard_body),
       cmocka_unit_test(test_timeout_is_per_call_and_final),
       cmocka_unit_test(test_retries_are_bounded),
       cmocka_unit_test(test_connection_refused),
