@@ -125,6 +125,29 @@ static int put_index(kc_strmap *m, const char *key, int32_t idx) {
   return rc < 0 ? rc : 0;
 }
 
+/* "ns/name" into buf (cap bytes); NULL when it does not fit. Every session keys each cached
+ * pod and PodGroup so: asprintf's formatting and heap round trip were a third of building
+ * the snapshot (perf, 200 Jobs of 10 with 2,000 running pods). */
+static char *ns_key(char *buf, size_t cap, const char *ns, const char *name) {
+  size_t a = strlen(ns), b = strlen(name);
+  if (a + b + 2 > cap)
+    return NULL;
+  memcpy(buf, ns, a);
+  buf[a] = '/';
+  memcpy(buf + a + 1, name, b + 1);
+  return buf;
+}
+
+/* ns_key's result, owned by the snapshot (freed with it); NULL when out of memory. */
+static char *owned_key(sch_snapshot *s, const char *ns, const char *name) {
+  size_t n = strlen(ns) + strlen(name) + 2;
+  char *key = malloc(n);
+  if (!key)
+    return NULL;
+  ns_key(key, n, ns, name);
+  return own(s, key) < 0 ? NULL : key;
+}
+
 static int32_t get_index(const kc_strmap *m, const char *key) {
   return (int32_t)(intptr_t)kc_strmap_get(m, key) - 1;
 }
@@ -424,14 +447,12 @@ static int build_jobs_from_podgroups(sch_snapshot *s, const Kiln__Snapshot *msg,
     if (qi < 0)
       KC_WARN("scheduler: the queue %s of PodGroup %s/%s does not exist; not scheduling it", qname,
               pg->metadata->namespace_, pg->metadata->name);
-    char *key = NULL;
-    if (asprintf(&key, "%s/%s", pg->metadata->namespace_, pg->metadata->name) < 0)
+    char *key = owned_key(s, pg->metadata->namespace_, pg->metadata->name);
+    if (!key)
       return KC_ENOMEM;
-    int rc = own(s, key);
-    if (rc < 0)
-      return rc;
     if (kc_strmap_has(&s->job_index, key))
       continue;
+    int rc;
     sch_job *j;
     if ((rc = add_job(s, cap, &j)) < 0)
       return rc;
@@ -459,24 +480,25 @@ static int job_of_pod(sch_snapshot *s, const Kiln__Pod *p, const char *defq, siz
                       int32_t *out) {
   *out = -1;
   const char *ns = p->namespace_ ? p->namespace_ : "";
-  char *key = NULL;
   bool shadow = !(p->group_name && *p->group_name);
   const char *name = p->group_name;
   if (shadow)
     name = p->owner_uid && *p->owner_uid ? p->owner_uid : (p->uid ? p->uid : p->name);
   if (!name)
     return 0;
-  if (asprintf(&key, "%s/%s", ns, name) < 0)
+  char buf[512];
+  char *key = ns_key(buf, sizeof(buf), ns, name);
+  /* Longer than the API server's names allow: a key of its own. */
+  if (!key && !(key = owned_key(s, ns, name)))
     return KC_ENOMEM;
   int32_t ji = sch_snapshot_job(s, key);
   if (ji >= 0 || !shadow) {
-    free(key);
     *out = ji;
     return 0;
   }
-  int rc = own(s, key);
-  if (rc < 0)
-    return rc;
+  if (key == buf && !(key = owned_key(s, ns, name)))
+    return KC_ENOMEM;
+  int rc;
   int32_t qi = sch_snapshot_queue(s, defq);
   sch_job *j;
   if ((rc = add_job(s, cap, &j)) < 0)
