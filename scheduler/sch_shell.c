@@ -26,12 +26,11 @@
 /* The config file is capped: a Volcano configuration is a few hundred bytes. */
 #define MAX_CONF_BYTES (1u << 20)
 
-/* What we last wrote to an object's status, and the resourceVersion the cache had then:
+/* That we last wrote to an object's status, and the resourceVersion the cache had then:
  * until the watch brings a newer version, no other write to that object is sent (the session
  * may want a new timestamp every period; sending each would flood a busy API server whose
  * watch lags, and make it lag more). A failed write is retried after a backoff. */
 typedef struct {
-  char *json;
   char *rv;
   bool in_flight;
   unsigned fails;    /* failed writes in a row */
@@ -123,7 +122,6 @@ static void maybe_release(sch_shell *sh);
 static void free_written(void *p) {
   written *w = p;
   if (w) {
-    free(w->json);
     free(w->rv);
     free(w);
   }
@@ -349,33 +347,30 @@ static void write_done(const kc_api_result *res, void *data) {
     maybe_release(sh);
 }
 
-/* Sends a merge patch of body to ref unless the same body was already sent for the cached
- * resourceVersion rv. */
-static void patch_status(sch_shell *sh, kc_strmap *map, const char *key, const char *rv,
-                         const kc_ref *ref, json_t *body, const char *what) {
-  char *js = json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS);
-  if (js == NULL)
-    return;
-  written *prev = kc_strmap_get(map, key);
+/* Whether a status write to the object under key may go now: one write per object per
+ * cached version rv, a failed one after its backoff, and at most SCH_STATUS_WRITES_MAX in
+ * flight (the next period tries again). Asked before the body is built: while a write is in
+ * flight or its echo has not come back, every session wants the same status again. */
+static bool write_due(const sch_shell *sh, const kc_strmap *map, const char *key, const char *rv) {
+  const written *prev = kc_strmap_get(map, key);
   if (prev) {
     bool same_version = prev->rv && strcmp(prev->rv, rv ? rv : "") == 0;
     bool backing_off = prev->fails > 0 && uv_now(sh->loop) < prev->retry_ms;
-    /* One write per object per cached version; a failed one waits for its backoff. */
-    if (prev->in_flight || same_version || backing_off) {
-      free(js);
-      return;
-    }
+    if (prev->in_flight || same_version || backing_off)
+      return false;
   }
-  if (sh->writes_in_flight >= SCH_STATUS_WRITES_MAX) {
-    free(js);
-    return; /* the next period tries again */
-  }
+  return sh->writes_in_flight < SCH_STATUS_WRITES_MAX;
+}
+
+/* Sends a merge patch of body to ref (write_due said it may go). */
+static void patch_status(sch_shell *sh, kc_strmap *map, const char *key, const char *rv,
+                         const kc_ref *ref, json_t *body, const char *what) {
+  written *prev = kc_strmap_get(map, key);
   unsigned fails = prev ? prev->fails : 0;
   written *nw = calloc(1, sizeof(*nw));
   write_ctx *w = calloc(1, sizeof(*w));
   if (nw == NULL || w == NULL || (nw->rv = strdup(rv ? rv : "")) == NULL ||
       (w->key = strdup(key)) == NULL || (w->what = strdup(what)) == NULL) {
-    free(js);
     free_written(nw);
     if (w) {
       free(w->key);
@@ -383,7 +378,6 @@ static void patch_status(sch_shell *sh, kc_strmap *map, const char *key, const c
     }
     return;
   }
-  nw->json = js;
   nw->in_flight = true;
   nw->fails = fails;
   nw->sent_ms = uv_now(sh->loop);
@@ -438,6 +432,9 @@ static void job_settling(const sch_cache_snap *cs, const sch_snapshot *snap, con
 /* Sends the PodGroup's new status (phase, counts, conditions) as a merge patch. */
 static void send_pod_group(sch_shell *sh, const sch_job *j, const sch_pg_status *ps,
                            const char *phase, Kiln__PodGroupCondition **cptr, size_t n) {
+  const char *rv = j->pod_group->metadata->resource_version;
+  if (!write_due(sh, &sh->pg_written, j->key, rv))
+    return;
   Kiln__PodGroupStatus st = KILN__POD_GROUP_STATUS__INIT;
   st.phase = (char *)phase;
   st.n_conditions = n;
@@ -455,8 +452,7 @@ static void send_pod_group(sch_shell *sh, const sch_job *j, const sch_pg_status 
   kc_ref ref = {"scheduling.volcano.sh", "v1beta1", "podgroups", j->namespace, j->name, NULL};
   char what[600];
   snprintf(what, sizeof(what), "PodGroup %s status (phase %s)", j->key, phase);
-  patch_status(sh, &sh->pg_written, j->key, j->pod_group->metadata->resource_version, &ref, body,
-               what);
+  patch_status(sh, &sh->pg_written, j->key, rv, &ref, body, what);
   json_decref(body);
 }
 
@@ -590,6 +586,8 @@ static void write_queue(sch_shell *sh, const sch_snapshot *snap, const sch_queue
   /* At most one write per queue per period: early sessions do not add queue writes. */
   const written *prev = kc_strmap_get(&sh->q_written, q->name);
   if (prev && prev->fails == 0 && uv_now(sh->loop) < prev->sent_ms + sh->period_ms)
+    return;
+  if (!write_due(sh, &sh->q_written, q->name, q->queue->metadata->resource_version))
     return;
   Kiln__Resource res = KILN__RESOURCE__INIT;
   Kiln__ResourceQuantity sq[SCH_MAX_SCALARS];
