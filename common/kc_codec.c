@@ -35,14 +35,23 @@ void kc__cctx_init(kc__cctx *c, char *err, size_t errlen) {
     err[0] = '\0';
 }
 
+/* Appends s, truncated to what the buffer holds (the message keeps the prefix). */
+static void path_put(kc__cctx *c, const char *s) {
+  size_t room = sizeof(c->path) - 1 - c->len, n = strlen(s);
+  if (n > room)
+    n = room;
+  memcpy(c->path + c->len, s, n);
+  c->len += n;
+  c->path[c->len] = '\0';
+}
+
+/* Every field decoded extends the path, error or not: snprintf here was 4.5% of
+ * kiln-scheduler's instructions in the one-pod-Job bench (30,000 calls for 600 events). */
 static size_t path_append(kc__cctx *c, const char *a, const char *b, const char *d) {
   size_t old = c->len;
-  int n = snprintf(c->path + c->len, sizeof(c->path) - c->len, "%s%s%s", a, b, d);
-  if (n < 0)
-    return old;
-  c->len += (size_t)n;
-  if (c->len >= sizeof(c->path))
-    c->len = sizeof(c->path) - 1; /* truncated; the message keeps the prefix */
+  path_put(c, a);
+  path_put(c, b);
+  path_put(c, d);
   return old;
 }
 
