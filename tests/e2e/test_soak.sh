@@ -1,26 +1,41 @@
 #!/usr/bin/env bash
-# Soak: gang Jobs are created, run, complete and are deleted in batches at a steady rate through
-# both processes (kiln-controller makes and deletes the pods, kiln-scheduler binds them), and
-# the resident set size (VmRSS) of each process is sampled after every batch. It reports the
-# slope of RSS against pods processed (least squares over the samples after the first third,
-# the warm-up) and checks it: on a run of KILN_SOAK_FLAT_PODS (default 2000) pods or more the
-# slope of each process must stay under KILN_SOAK_MAX_SLOPE (default 128) KiB per 1000 pods
-# (flat: 100,000 pods would add at most ~12 MiB; before the fixes of 2026-12-01 the slopes
-# were 290 and 681), each sample then the lowest over 11 s; a shorter run, too noisy, only
-# checks a generous bound that a leak proportional to the work would break. The anonymous
-# part of the RSS (RssAnon: the heap, without the shared libraries' pages) is reported too.
+# Soak: gang Jobs are created, run, complete and are deleted at a steady rate through both
+# processes (kiln-controller makes the PodGroups and pods and, ttlSecondsAfterFinished 0,
+# deletes each Job once Completed; kiln-scheduler binds the pods; the garbage collector deletes
+# a deleted Job's pods), while the resident set size (VmRSS, and its anonymous part RssAnon: the
+# heap, without the shared libraries' pages) of each process is sampled every second on the
+# side. The work is a pipeline, not a series of stalls: up to KILN_SOAK_INFLIGHT Jobs exist at
+# once (one being deleted included: it stays until its pods are gone, so the pods are bounded
+# too); every poll is one kubectl that counts them, and one kubectl create adds KILN_SOAK_BATCH
+# Jobs while there is room.
+#
+# It reports the slope of RSS against pods processed (Jobs gone x gang), least squares over the
+# lowest sample of each 11 s (the processes give free heap pages back every 10 s, kc_app's
+# malloc_trim, and a sample just before or after that differs by a few hundred KiB) after the
+# first third of the pods (the warm-up). On a run of KILN_SOAK_FLAT_PODS (default 2000) pods or
+# more the slope of each process must stay under KILN_SOAK_MAX_SLOPE (default 128) KiB per 1000
+# pods (flat: 100,000 pods would add at most ~12 MiB; before the fixes of 2026-12-01 the slopes
+# were 290 and 681), and the RSS with nothing in flight (the lowest over 11 s once every object
+# is gone) is measured at the end of the warm-up and at the end, and reported; a shorter run,
+# too noisy, only checks a generous bound that a leak proportional to the work would break.
 # At the end both processes are stopped with SIGTERM: built with AddressSanitizer
 # (KILN_BUILD=build-asan) LeakSanitizer reports at that exit, and any report fails the test.
-#   KILN_SOAK_JOBS (default 20) Jobs of KILN_SOAK_GANG (default 2) pods, KILN_SOAK_BATCH
-#   (default 5) Jobs at a time. CI runs the default; a larger run by hand, e.g.
-#   KILN_SOAK_JOBS=5000 KILN_SOAK_GANG=5 KILN_SOAK_BATCH=100 tests/e2e/run soak
+#   KILN_SOAK_JOBS (default 20) Jobs of KILN_SOAK_GANG (default 2) pods, created KILN_SOAK_BATCH
+#   (default 5) at a time, at most KILN_SOAK_INFLIGHT (default 2 x batch) at once; with
+#   KILN_SOAK_MAX_SECONDS no Job is created after that many seconds (the figures are then those
+#   of the Jobs created, the warm-up a third of those). CI runs the default; by hand, e.g.
+#   KILN_SOAK_JOBS=5000 KILN_SOAK_GANG=20 KILN_SOAK_BATCH=20 KILN_SOAK_INFLIGHT=80 \
+#     KILN_SOAK_MAX_SECONDS=2400 tests/e2e/run soak
 source "$(dirname "$0")/lib.sh"
 SUITE=soak
 
 JOBS=${KILN_SOAK_JOBS:-20}
 GANG=${KILN_SOAK_GANG:-2}
 BATCH=${KILN_SOAK_BATCH:-5}
+INFLIGHT=${KILN_SOAK_INFLIGHT:-$((2 * BATCH))}
 FLAT_PODS=${KILN_SOAK_FLAT_PODS:-2000}
+MAX_SECONDS=${KILN_SOAK_MAX_SECONDS:-0}
+PODS=$((JOBS * GANG))
 CTL_BIN=$KILN_BUILD/controller/kiln-controller
 SCH_BIN=$KILN_BUILD/scheduler/kiln-scheduler
 D=$KILN_CLUSTER_DIR
@@ -35,92 +50,140 @@ proc() { # NAME BIN: a Kiln process on the shared cluster, stopped by tests/e2e/
   echo "$bin" >"$D/pids/$name.exe"
 }
 
-rss_kb() { # NAME: "VmRSS RssAnon" in KiB
-  awk '/^VmRSS:/ {r = $2} /^RssAnon:/ {a = $2} END {print r, a}' \
-    "/proc/$(cat "$D/pids/$1.pid")/status" 2>/dev/null
+# rss PID: sets R and A to the process' VmRSS and RssAnon in KiB (no fork: it runs every second).
+rss() {
+  local k v
+  R=0 A=0
+  while read -r k v _; do
+    case $k in VmRSS:) R=$v ;; RssAnon:) A=$v ;; esac
+  done <"/proc/$1/status" 2>/dev/null
 }
 
-# rss_low NAME: on a run long enough for the slope check, the lowest "VmRSS RssAnon" over 11 s:
-# the processes give free heap pages back every 10 s (kc_app's malloc_trim), and a sample
-# taken just before or after that differs by a few hundred KiB, noise the slope would read.
-rss_low() {
-  if [ $((JOBS * GANG)) -lt "$FLAT_PODS" ]; then
-    rss_kb "$1"
-    return
-  fi
-  local i best="" cur
-  for i in $(seq 1 12); do
-    cur=$(rss_kb "$1")
-    if [ -z "$best" ] || [ "${cur%% *}" -lt "${best%% *}" ]; then best=$cur; fi
-    [ "$i" = 12 ] || sleep 1
+# sampler CTL_PID SCH_PID OUT STOP TEST_PID: every second "time ctl_rss ctl_anon sch_rss sch_anon"
+# to OUT until the file STOP exists or the test's shell is gone (a failed test).
+sampler() {
+  local R A line
+  while [ ! -e "$4" ] && kill -0 "$5" 2>/dev/null; do
+    line=$EPOCHREALTIME
+    rss "$1"
+    line+=" $R $A"
+    rss "$2"
+    echo "$line $R $A" >>"$3"
+    sleep 1
   done
-  echo "$best"
 }
 
-batch() { # NS FROM TO
-  gang_jobs s "$2" "$3" "$GANG" 1 'grp: soak' | kubectl apply -n "$1" -f - >/dev/null
-}
-
-completed() { # NS N
-  [ "$(kubectl get vcjob -n "$1" -o 'jsonpath={range .items[*]}{.status.state.phase}{"\n"}{end}' 2>/dev/null |
-    grep -c '^Completed$')" -eq "$2" ]
+# jobs_yaml FROM TO: the YAML of Jobs s<FROM>..s<TO>, each one task of GANG pods that all must
+# run (minAvailable GANG), run by kwok for 1 s on the soak nodes, and deleted by the
+# controller's gc-controller as soon as it is Completed (ttlSecondsAfterFinished 0, foreground
+# propagation: the garbage collector deletes its pods and PodGroup first). Built without a
+# fork per Job.
+jobs_yaml() {
+  local i
+  for ((i = $1; i <= $2; i++)); do
+    printf '%s\n' "---" "apiVersion: batch.volcano.sh/v1alpha1" "kind: Job" \
+      "metadata: {name: s$i}" "spec:" "  schedulerName: volcano" "  minAvailable: $GANG" \
+      "  ttlSecondsAfterFinished: 0" "  tasks:" "  - name: w" "    replicas: $GANG" "    template:" "      metadata:" \
+      "        annotations: {kwok.kiln.dev/run-for: 1s}" "      spec:" \
+      "        restartPolicy: Never" "        nodeSelector: {grp: soak}" \
+      "        containers: [{name: main, image: busybox}]"
+  done
 }
 
 gone() { # NS: no Job, PodGroup or pod left
   [ -z "$(kubectl get vcjob,podgroup,pod -n "$1" -o name 2>/dev/null)" ]
 }
 
+# settle NS PROGRESS DONE [NEXT_PHASE]: wait until nothing is left in NS, then 11 s marked
+# "settle" in PROGRESS (the sampler's lowest sample of those is the RSS with nothing in flight).
+settle() {
+  wait_for 600 "every soak object gone" gone "$1"
+  echo "$EPOCHREALTIME $3 settle" >>"$2"
+  sleep 11
+  echo "$EPOCHREALTIME $3 ${4:-run}" >>"$2"
+}
+
+# pump NS PROGRESS UNTIL: run the pipeline until Jobs s1..s<UNTIL> are created and gone (the
+# global NEXT, the next Job to create, carries across calls). Each poll is one kubectl listing
+# the Jobs left (a deleted one stays until the garbage collector has deleted its pods, so that
+# count bounds the pods too), and one kubectl create a batch while there is room.
+pump() {
+  local ns=$1 prog=$2 until=$3 left done last=-1 stall=$SECONDS to
+  while :; do
+    left=$(kubectl get vcjob -n "$ns" -o name | wc -l) || fail "cannot list the soak Jobs"
+    done=$((NEXT - 1 - left))
+    if [ "$done" != "$last" ]; then
+      echo "$EPOCHREALTIME $((done * GANG)) run" >>"$prog"
+      last=$done stall=$SECONDS
+    fi
+    [ "$done" -lt "$until" ] || return 0
+    if [ "$MAX_SECONDS" -gt 0 ] && [ $((SECONDS - T0)) -ge "$MAX_SECONDS" ] && [ "$NEXT" -le "$until" ]; then
+      until=$((NEXT - 1)) # out of time: finish what is in flight
+      continue
+    fi
+    [ $((SECONDS - stall)) -lt 300 ] ||
+      fail "no Job gone in 300 s: $(kubectl get vcjob -n "$ns" --no-headers 2>&1 | head -5)"
+    if [ "$NEXT" -le "$until" ] && [ $((left + BATCH)) -le "$INFLIGHT" ]; then
+      to=$((NEXT + BATCH - 1))
+      [ "$to" -le "$until" ] || to=$until
+      jobs_yaml "$NEXT" "$to" | kubectl create -n "$ns" -f - >/dev/null ||
+        fail "cannot create Jobs s$NEXT..s$to"
+      NEXT=$((to + 1))
+      continue
+    fi
+    sleep 0.5
+  done
+}
+
 test_rss_flat_while_jobs_come_and_go() {
   apply_crds || fail "cannot install the CRDs"
   kubectl apply --server-side -f "$KILN_ROOT/manifests/queue-default.yaml" >/dev/null
   kubectl get namespace volcano-system >/dev/null 2>&1 || kubectl create namespace volcano-system >/dev/null
-  group_nodes soak 2
+  group_nodes soak 2 --pods $((2 * INFLIGHT * GANG + 110))
   local ns
   ns=$(new_namespace soak)
+  # The leases a suite before this one left (a stopped process does not give its lease back):
+  # waiting out their 30 s would only delay the start.
+  kubectl delete lease -n volcano-system vc-controller-manager volcano --ignore-not-found >/dev/null
   proc kiln-soak-controller "$CTL_BIN"
   proc kiln-soak-scheduler "$SCH_BIN"
-  local samples=$D/soak-rss.txt from=1 to t0=$SECONDS
+  local samples=$D/soak-rss.txt prog=$D/soak-progress.txt stop=$D/soak-stop t0=$SECONDS long=0
+  T0=$SECONDS
+  [ "$PODS" -lt "$FLAT_PODS" ] || long=1
   : >"$samples"
-  while [ "$from" -le "$JOBS" ]; do
-    to=$((from + BATCH - 1))
-    [ "$to" -le "$JOBS" ] || to=$JOBS
-    batch "$ns" "$from" "$to"
-    wait_for 300 "Jobs s$from..s$to Completed" completed "$ns" $((to - from + 1))
-    kubectl delete vcjob -n "$ns" --all --wait=false >/dev/null
-    wait_for 300 "Jobs s$from..s$to and their pods gone" gone "$ns"
-    # pods, controller RSS and anon, scheduler RSS and anon, seconds
-    echo "$((to * GANG)) $(rss_low kiln-soak-controller) $(rss_low kiln-soak-scheduler) $((SECONDS - t0))" >>"$samples"
-    from=$((to + 1))
-  done
-  local took=$((SECONDS - t0)) fit
-  fit=$(python3 - "$samples" "$((JOBS * GANG))" "$FLAT_PODS" "${KILN_SOAK_MAX_SLOPE:-128}" <<'PY'
-import sys
-rows = [list(map(float, l.split())) for l in open(sys.argv[1]) if len(l.split()) == 6]
-pods, flat_pods, max_slope = int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
-warm = rows[len(rows) // 3:] if len(rows) >= 3 else rows
-def slope(col):  # KiB per 1000 pods, least squares over the samples after the warm-up
-    xs = [r[0] for r in warm]; ys = [r[col] for r in warm]
-    n = len(xs); mx = sum(xs) / n; my = sum(ys) / n
-    sxx = sum((x - mx) ** 2 for x in xs)
-    return 0.0 if sxx == 0 else 1000 * sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
-out = []
-for col in (1, 3):  # VmRSS of the controller, of the scheduler; RssAnon follows each
-    first, last, s = warm[0][col], rows[-1][col], slope(col)
-    if pods >= flat_pods:
-        ok = s <= max_slope
-    else:  # too short for a slope: the last sample within half the first plus 32 MiB
-        ok = last <= first * 1.5 + 32768
-    out += [f"{s:.1f}", f"{first / 1024:.1f}", f"{last / 1024:.1f}", f"{slope(col + 1):.1f}",
-            "ok" if ok else "grew"]
-print(" ".join(out))
-PY
-)
-  local cs cw cl ca cok ss sw sl sa sok
-  read -r cs cw cl ca cok ss sw sl sa sok <<<"$fit"
-  echo "REPORT soak: $((JOBS * GANG)) pods in $JOBS Jobs created and deleted in ${took}s;" \
+  echo "$EPOCHREALTIME 0 run" >"$prog"
+  rm -f "$stop"
+  sampler "$(cat "$D/pids/kiln-soak-controller.pid")" "$(cat "$D/pids/kiln-soak-scheduler.pid")" \
+    "$samples" "$stop" "$BASHPID" &
+  local spid=$! warm=$((JOBS / 3))
+  NEXT=1
+  if [ "$long" = 1 ]; then
+    pump "$ns" "$prog" "$warm"
+    settle "$ns" "$prog" $((warm * GANG))
+  fi
+  pump "$ns" "$prog" "$JOBS"
+  if [ "$NEXT" -le "$JOBS" ]; then # cut by KILN_SOAK_MAX_SECONDS
+    echo "REPORT soak: cut after ${MAX_SECONDS}s at $((NEXT - 1)) of $JOBS Jobs"
+    JOBS=$((NEXT - 1)) PODS=$(((NEXT - 1) * GANG))
+  fi
+  echo "$EPOCHREALTIME $PODS drain" >>"$prog"
+  wait_for 600 "every soak object gone" gone "$ns"
+  local took=$((SECONDS - t0))
+  [ "$long" = 0 ] || settle "$ns" "$prog" "$PODS" end
+  touch "$stop"
+  wait "$spid"
+  local fit
+  fit=$(python3 "$E2E_DIR/soak_fit.py" "$samples" "$prog" "$PODS" "$FLAT_PODS" \
+    "${KILN_SOAK_MAX_SLOPE:-128}") || fail "cannot fit the samples"
+  local cs cw cl ca cok ss sw sl sa sok cset sset
+  read -r cs cw cl ca cok ss sw sl sa sok cset sset <<<"$fit"
+  echo "REPORT soak: $PODS pods in $JOBS Jobs created and deleted in ${took}s" \
+    "($(python3 -c "print(f'{$PODS / max($took, 1):.1f}')") pods/s);" \
     "RSS slope after warm-up: controller $cs KiB per 1000 pods ($cw -> $cl MiB; anon $ca)," \
-    "scheduler $ss KiB per 1000 pods ($sw -> $sl MiB; anon $sa)$([ $((JOBS * GANG)) -ge \
-      "$FLAT_PODS" ] || echo "; too short for the slope check")"
+    "scheduler $ss KiB per 1000 pods ($sw -> $sl MiB; anon $sa)$([ "$long" = 1 ] ||
+      echo "; too short for the slope check")"
+  [ "$long" = 0 ] || echo "REPORT soak: RSS with nothing in flight, after warm-up -> at the end:" \
+    "controller ${cset//,/ -> } MiB, scheduler ${sset//,/ -> } MiB"
   [ "$cok" = ok ] || fail "the controller's RSS grew: $cs KiB per 1000 pods, $cw -> $cl MiB"
   [ "$sok" = ok ] || fail "the scheduler's RSS grew: $ss KiB per 1000 pods, $sw -> $sl MiB"
   # A clean exit: LeakSanitizer (an ASan build) reports here.
