@@ -75,8 +75,10 @@ int ctl_informers_new(ctl_inf_hub *hub, kc_client *c, const ctl_inf_def *defs, s
                               .version = d->version,
                               .resource = d->resource,
                               .label_selector = d->label_selector,
-                              .field_selector = d->field_selector};
+                              .field_selector = d->field_selector,
+                              .protobuf = d->decode_pb && ctl_inf_hub_protobuf(hub)};
     kc_informer_handlers h = {.decode = d->decode,
+                              .decode_pb = d->decode_pb,
                               .free_obj = d->free_obj,
                               .on_add = d->add,
                               .on_update = d->update,

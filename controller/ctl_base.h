@@ -32,6 +32,9 @@ typedef struct {
   void (*update)(const char *key, void *old_obj, void *new_obj, void *ud);
   void (*del)(const char *key, void *obj, void *ud);
   const char *field_selector; /* NULL: none; copied by the informer */
+  /* The object in Kubernetes' protobuf (a built-in resource; decode then takes a JSON reply):
+   * used when the hub asks for protobuf. NULL: JSON only. */
+  void *(*decode_pb)(const uint8_t *data, size_t len, void *ud, char *err, size_t errlen);
 } ctl_inf_def;
 
 typedef struct ctl_base ctl_base;

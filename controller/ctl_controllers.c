@@ -46,7 +46,7 @@ int ctl_manager_new(const ctl_env *env, const char *const *gates, size_t ngates,
     total++;
   ctl_manager *m = calloc(1, sizeof(*m));
   if (!m || !(m->run = calloc(total ? total : 1, sizeof(*m->run))) ||
-      ctl_inf_hub_new(env->client, &m->hub) != 0) {
+      ctl_inf_hub_new(env->client, env->protobuf, &m->hub) != 0) {
     if (m)
       free(m->run);
     free(m);

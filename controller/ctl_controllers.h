@@ -40,6 +40,9 @@ typedef struct {
   double cron_clock_speed; /* --cronjob-test-clock-speed (tests only); 0 or 1: the wall clock */
   int max_requeue;         /* --max-requeue-num; -1 unlimited */
   bool inherit_owner_annotations; /* --inherit-owner-annotations */
+  /* --kube-api-content-type is protobuf: pods are listed and watched in Kubernetes' protobuf
+   * encoding (Volcano's resources are always JSON). */
+  bool protobuf;
   /* Informers shared by the controllers (set by ctl_manager_new); NULL: each its own. */
   struct ctl_inf_hub *hub;
 } ctl_env;

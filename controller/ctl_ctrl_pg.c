@@ -9,9 +9,11 @@
 #include <string.h>
 
 #include "ctl_base.h"
+#include "ctl_job.h"
 #include "ctl_pg.h"
 #include "kc_error.h"
 #include "kc_log.h"
+#include "kc_pb.h"
 
 enum { INF_PODS = 0, INF_RS, INF_STS, INF_PGS, INF_N };
 
@@ -53,6 +55,34 @@ static void *decode_pod(json_t *obj, void *ud, char *err, size_t errlen) {
   copy(p->owner_uid, sizeof(p->owner_uid), json_string_value(json_object_get(owner, "uid")));
   if (ctl_pg_decide_pod(obj, b->env.schedulers, b->env.nschedulers) != CTL_PG_IGNORE)
     p->json = json_incref(obj);
+  return p;
+}
+
+/* ---- the same from Kubernetes' protobuf ---- */
+
+static void *decode_pod_pb(const uint8_t *data, size_t len, void *ud, char *err, size_t errlen) {
+  ctl_base *b = ud;
+  K8s__Pod *k = k8s__pod__unpack(NULL, len, data);
+  pg_pod *p = k && k->metadata ? calloc(1, sizeof(*p)) : NULL;
+  if (!p) {
+    snprintf(err, errlen, "%s", k && k->metadata ? "out of memory" : "not a protobuf Pod");
+    kc_pb_free(k);
+    return NULL;
+  }
+  const K8s__OwnerReference *owner = NULL;
+  for (size_t i = 0; !owner && i < k->metadata->n_owner_references; i++)
+    if (k->metadata->owner_references[i]->controller)
+      owner = k->metadata->owner_references[i];
+  copy(p->owner_uid, sizeof(p->owner_uid), owner ? owner->uid : NULL);
+  if (ctl_pg_pb_candidate(k, b->env.schedulers, b->env.nschedulers)) {
+    p->json = ctl_pg_pod_json(k);
+    if (p->json &&
+        ctl_pg_decide_pod(p->json, b->env.schedulers, b->env.nschedulers) == CTL_PG_IGNORE) {
+      json_decref(p->json);
+      p->json = NULL;
+    }
+  }
+  kc_pb_free(k);
   return p;
 }
 
@@ -361,7 +391,8 @@ static int pg_init(const ctl_env *env, void **out) {
   /* With one scheduler name the API server filters the pods (spec.schedulerName is a pod
    * field selector), so the cache holds only pods that may be ours. */
   ctl_inf_def defs[INF_N] = {
-      [INF_PODS] = {"", "v1", "pods", NULL, decode_pod, free_pod, on_pod_add, NULL, NULL},
+      [INF_PODS] = {"", "v1", "pods", NULL, decode_pod, free_pod, on_pod_add, NULL, NULL, NULL,
+                    decode_pod_pb},
       [INF_RS] = {"apps", "v1", "replicasets", NULL, NULL, NULL, on_rs, on_rs_update, NULL},
       [INF_STS] = {"apps", "v1", "statefulsets", NULL, NULL, NULL, on_sts, on_sts_update, NULL},
       [INF_PGS] = {"scheduling.volcano.sh", "v1beta1", "podgroups", NULL, decode_pg, free, NULL,

@@ -16,6 +16,7 @@
 #include "kc_error.h"
 #include "kc_events.h"
 #include "kc_log.h"
+#include "kc_pb.h"
 
 #define KEY_MAX (2 * CTL_NAME_MAX)
 
@@ -413,6 +414,9 @@ static void stage_pod_delete(exec *x) {
 static void stage_pod_create(exec *x) {
   size_t i;
   json_t *o;
+  /* The created pod is not read back (the watch brings it): in protobuf its reply costs the
+   * API server less to encode and nothing to parse here. */
+  kc_query q = {.accept = ctl_inf_hub_protobuf(x->s->opt.hub) ? KC_PB_CONTENT_TYPE : NULL};
   json_array_foreach(x->plan.pods_create, i, o) {
     ctl_pod p;
     if (ctl_pod_from_json(o, &p) != 0)
@@ -421,7 +425,7 @@ static void stage_pod_create(exec *x) {
     if (ctl__expect_add(x->s, x->key, &p, true) < 0)
       KC_WARN("%s: pod %s: its creation is not expected (out of memory)", x->key, p.name);
     kc_ref ref = {.version = "v1", .resource = "pods", .namespace = x->ns};
-    start(x, CTL_W_POD_CREATE, p.name, KC_CREATE, &ref, NULL, o, true, false);
+    start(x, CTL_W_POD_CREATE, p.name, KC_CREATE, &ref, &q, o, true, false);
   }
 }
 

@@ -43,6 +43,7 @@ typedef struct {
 struct shared {
   shared *next;
   char *group, *version, *resource, *ns, *label, *field;
+  bool protobuf; /* every consumer has decode_pb */
   kc_informer *inf;
   ctl_inf *c[MAX_CONSUMERS]; /* a freed consumer's slot stays NULL */
   size_t n, live;
@@ -56,6 +57,7 @@ struct ctl_inf_hub {
   kc_client *client;
   shared *list;
   size_t consumers; /* live ctl_inf made through the hub */
+  bool protobuf;
   bool freeing;
 };
 
@@ -80,14 +82,21 @@ static const char *meta_str(json_t *obj, const char *field) {
 
 /* ---- the shared informer's hooks (ud: the shared entry) ---- */
 
-static void *bundle_decode(json_t *obj, void *ud, char *err, size_t errlen) {
-  shared *sh = ud;
+static bundle *bundle_new(shared *sh, char *err, size_t errlen) {
   bundle *b = calloc(1, sizeof(*b) + sh->n * sizeof(entry));
   if (!b) {
     snprintf(err, errlen, "out of memory");
     return NULL;
   }
   b->n = sh->n;
+  return b;
+}
+
+static void *bundle_decode(json_t *obj, void *ud, char *err, size_t errlen) {
+  shared *sh = ud;
+  bundle *b = bundle_new(sh, err, errlen);
+  if (!b)
+    return NULL;
   for (size_t i = 0; i < sh->n; i++) {
     const ctl_inf *ci = sh->c[i];
     if (!ci)
@@ -102,6 +111,25 @@ static void *bundle_decode(json_t *obj, void *ud, char *err, size_t errlen) {
     if (!b->e[i].obj) /* as kc_informer: skipped, the cached copy (if any) is kept */
       KC_ERROR("informer %s: cannot decode %s/%s, skipped: %s", sh->resource,
                meta_str(obj, "namespace"), meta_str(obj, "name"), e);
+  }
+  return b;
+}
+
+/* The same from Kubernetes' protobuf: each consumer's decode_pb on the one object message. */
+static void *bundle_decode_pb(const uint8_t *data, size_t len, void *ud, char *err, size_t errlen) {
+  shared *sh = ud;
+  bundle *b = bundle_new(sh, err, errlen);
+  if (!b)
+    return NULL;
+  for (size_t i = 0; i < sh->n; i++) {
+    const ctl_inf *ci = sh->c[i];
+    if (!ci)
+      continue;
+    b->e[i].free_obj = ci->h.free_obj;
+    char e[256] = "";
+    b->e[i].obj = ci->h.decode_pb(data, len, ci->h.ud, e, sizeof(e));
+    if (!b->e[i].obj)
+      KC_ERROR("informer %s: cannot decode an object, skipped: %s", sh->resource, e);
   }
   return b;
 }
@@ -175,13 +203,18 @@ static void shared_synced(void *ud) {
 
 /* ---- the hub ---- */
 
-int ctl_inf_hub_new(kc_client *c, ctl_inf_hub **out) {
+int ctl_inf_hub_new(kc_client *c, bool protobuf, ctl_inf_hub **out) {
   ctl_inf_hub *hub = calloc(1, sizeof(*hub));
   if (!hub)
     return KC_ENOMEM;
   hub->client = c;
+  hub->protobuf = protobuf;
   *out = hub;
   return 0;
+}
+
+bool ctl_inf_hub_protobuf(const ctl_inf_hub *hub) {
+  return hub && hub->protobuf;
 }
 
 void ctl_inf_hub_free(ctl_inf_hub *hub) {
@@ -220,7 +253,7 @@ static shared *find_shared(ctl_inf_hub *hub, const kc_informer_options *o) {
     if (!sh->started && sh->n < MAX_CONSUMERS && str_eq(sh->group, o->group) &&
         str_eq(sh->version, o->version) && str_eq(sh->resource, o->resource) &&
         str_eq(sh->ns, o->namespace) && str_eq(sh->label, o->label_selector) &&
-        str_eq(sh->field, o->field_selector))
+        str_eq(sh->field, o->field_selector) && sh->protobuf == o->protobuf)
       return sh;
   return NULL;
 }
@@ -243,7 +276,9 @@ static int new_shared(ctl_inf_hub *hub, const kc_informer_options *o, shared **o
   sh->ns = dup_or_null(o->namespace, &bad);
   sh->label = dup_or_null(o->label_selector, &bad);
   sh->field = dup_or_null(o->field_selector, &bad);
+  sh->protobuf = o->protobuf;
   kc_informer_handlers h = {.decode = bundle_decode,
+                            .decode_pb = o->protobuf ? bundle_decode_pb : NULL,
                             .free_obj = bundle_free,
                             .on_add = shared_upsert,
                             .on_update = shared_update,
@@ -265,7 +300,7 @@ static int new_shared(ctl_inf_hub *hub, const kc_informer_options *o, shared **o
 
 int ctl_inf_new(ctl_inf_hub *hub, kc_client *c, const kc_informer_options *o,
                 const kc_informer_handlers *h, ctl_inf **out) {
-  if (h->decode && !h->free_obj)
+  if ((h->decode && !h->free_obj) || (o->protobuf && (!h->decode_pb || !h->decode)))
     return KC_EINVAL;
   ctl_inf *ci = calloc(1, sizeof(*ci));
   if (!ci)

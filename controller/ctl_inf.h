@@ -21,8 +21,11 @@
 typedef struct ctl_inf_hub ctl_inf_hub;
 typedef struct ctl_inf ctl_inf;
 
-/* *out is new; c is borrowed and must outlive the hub. KC_ENOMEM. */
-KC_NODISCARD int ctl_inf_hub_new(kc_client *c, ctl_inf_hub **out);
+/* *out is new; c is borrowed and must outlive the hub. protobuf: informers whose definition
+ * has a protobuf decoder (ctl_informers_new) ask for Kubernetes' protobuf. KC_ENOMEM. */
+KC_NODISCARD int ctl_inf_hub_new(kc_client *c, bool protobuf, ctl_inf_hub **out);
+/* Whether the hub's informers may ask for protobuf (false for NULL). */
+bool ctl_inf_hub_protobuf(const ctl_inf_hub *hub);
 /* Frees the hub once every ctl_inf made from it has been freed (or at once if none is left);
  * NULL is a no-op. */
 void ctl_inf_hub_free(ctl_inf_hub *hub);
@@ -30,7 +33,8 @@ void ctl_inf_hub_free(ctl_inf_hub *hub);
 /* A consumer of the resource o names, with its own handlers (as kc_informer_new). With a hub,
  * it shares the watch of every consumer of the same resource and selectors made before the
  * first of them started; hub NULL, a resync or non-default paging or frame limits give it a
- * kc_informer of its own. *out is new. KC_EINVAL, KC_ENOMEM. */
+ * kc_informer of its own. With o->protobuf, h needs decode_pb and decode (a JSON reply) and
+ * shares only with other protobuf consumers. *out is new. KC_EINVAL, KC_ENOMEM. */
 KC_NODISCARD int ctl_inf_new(ctl_inf_hub *hub, kc_client *c, const kc_informer_options *o,
                              const kc_informer_handlers *h, ctl_inf **out);
 /* The consumer's own store (borrowed): add indexes before ctl_inf_start. */

@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "k8s.pb-c.h"
 #include "volcano.pb-c.h"
 #include "kc_error.h"
 
@@ -111,6 +112,11 @@ typedef struct {
 
 /* Fills *out from a core/v1 Pod (borrowed). Returns 0 or KC_EINVAL. */
 KC_NODISCARD int ctl_pod_from_json(const json_t *pod, ctl_pod *out);
+/* The same from a Pod in Kubernetes' protobuf (borrowed), field for field. */
+KC_NODISCARD int ctl_pod_from_pb(const K8s__Pod *pod, ctl_pod *out);
+/* A pod's annotation or label in protobuf (borrowed), NULL when absent. */
+const char *ctl_pb_annotation(const K8s__ObjectMeta *m, const char *key);
+const char *ctl_pb_label(const K8s__ObjectMeta *m, const char *key);
 
 typedef struct {
   const char *name;

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "k8s.pb-c.h"
 #include "kc_error.h"
 
 #define CTL_PG_NAME_PREFIX    "podgroup-"
@@ -42,6 +43,14 @@ int32_t ctl_pg_min_member(const json_t *owner_annotations);
 json_t *ctl_pg_build(const json_t *pod, const char *name, const json_t *owner_annotations,
                      bool inherit);
 
+/* A pod in Kubernetes' protobuf (borrowed): false when ctl_pg_decide_pod would ignore it
+ * (read from the protobuf, so that the pods that are not ours cost no JSON). */
+bool ctl_pg_pb_candidate(const K8s__Pod *pod, const char *const *schedulers, size_t n);
+/* The part of the pod's JSON that ctl_pg_decide_pod, ctl_pg_name and ctl_pg_build read
+ * (metadata's name, namespace, uid, annotations, labels and ownerReferences; spec's scheduler
+ * name, priority class, containers' and init containers' resources and restart policy,
+ * overhead and pod-level resources), as the server would send it: new, NULL without memory. */
+json_t *ctl_pg_pod_json(const K8s__Pod *pod);
 /* A ReplicaSet or StatefulSet whose spec.replicas is 0 (absent means 1). */
 bool ctl_pg_scaled_to_zero(const json_t *workload);
 

@@ -5,6 +5,7 @@
 
 #include "ctl_int.h"
 #include "ctl_pg.h"
+#include "ctl_job.h"
 #include "kc_error.h"
 
 static const json_t *meta(const json_t *o) {
@@ -129,4 +130,98 @@ json_t *ctl_pg_build(const json_t *pod, const char *name, const json_t *owner_an
 bool ctl_pg_scaled_to_zero(const json_t *workload) {
   const json_t *r = json_object_get(json_object_get(workload, "spec"), "replicas");
   return json_is_integer(r) && json_integer_value(r) == 0;
+}
+
+/* ---- pods in Kubernetes' protobuf ---- */
+
+bool ctl_pg_pb_candidate(const K8s__Pod *k, const char *const *schedulers, size_t n) {
+  const char *sched = k->spec ? k->spec->scheduler_name : NULL;
+  bool ours = false;
+  for (size_t i = 0; sched && i < n; i++)
+    ours = ours || strcmp(schedulers[i], sched) == 0;
+  if (!ours || !k->metadata || k->metadata->deletion_timestamp)
+    return false;
+  const char *group = ctl_pb_annotation(k->metadata, CTL_PG_GROUP_NAME);
+  const K8s__OwnerReference *owner = NULL;
+  for (size_t i = 0; !owner && i < k->metadata->n_owner_references; i++)
+    if (k->metadata->owner_references[i]->controller)
+      owner = k->metadata->owner_references[i];
+  const char *uid = owner ? owner->uid : k->metadata->uid;
+  char own[300];
+  return !group || !*group ||
+         (uid && *uid &&
+          (size_t)snprintf(own, sizeof(own), "%s%s", CTL_PG_NAME_PREFIX, uid) < sizeof(own) &&
+          strcmp(own, group) == 0);
+}
+
+/* An empty string of a protobuf field is what JSON's omitempty leaves out. */
+static const char *nz(const char *s) {
+  return s && *s ? s : NULL;
+}
+
+static json_t *pb_map_json(void *const *entries, size_t n) {
+  json_t *o = json_object();
+  for (size_t i = 0; o && i < n; i++) {
+    const K8s__ObjectMeta__LabelsEntry *e = entries[i];
+    if (e->key)
+      json_object_set_new(o, e->key, json_string(e->value ? e->value : ""));
+  }
+  return o;
+}
+
+static json_t *pb_qty_json(K8s__ResourceRequirements__LimitsEntry *const *e, size_t n) {
+  json_t *o = json_object();
+  for (size_t i = 0; o && i < n; i++)
+    if (e[i]->key && e[i]->value && e[i]->value->string)
+      json_object_set_new(o, e[i]->key, json_string(e[i]->value->string));
+  return o;
+}
+
+static json_t *pb_res_json(const K8s__ResourceRequirements *r) {
+  if (!r)
+    return json_object();
+  return json_pack(
+      "{s:o,s:o}", "requests",
+      pb_qty_json((K8s__ResourceRequirements__LimitsEntry *const *)r->requests, r->n_requests),
+      "limits", pb_qty_json(r->limits, r->n_limits));
+}
+
+static json_t *pb_containers_json(K8s__Container *const *c, size_t n) {
+  json_t *a = json_array();
+  for (size_t i = 0; a && i < n; i++)
+    json_array_append_new(a, json_pack("{s:s*,s:s*,s:o}", "name", nz(c[i]->name), "restartPolicy",
+                                       nz(c[i]->restart_policy), "resources",
+                                       pb_res_json(c[i]->resources)));
+  return a;
+}
+
+static json_t *pb_owners_json(const K8s__ObjectMeta *m) {
+  json_t *a = json_array();
+  for (size_t i = 0; a && i < m->n_owner_references; i++) {
+    const K8s__OwnerReference *r = m->owner_references[i];
+    json_t *o = json_pack("{s:s*,s:s*,s:s*,s:s*}", "apiVersion", nz(r->api_version), "kind",
+                          nz(r->kind), "name", nz(r->name), "uid", nz(r->uid));
+    if (o && r->has_controller)
+      json_object_set_new(o, "controller", json_boolean(r->controller));
+    if (o && r->has_block_owner_deletion)
+      json_object_set_new(o, "blockOwnerDeletion", json_boolean(r->block_owner_deletion));
+    json_array_append_new(a, o);
+  }
+  return a;
+}
+
+json_t *ctl_pg_pod_json(const K8s__Pod *k) {
+  const K8s__ObjectMeta *m = k->metadata;
+  K8s__PodSpec empty = K8S__POD_SPEC__INIT;
+  const K8s__PodSpec *s = k->spec ? k->spec : &empty;
+  return json_pack(
+      "{s:{s:s*,s:s*,s:s*,s:o,s:o,s:o},s:{s:s*,s:s*,s:o,s:o,s:o,s:o}}", "metadata", "name",
+      nz(m->name), "namespace", nz(m->namespace_), "uid", nz(m->uid), "annotations",
+      pb_map_json((void *const *)m->annotations, m->n_annotations), "labels",
+      pb_map_json((void *const *)m->labels, m->n_labels), "ownerReferences", pb_owners_json(m),
+      "spec", "schedulerName", nz(s->scheduler_name), "priorityClassName",
+      nz(s->priority_class_name), "containers", pb_containers_json(s->containers, s->n_containers),
+      "initContainers", pb_containers_json(s->init_containers, s->n_init_containers), "overhead",
+      pb_qty_json((K8s__ResourceRequirements__LimitsEntry *const *)s->overhead, s->n_overhead),
+      "resources", pb_res_json(s->resources));
 }

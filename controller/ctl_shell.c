@@ -16,6 +16,7 @@
 #include "kc_events.h"
 #include "kc_leader.h"
 #include "kc_log.h"
+#include "kc_pb.h"
 
 #define KEY_MAX  (2 * CTL_NAME_MAX)
 #define MAX_REQS 4096 /* per Job; beyond it new requests are dropped */
@@ -98,6 +99,32 @@ static void *decode_pod(json_t *obj, void *ud, char *err, size_t errlen) {
       copy_str(p->owner_uid, sizeof(p->owner_uid), json_string_value(json_object_get(ref, "uid")));
     }
   }
+  return p;
+}
+
+/* The same from Kubernetes' protobuf (--kube-api-content-type). */
+static void *decode_pod_pb(const uint8_t *data, size_t len, void *ud, char *err, size_t errlen) {
+  K8s__Pod *k = k8s__pod__unpack(NULL, len, data);
+  ctl_spod *p = k ? calloc(1, sizeof(*p)) : NULL;
+  if (!p || ctl_pod_from_pb(k, &p->pod) != 0) {
+    snprintf(err, errlen, "%s", k ? (p ? "not a pod" : "out of memory") : "not a protobuf Pod");
+    free(p);
+    kc_pb_free(k);
+    return NULL;
+  }
+  const K8s__ObjectMeta *m = k->metadata;
+  copy_str(p->ns, sizeof(p->ns), m->namespace_);
+  const char *job = ctl_pb_annotation(m, CTL_KEY_JOB_NAME);
+  copy_str(p->job, sizeof(p->job), job ? job : ctl_pb_label(m, CTL_KEY_JOB_NAME));
+  for (size_t i = 0; i < m->n_owner_references; i++) {
+    const K8s__OwnerReference *r = m->owner_references[i];
+    if (r->controller && r->kind && strcmp(r->kind, "Job") == 0 && r->api_version &&
+        strcmp(r->api_version, CTL_JOB_API_VERSION) == 0) {
+      p->job_owned = true;
+      copy_str(p->owner_uid, sizeof(p->owner_uid), r->uid);
+    }
+  }
+  kc_pb_free(k);
   return p;
 }
 
@@ -977,7 +1004,7 @@ static const ctl_inf_def defs[CTL_INF_COUNT] = {
                       on_job_add, on_job_update, on_job_delete},
     /* Only pods a Job made carry this label; the rest of the cluster is not cached. */
     [CTL_INF_PODS] = {"", "v1", "pods", CTL_KEY_JOB_NAME, decode_pod, free, on_pod_add,
-                      on_pod_update, on_pod_delete},
+                      on_pod_update, on_pod_delete, NULL, decode_pod_pb},
     [CTL_INF_PODGROUPS] = {"scheduling.volcano.sh", "v1beta1", "podgroups", NULL, decode_pg,
                            kc_msg_free, on_pg_add, on_pg_update, on_pg_delete},
     [CTL_INF_COMMANDS] = {"bus.volcano.sh", "v1alpha1", "commands", NULL, decode_cmd, kc_msg_free,

@@ -169,6 +169,83 @@ int ctl_pod_from_json(const json_t *pod, ctl_pod *out) {
   return 0;
 }
 
+const char *ctl_pb_annotation(const K8s__ObjectMeta *m, const char *key) {
+  for (size_t i = 0; m && i < m->n_annotations; i++)
+    if (m->annotations[i]->key && strcmp(m->annotations[i]->key, key) == 0)
+      return m->annotations[i]->value ? m->annotations[i]->value : "";
+  return NULL;
+}
+
+const char *ctl_pb_label(const K8s__ObjectMeta *m, const char *key) {
+  for (size_t i = 0; m && i < m->n_labels; i++)
+    if (m->labels[i]->key && strcmp(m->labels[i]->key, key) == 0)
+      return m->labels[i]->value ? m->labels[i]->value : "";
+  return NULL;
+}
+
+/* The index, version, partition and out-of-sync marks, as ctl_pod_from_json reads them. */
+static void pb_marks(const K8s__ObjectMeta *m, const char *name, ctl_pod *out) {
+  const char *task = ctl_pb_annotation(m, CTL_KEY_TASK_SPEC);
+  copy_str(out->task, sizeof(out->task), task ? task : ctl_pb_label(m, CTL_KEY_TASK_SPEC));
+  long v;
+  const char *idx = ctl_pb_annotation(m, CTL_KEY_TASK_INDEX);
+  if (!idx)
+    idx = ctl_pb_label(m, CTL_KEY_TASK_INDEX);
+  if (parse_int(idx, &v) && v >= 0 && v <= INT32_MAX) {
+    out->index = (int)v;
+  } else {
+    const char *dash = strrchr(name, '-');
+    if (dash && parse_int(dash + 1, &v) && v >= 0 && v <= INT32_MAX)
+      out->index = (int)v;
+  }
+  if (parse_int(ctl_pb_annotation(m, CTL_KEY_JOB_VERSION), &v))
+    out->version = (int)v;
+  if (parse_int(ctl_pb_label(m, CTL_KEY_PARTITION_ID), &v) && v >= 0 && v <= INT32_MAX) {
+    out->has_partition = true;
+    out->partition = (int)v;
+  }
+  out->out_of_sync = ctl_pb_annotation(m, CTL_KEY_OUT_OF_SYNC) != NULL;
+}
+
+static void pb_status(const K8s__PodStatus *st, ctl_pod *out) {
+  out->phase = CTL_POD_PENDING;
+  for (int i = 0; st->phase && i < CTL_POD_PHASE_COUNT; i++)
+    if (strcmp(st->phase, pod_phase_names[i]) == 0)
+      out->phase = (ctl_pod_phase)i;
+  out->ready = st->n_container_statuses > 0;
+  for (size_t i = 0; i < st->n_container_statuses; i++) {
+    const K8s__ContainerStatus *c = st->container_statuses[i];
+    int32_t rc = c->restart_count;
+    if (rc > 0 && rc < INT32_MAX - out->restarts)
+      out->restarts += rc;
+    if (!c->ready)
+      out->ready = false;
+    const K8s__ContainerStateTerminated *t = c->state ? c->state->terminated : NULL;
+    if (i == 0 && t && t->has_exit_code) {
+      out->has_exit_code = true;
+      out->exit_code = t->exit_code;
+    }
+  }
+}
+
+int ctl_pod_from_pb(const K8s__Pod *pod, ctl_pod *out) {
+  memset(out, 0, sizeof(*out));
+  out->index = -1;
+  out->version = -1;
+  const K8s__ObjectMeta *m = pod->metadata;
+  if (!m || !m->name)
+    return KC_EINVAL;
+  copy_str(out->name, sizeof(out->name), m->name);
+  copy_str(out->uid, sizeof(out->uid), m->uid);
+  pb_marks(m, m->name, out);
+  out->creation_ts = m->creation_timestamp ? m->creation_timestamp->seconds : 0;
+  out->deletion_ts = m->deletion_timestamp ? m->deletion_timestamp->seconds : 0;
+  out->phase = CTL_POD_PENDING;
+  if (pod->status)
+    pb_status(pod->status, out);
+  return 0;
+}
+
 /* ---- durations and times ---- */
 
 void ctl_duration_format(int64_t secs, char *buf, size_t len) {

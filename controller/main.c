@@ -19,6 +19,7 @@
 #include "kc_httpd.h"
 #include "kc_leader.h"
 #include "kc_log.h"
+#include "kc_pb.h"
 
 static const char summary[] =
     "kiln-controller runs Volcano's controllers (vc-controller-manager): the job controller turns\n"
@@ -103,7 +104,7 @@ int main(int argc, char **argv) {
   kc_strv controllers = {.v = ctrl_def, .n = 1};
   int workers = 3, max_requeue = 15, wt_pg = 5, wt_queue = 5, wt_gc = 1, wt_cron = 3;
   double cron_speed = 1;
-  const char *listen = ":8081", *healthz = ":11251";
+  const char *listen = ":8081", *healthz = ":11251", *content_type = KC_PB_CONTENT_TYPE;
   bool enable_healthz = false, enable_metrics = false, inherit = true;
   const kc_flag flags[] = {
       KC_CLI_COMMON_FLAGS(&common),
@@ -158,6 +159,11 @@ int main(int argc, char **argv) {
        "Enable inherit owner annotations for pods when create podgroup; it is enabled by "
        "default",
        "true", NULL, false, NULL},
+      {"kube-api-content-type", KC_FLAG_STRING, &content_type,
+       "Kiln (kube-controller-manager's flag): content type of requests sent to apiserver for "
+       "pods, application/vnd.kubernetes.protobuf or application/json; Volcano's resources are "
+       "always JSON",
+       KC_PB_CONTENT_TYPE, NULL, false, NULL},
   };
   int rc = kc_cli_parse("kiln-controller", summary, flags, sizeof(flags) / sizeof(flags[0]),
                         &common, argc, argv);
@@ -177,6 +183,9 @@ int main(int argc, char **argv) {
     bad = "--worker-threads-for-podgroup, -queue, -gc and -cronjob must be at least 1";
   else if (ctl_controllers_check(controllers.v, controllers.n, err, sizeof(err)) != 0)
     bad = err;
+  else if (strcmp(content_type, KC_PB_CONTENT_TYPE) != 0 &&
+           strcmp(content_type, "application/json") != 0)
+    bad = "--kube-api-content-type must be " KC_PB_CONTENT_TYPE " or application/json";
   else if (max_requeue < -1)
     bad = "--max-requeue-num must be -1 (unlimited) or more";
   else if (enable_metrics && kc_httpd_parse_address(listen, host, sizeof(host), &port) != 0)
@@ -222,7 +231,8 @@ int main(int argc, char **argv) {
                  .workers_cron = wt_cron,
                  .cron_clock_speed = cron_speed,
                  .max_requeue = max_requeue,
-                 .inherit_owner_annotations = inherit};
+                 .inherit_owner_annotations = inherit,
+                 .protobuf = strcmp(content_type, KC_PB_CONTENT_TYPE) == 0};
   if ((rc = ctl_manager_new(&env, controllers.v, controllers.n, &a.mgr))) {
     KC_ERROR("cannot set up the controllers: %s", kc_strerror(rc));
     goto fail;
