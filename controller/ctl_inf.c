@@ -82,56 +82,45 @@ static const char *meta_str(json_t *obj, const char *field) {
 
 /* ---- the shared informer's hooks (ud: the shared entry) ---- */
 
-static bundle *bundle_new(shared *sh, char *err, size_t errlen) {
+/* Each consumer's object from the one parsed event: obj (JSON) or data/len (protobuf). */
+static bundle *bundle_make(shared *sh, json_t *obj, const uint8_t *data, size_t len, char *err,
+                           size_t errlen) {
   bundle *b = calloc(1, sizeof(*b) + sh->n * sizeof(entry));
   if (!b) {
     snprintf(err, errlen, "out of memory");
     return NULL;
   }
   b->n = sh->n;
-  return b;
-}
-
-static void *bundle_decode(json_t *obj, void *ud, char *err, size_t errlen) {
-  shared *sh = ud;
-  bundle *b = bundle_new(sh, err, errlen);
-  if (!b)
-    return NULL;
   for (size_t i = 0; i < sh->n; i++) {
     const ctl_inf *ci = sh->c[i];
     if (!ci)
       continue;
     b->e[i].free_obj = consumer_free_fn(ci);
-    if (!ci->h.decode) {
+    if (obj && !ci->h.decode) {
       b->e[i].obj = json_incref(obj);
       continue;
     }
     char e[256] = "";
-    b->e[i].obj = ci->h.decode(obj, ci->h.ud, e, sizeof(e));
-    if (!b->e[i].obj) /* as kc_informer: skipped, the cached copy (if any) is kept */
+    b->e[i].obj = obj ? ci->h.decode(obj, ci->h.ud, e, sizeof(e))
+                      : ci->h.decode_pb(data, len, ci->h.ud, e, sizeof(e));
+    if (b->e[i].obj) /* as kc_informer: else skipped, the cached copy (if any) is kept */
+      continue;
+    if (obj)
       KC_ERROR("informer %s: cannot decode %s/%s, skipped: %s", sh->resource,
                meta_str(obj, "namespace"), meta_str(obj, "name"), e);
+    else
+      KC_ERROR("informer %s: cannot decode an object, skipped: %s", sh->resource, e);
   }
   return b;
 }
 
-/* The same from Kubernetes' protobuf: each consumer's decode_pb on the one object message. */
+static void *bundle_decode(json_t *obj, void *ud, char *err, size_t errlen) {
+  return bundle_make(ud, obj, NULL, 0, err, errlen);
+}
+
+/* Protobuf consumers all have decode_pb (ctl_inf_new checks it). */
 static void *bundle_decode_pb(const uint8_t *data, size_t len, void *ud, char *err, size_t errlen) {
-  shared *sh = ud;
-  bundle *b = bundle_new(sh, err, errlen);
-  if (!b)
-    return NULL;
-  for (size_t i = 0; i < sh->n; i++) {
-    const ctl_inf *ci = sh->c[i];
-    if (!ci)
-      continue;
-    b->e[i].free_obj = ci->h.free_obj;
-    char e[256] = "";
-    b->e[i].obj = ci->h.decode_pb(data, len, ci->h.ud, e, sizeof(e));
-    if (!b->e[i].obj)
-      KC_ERROR("informer %s: cannot decode an object, skipped: %s", sh->resource, e);
-  }
-  return b;
+  return bundle_make(ud, NULL, data, len, err, errlen);
 }
 
 static void bundle_free(void *o) {

@@ -99,6 +99,32 @@ static int64_t json_time(const json_t *o, const char *key) {
   return t;
 }
 
+/* The annotations and labels ctl_pod keeps, as strings (NULL: absent), whatever the encoding. */
+typedef struct {
+  const char *task, *index, *version, *partition;
+  bool out_of_sync;
+} marks;
+
+static void set_marks(ctl_pod *out, const char *name, const marks *m) {
+  copy_str(out->task, sizeof(out->task), m->task);
+  long v;
+  if (parse_int(m->index, &v) && v >= 0 && v <= INT32_MAX) {
+    out->index = (int)v;
+  } else {
+    /* Pods made before the index annotation existed: the suffix of <job>-<task>-<i>. */
+    const char *dash = strrchr(name, '-');
+    if (dash && parse_int(dash + 1, &v) && v >= 0 && v <= INT32_MAX)
+      out->index = (int)v;
+  }
+  if (parse_int(m->version, &v))
+    out->version = (int)v;
+  if (parse_int(m->partition, &v) && v >= 0 && v <= INT32_MAX) {
+    out->has_partition = true;
+    out->partition = (int)v;
+  }
+  out->out_of_sync = m->out_of_sync;
+}
+
 int ctl_pod_from_json(const json_t *pod, ctl_pod *out) {
   if (!json_is_object(pod))
     return KC_EINVAL;
@@ -114,30 +140,13 @@ int ctl_pod_from_json(const json_t *pod, ctl_pod *out) {
   copy_str(out->name, sizeof(out->name), name);
   copy_str(out->uid, sizeof(out->uid), json_string_value(json_object_get(meta, "uid")));
   const char *task = json_string_value(json_object_get(ann, CTL_KEY_TASK_SPEC));
-  if (!task)
-    task = json_string_value(json_object_get(labels, CTL_KEY_TASK_SPEC));
-  copy_str(out->task, sizeof(out->task), task);
-  long v;
   const char *idx = json_string_value(json_object_get(ann, CTL_KEY_TASK_INDEX));
-  if (!idx)
-    idx = json_string_value(json_object_get(labels, CTL_KEY_TASK_INDEX));
-  if (parse_int(idx, &v) && v >= 0 && v <= INT32_MAX) {
-    out->index = (int)v;
-  } else {
-    /* Pods made before the index annotation existed: the suffix of <job>-<task>-<i>. */
-    const char *dash = strrchr(name, '-');
-    if (dash && parse_int(dash + 1, &v) && v >= 0 && v <= INT32_MAX)
-      out->index = (int)v;
-  }
-  if (parse_int(json_string_value(json_object_get(ann, CTL_KEY_JOB_VERSION)), &v))
-    out->version = (int)v;
-  if (parse_int(json_string_value(json_object_get(labels, CTL_KEY_PARTITION_ID)), &v) && v >= 0 &&
-      v <= INT32_MAX) {
-    out->has_partition = true;
-    out->partition = (int)v;
-  }
-  const char *oos = json_string_value(json_object_get(ann, CTL_KEY_OUT_OF_SYNC));
-  out->out_of_sync = oos != NULL;
+  marks m = {.task = task ? task : json_string_value(json_object_get(labels, CTL_KEY_TASK_SPEC)),
+             .index = idx ? idx : json_string_value(json_object_get(labels, CTL_KEY_TASK_INDEX)),
+             .version = json_string_value(json_object_get(ann, CTL_KEY_JOB_VERSION)),
+             .partition = json_string_value(json_object_get(labels, CTL_KEY_PARTITION_ID)),
+             .out_of_sync = json_string_value(json_object_get(ann, CTL_KEY_OUT_OF_SYNC)) != NULL};
+  set_marks(out, name, &m);
   out->creation_ts = json_time(meta, "creationTimestamp");
   out->deletion_ts = json_time(meta, "deletionTimestamp");
 
@@ -183,28 +192,15 @@ const char *ctl_pb_label(const K8s__ObjectMeta *m, const char *key) {
   return NULL;
 }
 
-/* The index, version, partition and out-of-sync marks, as ctl_pod_from_json reads them. */
 static void pb_marks(const K8s__ObjectMeta *m, const char *name, ctl_pod *out) {
   const char *task = ctl_pb_annotation(m, CTL_KEY_TASK_SPEC);
-  copy_str(out->task, sizeof(out->task), task ? task : ctl_pb_label(m, CTL_KEY_TASK_SPEC));
-  long v;
   const char *idx = ctl_pb_annotation(m, CTL_KEY_TASK_INDEX);
-  if (!idx)
-    idx = ctl_pb_label(m, CTL_KEY_TASK_INDEX);
-  if (parse_int(idx, &v) && v >= 0 && v <= INT32_MAX) {
-    out->index = (int)v;
-  } else {
-    const char *dash = strrchr(name, '-');
-    if (dash && parse_int(dash + 1, &v) && v >= 0 && v <= INT32_MAX)
-      out->index = (int)v;
-  }
-  if (parse_int(ctl_pb_annotation(m, CTL_KEY_JOB_VERSION), &v))
-    out->version = (int)v;
-  if (parse_int(ctl_pb_label(m, CTL_KEY_PARTITION_ID), &v) && v >= 0 && v <= INT32_MAX) {
-    out->has_partition = true;
-    out->partition = (int)v;
-  }
-  out->out_of_sync = ctl_pb_annotation(m, CTL_KEY_OUT_OF_SYNC) != NULL;
+  marks k = {.task = task ? task : ctl_pb_label(m, CTL_KEY_TASK_SPEC),
+             .index = idx ? idx : ctl_pb_label(m, CTL_KEY_TASK_INDEX),
+             .version = ctl_pb_annotation(m, CTL_KEY_JOB_VERSION),
+             .partition = ctl_pb_label(m, CTL_KEY_PARTITION_ID),
+             .out_of_sync = ctl_pb_annotation(m, CTL_KEY_OUT_OF_SYNC) != NULL};
+  set_marks(out, name, &k);
 }
 
 static void pb_status(const K8s__PodStatus *st, ctl_pod *out) {
