@@ -71,12 +71,13 @@ int ctl_informers_new(ctl_inf_hub *hub, kc_client *c, const ctl_inf_def *defs, s
   *made = 0;
   for (size_t i = 0; i < n; i++) {
     const ctl_inf_def *d = &defs[i];
+    bool pb = d->decode_pb && ctl_inf_hub_protobuf(hub);
     kc_informer_options io = {.group = d->group,
                               .version = d->version,
                               .resource = d->resource,
-                              .label_selector = d->label_selector,
-                              .field_selector = d->field_selector,
-                              .protobuf = d->decode_pb && ctl_inf_hub_protobuf(hub)};
+                              .label_selector = pb ? NULL : d->label_selector,
+                              .field_selector = pb ? NULL : d->field_selector,
+                              .protobuf = pb};
     kc_informer_handlers h = {.decode = d->decode,
                               .decode_pb = d->decode_pb,
                               .free_obj = d->free_obj,

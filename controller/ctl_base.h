@@ -33,7 +33,10 @@ typedef struct {
   void (*del)(const char *key, void *obj, void *ud);
   const char *field_selector; /* NULL: none; copied by the informer */
   /* The object in Kubernetes' protobuf (a built-in resource; decode then takes a JSON reply):
-   * used when the hub asks for protobuf. NULL: JSON only. */
+   * used when the hub asks for protobuf. NULL: JSON only. In protobuf the watch has no
+   * selectors and decode_pb applies them (CTL_INF_SKIP), so that every controller's consumer
+   * of the resource shares one watch whatever its selectors (Volcano's controllers share
+   * one informer of all pods). */
   void *(*decode_pb)(const uint8_t *data, size_t len, void *ud, char *err, size_t errlen);
 } ctl_inf_def;
 

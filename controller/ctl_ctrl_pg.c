@@ -69,6 +69,12 @@ static void *decode_pod_pb(const uint8_t *data, size_t len, void *ud, char *err,
     kc_pb_free(k);
     return NULL;
   }
+  const char *sched = k->spec ? k->spec->scheduler_name : NULL;
+  if (b->env.nschedulers == 1 && (!sched || strcmp(sched, b->env.schedulers[0]) != 0)) {
+    free(p); /* the field selector pg_init gives a JSON watch */
+    kc_pb_free(k);
+    return CTL_INF_SKIP;
+  }
   const K8s__OwnerReference *owner = NULL;
   for (size_t i = 0; !owner && i < k->metadata->n_owner_references; i++)
     if (k->metadata->owner_references[i]->controller)

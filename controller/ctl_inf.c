@@ -16,6 +16,8 @@
 
 #define MAX_CONSUMERS 8
 
+const char ctl_inf_skip = 0;
+
 typedef struct shared shared;
 
 struct ctl_inf {
@@ -33,6 +35,7 @@ typedef struct {
   void *obj;
   void (*free_obj)(void *);
   bool taken; /* a consumer store owns obj now */
+  bool skip;  /* the consumer does not want the object (CTL_INF_SKIP) */
 } entry;
 
 typedef struct {
@@ -103,7 +106,11 @@ static bundle *bundle_make(shared *sh, json_t *obj, const uint8_t *data, size_t 
     char e[256] = "";
     b->e[i].obj = obj ? ci->h.decode(obj, ci->h.ud, e, sizeof(e))
                       : ci->h.decode_pb(data, len, ci->h.ud, e, sizeof(e));
-    if (b->e[i].obj) /* as kc_informer: else skipped, the cached copy (if any) is kept */
+    if (b->e[i].obj == CTL_INF_SKIP) {
+      b->e[i].obj = NULL;
+      b->e[i].skip = true;
+    }
+    if (b->e[i].obj || b->e[i].skip) /* as kc_informer: else skipped, the cached copy kept */
       continue;
     if (obj)
       KC_ERROR("informer %s: cannot decode %s/%s, skipped: %s", sh->resource,
@@ -155,13 +162,28 @@ static void mirror(ctl_inf *ci, const char *key, const char *rv, entry *e) {
   }
 }
 
+/* The consumer's copy of key goes (it had one): on_delete. */
+static void drop(ctl_inf *ci, const char *key) {
+  void *old = NULL;
+  if (kc_store_take(ci->store, key, &old) != 0)
+    return;
+  if (ci->h.on_delete)
+    ci->h.on_delete(key, old, ci->h.ud);
+  kc_store_release_obj(ci->store, old);
+}
+
 static void shared_upsert(const char *key, void *obj, void *ud) {
   shared *sh = ud;
   bundle *b = obj;
   const char *rv = kc_store_rv(kc_informer_store(sh->inf), key);
-  for (size_t i = 0; i < b->n && i < sh->n; i++)
-    if (sh->c[i] && b->e[i].obj && !b->e[i].taken)
+  for (size_t i = 0; i < b->n && i < sh->n; i++) {
+    if (!sh->c[i])
+      continue;
+    if (b->e[i].skip)
+      drop(sh->c[i], key);
+    else if (b->e[i].obj && !b->e[i].taken)
       mirror(sh->c[i], key, rv, &b->e[i]);
+  }
 }
 
 static void shared_update(const char *key, void *old_obj, void *new_obj, void *ud) {
@@ -172,15 +194,9 @@ static void shared_update(const char *key, void *old_obj, void *new_obj, void *u
 static void shared_delete(const char *key, void *obj, void *ud) {
   shared *sh = ud;
   (void)obj;
-  for (size_t i = 0; i < sh->n; i++) {
-    ctl_inf *ci = sh->c[i];
-    void *old = NULL;
-    if (!ci || kc_store_take(ci->store, key, &old) != 0)
-      continue;
-    if (ci->h.on_delete)
-      ci->h.on_delete(key, old, ci->h.ud);
-    kc_store_release_obj(ci->store, old);
-  }
+  for (size_t i = 0; i < sh->n; i++)
+    if (sh->c[i])
+      drop(sh->c[i], key);
 }
 
 static void shared_synced(void *ud) {

@@ -19,6 +19,13 @@
 #include "kc_error.h"
 
 typedef struct ctl_inf_hub ctl_inf_hub;
+
+/* What a consumer's decoder returns for an object it does not want (a selector applied
+ * here rather than by the server, so that consumers with different selectors share one
+ * watch): the consumer's store drops it, and on_delete runs if it had it, as a watch with
+ * that selector would have shown. Never freed. */
+extern const char ctl_inf_skip;
+#define CTL_INF_SKIP ((void *)&ctl_inf_skip)
 typedef struct ctl_inf ctl_inf;
 
 /* *out is new; c is borrowed and must outlive the hub. protobuf: informers whose definition

@@ -105,6 +105,10 @@ static void *decode_pod(json_t *obj, void *ud, char *err, size_t errlen) {
 /* The same from Kubernetes' protobuf (--kube-api-content-type). */
 static void *decode_pod_pb(const uint8_t *data, size_t len, void *ud, char *err, size_t errlen) {
   K8s__Pod *k = k8s__pod__unpack(NULL, len, data);
+  if (k && !ctl_pb_label(k->metadata, CTL_KEY_JOB_NAME)) { /* the label selector of defs[] */
+    kc_pb_free(k);
+    return CTL_INF_SKIP;
+  }
   ctl_spod *p = k ? calloc(1, sizeof(*p)) : NULL;
   if (!p || ctl_pod_from_pb(k, &p->pod) != 0) {
     snprintf(err, errlen, "%s", k ? (p ? "not a pod" : "out of memory") : "not a protobuf Pod");
