@@ -34,6 +34,7 @@ typedef struct {
 typedef struct {
   char queue[CTL_QUEUE_NAME_MAX];
   char phase[16];
+  int slot; /* ctl_queue_count_of(phase), once: every sync of its queue counts it */
 } qpg;
 
 /* A Command as this controller keeps it; only those targeting a Queue are acted on. */
@@ -57,6 +58,7 @@ static void *decode_pg(json_t *obj, void *ud, char *err, size_t errlen) {
   const char *q = ctl_json_str(obj, "spec", "queue");
   copy(p->queue, sizeof(p->queue), q && *q ? q : "default");
   copy(p->phase, sizeof(p->phase), ctl_json_str(obj, "status", "phase"));
+  p->slot = ctl_queue_count_of(p->phase);
   return p;
 }
 
@@ -240,7 +242,7 @@ static int build_view(ctl_base *b, const json_t *q, view_buf *vb) {
   void *o;
   if (kc_store_index_iter(ctl_base_store(b, INF_PODGROUPS), "queue", v->q.name, &it) == 0)
     while (kc_store_iter_next(&it, &k, &o)) {
-      int slot = ctl_queue_count_of(((qpg *)o)->phase);
+      int slot = ((qpg *)o)->slot;
       if (slot >= 0)
         v->counts[slot]++;
       v->npodgroups++;
@@ -618,7 +620,7 @@ static void collect(kc_metrics *r, void *ud) {
   kc_store_iter_init(pgs, &it);
   while (kc_store_iter_next(&it, &k, &o)) {
     const qpg *p = o;
-    int slot = ctl_queue_count_of(p->phase);
+    int slot = p->slot;
     if (slot >= 0 && kc_metric_series(qc->m_pg[slot], (const char *const[]){p->queue}, &se) == 0)
       kc_gauge_add(se, 1);
   }
