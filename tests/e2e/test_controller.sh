@@ -29,12 +29,14 @@ start_controller() {
   local from
   from=$(log_lines "$CTL_LOG")
   # Port 0 for both; ":00" is port 0 too but another address, so metrics get a server of their own.
+  # KILN_CTL_ARGS: more flags (e.g. --kube-api-content-type=application/json).
+  # shellcheck disable=SC2086
   "$CTL_BIN" --kubeconfig "$KUBECONFIG" -v=${KILN_CTL_V:-2} \
     --kube-api-qps=${KILN_CTL_QPS:-200} --kube-api-burst=${KILN_CTL_BURST:-400} \
     --leader-elect-lease-duration=8s --leader-elect-renew-deadline=6s \
     --leader-elect-retry-period=1s \
     --enable-healthz --healthz-address 127.0.0.1:0 \
-    --enable-metrics --listen-address 127.0.0.1:00 \
+    --enable-metrics --listen-address 127.0.0.1:00 ${KILN_CTL_ARGS:-} \
     >>"$CTL_LOG" 2>&1 </dev/null &
   echo $! >"$CTL_PID"
   # tests/cluster/down stops a pid only when it still runs this executable.

@@ -51,7 +51,10 @@ stop() { # NAME
 start_controller() { # NAME LOG ARGS...
   local name=$1 log=$2
   shift 2
-  start "$name" "$CTL" "$log" -v=2 --kube-api-qps=200 --kube-api-burst=400 "$@"
+  # KILN_CTL_ARGS: more flags, e.g. --kube-api-content-type=application/json to run the suite
+  # on JSON pod watches (the default is protobuf).
+  # shellcheck disable=SC2086
+  start "$name" "$CTL" "$log" -v=2 --kube-api-qps=200 --kube-api-burst=400 ${KILN_CTL_ARGS:-} "$@"
 }
 
 alive() { # NAME: the process of this pid file runs
