@@ -62,17 +62,15 @@ static void *decode_pod(json_t *obj, void *ud, char *err, size_t errlen) {
 
 static void *decode_pod_pb(const uint8_t *data, size_t len, void *ud, char *err, size_t errlen) {
   ctl_base *b = ud;
-  K8s__Pod *k = k8s__pod__unpack(NULL, len, data);
+  const K8s__Pod *k = ctl_inf_hub_pod(b->env.hub, data, len);
   pg_pod *p = k && k->metadata ? calloc(1, sizeof(*p)) : NULL;
   if (!p) {
     snprintf(err, errlen, "%s", k && k->metadata ? "out of memory" : "not a protobuf Pod");
-    kc_pb_free(k);
     return NULL;
   }
   const char *sched = k->spec ? k->spec->scheduler_name : NULL;
   if (b->env.nschedulers == 1 && (!sched || strcmp(sched, b->env.schedulers[0]) != 0)) {
     free(p); /* the field selector pg_init gives a JSON watch */
-    kc_pb_free(k);
     return CTL_INF_SKIP;
   }
   const K8s__OwnerReference *owner = NULL;
@@ -88,7 +86,6 @@ static void *decode_pod_pb(const uint8_t *data, size_t len, void *ud, char *err,
       p->json = NULL;
     }
   }
-  kc_pb_free(k);
   return p;
 }
 

@@ -13,6 +13,7 @@
 
 #include "ctl_inf.h"
 #include "kc_log.h"
+#include "kc_pb.h"
 
 #define MAX_CONSUMERS 8
 
@@ -62,7 +63,33 @@ struct ctl_inf_hub {
   size_t consumers; /* live ctl_inf made through the hub */
   bool protobuf;
   bool freeing;
+  /* The last pod message ctl_inf_hub_pod unpacked, and the bytes it came from. */
+  K8s__Pod *pod;
+  uint8_t *pod_bytes;
+  size_t pod_len;
 };
+
+static void forget_pod(ctl_inf_hub *hub) {
+  kc_pb_free(hub->pod);
+  free(hub->pod_bytes);
+  hub->pod = NULL;
+  hub->pod_bytes = NULL;
+  hub->pod_len = 0;
+}
+
+const K8s__Pod *ctl_inf_hub_pod(ctl_inf_hub *hub, const uint8_t *data, size_t len) {
+  if (hub->pod && hub->pod_len == len && memcmp(hub->pod_bytes, data, len) == 0)
+    return hub->pod;
+  forget_pod(hub);
+  if (!(hub->pod_bytes = malloc(len ? len : 1)) ||
+      !(hub->pod = k8s__pod__unpack(NULL, len, data))) {
+    forget_pod(hub);
+    return NULL;
+  }
+  memcpy(hub->pod_bytes, data, len);
+  hub->pod_len = len;
+  return hub->pod;
+}
 
 static void json_free(void *o) {
   json_decref(o);
@@ -229,6 +256,7 @@ void ctl_inf_hub_free(ctl_inf_hub *hub) {
     hub->freeing = true; /* the last ctl_inf_free frees it */
     return;
   }
+  forget_pod(hub);
   free(hub);
 }
 
@@ -386,6 +414,8 @@ void ctl_inf_free(ctl_inf *inf) {
     unlink_shared(hub, sh);
     shared_free(sh); /* the objects the stores took go with them; bundles mark them taken */
   }
-  if (--hub->consumers == 0 && hub->freeing)
+  if (--hub->consumers == 0 && hub->freeing) {
+    forget_pod(hub);
     free(hub);
+  }
 }

@@ -15,6 +15,7 @@
 
 #include <stdbool.h>
 
+#include "k8s.pb-c.h"
 #include "kc_informer.h"
 #include "kc_error.h"
 
@@ -31,6 +32,10 @@ typedef struct ctl_inf ctl_inf;
 /* *out is new; c is borrowed and must outlive the hub. protobuf: informers whose definition
  * has a protobuf decoder (ctl_informers_new) ask for Kubernetes' protobuf. KC_ENOMEM. */
 KC_NODISCARD int ctl_inf_hub_new(kc_client *c, bool protobuf, ctl_inf_hub **out);
+/* The Pod message in data (an object of a protobuf pod event; borrowed, valid until the next
+ * call): unpacked once for every consumer's decoder of the same event, which all get the same
+ * bytes. NULL when it is not a Pod or out of memory. */
+const K8s__Pod *ctl_inf_hub_pod(ctl_inf_hub *hub, const uint8_t *data, size_t len);
 /* Whether the hub's informers may ask for protobuf (false for NULL). */
 bool ctl_inf_hub_protobuf(const ctl_inf_hub *hub);
 /* Frees the hub once every ctl_inf made from it has been freed (or at once if none is left);

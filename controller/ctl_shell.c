@@ -104,16 +104,14 @@ static void *decode_pod(json_t *obj, void *ud, char *err, size_t errlen) {
 
 /* The same from Kubernetes' protobuf (--kube-api-content-type). */
 static void *decode_pod_pb(const uint8_t *data, size_t len, void *ud, char *err, size_t errlen) {
-  K8s__Pod *k = k8s__pod__unpack(NULL, len, data);
-  if (k && !ctl_pb_label(k->metadata, CTL_KEY_JOB_NAME)) { /* the label selector of defs[] */
-    kc_pb_free(k);
+  const ctl_shell *s = ud;
+  const K8s__Pod *k = ctl_inf_hub_pod(s->opt.hub, data, len);
+  if (k && !ctl_pb_label(k->metadata, CTL_KEY_JOB_NAME)) /* the label selector of defs[] */
     return CTL_INF_SKIP;
-  }
   ctl_spod *p = k ? calloc(1, sizeof(*p)) : NULL;
   if (!p || ctl_pod_from_pb(k, &p->pod) != 0) {
     snprintf(err, errlen, "%s", k ? (p ? "not a pod" : "out of memory") : "not a protobuf Pod");
     free(p);
-    kc_pb_free(k);
     return NULL;
   }
   const K8s__ObjectMeta *m = k->metadata;
@@ -128,7 +126,6 @@ static void *decode_pod_pb(const uint8_t *data, size_t len, void *ud, char *err,
       copy_str(p->owner_uid, sizeof(p->owner_uid), r->uid);
     }
   }
-  kc_pb_free(k);
   return p;
 }
 
