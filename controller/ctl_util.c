@@ -494,8 +494,12 @@ json_t *ctl_status_to_json(const ctl_status *st) {
                                       "terminating",  "unknown", "version", "retryCount"};
   const int32_t vals[] = {st->min_available, st->pending, st->running, st->succeeded,  st->failed,
                           st->terminating,   st->unknown, st->version, st->retry_count};
+  /* Volcano's JobStatus tags every counter omitempty: a zero is left out, so `kubectl get
+   * vcjob -o yaml` and the RUNNINGS column read as Volcano's do. The PUT replaces the whole
+   * status, so a counter that drops to zero goes away. */
   for (size_t i = 0; ok && i < sizeof(names) / sizeof(names[0]); i++)
-    ok = put(o, names[i], json_integer(vals[i]));
+    if (vals[i] != 0)
+      ok = put(o, names[i], json_integer(vals[i]));
   if (ok && st->has_running_duration) {
     char tbuf[40];
     ctl_duration_format(st->running_duration, tbuf, sizeof(tbuf));

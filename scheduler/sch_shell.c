@@ -429,6 +429,20 @@ static void job_settling(const sch_cache_snap *cs, const sch_snapshot *snap, con
   }
 }
 
+/* Volcano's PodGroupStatus counters are omitempty: a zero count is absent from the object
+ * (`kubectl get podgroup` shows no RUNNINGS), so a count that is zero is sent as null, which
+ * in a merge patch removes the field a non-zero count left. */
+int sch_shell_pg_zero_counts(json_t *status, const sch_pg_status *ps) {
+  static const char *const names[] = {"running", "succeeded", "failed"};
+  const int32_t vals[] = {ps->running, ps->succeeded, ps->failed};
+  if (status == NULL)
+    return KC_EINVAL;
+  for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+    if (vals[i] == 0 && json_object_set_new(status, names[i], json_null()) != 0)
+      return KC_ENOMEM;
+  return 0;
+}
+
 /* Sends the PodGroup's new status (phase, counts, conditions) as a merge patch. */
 static void send_pod_group(sch_shell *sh, const sch_job *j, const sch_pg_status *ps,
                            const char *phase, Kiln__PodGroupCondition **cptr, size_t n) {
@@ -439,14 +453,18 @@ static void send_pod_group(sch_shell *sh, const sch_job *j, const sch_pg_status 
   st.phase = (char *)phase;
   st.n_conditions = n;
   st.conditions = cptr;
-  st.has_running = st.has_succeeded = st.has_failed = 1;
+  st.has_running = ps->running != 0;
+  st.has_succeeded = ps->succeeded != 0;
+  st.has_failed = ps->failed != 0;
   st.running = ps->running;
   st.succeeded = ps->succeeded;
   st.failed = ps->failed;
   json_t *body = NULL;
   char err[256];
-  if (kc_podgroup_status_encode(&st, &body, err, sizeof(err)) != 0) {
-    KC_ERROR("cannot encode the status of PodGroup %s: %s", j->key, err);
+  if (kc_podgroup_status_encode(&st, &body, err, sizeof(err)) != 0 ||
+      sch_shell_pg_zero_counts(json_object_get(body, "status"), ps) != 0) {
+    KC_ERROR("cannot encode the status of PodGroup %s: %s", j->key, body ? "out of memory" : err);
+    json_decref(body);
     return;
   }
   kc_ref ref = {"scheduling.volcano.sh", "v1beta1", "podgroups", j->namespace, j->name, NULL};

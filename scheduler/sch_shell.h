@@ -29,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
 #include <uv.h>
 
 #include "kc_api.h"
@@ -149,6 +150,11 @@ bool sch_shell_still_pending(const Kiln__Pod *then, const Kiln__Pod *now);
 /* Puts into foreign ("ns/group" keys) the PodGroups named by pods that are not this
  * scheduler's (tasks with no job in snap). 0 or KC_ENOMEM (then the set is partial). */
 int sch_shell_foreign_groups(const sch_snapshot *snap, kc_strmap *foreign);
+
+/* Sets each zero count of ps (running, succeeded, failed) to null in status (borrowed, the
+ * "status" of a merge patch): Volcano leaves a zero out, and null removes an old value.
+ * 0, KC_EINVAL without a status, or KC_ENOMEM. */
+int sch_shell_pg_zero_counts(json_t *status, const sch_pg_status *ps);
 
 size_t sch_shell_pg_conditions(const Kiln__PodGroupStatus *cur, const sch_pg_status *ps,
                                const char *ts, Kiln__PodGroupCondition *conds,

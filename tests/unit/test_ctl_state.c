@@ -279,6 +279,13 @@ static void test_init_status(void **state) {
   assert_true(f.plan.status_changed);
   json_t *st = ctl_status_to_json(&f.plan.status);
   assert_string_equal(jstr(st, "state.phase"), "Pending");
+  /* Volcano's counters are omitempty: a zero is absent, a non-zero one is written. */
+  assert_int_equal(json_integer_value(json_object_get(st, "minAvailable")), 5);
+  static const char *const zero[] = {"pending",     "running", "succeeded", "failed",
+                                     "terminating", "unknown", "version",   "retryCount"};
+  for (size_t i = 0; i < sizeof(zero) / sizeof(zero[0]); i++)
+    if (json_object_get(st, zero[i]))
+      fail_msg("status.%s is written as 0; Volcano leaves a zero counter out", zero[i]);
   assert_string_equal(json_string_value(json_object_get(
                           json_array_get(json_object_get(st, "conditions"), 0), "status")),
                       "Pending");

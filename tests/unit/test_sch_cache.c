@@ -438,8 +438,29 @@ static void test_pod_group_conditions_merge(void **state) {
   assert_false(changed);
 }
 
+/* A zero count is null in the merge patch (removed from the object, as Volcano's omitempty
+ * leaves it out); a non-zero one is kept as encoded. */
+static void test_pod_group_zero_counts_are_removed(void **state) {
+  (void)state;
+  sch_pg_status ps = {.running = 2, .succeeded = 0, .failed = 0};
+  json_t *st = json_pack("{s:s,s:i}", "phase", "Running", "running", 2);
+  assert_int_equal(sch_shell_pg_zero_counts(st, &ps), 0);
+  assert_int_equal(json_integer_value(json_object_get(st, "running")), 2);
+  assert_true(json_is_null(json_object_get(st, "succeeded")));
+  assert_true(json_is_null(json_object_get(st, "failed")));
+  ps.running = 0;
+  ps.failed = 1;
+  json_object_set_new(st, "failed", json_integer(1));
+  assert_int_equal(sch_shell_pg_zero_counts(st, &ps), 0);
+  assert_true(json_is_null(json_object_get(st, "running")));
+  assert_int_equal(json_integer_value(json_object_get(st, "failed")), 1);
+  assert_int_equal(sch_shell_pg_zero_counts(NULL, &ps), KC_EINVAL);
+  json_decref(st);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_pod_group_zero_counts_are_removed),
       cmocka_unit_test(test_pod_group_hold_without_memory_writes),
       cmocka_unit_test_setup_teardown(test_not_synced_before_start, setup, teardown),
       cmocka_unit_test_setup_teardown(test_snapshot_borrows_every_store, setup, teardown),
