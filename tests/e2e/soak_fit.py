@@ -56,8 +56,8 @@ def main():
         return done, s[col]
 
     warm = [w for w in windows if w[0][0] >= pods / 3]
-    if len(warm) < 3:  # a short run: all but the first third (the start-up)
-        warm = windows[len(windows) // 3:]
+    if len(warm) < 3:  # a short run: the windows after the first Jobs were gone
+        warm = [w for w in windows if w[0][0] > 0] or windows[-1:]
 
     def slope(col):  # KiB per 1000 pods, least squares over the windows after the warm-up
         pts = [low(w, col) for w in warm]
