@@ -129,7 +129,9 @@ wait_grep() { # SECS WHAT REGEX COMMAND...
   shift 3
   local deadline=$((SECONDS + secs))
   while :; do
-    out=$("$@" 2>/dev/null)
+    # A command that fails is "not yet": the log a process was just started with may not
+    # exist yet (the child opens it after the parent goes on), and set -e would end the test.
+    out=$("$@" 2>/dev/null) || true
     grep -Eq -- "$re" <<<"$out" && return 0
     [ $SECONDS -lt $deadline ] || fail "timed out after ${secs}s waiting for $what /$re/; last: $out"
     sleep 0.3
