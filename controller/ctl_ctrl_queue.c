@@ -43,6 +43,11 @@ typedef struct {
   bool for_queue;
 } qcmd;
 
+/* QueueStatus' PodGroup counts, in ctl_queue_count's order: the status fields and the metric
+ * names. */
+static const char *const count_fields[CTL_QC_COUNT] = {"pending", "running", "unknown", "inqueue",
+                                                       "completed"};
+
 static void copy(char *dst, size_t cap, const char *src) {
   snprintf(dst, cap, "%s", src ? src : "");
 }
@@ -228,13 +233,13 @@ static int build_view(ctl_base *b, const json_t *q, view_buf *vb) {
   memset(vb, 0, sizeof(*vb));
   ctl_queue_view *v = &vb->v;
   v->q = ref_of(q);
-  static const char *const fields[CTL_QC_COUNT] = {"pending", "running", "unknown", "inqueue",
-                                                   "completed"};
   const json_t *st = json_object_get(q, "status");
+  /* Volcano's QueueStatus omits a zero count (omitempty), so an absent count is 0; one that
+   * is there but not a number makes the status be written again. */
   v->has_status_counts = true;
   for (int i = 0; i < CTL_QC_COUNT; i++) {
-    const json_t *n = json_object_get(st, fields[i]);
-    v->has_status_counts = v->has_status_counts && json_is_integer(n);
+    const json_t *n = json_object_get(st, count_fields[i]);
+    v->has_status_counts = v->has_status_counts && (!n || json_is_integer(n));
     v->status_counts[i] = (int32_t)json_integer_value(n);
   }
   kc_store_iter it;
@@ -461,12 +466,20 @@ static void issue(run *r, kc_verb verb, const kc_ref *ref, const kc_query *q, js
   r->pending++;
 }
 
+/* The applied status: the state and the counts that are not zero. Volcano's QueueStatus omits
+ * a zero count (omitempty); a count this manager applied before and leaves out now is removed
+ * by the server-side apply, as Volcano's whole-status update removes it. */
 static json_t *status_body(const char *queue, const ctl_queue_plan *p) {
-  return json_pack("{s:s,s:s,s:{s:s},s:{s:s,s:i,s:i,s:i,s:i,s:i}}", "apiVersion",
-                   "scheduling.volcano.sh/v1beta1", "kind", "Queue", "metadata", "name", queue,
-                   "status", "state", p->state, "pending", p->counts[CTL_QC_PENDING], "running",
-                   p->counts[CTL_QC_RUNNING], "unknown", p->counts[CTL_QC_UNKNOWN], "inqueue",
-                   p->counts[CTL_QC_INQUEUE], "completed", p->counts[CTL_QC_COMPLETED]);
+  json_t *body =
+      json_pack("{s:s,s:s,s:{s:s},s:{s:s}}", "apiVersion", "scheduling.volcano.sh/v1beta1", "kind",
+                "Queue", "metadata", "name", queue, "status", "state", p->state);
+  json_t *st = json_object_get(body, "status");
+  for (int i = 0; st && i < CTL_QC_COUNT; i++)
+    if (p->counts[i] && json_object_set_new(st, count_fields[i], json_integer(p->counts[i])) != 0) {
+      json_decref(body);
+      return NULL;
+    }
+  return body;
 }
 
 /* Counts-only changes wait for the batch period (see COUNTS_BATCH_NS). */
@@ -504,7 +517,10 @@ static void execute(run *r) {
     sref.subresource = "status";
     kc_query q = {.field_manager = FIELD_MANAGER, .force = true};
     json_t *body = status_body(r->queue, p);
-    issue(r, KC_APPLY, &sref, &q, body, status_done);
+    if (body)
+      issue(r, KC_APPLY, &sref, &q, body, status_done);
+    else if (!r->err)
+      r->err = KC_ENOMEM;
     json_decref(body);
   }
   if (--r->pending == 0)
@@ -627,14 +643,12 @@ static void collect(kc_metrics *r, void *ud) {
 }
 
 static int register_metrics(queue_ctl *qc, kc_metrics *m) {
-  static const char *const names[CTL_QC_COUNT] = {"pending", "running", "unknown", "inqueue",
-                                                  "completed"};
   static const char *const labels[] = {"queue_name", NULL};
   int rc = 0;
   for (int i = 0; rc == 0 && i < CTL_QC_COUNT; i++) {
     char name[96], help[128];
-    snprintf(name, sizeof(name), "volcano_queue_pod_group_%s_count", names[i]);
-    snprintf(help, sizeof(help), "The number of %s PodGroups in this queue", names[i]);
+    snprintf(name, sizeof(name), "volcano_queue_pod_group_%s_count", count_fields[i]);
+    snprintf(help, sizeof(help), "The number of %s PodGroups in this queue", count_fields[i]);
     rc = kc_metrics_gauge(m, name, help, labels, &qc->m_pg[i]);
   }
   return rc ? rc : kc_metrics_add_collector(m, collect, qc);
