@@ -18,15 +18,17 @@
 
 /* ---- small JSON accessors that report the path ---- */
 
-/* *out = the member, or NULL when absent or null; an error when it is not an object. */
-static int get_object(kc__cctx *c, const json_t *parent, const char *key, json_t **out) {
+/* *out = the member, or NULL when absent or null; an error naming WHAT when it is there with
+ * another JSON type. */
+static int get_typed(kc__cctx *c, const json_t *parent, const char *key, json_type type,
+                     const char *what, json_t **out) {
   json_t *v = parent ? json_object_get(parent, key) : NULL;
   *out = NULL;
   if (!v || json_is_null(v))
     return 0;
-  if (!json_is_object(v)) {
+  if (json_typeof(v) != type) {
     size_t mark = kc__path_key(c, key);
-    int rc = kc__fail(c, KC_EINVAL, "expected object");
+    int rc = kc__fail(c, KC_EINVAL, "expected %s", what);
     kc__path_pop(c, mark);
     return rc;
   }
@@ -34,19 +36,12 @@ static int get_object(kc__cctx *c, const json_t *parent, const char *key, json_t
   return 0;
 }
 
+static int get_object(kc__cctx *c, const json_t *parent, const char *key, json_t **out) {
+  return get_typed(c, parent, key, JSON_OBJECT, "object", out);
+}
+
 static int get_array(kc__cctx *c, const json_t *parent, const char *key, json_t **out) {
-  json_t *v = parent ? json_object_get(parent, key) : NULL;
-  *out = NULL;
-  if (!v || json_is_null(v))
-    return 0;
-  if (!json_is_array(v)) {
-    size_t mark = kc__path_key(c, key);
-    int rc = kc__fail(c, KC_EINVAL, "expected array");
-    kc__path_pop(c, mark);
-    return rc;
-  }
-  *out = v;
-  return 0;
+  return get_typed(c, parent, key, JSON_ARRAY, "array", out);
 }
 
 /* Replaces *dst (a proto3 string still holding the shared empty default) with a copy of
@@ -72,18 +67,10 @@ static int get_string(kc__cctx *c, const json_t *parent, const char *key, char *
 
 /* A borrowed string member or NULL; an error when present and not a string. */
 static int peek_string(kc__cctx *c, const json_t *parent, const char *key, const char **out) {
-  json_t *v = parent ? json_object_get(parent, key) : NULL;
-  *out = NULL;
-  if (!v || json_is_null(v))
-    return 0;
-  if (!json_is_string(v)) {
-    size_t mark = kc__path_key(c, key);
-    int rc = kc__fail(c, KC_EINVAL, "expected string");
-    kc__path_pop(c, mark);
-    return rc;
-  }
-  *out = json_string_value(v);
-  return 0;
+  json_t *v;
+  int rc = get_typed(c, parent, key, JSON_STRING, "string", &v);
+  *out = v ? json_string_value(v) : NULL;
+  return rc;
 }
 
 static int get_int(kc__cctx *c, const json_t *parent, const char *key, int64_t min, int64_t max,
@@ -196,7 +183,7 @@ static int tolerations(kc__cctx *c, Kiln__Pod *p, const json_t *spec) {
       return kc__fail(c, KC_ENOMEM, "out of memory");
     kiln__toleration__init(tol);
     p->tolerations[p->n_tolerations++] = tol;
-    const char *op;
+    const char *op = NULL;
     bool has_secs = false;
     rc = key_value_effect(c, t, &tol->key, &tol->value, &tol->effect);
     if (rc == 0)
