@@ -1232,6 +1232,25 @@ static void bad_pod(const char *ns, const char *name, const char *uid, const cha
                   "the scheduler cannot read this pod, it is not scheduled: %s", err);
 }
 
+/* What the shell owns besides its handles: the binder, evictor, cache, configuration and
+ * maps (on a failed start or at the end). */
+static void free_parts(sch_shell *sh) {
+  sch_binder_free(sh->binder);
+  sh->binder = NULL;
+  sch_evictor_free(sh->evictor);
+  sh->evictor = NULL;
+  sch_cache_free(sh->cache);
+  sh->cache = NULL;
+  sch_conf_free(sh->conf);
+  sh->conf = NULL;
+  kc_strmap_close(&sh->pg_written, free_written);
+  kc_strmap_close(&sh->q_written, free_written);
+  kc_strmap_close(&sh->pg_held, NULL);
+  kc_strmap_close(&sh->pg_invalid, NULL);
+  kc_strmap_close(&sh->why_last, free_explained);
+  kc_strmap_close(&sh->ev_last, free_str);
+  kc_strmap_close(&sh->unsched_jobs, NULL);
+}
 int sch_shell_new(uv_loop_t *loop, kc_client *c, kc_event_recorder *events, kc_metrics *metrics,
                   const sch_shell_options *o, sch_shell **out) {
   *out = NULL;
@@ -1311,17 +1330,7 @@ int sch_shell_new(uv_loop_t *loop, kc_client *c, kc_event_recorder *events, kc_m
   *out = sh;
   return 0;
 fail:
-  sch_evictor_free(sh->evictor);
-  sch_binder_free(sh->binder);
-  sch_cache_free(sh->cache);
-  sch_conf_free(sh->conf);
-  kc_strmap_close(&sh->pg_written, free_written);
-  kc_strmap_close(&sh->q_written, free_written);
-  kc_strmap_close(&sh->pg_held, NULL);
-  kc_strmap_close(&sh->pg_invalid, NULL);
-  kc_strmap_close(&sh->why_last, free_explained);
-  kc_strmap_close(&sh->ev_last, free_str);
-  kc_strmap_close(&sh->unsched_jobs, NULL);
+  free_parts(sh);
   free(sh);
   return rc;
 }
@@ -1370,21 +1379,7 @@ void sch_shell_free(sch_shell *sh) {
     return;
   sh->closing = true;
   stop_run(sh);
-  sch_binder_free(sh->binder);
-  sh->binder = NULL;
-  sch_evictor_free(sh->evictor);
-  sh->evictor = NULL;
-  sch_cache_free(sh->cache);
-  sh->cache = NULL;
-  sch_conf_free(sh->conf);
-  sh->conf = NULL;
-  kc_strmap_close(&sh->pg_written, free_written);
-  kc_strmap_close(&sh->q_written, free_written);
-  kc_strmap_close(&sh->pg_held, NULL);
-  kc_strmap_close(&sh->pg_invalid, NULL);
-  kc_strmap_close(&sh->why_last, free_explained);
-  kc_strmap_close(&sh->ev_last, free_str);
-  kc_strmap_close(&sh->unsched_jobs, NULL);
+  free_parts(sh);
   int open = sh->timers_open;
   if (open == 0) {
     maybe_release(sh);
