@@ -16,6 +16,7 @@
 
 #include "kc_codec.h"
 #include "kc_error.h"
+#include "test_fixture.h"
 
 static char data_dir[PATH_MAX];
 
@@ -43,21 +44,11 @@ static void find_data_dir(void) {
 }
 
 static json_t *load(const char *name) {
-  char path[PATH_MAX + 64];
-  snprintf(path, sizeof(path), "%s/%s", data_dir, name);
-  json_error_t jerr;
-  json_t *j = json_load_file(path, 0, &jerr);
-  if (!j)
-    fail_msg("%s: %s", path, jerr.text);
-  return j;
+  return fx_json_file(data_dir, name, "");
 }
 
 static json_t *parse(const char *text) {
-  json_error_t jerr;
-  json_t *j = json_loads(text, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
-  if (!j)
-    fail_msg("bad test JSON: %s", jerr.text);
-  return j;
+  return fx_json_text(text, JSON_DECODE_ANY | JSON_ALLOW_NUL);
 }
 
 /* Two messages are equal when their protobuf encodings are. */

@@ -15,15 +15,10 @@
 #include "ctl_pg.h"
 #include "kc_error.h"
 #include "kc_pb.h"
+#include "test_fixture.h"
 
 static json_t *load_json(const char *base) {
-  char path[1024];
-  snprintf(path, sizeof(path), "%s/%s.json", PB_TESTDATA, base);
-  json_error_t jerr;
-  json_t *j = json_load_file(path, 0, &jerr);
-  if (!j)
-    fail_msg("%s: %s", path, jerr.text);
-  return j;
+  return fx_json_file(PB_TESTDATA, base, ".json");
 }
 
 /* The Pod message inside base.pb (a "k8s\0" + Unknown body). */

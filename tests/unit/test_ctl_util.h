@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "ctl_job.h"
+#include "test_fixture.h"
 #include "kc_codec.h"
 #include "kc_error.h"
 
@@ -48,21 +49,11 @@ static inline int fake_keygen(void *ctx, char **priv, char **pub) {
 }
 
 static inline json_t *fx_parse(const char *text) {
-  json_error_t e;
-  json_t *j = json_loads(text, 0, &e);
-  if (!j)
-    fail_msg("bad test JSON: %s", e.text);
-  return j;
+  return fx_json_text(text, 0);
 }
 
 static inline json_t *fx_file(const char *name) {
-  char path[1024];
-  snprintf(path, sizeof(path), "%s/%s", CTL_TESTDATA, name);
-  json_error_t e;
-  json_t *j = json_load_file(path, 0, &e);
-  if (!j)
-    fail_msg("%s: %s", path, e.text);
-  return j;
+  return fx_json_file(CTL_TESTDATA, name, "");
 }
 
 static ctl_ops fx_ops;

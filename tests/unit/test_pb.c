@@ -14,6 +14,7 @@
 #include "kc_codec.h"
 #include "kc_error.h"
 #include "kc_pb.h"
+#include "test_fixture.h"
 
 typedef struct {
   uint8_t *data;
@@ -35,13 +36,7 @@ static blob load(const char *name) {
 }
 
 static json_t *load_json(const char *name) {
-  char path[1024];
-  snprintf(path, sizeof(path), "%s/%s", PB_TESTDATA, name);
-  json_error_t jerr;
-  json_t *j = json_load_file(path, 0, &jerr);
-  if (!j)
-    fail_msg("%s: %s", path, jerr.text);
-  return j;
+  return fx_json_file(PB_TESTDATA, name, "");
 }
 
 static void assert_msg_equal(const ProtobufCMessage *a, const ProtobufCMessage *b) {
