@@ -1251,6 +1251,7 @@ static void free_parts(sch_shell *sh) {
   kc_strmap_close(&sh->ev_last, free_str);
   kc_strmap_close(&sh->unsched_jobs, NULL);
 }
+
 int sch_shell_new(uv_loop_t *loop, kc_client *c, kc_event_recorder *events, kc_metrics *metrics,
                   const sch_shell_options *o, sch_shell **out) {
   *out = NULL;
