@@ -1,6 +1,6 @@
 /* The shell's input side: informers and their handlers (Volcano job_controller_handler.go),
  * the per-Job request lists, and the work queue that hands one Job key at a time to
- * ctl_job_sync(). See ctl_shell.h. */
+ * ctl_job_sync(). See ctl_job_shell.h. */
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>

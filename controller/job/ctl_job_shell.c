@@ -1,7 +1,7 @@
 /* job-controller: Volcano's pkg/controllers/job, the shell of ctl_shell.c around the core of
  * ctl_sync.c, registered in the controllers table. */
 #include "ctl_controllers.h"
-#include "ctl_shell.h"
+#include "ctl_job_shell.h"
 #include "kc_log.h"
 
 static int job_init(const ctl_env *env, void **out) {

@@ -5,8 +5,8 @@
  * Everything runs on one libuv loop thread. The shell never decides phases or pods itself:
  * it only builds the view the core reads, adds what the watch has not confirmed yet
  * (expectations) to it, and carries the plan out. */
-#ifndef CTL_SHELL_H
-#define CTL_SHELL_H
+#ifndef CTL_JOB_SHELL_H
+#define CTL_JOB_SHELL_H
 
 #include <stdbool.h>
 #include <stdint.h>

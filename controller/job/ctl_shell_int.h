@@ -3,7 +3,7 @@
 #define CTL_SHELL_INT_H
 
 #include "ctl_job.h"
-#include "ctl_shell.h"
+#include "ctl_job_shell.h"
 #include "ctl_inf.h"
 #include "kc_metrics.h"
 #include "kc_strmap.h"

@@ -6,7 +6,7 @@
 
 #include <cmocka.h>
 
-#include "ctl_controllers.h"
+#include "ctl_gates.h"
 #include "kc_error.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
