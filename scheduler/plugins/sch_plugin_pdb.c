@@ -14,7 +14,7 @@
  *
  * Registers Preemptable and Reclaimable (switches enablePreemptable, enableReclaimable).
  * Volcano also registers the same filter as a VictimTasks function, which would make shuffle
- * evict every pod a budget allows; Kiln leaves that out (see README). */
+ * evict every pod a budget allows; Kiln leaves that out (docs/development.md). */
 #include <stdlib.h>
 #include <string.h>
 
