@@ -544,38 +544,12 @@ static void set_if_absent(json_t *o, const char *key, const char *val) {
     json_object_set_new(o, key, json_string(val));
 }
 
-/* tmpl is the task's parsed template (borrowed, may be NULL). NULL when out of memory, or when
- * a plugin refused the pod or no volume name could be drawn: then *plugin_rc holds the
- * error (and c->errmsg, when set, says why). */
-static json_t *create_job_pod(ctl_ctx *c, const Kiln__TaskSpec *t, const json_t *tmpl, int index,
-                              const claim_names *claims, int *plugin_rc) {
-  *plugin_rc = 0;
-  const Kiln__Job *job = c->v->job;
-  const char *jname = ctl__job_name(job);
-  const char *tname = t->name ? t->name : "";
-  char name[CTL_NAME_MAX * 2], buf[CTL_NAME_MAX * 2];
-  snprintf(name, sizeof(name), "%s-%s-%d", jname, tname, index);
-  json_t *tmeta = json_object_get(tmpl, "metadata");
-  json_t *spec = json_object_get(tmpl, "spec");
-  spec = spec ? json_deep_copy(spec) : json_object();
-  json_t *labels = json_deep_copy(json_object_get(tmeta, "labels"));
-  json_t *ann = json_deep_copy(json_object_get(tmeta, "annotations"));
-  if (!labels)
-    labels = json_object();
-  if (!ann)
-    ann = json_object();
-  json_t *meta = obj_meta(job, name);
-  json_object_set_new(meta, "labels", labels);
-  json_object_set_new(meta, "annotations", ann);
-  json_t *pod = json_pack("{s:s, s:s, s:o, s:o}", "apiVersion", "v1", "kind", "Pod", "metadata",
-                          meta, "spec", spec);
-  if (!pod)
-    return NULL;
-  const Kiln__JobSpec *js = job->spec;
-  set_if_absent(spec, "schedulerName", js->scheduler_name);
-  set_if_absent(spec, "priorityClassName", js->priority_class_name);
-
-  /* Job volumes: one pod volume per claim, mounted into every container. */
+/* Job volumes: one pod volume per claim, mounted into every container of spec. Non-zero when
+ * no name could be drawn for a new volume (c->errmsg says why). */
+static int mount_job_volumes(ctl_ctx *c, json_t *spec, const claim_names *claims) {
+  const char *jname = ctl__job_name(c->v->job);
+  const Kiln__JobSpec *js = c->v->job->spec;
+  char buf[CTL_NAME_MAX * 2];
   for (size_t i = 0; i < claims->n; i++) {
     if (!claims->names[i][0])
       continue;
@@ -595,9 +569,7 @@ static json_t *create_job_pod(ctl_ctx *c, const Kiln__TaskSpec *t, const json_t 
       if (rc) {
         snprintf(c->errmsg, sizeof(c->errmsg), "no name for the volume of claim %s: %s",
                  claims->names[i], rc == KC_EIO ? "the random source failed" : kc_strerror(rc));
-        *plugin_rc = rc;
-        json_decref(pod);
-        return NULL;
+        return rc;
       }
       snprintf(buf, sizeof(buf), "%s-%s", jname, rnd);
       json_array_append_new(vols, json_pack("{s:s, s:{s:s}}", "name", buf, "persistentVolumeClaim",
@@ -612,8 +584,15 @@ static json_t *create_job_pod(ctl_ctx *c, const Kiln__TaskSpec *t, const json_t 
                     js->volumes[i]->mount_path ? js->volumes[i]->mount_path : ""));
     }
   }
+  return 0;
+}
 
-  char idx[16], ver[16], retry[16];
+/* The annotations the job controller puts on pod index of task t, besides the template's. */
+static void set_pod_annotations(ctl_ctx *c, json_t *ann, const Kiln__TaskSpec *t, int index) {
+  const Kiln__Job *job = c->v->job;
+  const char *jname = ctl__job_name(job);
+  const char *tname = t->name ? t->name : "";
+  char idx[16], ver[16], retry[16], buf[CTL_NAME_MAX * 2];
   snprintf(idx, sizeof(idx), "%d", index);
   snprintf(ver, sizeof(ver), "%d", (int)c->plan->status.version);
   snprintf(retry, sizeof(retry), "%d", (int)c->plan->status.retry_count);
@@ -644,13 +623,20 @@ static json_t *create_job_pod(ctl_ctx *c, const Kiln__TaskSpec *t, const json_t 
                               "volcano.sh/jdb-max-unavailable")))
       json_object_set_new(ann, "volcano.sh/jdb-max-unavailable", json_string(v));
   }
+}
 
+/* The labels the job controller puts on pod index of task t, besides the template's. */
+static void set_pod_labels(ctl_ctx *c, json_t *labels, const Kiln__TaskSpec *t, int index) {
+  const Kiln__Job *job = c->v->job;
+  char idx[16], buf[CTL_NAME_MAX * 2];
+  snprintf(idx, sizeof(idx), "%d", index);
   json_object_set_new(labels, CTL_KEY_TASK_INDEX, json_string(idx));
-  json_object_set_new(labels, CTL_KEY_JOB_NAME, json_string(jname));
-  json_object_set_new(labels, CTL_KEY_TASK_SPEC, json_string(tname));
+  json_object_set_new(labels, CTL_KEY_JOB_NAME, json_string(ctl__job_name(job)));
+  json_object_set_new(labels, CTL_KEY_TASK_SPEC, json_string(t->name ? t->name : ""));
   json_object_set_new(labels, CTL_KEY_JOB_NAMESPACE, json_string(ctl__job_ns(job)));
   json_object_set_new(labels, CTL_KEY_QUEUE_NAME, json_string(ctl__queue(job)));
   static const char *const copied_labels[] = {"volcano.sh/preemptable", "volcano.sh/cooldown-time"};
+  const Kiln__ObjectMeta *jm = job->metadata;
   for (size_t i = 0; jm && i < sizeof(copied_labels) / sizeof(copied_labels[0]); i++) {
     const char *v = CTL_MAP_GET(jm->labels, jm->n_labels, copied_labels[i]);
     if (v)
@@ -660,6 +646,42 @@ static json_t *create_job_pod(ctl_ctx *c, const Kiln__TaskSpec *t, const json_t 
     snprintf(buf, sizeof(buf), "%d", index / t->partition_policy->partition_size);
     json_object_set_new(labels, CTL_KEY_PARTITION_ID, json_string(buf));
   }
+}
+
+/* tmpl is the task's parsed template (borrowed, may be NULL). NULL when out of memory, or when
+ * a plugin refused the pod or no volume name could be drawn: then *plugin_rc holds the
+ * error (and c->errmsg, when set, says why). */
+static json_t *create_job_pod(ctl_ctx *c, const Kiln__TaskSpec *t, const json_t *tmpl, int index,
+                              const claim_names *claims, int *plugin_rc) {
+  *plugin_rc = 0;
+  const Kiln__Job *job = c->v->job;
+  char name[CTL_NAME_MAX * 2];
+  snprintf(name, sizeof(name), "%s-%s-%d", ctl__job_name(job), t->name ? t->name : "", index);
+  json_t *tmeta = json_object_get(tmpl, "metadata");
+  json_t *spec = json_object_get(tmpl, "spec");
+  spec = spec ? json_deep_copy(spec) : json_object();
+  json_t *labels = json_deep_copy(json_object_get(tmeta, "labels"));
+  json_t *ann = json_deep_copy(json_object_get(tmeta, "annotations"));
+  if (!labels)
+    labels = json_object();
+  if (!ann)
+    ann = json_object();
+  json_t *meta = obj_meta(job, name);
+  json_object_set_new(meta, "labels", labels);
+  json_object_set_new(meta, "annotations", ann);
+  json_t *pod = json_pack("{s:s, s:s, s:o, s:o}", "apiVersion", "v1", "kind", "Pod", "metadata",
+                          meta, "spec", spec);
+  if (!pod)
+    return NULL;
+  const Kiln__JobSpec *js = job->spec;
+  set_if_absent(spec, "schedulerName", js->scheduler_name);
+  set_if_absent(spec, "priorityClassName", js->priority_class_name);
+  if ((*plugin_rc = mount_job_volumes(c, spec, claims)) != 0) {
+    json_decref(pod);
+    return NULL;
+  }
+  set_pod_annotations(c, ann, t, index);
+  set_pod_labels(c, labels, t, index);
   if (c->v->queue_extend_clusters) {
     json_object_set_new(labels, CTL_KEY_FORWARDING, json_string("true"));
     json_object_set_new(ann, CTL_KEY_FORWARDING, json_string("true"));
