@@ -428,6 +428,65 @@ static int parse_configurations(parser *p, yaml_node_t *seq, sch_conf *c) {
   return 0;
 }
 
+/* Volcano refuses hierarchical drf next to proportion: both would order the queues. */
+static bool hdrf_with_proportion(const sch_conf *c) {
+  bool hdrf = false, proportion = false;
+  for (size_t t = 0; t < c->ntiers; t++)
+    for (size_t k = 0; k < c->tiers[t].nplugins; k++) {
+      const sch_plugin_conf *pc = &c->tiers[t].plugins[k];
+      if (strcmp(pc->plugin->name, "drf") == 0 && (pc->enabled & (1u << SCH_EXT_HIERARCHY)))
+        hdrf = true;
+      if (strcmp(pc->plugin->name, "proportion") == 0)
+        proportion = true;
+    }
+  return hdrf && proportion;
+}
+
+/* The document's root mapping (actions, tiers, configurations) into c. */
+static int parse_root(parser *p, yaml_node_t *root, sch_conf *c) {
+  if (!root || root->type != YAML_MAPPING_NODE)
+    return fail(p, KC_EPARSE, "the configuration must be a YAML mapping");
+  const char *actions = NULL;
+  bool seen_tiers = false, seen_conf = false;
+  for (yaml_node_pair_t *kv = root->data.mapping.pairs.start; kv < root->data.mapping.pairs.top;
+       kv++) {
+    const char *k = scalar(node(p, kv->key));
+    yaml_node_t *v = node(p, kv->value);
+    if (!k || !v)
+      continue;
+    /* A repeated key is a mistake in the file (Go's YAML decoder refuses it too); each list
+     * is parsed into arrays sized for one occurrence. */
+    bool *seen = strcmp(k, "tiers") == 0            ? &seen_tiers
+                 : strcmp(k, "configurations") == 0 ? &seen_conf
+                                                    : NULL;
+    if (seen && *seen)
+      return fail(p, KC_EPARSE, "%s is given twice", k);
+    if (seen)
+      *seen = true;
+    int rc = 0;
+    if (strcmp(k, "actions") == 0) {
+      if (!(actions = scalar(v)))
+        return fail(p, KC_EPARSE, "actions must be a string such as \"enqueue, allocate\"");
+    } else if (strcmp(k, "tiers") == 0) {
+      rc = parse_tiers(p, v, c);
+    } else if (strcmp(k, "configurations") == 0) {
+      rc = parse_configurations(p, v, c);
+    } else if (strcmp(k, "metrics") != 0) {
+      KC_V(2, "scheduler config: ignoring unknown field %s", k);
+    }
+    if (rc < 0)
+      return rc;
+  }
+  if (!actions)
+    return fail(p, KC_EPARSE, "no actions configured");
+  int rc = parse_actions(p, actions, c);
+  if (rc < 0)
+    return rc;
+  if (hdrf_with_proportion(c))
+    return fail(p, KC_EINVAL, "drf with enableHierarchy cannot be used together with proportion");
+  return 0;
+}
+
 static int parse(const char *yaml, size_t len, bool lenient, sch_conf **out, char *err,
                  size_t errlen) {
   *out = NULL;
@@ -445,70 +504,8 @@ static int parse(const char *yaml, size_t len, bool lenient, sch_conf **out, cha
     return rc;
   }
   yaml_parser_delete(&yp);
-  int rc = 0;
   sch_conf *c = calloc(1, sizeof(*c));
-  if (!c) {
-    rc = KC_ENOMEM;
-    goto out;
-  }
-  yaml_node_t *root = yaml_document_get_root_node(&p.doc);
-  if (!root || root->type != YAML_MAPPING_NODE) {
-    rc = fail(&p, KC_EPARSE, "the configuration must be a YAML mapping");
-    goto out;
-  }
-  const char *actions = NULL;
-  bool seen_tiers = false, seen_conf = false;
-  for (yaml_node_pair_t *kv = root->data.mapping.pairs.start; kv < root->data.mapping.pairs.top;
-       kv++) {
-    const char *k = scalar(node(&p, kv->key));
-    yaml_node_t *v = node(&p, kv->value);
-    if (!k || !v)
-      continue;
-    /* A repeated key is a mistake in the file (Go's YAML decoder refuses it too); each list
-     * is parsed into arrays sized for one occurrence. */
-    bool *seen = strcmp(k, "tiers") == 0            ? &seen_tiers
-                 : strcmp(k, "configurations") == 0 ? &seen_conf
-                                                    : NULL;
-    if (seen && *seen) {
-      rc = fail(&p, KC_EPARSE, "%s is given twice", k);
-      goto out;
-    }
-    if (seen)
-      *seen = true;
-    if (strcmp(k, "actions") == 0) {
-      if (!(actions = scalar(v))) {
-        rc = fail(&p, KC_EPARSE, "actions must be a string such as \"enqueue, allocate\"");
-        goto out;
-      }
-    } else if (strcmp(k, "tiers") == 0) {
-      if ((rc = parse_tiers(&p, v, c)) < 0)
-        goto out;
-    } else if (strcmp(k, "configurations") == 0) {
-      if ((rc = parse_configurations(&p, v, c)) < 0)
-        goto out;
-    } else if (strcmp(k, "metrics") != 0) {
-      KC_V(2, "scheduler config: ignoring unknown field %s", k);
-    }
-  }
-  if (!actions) {
-    rc = fail(&p, KC_EPARSE, "no actions configured");
-    goto out;
-  }
-  if ((rc = parse_actions(&p, actions, c)) < 0)
-    goto out;
-  /* Volcano refuses hierarchical drf next to proportion: both would order the queues. */
-  bool hdrf = false, proportion = false;
-  for (size_t t = 0; t < c->ntiers; t++)
-    for (size_t k = 0; k < c->tiers[t].nplugins; k++) {
-      const sch_plugin_conf *pc = &c->tiers[t].plugins[k];
-      if (strcmp(pc->plugin->name, "drf") == 0 && (pc->enabled & (1u << SCH_EXT_HIERARCHY)))
-        hdrf = true;
-      if (strcmp(pc->plugin->name, "proportion") == 0)
-        proportion = true;
-    }
-  if (hdrf && proportion)
-    rc = fail(&p, KC_EINVAL, "drf with enableHierarchy cannot be used together with proportion");
-out:
+  int rc = c ? parse_root(&p, yaml_document_get_root_node(&p.doc), c) : KC_ENOMEM;
   yaml_document_delete(&p.doc);
   if (rc < 0) {
     sch_conf_free(c);
