@@ -356,10 +356,9 @@ static int decode_string_list(kc__cctx *c, const json_t *j, ProtobufCMessage **o
   return 0;
 }
 
-/* Decodes one value of field f from v into dst (the field's storage, or an element of
- * its array). dst is written only on success. */
-static int decode_value(kc__cctx *c, const ProtobufCFieldDescriptor *f, const json_t *v,
-                        void *dst) {
+/* Decodes an integer of field f's type from v into dst, refusing what the type cannot hold. */
+static int decode_integer(kc__cctx *c, const ProtobufCFieldDescriptor *f, const json_t *v,
+                          void *dst) {
   json_int_t i;
   switch (f->type) {
   case PROTOBUF_C_TYPE_INT32:
@@ -388,12 +387,75 @@ static int decode_value(kc__cctx *c, const ProtobufCFieldDescriptor *f, const js
       return kc__fail(c, KC_EINVAL, "expected integer");
     *(int64_t *)dst = json_integer_value(v);
     return 0;
-  case PROTOBUF_C_TYPE_UINT64:
-  case PROTOBUF_C_TYPE_FIXED64:
+  default: /* UINT64, FIXED64 */
     if (!json_is_integer(v) || json_integer_value(v) < 0)
       return kc__fail(c, KC_EINVAL, "expected non-negative integer");
     *(uint64_t *)dst = (uint64_t)json_integer_value(v);
     return 0;
+  }
+}
+
+/* A string field: JSON text fields keep v serialised, the others take v's string. */
+static int decode_string(kc__cctx *c, const ProtobufCFieldDescriptor *f, const json_t *v,
+                         void *dst) {
+  char *s;
+  if (is_json_text(f)) {
+    s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (!s)
+      return kc__fail(c, KC_ENOMEM, "cannot serialise JSON");
+    /* jansson allocates with malloc by default; protobuf-c frees with free. */
+  } else {
+    int rc = kc__dup_string(c, v, &s);
+    if (rc < 0)
+      return rc;
+  }
+  *(char **)dst = s;
+  return 0;
+}
+
+/* A message field: resource lists and string lists have their own JSON shapes. */
+static int decode_submessage(kc__cctx *c, const ProtobufCFieldDescriptor *f, const json_t *v,
+                             void *dst) {
+  const ProtobufCMessageDescriptor *md = f->descriptor;
+  ProtobufCMessage *m = NULL;
+  int rc;
+  if (md == &kiln__resource__descriptor) {
+    Kiln__Resource *r = kc__resource_new();
+    if (!r)
+      return kc__fail(c, KC_ENOMEM, "out of memory");
+    rc = kc__resource_list_add(c, v, r);
+    if (rc < 0) {
+      kc_msg_free(r);
+      return rc;
+    }
+    m = &r->base;
+  } else if (md == &kiln__string_list__descriptor) {
+    rc = decode_string_list(c, v, &m);
+  } else {
+    rc = decode_message(c, md, v, &m);
+  }
+  if (rc < 0)
+    return rc;
+  *(ProtobufCMessage **)dst = m;
+  return 0;
+}
+
+/* Decodes one value of field f from v into dst (the field's storage, or an element of
+ * its array). dst is written only on success. */
+static int decode_value(kc__cctx *c, const ProtobufCFieldDescriptor *f, const json_t *v,
+                        void *dst) {
+  switch (f->type) {
+  case PROTOBUF_C_TYPE_INT32:
+  case PROTOBUF_C_TYPE_SINT32:
+  case PROTOBUF_C_TYPE_SFIXED32:
+  case PROTOBUF_C_TYPE_UINT32:
+  case PROTOBUF_C_TYPE_FIXED32:
+  case PROTOBUF_C_TYPE_INT64:
+  case PROTOBUF_C_TYPE_SINT64:
+  case PROTOBUF_C_TYPE_SFIXED64:
+  case PROTOBUF_C_TYPE_UINT64:
+  case PROTOBUF_C_TYPE_FIXED64:
+    return decode_integer(c, f, v, dst);
   case PROTOBUF_C_TYPE_BOOL:
     if (!json_is_boolean(v))
       return kc__fail(c, KC_EINVAL, "expected boolean");
@@ -418,45 +480,10 @@ static int decode_value(kc__cctx *c, const ProtobufCFieldDescriptor *f, const js
     *(int *)dst = ev->value;
     return 0;
   }
-  case PROTOBUF_C_TYPE_STRING: {
-    char *s;
-    if (is_json_text(f)) {
-      s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-      if (!s)
-        return kc__fail(c, KC_ENOMEM, "cannot serialise JSON");
-      /* jansson allocates with malloc by default; protobuf-c frees with free. */
-    } else {
-      int rc = kc__dup_string(c, v, &s);
-      if (rc < 0)
-        return rc;
-    }
-    *(char **)dst = s;
-    return 0;
-  }
-  case PROTOBUF_C_TYPE_MESSAGE: {
-    const ProtobufCMessageDescriptor *md = f->descriptor;
-    ProtobufCMessage *m = NULL;
-    int rc;
-    if (md == &kiln__resource__descriptor) {
-      Kiln__Resource *r = kc__resource_new();
-      if (!r)
-        return kc__fail(c, KC_ENOMEM, "out of memory");
-      rc = kc__resource_list_add(c, v, r);
-      if (rc < 0) {
-        kc_msg_free(r);
-        return rc;
-      }
-      m = &r->base;
-    } else if (md == &kiln__string_list__descriptor) {
-      rc = decode_string_list(c, v, &m);
-    } else {
-      rc = decode_message(c, md, v, &m);
-    }
-    if (rc < 0)
-      return rc;
-    *(ProtobufCMessage **)dst = m;
-    return 0;
-  }
+  case PROTOBUF_C_TYPE_STRING:
+    return decode_string(c, f, v, dst);
+  case PROTOBUF_C_TYPE_MESSAGE:
+    return decode_submessage(c, f, v, dst);
   default:
     return kc__fail(c, KC_EINVAL, "unsupported field type");
   }
