@@ -523,39 +523,25 @@ static bool terminated(sch_task_status st) {
   return st == SCH_TASK_SUCCEEDED || st == SCH_TASK_FAILED;
 }
 
-int sch_snapshot_new(const Kiln__Snapshot *msg, const sch_snapshot_options *opt,
-                     sch_snapshot **out) {
-  *out = NULL;
-  int rc = KC_ENOMEM;
-  const char *defq = opt && opt->default_queue ? opt->default_queue : "default";
-  sch_snapshot *s = calloc(1, sizeof(*s));
-  if (!s)
-    return KC_ENOMEM;
-  s->msg = msg;
-  kc_strmap_init(&s->node_index, KC_STRMAP_BORROW_KEYS);
-  kc_strmap_init(&s->job_index, KC_STRMAP_BORROW_KEYS);
-  kc_strmap_init(&s->queue_index, KC_STRMAP_BORROW_KEYS);
-  kc_strmap_init(&s->priority_class_index, KC_STRMAP_BORROW_KEYS);
-
+static int index_priority_classes(sch_snapshot *s, const Kiln__Snapshot *msg) {
   for (size_t i = 0; i < msg->n_priority_classes; i++) {
     const Kiln__PriorityClass *pc = msg->priority_classes[i];
     if (!pc || !pc->metadata || !pc->metadata->name)
       continue;
     if (kc_strmap_put(&s->priority_class_index, pc->metadata->name, (void *)pc, NULL) < 0)
-      goto fail;
+      return KC_ENOMEM;
     if (pc->has_global_default && pc->global_default)
       s->default_priority = pc->value;
   }
-  if ((rc = build_queues(s, msg, defq)) < 0 || (rc = build_nodes(s, msg)) < 0)
-    goto fail;
-  size_t cap_jobs = 0;
-  if ((rc = build_jobs_from_podgroups(s, msg, defq, &cap_jobs)) < 0)
-    goto fail;
+  return 0;
+}
 
-  rc = KC_ENOMEM;
+/* One task per pod; the pods of ours join their job (made for them when they have none). */
+static int build_tasks(sch_snapshot *s, const Kiln__Snapshot *msg, const sch_snapshot_options *opt,
+                       const char *defq, size_t *cap_jobs) {
   s->tasks = calloc(msg->n_pods ? msg->n_pods : 1, sizeof(*s->tasks));
   if (!s->tasks)
-    goto fail;
+    return KC_ENOMEM;
   for (size_t i = 0; i < msg->n_pods; i++) {
     const Kiln__Pod *p = msg->pods[i];
     if (!p)
@@ -573,17 +559,38 @@ int sch_snapshot_new(const Kiln__Snapshot *msg, const sch_snapshot_options *opt,
                      (sch_resource_is_empty(&t->init_resreq) && sch_resource_is_empty(&t->resreq));
     t->gated = p->n_scheduling_gates > 0;
     if (ours(opt, p->scheduler_name)) {
-      if ((rc = job_of_pod(s, p, defq, &cap_jobs, &t->job)) < 0)
-        goto fail;
+      int rc = job_of_pod(s, p, defq, cap_jobs, &t->job);
+      if (rc < 0)
+        return rc;
     }
     s->ntasks++;
   }
+  return 0;
+}
 
-  /* Tasks per job, in one array. */
-  rc = KC_ENOMEM;
+/* Adds task i to its job's counts and sums. */
+static void job_add_task(sch_snapshot *s, int32_t i) {
+  const sch_task *t = &s->tasks[i];
+  sch_job *j = &s->jobs[t->job];
+  j->tasks[j->ntasks++] = i;
+  j->count[t->status]++;
+  sch_resource_add(&j->total_request, &t->resreq);
+  if (sch_task_status_allocated(t->status))
+    sch_resource_add(&j->allocated, &t->resreq);
+  if (t->status == SCH_TASK_PENDING && t->best_effort)
+    j->pending_best_effort++;
+  if (t->status == SCH_TASK_PENDING && t->gated) {
+    j->gated++;
+    sch_resource_add(&j->gated_resreq, &t->resreq);
+  }
+}
+
+/* Tasks per job, in one array; and every live pod with a node counts there, whoever
+ * scheduled it. */
+static int place_tasks(sch_snapshot *s) {
   s->task_slots = malloc((size_t)(s->ntasks ? s->ntasks : 1) * sizeof(int32_t));
   if (!s->task_slots)
-    goto fail;
+    return KC_ENOMEM;
   for (int32_t i = 0; i < s->ntasks; i++)
     if (s->tasks[i].job >= 0)
       s->jobs[s->tasks[i].job].ntasks++;
@@ -594,22 +601,9 @@ int sch_snapshot_new(const Kiln__Snapshot *msg, const sch_snapshot_options *opt,
     s->jobs[j].ntasks = 0;
   }
   for (int32_t i = 0; i < s->ntasks; i++) {
-    sch_task *t = &s->tasks[i];
-    if (t->job >= 0) {
-      sch_job *j = &s->jobs[t->job];
-      j->tasks[j->ntasks++] = i;
-      j->count[t->status]++;
-      sch_resource_add(&j->total_request, &t->resreq);
-      if (sch_task_status_allocated(t->status))
-        sch_resource_add(&j->allocated, &t->resreq);
-      if (t->status == SCH_TASK_PENDING && t->best_effort)
-        j->pending_best_effort++;
-      if (t->status == SCH_TASK_PENDING && t->gated) {
-        j->gated++;
-        sch_resource_add(&j->gated_resreq, &t->resreq);
-      }
-    }
-    /* Every live pod with a node counts there, whoever scheduled it. */
+    const sch_task *t = &s->tasks[i];
+    if (t->job >= 0)
+      job_add_task(s, i);
     if (t->pod->node_name && *t->pod->node_name && !terminated(t->status) &&
         t->status != SCH_TASK_PENDING) {
       int32_t ni = sch_snapshot_node(s, t->pod->node_name);
@@ -617,11 +611,32 @@ int sch_snapshot_new(const Kiln__Snapshot *msg, const sch_snapshot_options *opt,
         sch__node_add_task(s, i, ni);
     }
   }
+  return 0;
+}
+
+int sch_snapshot_new(const Kiln__Snapshot *msg, const sch_snapshot_options *opt,
+                     sch_snapshot **out) {
+  *out = NULL;
+  const char *defq = opt && opt->default_queue ? opt->default_queue : "default";
+  sch_snapshot *s = calloc(1, sizeof(*s));
+  if (!s)
+    return KC_ENOMEM;
+  s->msg = msg;
+  kc_strmap_init(&s->node_index, KC_STRMAP_BORROW_KEYS);
+  kc_strmap_init(&s->job_index, KC_STRMAP_BORROW_KEYS);
+  kc_strmap_init(&s->queue_index, KC_STRMAP_BORROW_KEYS);
+  kc_strmap_init(&s->priority_class_index, KC_STRMAP_BORROW_KEYS);
+  size_t cap_jobs = 0;
+  int rc;
+  if ((rc = index_priority_classes(s, msg)) < 0 || (rc = build_queues(s, msg, defq)) < 0 ||
+      (rc = build_nodes(s, msg)) < 0 ||
+      (rc = build_jobs_from_podgroups(s, msg, defq, &cap_jobs)) < 0 ||
+      (rc = build_tasks(s, msg, opt, defq, &cap_jobs)) < 0 || (rc = place_tasks(s)) < 0) {
+    sch_snapshot_free(s);
+    return rc;
+  }
   *out = s;
   return 0;
-fail:
-  sch_snapshot_free(s);
-  return rc;
 }
 
 void sch_snapshot_free(sch_snapshot *s) {
