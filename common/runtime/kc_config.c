@@ -393,6 +393,91 @@ static void exec_free(kc_exec_config *x) {
   free(x);
 }
 
+/* exec.apiVersion and exec.interactiveMode (w names the exec entry in messages). */
+static int parse_exec_mode(kc_exec_config *x, const char *api, const char *mode, const char *w,
+                           char *err, size_t errlen) {
+  bool v1 = strcmp(api, "client.authentication.k8s.io/v1") == 0;
+  if (!v1 && strcmp(api, "client.authentication.k8s.io/v1beta1") != 0)
+    return kc_errorf(err, errlen, KC_EINVAL,
+                     "%s.apiVersion: \"%s\" is not client.authentication.k8s.io/v1 or /v1beta1", w,
+                     api);
+  /* v1 requires the mode; v1beta1 defaults it to IfAvailable (clientcmd's defaulting). */
+  if (!mode && v1)
+    return kc_errorf(err, errlen, KC_EINVAL, "%s.interactiveMode: missing (required by %s)", w,
+                     api);
+  if (!mode || strcmp(mode, "IfAvailable") == 0)
+    x->interactive = KC_EXEC_IF_AVAILABLE;
+  else if (strcmp(mode, "Never") == 0)
+    x->interactive = KC_EXEC_NEVER;
+  else if (strcmp(mode, "Always") == 0)
+    return kc_errorf(err, errlen, KC_EINVAL,
+                     "%s.interactiveMode: Always needs a terminal on standard input, and Kiln runs "
+                     "without one (use IfAvailable or Never)",
+                     w);
+  else
+    return kc_errorf(err, errlen, KC_EINVAL, "%s.interactiveMode: invalid value \"%s\"", w, mode);
+  return 0;
+}
+
+/* exec.args: a list of strings (absent, empty or null: none). */
+static int parse_exec_args(kc_exec_config *x, yaml_document_t *d, yaml_node_t *ex, const char *w,
+                           char *err, size_t errlen) {
+  yaml_node_t *args = map_get(d, ex, "args");
+  if (!args || (args->type == YAML_SCALAR_NODE && !scalar(args)[0]) ||
+      (args->type == YAML_SCALAR_NODE && strcmp(scalar(args), "null") == 0))
+    return 0;
+  if (args->type != YAML_SEQUENCE_NODE)
+    return kc_errorf(err, errlen, KC_EPARSE, "%s.args: expected a list", w);
+  size_t n = (size_t)(args->data.sequence.items.top - args->data.sequence.items.start);
+  if (!(x->args = calloc(n ? n : 1, sizeof(char *))))
+    return KC_ENOMEM;
+  for (size_t i = 0; i < n; i++) {
+    const char *a = scalar(yaml_document_get_node(d, args->data.sequence.items.start[i]));
+    if (!a)
+      return kc_errorf(err, errlen, KC_EPARSE, "%s.args[%zu]: expected a string", w, i);
+    if (!(x->args[i] = strdup(a)))
+      return KC_ENOMEM;
+    x->nargs++;
+  }
+  return 0;
+}
+
+/* exec.env: a list of {name, value}, kept as "name=value" (absent, empty or null: none). */
+static int parse_exec_env(kc_exec_config *x, yaml_document_t *d, yaml_node_t *ex, const char *w,
+                          char *err, size_t errlen) {
+  yaml_node_t *env = map_get(d, ex, "env");
+  if (!env ||
+      (env->type == YAML_SCALAR_NODE && (!scalar(env)[0] || strcmp(scalar(env), "null") == 0)))
+    return 0;
+  if (env->type != YAML_SEQUENCE_NODE)
+    return kc_errorf(err, errlen, KC_EPARSE, "%s.env: expected a list", w);
+  size_t n = (size_t)(env->data.sequence.items.top - env->data.sequence.items.start);
+  if (!(x->env = calloc(n ? n : 1, sizeof(char *))))
+    return KC_ENOMEM;
+  for (size_t i = 0; i < n; i++) {
+    yaml_node_t *e = yaml_document_get_node(d, env->data.sequence.items.start[i]);
+    char we[440];
+    snprintf(we, sizeof(we), "%s.env[%zu]", w, i);
+    if (!e || e->type != YAML_MAPPING_NODE)
+      return kc_errorf(err, errlen, KC_EPARSE, "%s: expected a mapping", we);
+    const char *name, *value;
+    int rc;
+    if ((rc = get_str(d, e, "name", we, &name, err, errlen)) ||
+        (rc = get_str(d, e, "value", we, &value, err, errlen)))
+      return rc;
+    if (!name)
+      return kc_errorf(err, errlen, KC_EINVAL, "%s.name: missing", we);
+    if (strchr(name, '='))
+      return kc_errorf(err, errlen, KC_EINVAL, "%s.name: \"%s\" contains '='", we, name);
+    size_t len = strlen(name) + (value ? strlen(value) : 0) + 2;
+    if (!(x->env[i] = malloc(len)))
+      return KC_ENOMEM;
+    snprintf(x->env[i], len, "%s=%s", name, value ? value : "");
+    x->nenv++;
+  }
+  return 0;
+}
+
 /* users[].user.exec, checked as client-go's validation does, with the field in each message. */
 static int parse_exec(kc_config *c, yaml_document_t *d, yaml_node_t *ex, const char *where,
                       const char *base_dir, char *err, size_t errlen) {
@@ -417,78 +502,16 @@ static int parse_exec(kc_config *c, yaml_document_t *d, yaml_node_t *ex, const c
     return kc_errorf(err, errlen, KC_EINVAL, "%s.command: missing", w);
   if (!api)
     return kc_errorf(err, errlen, KC_EINVAL, "%s.apiVersion: missing", w);
-  bool v1 = strcmp(api, "client.authentication.k8s.io/v1") == 0;
-  if (!v1 && strcmp(api, "client.authentication.k8s.io/v1beta1") != 0)
-    return kc_errorf(err, errlen, KC_EINVAL,
-                     "%s.apiVersion: \"%s\" is not client.authentication.k8s.io/v1 or /v1beta1", w,
-                     api);
-  /* v1 requires the mode; v1beta1 defaults it to IfAvailable (clientcmd's defaulting). */
-  if (!mode && v1)
-    return kc_errorf(err, errlen, KC_EINVAL, "%s.interactiveMode: missing (required by %s)", w,
-                     api);
-  if (!mode || strcmp(mode, "IfAvailable") == 0)
-    x->interactive = KC_EXEC_IF_AVAILABLE;
-  else if (strcmp(mode, "Never") == 0)
-    x->interactive = KC_EXEC_NEVER;
-  else if (strcmp(mode, "Always") == 0)
-    return kc_errorf(err, errlen, KC_EINVAL,
-                     "%s.interactiveMode: Always needs a terminal on standard input, and Kiln runs "
-                     "without one (use IfAvailable or Never)",
-                     w);
-  else
-    return kc_errorf(err, errlen, KC_EINVAL, "%s.interactiveMode: invalid value \"%s\"", w, mode);
+  if ((rc = parse_exec_mode(x, api, mode, w, err, errlen)))
+    return rc;
   /* A command with a '/' is a path relative to the kubeconfig; a bare name is looked up in
    * PATH (clientcmd's ResolveLocalPaths). */
   x->command = strchr(command, '/') ? resolve_path(base_dir, command) : strdup(command);
   if (!x->command || !(x->api_version = strdup(api)) || (hint && !(x->install_hint = strdup(hint))))
     return KC_ENOMEM;
-  yaml_node_t *args = map_get(d, ex, "args");
-  if (args && !(args->type == YAML_SCALAR_NODE && !scalar(args)[0]) &&
-      !(args->type == YAML_SCALAR_NODE && strcmp(scalar(args), "null") == 0)) {
-    if (args->type != YAML_SEQUENCE_NODE)
-      return kc_errorf(err, errlen, KC_EPARSE, "%s.args: expected a list", w);
-    size_t n = (size_t)(args->data.sequence.items.top - args->data.sequence.items.start);
-    if (!(x->args = calloc(n ? n : 1, sizeof(char *))))
-      return KC_ENOMEM;
-    for (size_t i = 0; i < n; i++) {
-      const char *a = scalar(yaml_document_get_node(d, args->data.sequence.items.start[i]));
-      if (!a)
-        return kc_errorf(err, errlen, KC_EPARSE, "%s.args[%zu]: expected a string", w, i);
-      if (!(x->args[i] = strdup(a)))
-        return KC_ENOMEM;
-      x->nargs++;
-    }
-  }
-  yaml_node_t *env = map_get(d, ex, "env");
-  if (env &&
-      !(env->type == YAML_SCALAR_NODE && (!scalar(env)[0] || strcmp(scalar(env), "null") == 0))) {
-    if (env->type != YAML_SEQUENCE_NODE)
-      return kc_errorf(err, errlen, KC_EPARSE, "%s.env: expected a list", w);
-    size_t n = (size_t)(env->data.sequence.items.top - env->data.sequence.items.start);
-    if (!(x->env = calloc(n ? n : 1, sizeof(char *))))
-      return KC_ENOMEM;
-    for (size_t i = 0; i < n; i++) {
-      yaml_node_t *e = yaml_document_get_node(d, env->data.sequence.items.start[i]);
-      char we[440];
-      snprintf(we, sizeof(we), "%s.env[%zu]", w, i);
-      if (!e || e->type != YAML_MAPPING_NODE)
-        return kc_errorf(err, errlen, KC_EPARSE, "%s: expected a mapping", we);
-      const char *name, *value;
-      if ((rc = get_str(d, e, "name", we, &name, err, errlen)) ||
-          (rc = get_str(d, e, "value", we, &value, err, errlen)))
-        return rc;
-      if (!name)
-        return kc_errorf(err, errlen, KC_EINVAL, "%s.name: missing", we);
-      if (strchr(name, '='))
-        return kc_errorf(err, errlen, KC_EINVAL, "%s.name: \"%s\" contains '='", we, name);
-      size_t len = strlen(name) + (value ? strlen(value) : 0) + 2;
-      if (!(x->env[i] = malloc(len)))
-        return KC_ENOMEM;
-      snprintf(x->env[i], len, "%s=%s", name, value ? value : "");
-      x->nenv++;
-    }
-  }
-  return 0;
+  if ((rc = parse_exec_args(x, d, ex, w, err, errlen)))
+    return rc;
+  return parse_exec_env(x, d, ex, w, err, errlen);
 }
 
 static int parse_user(kc_config *c, src_doc *docs, size_t ndocs, const char *name, char *err,
