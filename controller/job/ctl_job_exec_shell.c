@@ -51,6 +51,7 @@ typedef struct {
   char uid[CTL_UID_MAX];
   bool harmless_exists;   /* AlreadyExists is success */
   bool harmless_notfound; /* NotFound is success */
+  const json_t *body;     /* what was sent (the plan's), for the owner read of CTL_W_OBJ_CREATE */
   uint64_t sent_ns;
 } call;
 
@@ -98,6 +99,7 @@ static void start(exec *x, ctl_write_kind kind, const char *name, kc_verb verb, 
   c->kind = kind;
   c->harmless_exists = ok_exists;
   c->harmless_notfound = ok_notfound;
+  c->body = body;
   c->sent_ns = now_ns();
   snprintf(c->name, sizeof(c->name), "%s", name ? name : "");
   x->outstanding++;
@@ -204,8 +206,20 @@ static void apply_outcome(exec *x, const call *c, const ctl_write_outcome *o, co
     ctl__expect_del(x->s, x->key, c->name);
 }
 
+static bool object_ref(const json_t *o, kc_ref *ref, char *group, size_t glen, char *ver,
+                       size_t vlen);
+
 /* Sends the follow-up the outcome asks for on the same call; 0 when it is on its way. */
 static int follow_up(exec *x, call *c, ctl_write_next next) {
+  if (next == CTL_WNEXT_OBJ_GET) {
+    char g[128], v[32];
+    kc_ref ref = {.namespace = x->ns, .name = c->name};
+    kc_query q = {.accept = CTL_ACCEPT_METADATA};
+    if (!object_ref(c->body, &ref, g, sizeof(g), v, sizeof(v)))
+      return KC_EINVAL;
+    c->kind = CTL_W_OBJ_OWNER;
+    return issue(x, c, KC_GET, &ref, &q, NULL);
+  }
   if (next == CTL_WNEXT_POD_DELETE) {
     kc_ref ref = {.version = "v1", .resource = "pods", .namespace = x->ns, .name = c->name};
     kc_query q = {.precondition_uid = c->uid[0] ? c->uid : NULL};
@@ -238,8 +252,15 @@ static void report_failure(exec *x, const call *c, const ctl_write_outcome *o, c
 static void on_result(const kc_api_result *res, void *data) {
   call *c = data;
   exec *x = c->x;
-  ctl_write_outcome o =
-      ctl_write_result(c->kind, c->harmless_exists, c->harmless_notfound, res->err, x->s->stopping);
+  char why[1024];
+  ctl_write_outcome o = c->kind == CTL_W_OBJ_OWNER
+                            ? ctl_write_owner(res->err, res->obj, x->uid,
+                                              json_string_value(json_object_get(c->body, "kind")),
+                                              c->name, why, sizeof(why))
+                            : ctl_write_result(c->kind, c->harmless_exists, c->harmless_notfound,
+                                               res->err, x->s->stopping);
+  if (o.in_the_way && !x->s->stopping)
+    ctl__record_event(x->s, x->job, CTL_EVENT_WARNING, CTL_REASON_IN_THE_WAY, why);
   apply_outcome(x, c, &o, res->obj);
   if (o.next != CTL_WNEXT_NONE) {
     if (o.next == CTL_WNEXT_JOB_GET) {
@@ -254,7 +275,7 @@ static void on_result(const kc_api_result *res, void *data) {
     apply_outcome(x, c, &o, NULL);
   }
   if (o.err)
-    report_failure(x, c, &o, res->message);
+    report_failure(x, c, &o, o.in_the_way ? why : res->message);
   call_done(c);
 }
 
@@ -335,7 +356,7 @@ static void stage_create_deps(exec *x) {
       KC_WARN("job %s: cannot create an object of unknown kind", x->key);
       continue;
     }
-    start(x, CTL_W_PLAIN, obj_name(o), KC_CREATE, &ref, NULL, o, true, false);
+    start(x, CTL_W_OBJ_CREATE, obj_name(o), KC_CREATE, &ref, NULL, o, false, false);
   }
   json_array_foreach(x->plan.objects_update, i, o) {
     kc_ref ref = {.namespace = x->ns, .name = obj_name(o)};

@@ -2,6 +2,9 @@
  * from its effects, so that each can be checked without a server. */
 #include "ctl_write.h"
 
+#include <stdio.h>
+#include <string.h>
+
 #include "kc_error.h"
 
 /* A failed write of a pod goes in the list of the Warning event the plan ends with, and its
@@ -22,6 +25,15 @@ ctl_write_outcome ctl_write_result(ctl_write_kind kind, bool ok_exists, bool ok_
                                    bool stopping) {
   ctl_write_outcome o = {0};
   int e = err;
+  if (kind == CTL_W_OBJ_CREATE && err == KC_EALREADYEXISTS) {
+    /* Someone's object, or ours from a sync whose status write was lost: read whose. */
+    if (stopping) {
+      failed(&o, kind, err);
+      return o;
+    }
+    o.next = CTL_WNEXT_OBJ_GET;
+    return o;
+  }
   if ((e == KC_EALREADYEXISTS && ok_exists) || (e == KC_ENOTFOUND && ok_notfound))
     e = 0;
   switch (kind) {
@@ -90,9 +102,56 @@ ctl_write_outcome ctl_write_result(ctl_write_kind kind, bool ok_exists, bool ok_
   return o;
 }
 
+/* The uid of the controller ownerReference in metadata, or NULL. */
+static const char *controller_uid(const json_t *meta, const char **kind, const char **name) {
+  size_t i;
+  json_t *r;
+  json_array_foreach(json_object_get(meta, "ownerReferences"), i, r) {
+    if (!json_is_true(json_object_get(r, "controller")))
+      continue;
+    *kind = json_string_value(json_object_get(r, "kind"));
+    *name = json_string_value(json_object_get(r, "name"));
+    return json_string_value(json_object_get(r, "uid"));
+  }
+  return NULL;
+}
+
+ctl_write_outcome ctl_write_owner(int err, const json_t *obj, const char *uid, const char *kind,
+                                  const char *name, char *msg, size_t len) {
+  ctl_write_outcome o = {0};
+  if (len)
+    msg[0] = '\0';
+  if (err) {
+    /* Gone meanwhile (NotFound): the next sync creates it; anything else: try again later. */
+    failed(&o, CTL_W_OBJ_OWNER, err);
+    return o;
+  }
+  const json_t *meta = json_object_get(obj, "metadata");
+  const char *okind = NULL, *oname = NULL;
+  const char *cuid = controller_uid(meta, &okind, &oname);
+  if (cuid && uid && uid[0] && strcmp(cuid, uid) == 0)
+    return o;
+  failed(&o, CTL_W_OBJ_OWNER, KC_EALREADYEXISTS);
+  o.in_the_way = true;
+  char by[2 * 256 + 64];
+  if (cuid)
+    snprintf(by, sizeof(by), "its controller is %s %s (uid %s)", okind ? okind : "?",
+             oname ? oname : "?", cuid);
+  else
+    snprintf(by, sizeof(by), "it has no controller");
+  snprintf(msg, len,
+           "%s %s is in the way: it exists and this Job is not its controller (%s); the Job "
+           "does not use it and creates no pod until it is deleted",
+           kind ? kind : "object", name ? name : "", by);
+  return o;
+}
+
 ctl_write_outcome ctl_write_unsent(ctl_write_next next, int err) {
   ctl_write_outcome o = {0};
   if (next == CTL_WNEXT_POD_DELETE && err)
     failed(&o, CTL_W_POD_DELETE, err);
+  /* The object there was not checked: it is not used. */
+  if (next == CTL_WNEXT_OBJ_GET)
+    failed(&o, CTL_W_OBJ_OWNER, err ? err : KC_EALREADYEXISTS);
   return o;
 }

@@ -4,7 +4,9 @@
 #ifndef CTL_WRITE_H
 #define CTL_WRITE_H
 
+#include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 /* The writes the executor sends. */
 typedef enum {
@@ -17,6 +19,10 @@ typedef enum {
   CTL_W_JOB_GET, /* after a Conflict on the status: the Job as it is now */
   CTL_W_PG_WRITE,
   CTL_W_PG_DELETE,
+  /* A plugin's object (Secret, Service, ConfigMap, NetworkPolicy): one found there already is
+   * used only when this Job is its controller, so AlreadyExists is answered by reading it. */
+  CTL_W_OBJ_CREATE,
+  CTL_W_OBJ_OWNER, /* that read: the metadata of the object in the way */
 } ctl_write_kind;
 
 /* A call to send next on the same write instead of finishing it. */
@@ -24,6 +30,7 @@ typedef enum {
   CTL_WNEXT_NONE = 0,
   CTL_WNEXT_POD_DELETE, /* the marked pod, with its uid as a precondition */
   CTL_WNEXT_JOB_GET,    /* read the Job the status write conflicted on */
+  CTL_WNEXT_OBJ_GET,    /* read the metadata of the object a plugin's create found there */
 } ctl_write_next;
 
 /* Which of the shell's counters the result adds one to. */
@@ -56,13 +63,29 @@ typedef struct {
   ctl_write_list list;
   bool expect_del; /* the pod's expectation goes: the watch will not show what was asked */
   bool latency;    /* a pod was created: observe the Job's creation-to-pod latency */
+  bool in_the_way; /* an object of that name that the Job does not control: a Warning event */
 } ctl_write_outcome;
+
+/* The Accept header of the CTL_WNEXT_OBJ_GET read: metadata only, so that the controller
+ * never holds the data of a Secret it does not own. */
+#define CTL_ACCEPT_METADATA "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+
+/* The Warning event's reason for an object in the way. */
+#define CTL_REASON_IN_THE_WAY "ObjectInTheWay"
 
 /* The outcome of a write of kind that the server answered with err (0 or a negative code
  * from kc_error.h). ok_exists / ok_notfound: AlreadyExists / NotFound mean the write's aim
  * holds already. stopping: the controller is shutting down, so no follow-up is sent. */
 ctl_write_outcome ctl_write_result(ctl_write_kind kind, bool ok_exists, bool ok_notfound, int err,
                                    bool stopping);
+
+/* The outcome of the CTL_W_OBJ_OWNER read of the object (kind and name, as created) a
+ * plugin's create found there: err and obj (its metadata, borrowed, may be NULL) as the server
+ * answered, uid the Job's. Used (err 0) only when its controller ownerReference is the Job;
+ * otherwise the write fails, so that no pod of the plan mounts or joins it, and msg (len
+ * bytes) says which object is in the way, for the Warning event (o.in_the_way). */
+ctl_write_outcome ctl_write_owner(int err, const json_t *obj, const char *uid, const char *kind,
+                                  const char *name, char *msg, size_t len);
 
 /* The outcome when the follow-up `next` of a write could not be sent (err from the call). */
 ctl_write_outcome ctl_write_unsent(ctl_write_next next, int err);

@@ -318,6 +318,61 @@ static void test_podgroup_kept_and_dropped(void **state) {
   assert_null(kc_strmap_get(&f->s.pgs_written, "ns/j-u1"));
 }
 
+/* A plan whose ssh Secret is there already, then one pod that mounts it. */
+static void start_secret_plan(fixture *f) {
+  ctl_plan p;
+  ctl_plan_init(&p);
+  p.objects_create = json_array();
+  json_array_append_new(p.objects_create,
+                        json_pack("{s:s,s:s,s:{s:s,s:s}}", "apiVersion", "v1", "kind", "Secret",
+                                  "metadata", "name", "j-ssh", "namespace", "ns"));
+  p.pods_create = json_array();
+  json_array_append_new(p.pods_create, pod_json("j-w-0"));
+  start_plan(f, &p);
+  assert_int_equal(fake_ncalls, 1);
+  assert_int_equal(fake_calls[0].verb, KC_CREATE);
+  assert_string_equal(fake_calls[0].resource, "secrets");
+  answer(0, KC_EALREADYEXISTS, NULL);
+  /* Not taken as made: its metadata is read. */
+  assert_int_equal(fake_ncalls, 2);
+  assert_int_equal(fake_calls[1].verb, KC_GET);
+  assert_string_equal(fake_calls[1].resource, "secrets");
+  assert_string_equal(fake_calls[1].path, "ns/j-ssh/");
+}
+
+static json_t *secret_meta(const char *owner_uid) {
+  return json_pack("{s:{s:s,s:[{s:s,s:s,s:s,s:b}]}}", "metadata", "name", "j-ssh",
+                   "ownerReferences", "kind", "Job", "name", "j", "uid", owner_uid, "controller",
+                   1);
+}
+
+/* Issue 27 finding 5: a Secret planted under the Job's name is never mounted. */
+static void test_planted_secret_stops_the_plan(void **state) {
+  fixture *f = *state;
+  start_secret_plan(f);
+  json_t *m = secret_meta("someone-else");
+  answer(1, 0, m);
+  json_decref(m);
+  assert_int_equal(fake_ncalls, 2); /* no pod is created */
+  assert_int_equal(ndone, 1);
+  assert_int_equal(done_err, KC_EALREADYEXISTS);
+  assert_false(done_conflict); /* retried with backoff */
+  assert_false(expected(f, "j-w-0"));
+}
+
+static void test_own_secret_is_used(void **state) {
+  fixture *f = *state;
+  start_secret_plan(f);
+  json_t *m = secret_meta("u1");
+  answer(1, 0, m);
+  json_decref(m);
+  assert_int_equal(fake_ncalls, 3);
+  assert_string_equal(fake_calls[2].resource, "pods");
+  answer(2, 0, NULL);
+  assert_int_equal(ndone, 1);
+  assert_int_equal(done_err, 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_create_then_status, setup, teardown),
@@ -328,6 +383,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_failed_create_stops_the_plan, setup, teardown),
       cmocka_unit_test_setup_teardown(test_not_the_leader_writes_nothing, setup, teardown),
       cmocka_unit_test_setup_teardown(test_podgroup_kept_and_dropped, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_planted_secret_stops_the_plan, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_own_secret_is_used, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

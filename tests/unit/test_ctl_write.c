@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include <cmocka.h>
+#include <string.h>
 
 #include "ctl_write.h"
 #include "kc_error.h"
@@ -140,6 +141,76 @@ static void test_plain(void **state) {
   assert_int_equal(o.count, CTL_WCOUNT_NONE);
 }
 
+/* Issue 27 finding 5: a plugin's object found there already is read, not taken as made. */
+static void test_object_exists_is_checked(void **state) {
+  ctl_write_outcome o = res(CTL_W_OBJ_CREATE, 0);
+  assert_int_equal(o.err, 0);
+  assert_int_equal(o.next, CTL_WNEXT_NONE);
+  /* AlreadyExists is not success, whatever ok_exists says: read whose it is first. */
+  o = ctl_write_result(CTL_W_OBJ_CREATE, true, false, KC_EALREADYEXISTS, false);
+  assert_int_equal(o.next, CTL_WNEXT_OBJ_GET);
+  assert_int_equal(o.err, 0);
+  /* Shutting down: no read, and the object is not used. */
+  o = ctl_write_result(CTL_W_OBJ_CREATE, true, false, KC_EALREADYEXISTS, true);
+  assert_int_equal(o.next, CTL_WNEXT_NONE);
+  assert_int_equal(o.err, KC_EALREADYEXISTS);
+  o = res(CTL_W_OBJ_CREATE, KC_EFORBIDDEN);
+  assert_int_equal(o.err, KC_EFORBIDDEN);
+  assert_int_equal(o.list, CTL_WLIST_NONE);
+  /* The read could not be sent: not checked, so not used. */
+  o = ctl_write_unsent(CTL_WNEXT_OBJ_GET, KC_ENOTLEADER);
+  assert_int_equal(o.err, KC_ENOTLEADER);
+  assert_false(o.in_the_way);
+}
+
+static json_t *meta_owned(const char *uid, bool controller) {
+  return json_pack("{s:{s:s,s:[{s:s,s:s,s:s,s:s,s:b}]}}", "metadata", "name", "j-ssh",
+                   "ownerReferences", "apiVersion", "batch.volcano.sh/v1alpha1", "kind", "Job",
+                   "name", "j", "uid", uid, "controller", controller);
+}
+
+static void test_object_owner(void **state) {
+  char msg[512];
+  /* Ours (a sync before made it and its status write was lost): used. */
+  json_t *m = meta_owned("u1", true);
+  ctl_write_outcome o = ctl_write_owner(0, m, "u1", "Secret", "j-ssh", msg, sizeof(msg));
+  json_decref(m);
+  assert_int_equal(o.err, 0);
+  assert_false(o.in_the_way);
+  /* Another Job's (same name, a Job deleted and made again has another uid). */
+  m = meta_owned("u0", true);
+  o = ctl_write_owner(0, m, "u1", "Secret", "j-ssh", msg, sizeof(msg));
+  json_decref(m);
+  assert_int_equal(o.err, KC_EALREADYEXISTS);
+  assert_false(o.conflict);
+  assert_true(o.in_the_way);
+  assert_non_null(strstr(msg, "Secret j-ssh is in the way"));
+  assert_non_null(strstr(msg, "its controller is Job j (uid u0)"));
+  /* Our uid, but not as its controller: someone else's object naming us. */
+  m = meta_owned("u1", false);
+  o = ctl_write_owner(0, m, "u1", "ConfigMap", "j-svc", msg, sizeof(msg));
+  json_decref(m);
+  assert_true(o.in_the_way);
+  assert_non_null(strstr(msg, "ConfigMap j-svc"));
+  assert_non_null(strstr(msg, "it has no controller"));
+  /* Planted with no owner at all. */
+  m = json_pack("{s:{s:s}}", "metadata", "name", "j");
+  o = ctl_write_owner(0, m, "u1", "Service", "j", msg, sizeof(msg));
+  json_decref(m);
+  assert_int_equal(o.err, KC_EALREADYEXISTS);
+  assert_true(o.in_the_way);
+  /* A Job without a uid controls nothing. */
+  m = meta_owned("", true);
+  o = ctl_write_owner(0, m, "", "Secret", "j-ssh", msg, sizeof(msg));
+  json_decref(m);
+  assert_true(o.in_the_way);
+  /* The read failed or the object went meanwhile: not used, no event; the next sync sees. */
+  o = ctl_write_owner(KC_ENOTFOUND, NULL, "u1", "Secret", "j-ssh", msg, sizeof(msg));
+  assert_int_equal(o.err, KC_ENOTFOUND);
+  assert_false(o.in_the_way);
+  assert_string_equal(msg, "");
+}
+
 static void test_unsent(void **state) {
   ctl_write_outcome o = ctl_write_unsent(CTL_WNEXT_POD_DELETE, KC_ENOTLEADER);
   assert_int_equal(o.err, KC_ENOTLEADER);
@@ -160,6 +231,8 @@ int main(void) {
       cmocka_unit_test(test_podgroup),
       cmocka_unit_test(test_plain),
       cmocka_unit_test(test_unsent),
+      cmocka_unit_test(test_object_exists_is_checked),
+      cmocka_unit_test(test_object_owner),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
