@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "kc_clock.h"
 #include "kc_error.h"
 #include "kc_time.h"
 #include "kc_log.h"
@@ -464,13 +464,9 @@ int kc_event_vrecord(kc_event_recorder *r, const kc_object_ref *obj, const char 
     return KC_EINVAL;
   char msg[KC_EVENT_MAX_MESSAGE + 1];
   vsnprintf(msg, sizeof(msg), fmt, ap);
-  struct timespec mono, wall;
-  clock_gettime(CLOCK_MONOTONIC, &mono);
-  clock_gettime(CLOCK_REALTIME, &wall);
   kc_event_decision d;
-  int rc = kc_event_cache_observe(r->cache, obj, type, reason, msg,
-                                  (uint64_t)mono.tv_sec * 1000000000ULL + (uint64_t)mono.tv_nsec,
-                                  (int64_t)wall.tv_sec * 1000000000LL + wall.tv_nsec, &d);
+  int rc = kc_event_cache_observe(r->cache, obj, type, reason, msg, kc_clock_mono_ns(),
+                                  kc_clock_wall_ns(), &d);
   if (rc)
     return rc;
   r->stats.recorded++;

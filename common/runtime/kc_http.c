@@ -1,5 +1,6 @@
 #include "kc_http.h"
 
+#include "kc_clock.h"
 #include "kc_container.h"
 #include "kc_error.h"
 #include "kc_exec.h"
@@ -12,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #ifndef container_of
 #endif
@@ -806,12 +806,6 @@ static int submit(kc_http *h, kc_http_req *r) {
   return 0;
 }
 
-static int64_t wall_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void on_exec_done(int rc, kc_exec_cred *cred, const char *msg, void *data) {
   kc_http *h = data;
   h->exec_run = NULL;
@@ -872,7 +866,7 @@ int kc_http_start(kc_http *h, const kc_http_spec *s, kc_http_req **out) {
     goto fail;
   if ((rc = setup_easy(h, r, s)))
     goto fail;
-  if (h->cfg->exec && h->have_cred && kc_exec_cred_expired(&h->cred, wall_ms())) {
+  if (h->cfg->exec && h->have_cred && kc_exec_cred_expired(&h->cred, kc_clock_wall_ms())) {
     KC_V(2, "exec: the credential expired; running the plugin again");
     kc_exec_cred_close(&h->cred);
     h->have_cred = false;

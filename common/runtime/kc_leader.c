@@ -7,10 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "kc_clock.h"
 #include "kc_container.h"
 #include "kc_error.h"
 #include "kc_time.h"
@@ -150,9 +149,7 @@ int kc_leader_make_identity(char *buf, size_t cap) {
 }
 
 void kc_leader_microtime(char buf[40]) {
-  struct timeval tv;
-  gettimeofday(&tv, NULL);
-  kc_time_format_micro((int64_t)tv.tv_sec * 1000000 + tv.tv_usec, buf);
+  kc_clock_rfc3339_micro(buf);
 }
 
 static void read_record(const json_t *lease, kc_lease_record *r) {

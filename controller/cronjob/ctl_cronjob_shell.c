@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "ctl_controllers.h"
 #include "ctl_cronjob.h"
@@ -19,6 +18,7 @@
 #include "ctl_mini.h"
 #include "ctl_note.h"
 #include "ctl_overlay.h"
+#include "kc_clock.h"
 #include "kc_codec.h"
 #include "kc_error.h"
 #include "kc_events.h"
@@ -63,14 +63,8 @@ typedef struct {
 
 #define EXPECT_TTL_NS (300ull * 1000000000ull)
 
-static int64_t wall_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int64_t now_ms(const cron_ctl *c) {
-  int64_t w = wall_ms();
+  int64_t w = kc_clock_wall_ms();
   return c->speed == 1.0 ? w : c->origin_ms + (int64_t)((double)(w - c->origin_ms) * c->speed);
 }
 
@@ -496,7 +490,7 @@ static int cron_init(const ctl_env *env, void **out) {
     return KC_ENOMEM;
   c->env = *env;
   c->speed = env->cron_clock_speed > 0 ? env->cron_clock_speed : 1.0;
-  c->origin_ms = wall_ms();
+  c->origin_ms = kc_clock_wall_ms();
   kc_strmap_init(&c->written, KC_STRMAP_COPY_KEYS);
   kc_strmap_init(&c->expect, KC_STRMAP_COPY_KEYS);
   /* client-go's default controller rate limiter: 5 ms doubling to 1000 s, 10 qps / 100. */

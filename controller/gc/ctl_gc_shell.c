@@ -5,10 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "ctl_base.h"
 #include "ctl_gc.h"
+#include "kc_clock.h"
 #include "kc_codec.h"
 #include "kc_error.h"
 #include "kc_log.h"
@@ -25,12 +25,6 @@ typedef struct {
 
 static void copy(char *dst, size_t cap, const char *src) {
   snprintf(dst, cap, "%s", src ? src : "");
-}
-
-static int64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Fills g from a Job's JSON (borrowed). */
@@ -117,7 +111,7 @@ static void reread(ctl_base *b, const kc_api_result *res, void *ud) {
   job_of(res->obj, &r->g);
   ctl_gc_verdict v;
   int64_t wait_ms;
-  int rc = ctl_gc_decide(&r->g.j, now_ms(), &v, &wait_ms);
+  int rc = ctl_gc_decide(&r->g.j, kc_clock_wall_ms(), &v, &wait_ms);
   if (rc || v != CTL_GC_EXPIRED) {
     if (v == CTL_GC_WAIT)
       ctl_base_add_after(b, r->key, (uint64_t)wait_ms * 1000000ull);
@@ -143,7 +137,7 @@ static void process(ctl_base *b, const char *key) {
   }
   ctl_gc_verdict v;
   int64_t wait_ms;
-  int rc = ctl_gc_decide(&g->j, now_ms(), &v, &wait_ms);
+  int rc = ctl_gc_decide(&g->j, kc_clock_wall_ms(), &v, &wait_ms);
   if (rc)
     KC_WARN("gc-controller: unable to find the time when the Job %s finished", key);
   if (rc || v != CTL_GC_EXPIRED) {

@@ -5,13 +5,13 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "ctl_int.h"
 #include "ctl_overlay.h"
 #include "ctl_shell_int.h"
 #include "ctl_write.h"
 #include "kc_codec.h"
+#include "kc_clock.h"
 #include "kc_container.h"
 #include "kc_error.h"
 #include "kc_events.h"
@@ -139,12 +139,10 @@ static void observe_latency(exec *x) {
   if (!s->m_latency || !x->job->metadata || !x->job->metadata->creation_timestamp)
     return;
   int64_t t;
-  struct timespec ts;
-  if (kc_time_parse(x->job->metadata->creation_timestamp, &t) != 0 ||
-      clock_gettime(CLOCK_REALTIME, &ts) != 0)
+  if (kc_time_parse(x->job->metadata->creation_timestamp, &t) != 0)
     return;
   kc_series *se;
-  double ms = ((double)ts.tv_sec - (double)t) * 1000.0 + (double)ts.tv_nsec / 1e6;
+  double ms = (double)(kc_clock_wall_ns() - t * 1000000000) / 1e6;
   if (kc_metric_series(s->m_latency, NULL, &se) == 0)
     kc_histogram_observe(se, ms < 0 ? 0 : ms);
 }
@@ -545,9 +543,7 @@ static void finish(exec *x) {
       for (size_t i = 0; i < p->ncancels; i++)
         ctl__delay_cancel(s, x->key, &p->cancels[i]);
       if (p->has_delayed) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        if (ctl__delay_arm(s, x->key, &p->delayed, ts.tv_sec) < 0)
+        if (ctl__delay_arm(s, x->key, &p->delayed, kc_clock_wall_s()) < 0)
           KC_WARN("%s: the delayed action is not armed (out of memory)", x->key);
       }
       phase_metrics(x);

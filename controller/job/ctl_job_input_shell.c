@@ -4,13 +4,13 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "ctl_base.h"
 #include "ctl_int.h"
 #include "ctl_overlay.h"
 #include "ctl_shell_int.h"
 #include "kc_codec.h"
+#include "kc_clock.h"
 #include "kc_container.h"
 #include "kc_error.h"
 #include "kc_events.h"
@@ -615,13 +615,6 @@ static void on_pvc_add(const char *key, void *obj, void *ud) {
 
 /* ---- the sync of one key ---- */
 
-static int64_t wall_now(void) {
-  struct timespec ts;
-  if (clock_gettime(CLOCK_REALTIME, &ts) != 0)
-    return 0;
-  return ts.tv_sec;
-}
-
 static int cmp_cmd(const void *a, const void *b) {
   const Kiln__Command *x = *(Kiln__Command *const *)a, *y = *(Kiln__Command *const *)b;
   const char *tx =
@@ -668,7 +661,7 @@ static int build_view(ctl_shell *s, const char *key, const Kiln__Job *job, ctl_j
                       view_bufs *b) {
   memset(v, 0, sizeof(*v));
   v->job = job;
-  v->now = wall_now();
+  v->now = kc_clock_wall_s();
   v->ops = &ctl_default_ops;
   kc_strmap *exp = ctl__expect_map(s, key);
   uint64_t now_ns = uv_hrtime();

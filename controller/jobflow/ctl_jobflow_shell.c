@@ -8,13 +8,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "ctl_controllers.h"
 #include "ctl_jobflow.h"
 #include "ctl_mini.h"
 #include "ctl_note.h"
 #include "ctl_overlay.h"
+#include "kc_clock.h"
 #include "kc_error.h"
 #include "kc_events.h"
 #include "ctl_inf.h"
@@ -353,12 +353,6 @@ static void run_writes(flow_op *op) {
     write_status(op);
 }
 
-static int64_t wall_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int plan_op(flow_ctl *c, flow_op *op) {
   const json_t *m = json_object_get(op->obj, "metadata");
   size_t n = 0;
@@ -369,7 +363,7 @@ static int plan_op(flow_ctl *c, flow_op *op) {
   int rc = 0;
   if (c->flows) {
     ctl_jf_lookup lk = {.job = lk_job, .template = lk_template, .ud = c};
-    rc = ctl_jobflow_sync(op->obj, jobs, n, &lk, wall_ms(), &op->plan);
+    rc = ctl_jobflow_sync(op->obj, jobs, n, &lk, kc_clock_wall_ms(), &op->plan);
     if (rc == 0 && *op->plan.cycle)
       KC_WARN("%s: %s is not a DAG, the cycle: %s", c->name, op->key, op->plan.cycle);
     for (size_t i = 0; rc == 0 && i < op->plan.nev; i++)

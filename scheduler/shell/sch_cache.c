@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "kc_clock.h"
 #include "kc_codec.h"
 #include "kc_error.h"
 #include "kc_informer.h"
@@ -543,10 +543,8 @@ int sch_cache_snapshot_deferred(sch_cache *cache, sch_cache_snap *out) {
   Kiln__Snapshot init = KILN__SNAPSHOT__INIT;
   out->msg = init;
   Kiln__Snapshot *m = &out->msg;
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
   m->generation = ++cache->generation;
-  m->time_unix_nano = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+  m->time_unix_nano = kc_clock_wall_ns();
   static const int kinds[] = {INF_NODE,  INF_POD,           INF_PODGROUP,
                               INF_QUEUE, INF_PRIORITYCLASS, INF_PDB};
   void ***arrays[] = {(void ***)&m->nodes,

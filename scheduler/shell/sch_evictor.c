@@ -2,10 +2,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <jansson.h>
 
+#include "kc_clock.h"
 #include "kc_error.h"
 #include "kc_time.h"
 #include "kc_log.h"
@@ -123,7 +123,7 @@ static void status_written(const kc_api_result *res, void *data) {
  * patch merges conditions by type, so the pod's other conditions stay. */
 static json_t *status_patch(const char *msg) {
   char now[KC_TIME_LEN];
-  kc_time_format((int64_t)time(NULL), now);
+  kc_clock_rfc3339(now);
   return json_pack("{s:{s:[{s:s,s:s,s:s,s:s,s:s},{s:s,s:s,s:s,s:s,s:s}]}}", "status", "conditions",
                    "type", "Ready", "status", "False", "reason", "Evict", "message", msg,
                    "lastTransitionTime", now, "type", "DisruptionTarget", "status", "True",

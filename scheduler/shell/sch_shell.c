@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "kc_clock.h"
 #include "kc_codec.h"
 #include "kc_container.h"
 #include "kc_error.h"
@@ -498,7 +499,7 @@ static void write_pod_group(sch_shell *sh, const sch_snapshot *snap, const sch_p
   bool only_conditions = !changed, cond_changed;
   char ts[KC_TIME_LEN];
   kc_time_format(ps->condition.last_transition_time ? ps->condition.last_transition_time
-                                                    : (int64_t)time(NULL),
+                                                    : kc_clock_wall_s(),
                  ts);
   size_t n = sch_shell_pg_conditions(cur, ps, ts, conds, cptr, &cond_changed);
   changed = changed || cond_changed;

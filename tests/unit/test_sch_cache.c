@@ -16,6 +16,7 @@
 
 #include "failalloc.h"
 #include "kc_api.h"
+#include "kc_clock.h"
 #include "kc_codec.h"
 #include "kc_config.h"
 #include "kc_error.h"
@@ -440,6 +441,18 @@ static void test_pod_group_conditions_merge(void **state) {
 
 /* A zero count is null in the merge patch (removed from the object, as Volcano's omitempty
  * leaves it out); a non-zero one is kept as encoded. */
+/* The snapshot is stamped with the shell clock's wall time (a test sets it). */
+static void test_snapshot_time_is_the_shell_clock(void **state) {
+  fixture *f = *state;
+  kc_clock_fake(1795968111123456789LL, 7);
+  sch_cache_snap s;
+  assert_int_equal(sch_cache_snapshot_deferred(f->cache, &s), 0);
+  kc_clock_real();
+  assert_int_equal(sch_cache_snap_finish(&s), 0);
+  assert_int_equal(s.msg.time_unix_nano, 1795968111123456789LL);
+  sch_cache_snap_close(&s);
+}
+
 static void test_pod_group_zero_counts_are_removed(void **state) {
   (void)state;
   sch_pg_status ps = {.running = 2, .succeeded = 0, .failed = 0};
@@ -473,6 +486,7 @@ int main(void) {
       cmocka_unit_test(test_pod_group_write_waits_for_binds_then_at_most_a_period),
       cmocka_unit_test(test_incomplete_gang_condition_is_quiet_for_a_while),
       cmocka_unit_test_setup_teardown(test_held_snapshot_outlives_watch_changes, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_snapshot_time_is_the_shell_clock, setup, teardown),
       cmocka_unit_test(test_bind_only_a_pod_still_pending),
       cmocka_unit_test(test_foreign_groups_are_those_of_pods_without_our_job),
       cmocka_unit_test(test_pod_group_conditions_merge),
