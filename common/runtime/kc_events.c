@@ -195,42 +195,29 @@ static int add_part(char *buf, size_t cap, size_t *len, const char *s) {
   return 0;
 }
 
-int kc_event_cache_observe(kc_event_cache *c, const kc_object_ref *obj, const char *type,
-                           const char *reason, const char *message, uint64_t now_ns,
-                           int64_t wall_ns, kc_event_decision *d) {
-  memset(d, 0, sizeof(*d));
-  if (obj == NULL || obj->name == NULL || *obj->name == '\0' || obj->kind == NULL ||
-      reason == NULL || *reason == '\0' || type == NULL ||
-      (strcmp(type, KC_EVENT_NORMAL) != 0 && strcmp(type, KC_EVENT_WARNING) != 0))
-    return KC_EINVAL;
-  if (message == NULL)
-    message = "";
-  /* Keys: spam = source + object; aggregate = spam + type + reason; event = aggregate +
-   * message. The message is cut to the stored length first, so identical stored events
-   * always share a key. */
-  char msg[KC_EVENT_MAX_MESSAGE + 1];
-  snprintf(msg, sizeof(msg), "%s", message);
-  char key[2048 + KC_EVENT_MAX_MESSAGE];
+/* Keys: spam = source + object; aggregate = spam + type + reason; event = aggregate +
+ * message, written into key; *spam_len and *agg_len mark where the first two end. */
+static int event_key(const kc_event_cache *c, const kc_object_ref *obj, const char *type,
+                     const char *reason, const char *msg, char *key, size_t cap, size_t *spam_len,
+                     size_t *agg_len) {
   size_t len = 0;
   const char *parts[] = {c->component, c->host,  obj->kind,       obj->namespace,
                          obj->name,    obj->uid, obj->api_version};
   for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
-    if (add_part(key, sizeof(key), &len, parts[i]))
+    if (add_part(key, cap, &len, parts[i]))
       return KC_EINVAL;
-  size_t spam_len = len;
-  if (add_part(key, sizeof(key), &len, type) || add_part(key, sizeof(key), &len, reason))
+  *spam_len = len;
+  if (add_part(key, cap, &len, type) || add_part(key, cap, &len, reason))
     return KC_EINVAL;
-  size_t agg_len = len;
-  if (add_part(key, sizeof(key), &len, msg))
+  *agg_len = len;
+  if (add_part(key, cap, &len, msg))
     return KC_EINVAL;
-  bool fresh;
+  return 0;
+}
 
-  /* 1. spam filter */
-  char saved_spam = key[spam_len];
-  key[spam_len] = '\0';
-  spam_rec *sp = lookup(&c->spam, key, sizeof(*sp), now_ns, &fresh);
-  if (sp == NULL)
-    return KC_ENOMEM;
+/* The spam filter's token bucket of one source and object: whether one more event passes at
+ * now_ns (it takes a token). */
+static bool spam_allow(spam_rec *sp, bool fresh, uint64_t now_ns) {
   if (fresh) {
     sp->tokens = SPAM_BURST;
     sp->last_ns = now_ns;
@@ -241,11 +228,56 @@ int kc_event_cache_observe(kc_event_cache *c, const kc_object_ref *obj, const ch
       sp->tokens = SPAM_BURST;
     sp->last_ns = now_ns;
   }
-  if (sp->tokens < 1.0) {
+  if (sp->tokens < 1.0)
+    return false;
+  sp->tokens -= 1.0;
+  return true;
+}
+
+/* Notes message hash h among the similar events of ag: true when there are enough different
+ * messages to combine them into one event. */
+static bool agg_combined(agg_rec *ag, bool fresh, uint64_t now_ns, uint64_t h) {
+  if (!fresh && now_ns - ag->last_ns > AGG_INTERVAL_NS)
+    ag->n = 0; /* the similar events are too far apart: start over */
+  ag->last_ns = now_ns;
+  int i;
+  for (i = 0; i < ag->n && ag->msgs[i] != h; i++)
+    ;
+  if (i == ag->n && ag->n < AGG_MAX_EVENTS)
+    ag->msgs[ag->n++] = h;
+  return ag->n >= AGG_MAX_EVENTS;
+}
+
+int kc_event_cache_observe(kc_event_cache *c, const kc_object_ref *obj, const char *type,
+                           const char *reason, const char *message, uint64_t now_ns,
+                           int64_t wall_ns, kc_event_decision *d) {
+  memset(d, 0, sizeof(*d));
+  if (obj == NULL || obj->name == NULL || *obj->name == '\0' || obj->kind == NULL ||
+      reason == NULL || *reason == '\0' || type == NULL ||
+      (strcmp(type, KC_EVENT_NORMAL) != 0 && strcmp(type, KC_EVENT_WARNING) != 0))
+    return KC_EINVAL;
+  if (message == NULL)
+    message = "";
+  /* The message is cut to the stored length first, so identical stored events always share
+   * a key. */
+  char msg[KC_EVENT_MAX_MESSAGE + 1];
+  snprintf(msg, sizeof(msg), "%s", message);
+  char key[2048 + KC_EVENT_MAX_MESSAGE];
+  size_t spam_len, agg_len;
+  if (event_key(c, obj, type, reason, msg, key, sizeof(key), &spam_len, &agg_len))
+    return KC_EINVAL;
+  bool fresh;
+
+  /* 1. spam filter */
+  char saved_spam = key[spam_len];
+  key[spam_len] = '\0';
+  spam_rec *sp = lookup(&c->spam, key, sizeof(*sp), now_ns, &fresh);
+  if (sp == NULL)
+    return KC_ENOMEM;
+  if (!spam_allow(sp, fresh, now_ns)) {
     d->drop = true;
     return 0;
   }
-  sp->tokens -= 1.0;
   key[spam_len] = saved_spam;
 
   /* 2. aggregator */
@@ -254,17 +286,7 @@ int kc_event_cache_observe(kc_event_cache *c, const kc_object_ref *obj, const ch
   agg_rec *ag = lookup(&c->agg, key, sizeof(*ag), now_ns, &fresh);
   if (ag == NULL)
     return KC_ENOMEM;
-  if (!fresh && now_ns - ag->last_ns > AGG_INTERVAL_NS)
-    ag->n = 0; /* the similar events are too far apart: start over */
-  ag->last_ns = now_ns;
-  uint64_t h = kc_strmap_hash(msg);
-  int i;
-  for (i = 0; i < ag->n && ag->msgs[i] != h; i++)
-    ;
-  if (i == ag->n && ag->n < AGG_MAX_EVENTS)
-    ag->msgs[ag->n++] = h;
-  bool combined = ag->n >= AGG_MAX_EVENTS;
-  if (combined) {
+  if (agg_combined(ag, fresh, now_ns, kc_strmap_hash(msg))) {
     snprintf(d->message, sizeof(d->message), "%s%s", COMBINED_PREFIX, msg);
     /* the logger key is the aggregate key: every similar event counts on one event */
   } else {
