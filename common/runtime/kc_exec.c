@@ -373,52 +373,30 @@ static bool env_overridden(const char *entry, const kc_exec_config *x) {
   return false;
 }
 
-int kc_exec_start(uv_loop_t *loop, const kc_config *c, kc_exec_cb cb, void *data,
-                  kc_exec_run **out) {
-  const kc_exec_config *x = c->exec;
-  if (!x || !cb)
-    return KC_EINVAL;
-  kc_exec_run *r = calloc(1, sizeof(*r));
-  if (!r)
-    return KC_ENOMEM;
-  r->cb = cb;
-  r->data = data;
-  r->timeout_ms = x->timeout_ms ? x->timeout_ms : KC_EXEC_TIMEOUT_MS;
-  char *info = NULL, **env = NULL, **argv = NULL;
-  int rc = KC_ENOMEM;
-  if (!(r->command = strdup(x->command)) || !(r->cfg.api_version = strdup(x->api_version)) ||
-      (x->install_hint && !(r->install_hint = strdup(x->install_hint))))
-    goto fail;
-  if ((rc = kc_exec_info(c, &info)))
-    goto fail;
-  rc = KC_ENOMEM;
-  /* Kiln's environment, then the kubeconfig's env, then KUBERNETES_EXEC_INFO; a name given
-   * later replaces an inherited one, as Go's exec keeps the last value of a name. */
+/* The command's environment: the inherited one, then the kubeconfig's env, then info_entry
+ * (KUBERNETES_EXEC_INFO=...); a name given later replaces an inherited one, as Go's exec
+ * keeps the last value of a name. The strings are borrowed. NULL when out of memory. */
+static char **exec_env(char *const *inherited, const kc_exec_config *x, char *info_entry) {
   size_t nenv = 0;
-  while (environ && environ[nenv])
+  while (inherited && inherited[nenv])
     nenv++;
-  size_t ninfo = strlen(KC_EXEC_INFO_ENV) + strlen(info) + 2;
-  char *info_entry = malloc(ninfo);
-  if (!info_entry)
-    goto fail;
-  snprintf(info_entry, ninfo, "%s=%s", KC_EXEC_INFO_ENV, info);
-  free(info);
-  info = info_entry;
-  if (!(env = calloc(nenv + x->nenv + 2, sizeof(char *))) ||
-      !(argv = calloc(x->nargs + 2, sizeof(char *))))
-    goto fail;
+  char **env = calloc(nenv + x->nenv + 2, sizeof(char *));
+  if (!env)
+    return NULL;
   size_t k = 0;
   for (size_t i = 0; i < nenv; i++)
-    if (!env_overridden(environ[i], x))
-      env[k++] = environ[i];
+    if (!env_overridden(inherited[i], x))
+      env[k++] = inherited[i];
   for (size_t i = 0; i < x->nenv; i++)
     env[k++] = x->env[i];
-  env[k++] = info;
-  argv[0] = x->command;
-  for (size_t i = 0; i < x->nargs; i++)
-    argv[i + 1] = x->args[i];
+  env[k++] = info_entry;
+  return env;
+}
 
-  /* From here every failure is reported through the callback once the handles close. */
+/* Spawns x's command into r with argv and env. Every failure from here on is reported
+ * through r's callback once the handles close. */
+static void spawn(uv_loop_t *loop, kc_exec_run *r, const kc_exec_config *x, char **argv,
+                  char **env) {
   uv_pipe_init(loop, &r->out, 0);
   uv_timer_init(loop, &r->timer);
   r->out.data = r->timer.data = r->proc.data = r;
@@ -442,16 +420,50 @@ int kc_exec_start(uv_loop_t *loop, const kc_config *c, kc_exec_cb cb, void *data
     r->spawn_err = err;
     close_out(r);
     maybe_close(r);
-  } else {
-    r->proc_started = true;
-    KC_V(3, "exec: started %s (pid %d)", x->command, r->proc.pid);
-    if ((err = uv_read_start((uv_stream_t *)&r->out, on_alloc, on_read)) != 0) {
-      r->read_err = err;
-      kill_group(r);
-      close_out(r);
-    }
-    uv_timer_start(&r->timer, on_timeout, r->timeout_ms, 0);
+    return;
   }
+  r->proc_started = true;
+  KC_V(3, "exec: started %s (pid %d)", x->command, r->proc.pid);
+  if ((err = uv_read_start((uv_stream_t *)&r->out, on_alloc, on_read)) != 0) {
+    r->read_err = err;
+    kill_group(r);
+    close_out(r);
+  }
+  uv_timer_start(&r->timer, on_timeout, r->timeout_ms, 0);
+}
+
+int kc_exec_start(uv_loop_t *loop, const kc_config *c, kc_exec_cb cb, void *data,
+                  kc_exec_run **out) {
+  const kc_exec_config *x = c->exec;
+  if (!x || !cb)
+    return KC_EINVAL;
+  kc_exec_run *r = calloc(1, sizeof(*r));
+  if (!r)
+    return KC_ENOMEM;
+  r->cb = cb;
+  r->data = data;
+  r->timeout_ms = x->timeout_ms ? x->timeout_ms : KC_EXEC_TIMEOUT_MS;
+  char *info = NULL, **env = NULL, **argv = NULL;
+  int rc = KC_ENOMEM;
+  if (!(r->command = strdup(x->command)) || !(r->cfg.api_version = strdup(x->api_version)) ||
+      (x->install_hint && !(r->install_hint = strdup(x->install_hint))))
+    goto fail;
+  if ((rc = kc_exec_info(c, &info)))
+    goto fail;
+  rc = KC_ENOMEM;
+  size_t ninfo = strlen(KC_EXEC_INFO_ENV) + strlen(info) + 2;
+  char *info_entry = malloc(ninfo);
+  if (!info_entry)
+    goto fail;
+  snprintf(info_entry, ninfo, "%s=%s", KC_EXEC_INFO_ENV, info);
+  free(info);
+  info = info_entry;
+  if (!(env = exec_env(environ, x, info)) || !(argv = calloc(x->nargs + 2, sizeof(char *))))
+    goto fail;
+  argv[0] = x->command;
+  for (size_t i = 0; i < x->nargs; i++)
+    argv[i + 1] = x->args[i];
+  spawn(loop, r, x, argv, env);
   kc_secret_free(info, strlen(info));
   free(env);
   free(argv);
