@@ -11,8 +11,6 @@
  * covers initialised elements. */
 #include "kc_codec.h"
 
-#include <openssl/evp.h>
-
 #include <limits.h>
 #include <stdbool.h>
 #include <stdarg.h>
@@ -885,13 +883,4 @@ int kc_queue_status_encode(const Kiln__QueueStatus *st, json_t **out, char *err,
 
 int kc_job_status_encode(const Kiln__JobStatus *st, json_t **out, char *err, size_t errlen) {
   return status_body(st ? &st->base : NULL, out, err, errlen);
-}
-
-char *kc_base64_encode(const void *data, size_t n) {
-  if (n > INT_MAX / 2)
-    return NULL;
-  unsigned char *out = malloc(4 * ((n + 2) / 3) + 1);
-  if (out)
-    EVP_EncodeBlock(out, data, (int)n);
-  return (char *)out;
 }

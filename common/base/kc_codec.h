@@ -86,8 +86,4 @@ KC_NODISCARD int kc_job_status_encode(const Kiln__JobStatus *st, json_t **out, c
 KC_NODISCARD int kc_pod_decode(const json_t *json, Kiln__Pod **out, char *err, size_t errlen);
 KC_NODISCARD int kc_node_decode(const json_t *json, Kiln__Node **out, char *err, size_t errlen);
 
-/* Standard base64 (RFC 4648, padded) of n bytes, as a new string (free()); NULL when out of
- * memory. Secrets' data fields are written this way. */
-char *kc_base64_encode(const void *data, size_t n);
-
 #endif

@@ -1,5 +1,6 @@
 #include "kc_config.h"
 
+#include "kc_base64.h"
 #include "kc_error.h"
 #include "kc_file.h"
 #include "kc_log.h"
@@ -48,66 +49,6 @@ void kc_config_close(kc_config *c) {
   free(c->namespace);
   free(c->context);
   memset(c, 0, sizeof(*c));
-}
-
-/* ---- base64 ---- */
-
-static int b64val(unsigned char ch) {
-  if (ch >= 'A' && ch <= 'Z')
-    return ch - 'A';
-  if (ch >= 'a' && ch <= 'z')
-    return ch - 'a' + 26;
-  if (ch >= '0' && ch <= '9')
-    return ch - '0' + 52;
-  if (ch == '+')
-    return 62;
-  if (ch == '/')
-    return 63;
-  return -1;
-}
-
-int kc_base64_decode(const char *in, size_t len, unsigned char **out, size_t *outlen) {
-  unsigned char *buf = malloc(len / 4 * 3 + 4);
-  if (!buf)
-    return KC_ENOMEM;
-  size_t n = 0, pad = 0, quad = 0;
-  uint32_t acc = 0;
-  for (size_t i = 0; i < len; i++) {
-    unsigned char ch = (unsigned char)in[i];
-    if (ch == ' ' || ch == '\n' || ch == '\r' || ch == '\t')
-      continue;
-    if (ch == '=') {
-      pad++;
-      continue;
-    }
-    int v = b64val(ch);
-    if (v < 0 || pad > 0) /* a data character after padding is malformed */
-      goto bad;
-    acc = acc << 6 | (uint32_t)v;
-    if (++quad == 4) {
-      buf[n++] = (unsigned char)(acc >> 16);
-      buf[n++] = (unsigned char)(acc >> 8);
-      buf[n++] = (unsigned char)acc;
-      quad = 0;
-      acc = 0;
-    }
-  }
-  /* A trailing group of 2 or 3 characters carries 1 or 2 bytes; 1 character carries none. */
-  if (quad == 1 || pad > 2 || (pad && quad + pad != 4))
-    goto bad;
-  if (quad == 2) {
-    buf[n++] = (unsigned char)(acc >> 4);
-  } else if (quad == 3) {
-    buf[n++] = (unsigned char)(acc >> 10);
-    buf[n++] = (unsigned char)(acc >> 2);
-  }
-  buf[n] = '\0';
-  *out = buf;
-  *outlen = n;
-  return 0;
-bad:
-  kc_secret_free(buf, len / 4 * 3 + 4);
-  return KC_EPARSE;
 }
 
 /* ---- small file and string helpers ---- */
@@ -254,9 +195,10 @@ static int get_pem(yaml_document_t *d, yaml_node_t *map, const char *where, cons
   } else if (data) {
     unsigned char *bytes;
     size_t n;
-    rc = kc_base64_decode(data, strlen(data), &bytes, &n);
+    char why[96];
+    rc = kc_base64_decode(data, strlen(data), &bytes, &n, why, sizeof(why));
     if (rc == KC_EPARSE)
-      return kc_errorf(err, errlen, rc, "%s.%s: invalid base64", where, data_key);
+      return kc_errorf(err, errlen, rc, "%s.%s: invalid base64: %s", where, data_key, why);
     if (rc)
       return rc;
     if (n == 0) {

@@ -124,10 +124,6 @@ void kc_config_close(kc_config *c);
  * which client-go's cached file token source does the same way. */
 const char *kc_config_token(kc_config *c, uint64_t now_ns, bool force);
 
-/* Strict standard base64 (with or without padding, whitespace ignored). *out is new memory
- * (NUL-terminated past *outlen for convenience). KC_EPARSE on bad input. */
-KC_NODISCARD int kc_base64_decode(const char *in, size_t len, unsigned char **out, size_t *outlen);
-
 /* Overwrites len bytes at p, then frees it: for anything that held a secret (token, key).
  * NULL is a no-op. */
 void kc_secret_free(void *p, size_t len);

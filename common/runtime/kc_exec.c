@@ -1,5 +1,6 @@
 #include "kc_exec.h"
 
+#include "kc_base64.h"
 #include "kc_codec.h"
 #include "kc_container.h"
 #include "kc_error.h"

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ctl_plugin.h"
+#include "kc_base64.h"
 #include "kc_codec.h"
 #include "kc_error.h"
 
