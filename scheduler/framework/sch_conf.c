@@ -96,11 +96,26 @@ static void args_free(sch_args *a) {
 
 /* ---- parser ---- */
 
+/* Bounds on what arguments may expand to. libyaml's document keeps an alias as a reference
+ * to its anchor's node, so a document of a few bytes can describe a cycle (`&a {x: *a}`) or
+ * an exponential tree ("billion laughs"); flattening walks the references. The file itself
+ * is at most 1 MiB, a real configuration a few hundred bytes. */
+enum {
+  ARGS_MAX_DEPTH = 32,          /* nested mappings under `arguments` */
+  ARGS_MAX_NODES = 10000,       /* entries and list items visited, aliases expanded */
+  ARGS_MAX_BYTES = 1024 * 1024, /* flattened keys and values, aliases expanded */
+};
+
 typedef struct parser {
   yaml_document_t doc;
   char *err;
   size_t errlen;
   bool lenient; /* the built-in default: skip plugins that are not registered */
+  /* The mappings being flattened, outermost first: a node met again on this path is a
+   * cycle made with an alias. */
+  const yaml_node_t *open[ARGS_MAX_DEPTH];
+  size_t nopen;
+  size_t nodes, bytes; /* spent of ARGS_MAX_NODES and ARGS_MAX_BYTES, whole document */
 } parser;
 
 __attribute__((format(printf, 3, 4))) static int fail(parser *p, int rc, const char *fmt, ...) {
@@ -121,7 +136,12 @@ static const char *scalar(yaml_node_t *n) {
   return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
 }
 
-static int args_add(sch_args *a, const char *key, const char *value) {
+static int args_add(parser *p, sch_args *a, const char *key, const char *value, const char *where) {
+  size_t cost = strlen(key) + strlen(value) + 2;
+  if (cost > ARGS_MAX_BYTES - p->bytes)
+    return fail(p, KC_ETOOBIG, "%s: arguments expand to more than %d bytes (YAML aliases?)", where,
+                ARGS_MAX_BYTES);
+  p->bytes += cost;
   sch_arg *v = realloc(a->items, (a->n + 1) * sizeof(*v));
   if (!v)
     return KC_ENOMEM;
@@ -140,6 +160,19 @@ static int args_add(sch_args *a, const char *key, const char *value) {
 static int parse_args(parser *p, yaml_node_t *m, const char *prefix, sch_args *a,
                       const char *where);
 
+/* Charges n visited nodes to the document's budget. */
+static int spend(parser *p, size_t n, const char *prefix, const char *where) {
+  if (n > ARGS_MAX_NODES - p->nodes)
+    return fail(p, KC_ETOOBIG, "%s: arguments%s%s expand to more than %d entries (YAML aliases?)",
+                where, *prefix ? " at " : "", prefix, ARGS_MAX_NODES);
+  p->nodes += n;
+  return 0;
+}
+
+static size_t seq_len(const yaml_node_t *v) {
+  return (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+}
+
 static bool seq_of_mappings(parser *p, yaml_node_t *v) {
   for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++) {
     yaml_node_t *item = node(p, *it);
@@ -153,20 +186,84 @@ static bool seq_of_mappings(parser *p, yaml_node_t *v) {
  * "strategies.0.params.thresholds.cpu", ... */
 static int parse_arg_list(parser *p, yaml_node_t *v, const char *prefix, sch_args *a,
                           const char *where) {
+  int rc = spend(p, seq_len(v), prefix, where);
   size_t i = 0;
-  for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top;
-       it++, i++) {
+  for (yaml_node_item_t *it = v->data.sequence.items.start;
+       rc == 0 && it < v->data.sequence.items.top; it++, i++) {
     yaml_node_t *item = node(p, *it);
     if (!item || item->type != YAML_MAPPING_NODE)
       return fail(p, KC_EPARSE, "%s: %s mixes mappings with other items", where, prefix);
     char *full = NULL;
     if (asprintf(&full, "%s.%zu", prefix, i) < 0)
       return KC_ENOMEM;
-    int rc = parse_args(p, item, full, a, where);
+    rc = parse_args(p, item, full, a, where);
     free(full);
-    if (rc < 0)
-      return rc;
   }
+  return rc;
+}
+
+/* A list of scalars is one argument, its items joined with ", " (other items are left out). */
+static int parse_arg_joined(parser *p, yaml_node_t *v, const char *key, sch_args *a,
+                            const char *where) {
+  int rc = spend(p, seq_len(v), key, where);
+  if (rc < 0)
+    return rc;
+  size_t len = 1;
+  for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++) {
+    const char *s = scalar(node(p, *it));
+    len += (s ? strlen(s) : 0) + 2;
+    if (len > ARGS_MAX_BYTES) /* checked before the allocation; args_add charges the bytes */
+      return fail(p, KC_ETOOBIG, "%s: arguments at %s expand to more than %d bytes (YAML aliases?)",
+                  where, key, ARGS_MAX_BYTES);
+  }
+  char *joined = calloc(1, len);
+  if (!joined)
+    return KC_ENOMEM;
+  size_t off = 0;
+  for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++) {
+    const char *s = scalar(node(p, *it));
+    if (s)
+      off += (size_t)snprintf(joined + off, len - off, "%s%s", off ? ", " : "", s);
+  }
+  rc = args_add(p, a, key, joined, where);
+  free(joined);
+  return rc;
+}
+
+/* One entry of an arguments mapping. */
+static int parse_arg(parser *p, const yaml_node_pair_t *kv, const char *prefix, sch_args *a,
+                     const char *where) {
+  const char *k = scalar(node(p, kv->key));
+  yaml_node_t *v = node(p, kv->value);
+  if (!k || !v)
+    return fail(p, KC_EPARSE, "%s: argument keys must be strings", where);
+  char *full = NULL;
+  if (asprintf(&full, "%s%s%s", prefix, *prefix ? "." : "", k) < 0)
+    return KC_ENOMEM;
+  int rc;
+  if (v->type == YAML_SCALAR_NODE)
+    rc = args_add(p, a, full, scalar(v), where);
+  else if (v->type == YAML_MAPPING_NODE)
+    rc = parse_args(p, v, full, a, where);
+  else if (seq_of_mappings(p, v))
+    rc = parse_arg_list(p, v, full, a, where);
+  else
+    rc = parse_arg_joined(p, v, full, a, where);
+  free(full);
+  return rc;
+}
+
+/* Enters mapping m at prefix: refuses a cycle and nesting past ARGS_MAX_DEPTH. */
+static int open_mapping(parser *p, const yaml_node_t *m, const char *prefix, const char *where) {
+  for (size_t i = 0; i < p->nopen; i++)
+    if (p->open[i] == m)
+      return fail(p, KC_EPARSE,
+                  "%s: arguments at %s contain themselves (a YAML alias to an enclosing anchor)",
+                  where, prefix);
+  if (p->nopen == ARGS_MAX_DEPTH)
+    return fail(p, KC_ETOOBIG, "%s: arguments at %s are nested deeper than %d levels", where,
+                prefix, ARGS_MAX_DEPTH);
+  p->open[p->nopen++] = m;
   return 0;
 }
 
@@ -176,48 +273,15 @@ static int parse_args(parser *p, yaml_node_t *m, const char *prefix, sch_args *a
     return 0; /* "arguments:" with nothing */
   if (m->type != YAML_MAPPING_NODE)
     return fail(p, KC_EPARSE, "%s: arguments must be a mapping", where);
-  for (yaml_node_pair_t *kv = m->data.mapping.pairs.start; kv < m->data.mapping.pairs.top; kv++) {
-    const char *k = scalar(node(p, kv->key));
-    yaml_node_t *v = node(p, kv->value);
-    if (!k || !v)
-      return fail(p, KC_EPARSE, "%s: argument keys must be strings", where);
-    char *full = NULL;
-    if (asprintf(&full, "%s%s%s", prefix, *prefix ? "." : "", k) < 0)
-      return KC_ENOMEM;
-    int rc = 0;
-    if (v->type == YAML_SCALAR_NODE) {
-      rc = args_add(a, full, scalar(v));
-    } else if (v->type == YAML_MAPPING_NODE) {
-      rc = parse_args(p, v, full, a, where);
-    } else if (seq_of_mappings(p, v)) {
-      rc = parse_arg_list(p, v, full, a, where);
-    } else {
-      size_t len = 1;
-      for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top;
-           it++) {
-        const char *s = scalar(node(p, *it));
-        len += (s ? strlen(s) : 0) + 2;
-      }
-      char *joined = calloc(1, len);
-      if (!joined) {
-        free(full);
-        return KC_ENOMEM;
-      }
-      size_t off = 0;
-      for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top;
-           it++) {
-        const char *s = scalar(node(p, *it));
-        if (s)
-          off += (size_t)snprintf(joined + off, len - off, "%s%s", off ? ", " : "", s);
-      }
-      rc = args_add(a, full, joined);
-      free(joined);
-    }
-    free(full);
-    if (rc < 0)
-      return rc;
-  }
-  return 0;
+  int rc = open_mapping(p, m, prefix, where);
+  if (rc < 0)
+    return rc;
+  rc = spend(p, (size_t)(m->data.mapping.pairs.top - m->data.mapping.pairs.start), prefix, where);
+  for (yaml_node_pair_t *kv = m->data.mapping.pairs.start;
+       rc == 0 && kv < m->data.mapping.pairs.top; kv++)
+    rc = parse_arg(p, kv, prefix, a, where);
+  p->nopen--;
+  return rc;
 }
 
 static int ext_by_key(const char *key) {
@@ -517,6 +581,16 @@ static int parse(const char *yaml, size_t len, bool lenient, sch_conf **out, cha
 
 int sch_conf_parse(const char *yaml, size_t len, sch_conf **out, char *err, size_t errlen) {
   return parse(yaml, len, false, out, err, errlen);
+}
+
+int sch_conf_reload(sch_conf **cur, const char *yaml, size_t len, char *err, size_t errlen) {
+  sch_conf *next = NULL;
+  int rc = sch_conf_parse(yaml, len, &next, err, errlen);
+  if (rc < 0)
+    return rc; /* *cur stays in force */
+  sch_conf_free(*cur);
+  *cur = next;
+  return 0;
 }
 
 int sch_conf_default(sch_conf **out) {

@@ -18,6 +18,11 @@ extern const char sch_conf_default_yaml[];
  * value) with a message naming the culprit in err (may be NULL). */
 KC_NODISCARD int sch_conf_parse(const char *yaml, size_t len, sch_conf **out, char *err,
                                 size_t errlen);
+/* A changed file: parses len bytes of YAML and, when they load, frees *cur and stores the
+ * *new* configuration there. When they do not, returns sch_conf_parse's error and message
+ * and leaves *cur (the configuration in force, or NULL) untouched. */
+KC_NODISCARD int sch_conf_reload(sch_conf **cur, const char *yaml, size_t len, char *err,
+                                 size_t errlen);
 /* The default configuration as a *new* sch_conf. */
 KC_NODISCARD int sch_conf_default(sch_conf **out);
 void sch_conf_free(sch_conf *conf);

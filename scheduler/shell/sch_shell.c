@@ -182,19 +182,17 @@ static int load_conf_file(sch_shell *sh, const char *path) {
     return KC_EIO;
   }
   char err[512] = "";
-  sch_conf *conf = NULL;
-  rc = sch_conf_parse(buf, len, &conf, err, sizeof(err));
+  bool had = sh->conf != NULL;
+  rc = sch_conf_reload(&sh->conf, buf, len, err, sizeof(err));
   free(buf);
   if (rc) {
     KC_ERROR("scheduler configuration %s is invalid (%s: %s); keeping the %s configuration", path,
-             kc_strerror(rc), err, sh->conf ? "previous" : "default");
+             kc_strerror(rc), err, had ? "previous" : "default");
     return rc;
   }
-  sch_conf_free(sh->conf);
-  sh->conf = conf;
   char what[600];
   snprintf(what, sizeof(what), "loaded scheduler configuration %s", path);
-  log_conf(what, conf);
+  log_conf(what, sh->conf);
   return 0;
 }
 

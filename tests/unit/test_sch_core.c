@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kc_error.h"
@@ -162,6 +163,137 @@ static void test_conf_invalid(void **state) {
       fail_msg("case %zu: rc %d err '%s'", i, rc, err);
     assert_null(c);
   }
+}
+
+/* Arguments are flattened by walking libyaml's document, where an alias is a reference to its
+ * anchor's node: a cycle crashed kiln-replay (SIGSEGV, unbounded recursion) before the walk
+ * was bounded, and a "billion laughs" tree ran out of memory. Each is refused by name. */
+static char *nested_args(int depth) {
+  size_t cap = 256 + (size_t)depth * 8;
+  char *y = malloc(cap);
+  assert_non_null(y);
+  int off = snprintf(y, cap,
+                     "actions: allocate\ntiers:\n- plugins:\n  - name: gang\n"
+                     "    arguments: ");
+  for (int i = 0; i < depth; i++)
+    off += snprintf(y + off, cap - (size_t)off, "{a: ");
+  off += snprintf(y + off, cap - (size_t)off, "x");
+  for (int i = 0; i < depth; i++)
+    off += snprintf(y + off, cap - (size_t)off, "}");
+  snprintf(y + off, cap - (size_t)off, "\n");
+  return y;
+}
+
+static char *laughs(int levels, int width) {
+  size_t cap = 4096;
+  char *y = malloc(cap);
+  assert_non_null(y);
+  int off = snprintf(y, cap, "actions: allocate\nx0: &x0 lol\n");
+  for (int l = 1; l <= levels; l++) {
+    off += snprintf(y + off, cap - (size_t)off, "x%d: &x%d {", l, l);
+    for (int w = 0; w < width; w++)
+      off += snprintf(y + off, cap - (size_t)off, "%sk%d: *x%d", w ? ", " : "", w, l - 1);
+    off += snprintf(y + off, cap - (size_t)off, "}\n");
+  }
+  snprintf(y + off, cap - (size_t)off, "tiers:\n- plugins:\n  - name: gang\n    arguments: *x%d\n",
+           levels);
+  return y;
+}
+
+static char *wide_scalar(size_t bytes, int copies) {
+  size_t cap = bytes + 256 + (size_t)copies * 8;
+  char *y = malloc(cap);
+  assert_non_null(y);
+  int off = snprintf(y, cap, "actions: allocate\ns: &s ");
+  memset(y + off, 'x', bytes);
+  off += (int)bytes;
+  off += snprintf(y + off, cap - (size_t)off,
+                  "\ntiers:\n- plugins:\n  - name: gang\n    arguments: {list: [");
+  for (int i = 0; i < copies; i++)
+    off += snprintf(y + off, cap - (size_t)off, "%s*s", i ? ", " : "");
+  snprintf(y + off, cap - (size_t)off, "]}\n");
+  return y;
+}
+
+static void test_conf_alias_bounds(void **state) {
+  (void)state;
+  struct {
+    char *yaml;
+    int rc;
+    const char *needle;
+  } cases[] = {
+      {strdup("actions: allocate\ntiers:\n- plugins:\n  - name: gang\n    arguments: &a {x: *a}\n"),
+       KC_EPARSE, "plugin gang: arguments at x contain themselves"},
+      {strdup("actions: allocate\ntiers:\n- plugins:\n  - name: drf\n"
+              "    arguments: &a {s: [{p: {q: *a}}]}\n"),
+       KC_EPARSE, "plugin drf: arguments at s.0.p.q contain themselves"},
+      {strdup("actions: allocate\nconfigurations:\n- name: allocate\n"
+              "  arguments: &b {y: {z: *b}}\n"),
+       KC_EPARSE, "configurations: arguments at y.z contain themselves"},
+      {nested_args(40), KC_ETOOBIG, "nested deeper than 32 levels"},
+      {laughs(9, 10), KC_ETOOBIG, "expand to more than 10000 entries"},
+      {wide_scalar(64 * 1024, 32), KC_ETOOBIG, "arguments at list expand to more than"},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    assert_non_null(cases[i].yaml);
+    sch_conf *c = (sch_conf *)1;
+    char err[256] = "";
+    int rc = sch_conf_parse(cases[i].yaml, strlen(cases[i].yaml), &c, err, sizeof(err));
+    if (rc != cases[i].rc || !strstr(err, cases[i].needle))
+      fail_msg("case %zu: rc %d err '%s'", i, rc, err);
+    assert_null(c);
+    free(cases[i].yaml);
+  }
+  /* Within the bounds, aliases still work: nesting to the limit, a shared anchor, a small
+   * tree of references. */
+  char *deep = nested_args(32), *tree = laughs(3, 10);
+  const char shared[] = "actions: allocate\ntiers:\n- plugins:\n  - name: gang\n"
+                        "    arguments: &g {w: 1, l: [a, b]}\n  - name: drf\n    arguments: *g\n";
+  const char *ok[] = {deep, tree, shared};
+  for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+    sch_conf *c = NULL;
+    char err[256] = "";
+    if (sch_conf_parse(ok[i], strlen(ok[i]), &c, err, sizeof(err)) != 0)
+      fail_msg("ok case %zu: %s", i, err);
+    if (i == 1)
+      assert_string_equal(sch_args_get(&c->tiers[0].plugins[0].args, "k9.k9.k9"), "lol");
+    if (i == 2) {
+      assert_string_equal(sch_args_get(&c->tiers[0].plugins[1].args, "l"), "a, b");
+      assert_int_equal(sch_args_int(&c->tiers[0].plugins[1].args, "w", 0), 1);
+    }
+    sch_conf_free(c);
+  }
+  free(deep);
+  free(tree);
+}
+
+/* A changed file that does not load leaves the configuration in force as it was; one that
+ * loads replaces it. */
+static void test_conf_reload_keeps_previous(void **state) {
+  (void)state;
+  static const char good[] = "actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n"
+                             "  - name: gang\n    arguments: {w: 3}\n";
+  static const char bad[] = "actions: allocate\ntiers:\n- plugins:\n  - name: gang\n"
+                            "    arguments: &a {x: *a}\n";
+  static const char other[] = "actions: allocate\n";
+  sch_conf *cur = NULL;
+  char err[256] = "";
+  assert_int_equal(sch_conf_reload(&cur, good, strlen(good), err, sizeof(err)), 0);
+  assert_non_null(cur);
+  sch_conf *before = cur;
+  assert_int_equal(sch_conf_reload(&cur, bad, strlen(bad), err, sizeof(err)), KC_EPARSE);
+  assert_non_null(strstr(err, "contain themselves"));
+  assert_ptr_equal(cur, before);
+  assert_int_equal(cur->nactions, 2);
+  assert_int_equal(sch_args_int(&cur->tiers[0].plugins[0].args, "w", 0), 3);
+  /* The first load failing leaves no configuration (the caller keeps its default). */
+  sch_conf *none = NULL;
+  assert_int_equal(sch_conf_reload(&none, bad, strlen(bad), err, sizeof(err)), KC_EPARSE);
+  assert_null(none);
+  assert_int_equal(sch_conf_reload(&cur, other, strlen(other), err, sizeof(err)), 0);
+  assert_int_equal(cur->nactions, 1);
+  assert_int_equal(cur->ntiers, 0);
+  sch_conf_free(cur);
 }
 
 /* A Volcano action Kiln does not build is skipped alone: the other actions and every tier
@@ -792,6 +924,8 @@ int main(void) {
       cmocka_unit_test(test_conf_default),
       cmocka_unit_test(test_conf_custom),
       cmocka_unit_test(test_conf_invalid),
+      cmocka_unit_test(test_conf_alias_bounds),
+      cmocka_unit_test(test_conf_reload_keeps_previous),
       cmocka_unit_test(test_conf_skips_unbuilt_action),
       cmocka_unit_test(test_snapshot_accounting),
       cmocka_unit_test(test_statement_discard_and_commit),
