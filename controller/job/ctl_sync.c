@@ -727,82 +727,137 @@ static bool pg_admitted(const Kiln__PodGroup *pg) {
   return ph && *ph && strcmp(ph, "Pending") != 0;
 }
 
+/* At most this many pods are built in one sync: a Job's replicas are the user's number (up
+ * to 2^31-1), and building every missing pod at once would hold the loop and the memory in
+ * proportion to it. The rest come in the next syncs (the plan asks for one at once), each
+ * bounded the same way. Kubernetes' ReplicaSet controller bounds its creates per sync too
+ * (burstReplicas, 500); twice that keeps a 1,000-pod gang to one sync. */
+#define CTL_CREATE_BURST 1000
+
+/* How many of the view's pods belong to task `tname`. */
+static size_t pods_of_task(const ctl_job_view *v, const char *tname) {
+  size_t n = 0;
+  for (size_t k = 0; k < v->npods; k++)
+    n += strcmp(v->pods[k].task, tname) == 0;
+  return n;
+}
+
+/* An existing pod of the walk: counted, or deleted when out of sync. */
+static int keep_pod(ctl_ctx *c, const ctl_pod *p) {
+  ctl_status *st = &c->plan->status;
+  if (p->deletion_ts) {
+    st->terminating++;
+    return 0;
+  }
+  if (p->out_of_sync) {
+    st->terminating++;
+    return ctl__delete_pod(c->plan, p->name, "OutOfSync");
+  }
+  ctl__count_pod(st, p);
+  return 0;
+}
+
+/* Pod `i` of task t is missing: built into the plan (counted as pending). */
+static int build_pod(ctl_ctx *c, const Kiln__TaskSpec *t, json_t *tmpl, int i,
+                     const claim_names *claims) {
+  int rc = 0;
+  c->errmsg[0] = '\0';
+  json_t *pod = create_job_pod(c, t, tmpl, i, claims, &rc);
+  if (!pod && c->errmsg[0])
+    ctl__failure(c->plan, "FailedCreate", "Error creating pods: %s", c->errmsg);
+  if (!pod || (rc = ctl__append(&c->plan->pods_create, pod)))
+    return rc ? rc : KC_ENOMEM;
+  ctl_pod fresh = {.phase = CTL_POD_PENDING};
+  snprintf(fresh.task, sizeof(fresh.task), "%s", t->name ? t->name : "");
+  ctl__count_pod(&c->plan->status, &fresh);
+  return 0;
+}
+
+typedef struct {
+  const claim_names *claims;
+  kc_strmap *byname; /* pod name -> pod of the view */
+  bool *seen;        /* per view pod: met by a task's walk */
+} pod_walk;
+
+/* Task t's pods by index: the existing ones kept, the missing ones built. The work is in
+ * proportion to the pods that exist and the pods built, never to replicas: once every pod
+ * of the task has been met, an index past the burst or one that may not be created yet ends
+ * the walk. */
+static int walk_task(ctl_ctx *c, pod_walk *w, const Kiln__TaskSpec *t, json_t *tmpl) {
+  const ctl_job_view *v = c->v;
+  const char *tname = t->name ? t->name : "";
+  bool can_create = depends_ready(v, t);
+  size_t have = pods_of_task(v, tname), met = 0;
+  char name[CTL_NAME_MAX * 2];
+  int rc;
+  for (int32_t i = 0; i < t->replicas; i++) {
+    snprintf(name, sizeof(name), "%s-%s-%d", ctl__job_name(v->job), tname, (int)i);
+    const ctl_pod *p = kc_strmap_get(w->byname, name);
+    if (p) {
+      w->seen[p - v->pods] = true;
+      met++;
+      if ((rc = keep_pod(c, p)))
+        return rc;
+      continue;
+    }
+    bool burst = json_array_size(c->plan->pods_create) >= CTL_CREATE_BURST;
+    if (can_create && !burst) {
+      if ((rc = build_pod(c, t, tmpl, (int)i, w->claims)))
+        return rc;
+      continue;
+    }
+    /* dependency pods also requeue on update; past the burst, the rest in the next sync */
+    c->plan->requeue_after = can_create ? 1 : 5;
+    if (met >= have)
+      break;
+  }
+  return 0;
+}
+
+/* Pods of task `tname` beyond replicas (scale down) or with a foreign name. */
+static int scale_down_task(ctl_ctx *c, bool *seen, const char *tname) {
+  const ctl_job_view *v = c->v;
+  int rc;
+  for (size_t k = 0; k < v->npods; k++) {
+    const ctl_pod *p = &v->pods[k];
+    if (seen[k] || strcmp(p->task, tname) != 0)
+      continue;
+    seen[k] = true;
+    c->plan->status.terminating++;
+    if (!p->deletion_ts && (rc = ctl__delete_pod(c->plan, p->name, "ScaleDown")))
+      return rc;
+  }
+  return 0;
+}
+
 static int sync_pods(ctl_ctx *c, const claim_names *claims) {
   const ctl_job_view *v = c->v;
   const Kiln__JobSpec *spec = v->job->spec;
-  ctl_status *st = &c->plan->status;
-  char name[CTL_NAME_MAX * 2];
   int rc = 0;
   json_t *tmpl = NULL;
   kc_strmap byname; /* pod name -> pod; keys borrowed from the view */
   kc_strmap_init(&byname, KC_STRMAP_BORROW_KEYS);
-  bool *seen = calloc(v->npods ? v->npods : 1, sizeof(*seen));
-  if (!seen)
+  pod_walk w = {.claims = claims, .byname = &byname};
+  w.seen = calloc(v->npods ? v->npods : 1, sizeof(*w.seen));
+  if (!w.seen)
     return KC_ENOMEM;
   for (size_t k = 0; k < v->npods; k++)
     if (kc_strmap_put(&byname, v->pods[k].name, (void *)&v->pods[k], NULL) < 0) {
       rc = KC_ENOMEM;
       goto out;
     }
-  for (size_t ti = 0; ti < spec->n_tasks; ti++) {
+  for (size_t ti = 0; ti < spec->n_tasks && rc == 0; ti++) {
     const Kiln__TaskSpec *t = spec->tasks[ti];
-    const char *tname = t->name ? t->name : "";
-    bool can_create = depends_ready(v, t);
     json_decref(tmpl);
     tmpl = t->template_json ? json_loads(t->template_json, 0, NULL) : NULL;
-    for (int32_t i = 0; i < t->replicas; i++) {
-      snprintf(name, sizeof(name), "%s-%s-%d", ctl__job_name(v->job), tname, (int)i);
-      const ctl_pod *p = kc_strmap_get(&byname, name);
-      if (!p) {
-        if (!can_create) {
-          c->plan->requeue_after = 5; /* dependency pods will also requeue on update */
-          continue;
-        }
-        c->errmsg[0] = '\0';
-        json_t *pod = create_job_pod(c, t, tmpl, (int)i, claims, &rc);
-        if (!pod && c->errmsg[0])
-          ctl__failure(c->plan, "FailedCreate", "Error creating pods: %s", c->errmsg);
-        if (!pod || (rc = ctl__append(&c->plan->pods_create, pod))) {
-          rc = rc ? rc : KC_ENOMEM;
-          goto out;
-        }
-        ctl_pod fresh = {.phase = CTL_POD_PENDING};
-        snprintf(fresh.task, sizeof(fresh.task), "%s", tname);
-        ctl__count_pod(st, &fresh);
-        continue;
-      }
-      seen[p - v->pods] = true;
-      if (p->deletion_ts) {
-        st->terminating++;
-        continue;
-      }
-      if (p->out_of_sync) {
-        if ((rc = ctl__delete_pod(c->plan, p->name, "OutOfSync")))
-          goto out;
-        st->terminating++;
-        continue;
-      }
-      ctl__count_pod(st, p);
-    }
-    /* Pods of this task beyond replicas (scale down) or with a foreign name. */
-    for (size_t k = 0; k < v->npods; k++) {
-      const ctl_pod *p = &v->pods[k];
-      if (seen[k] || strcmp(p->task, tname) != 0)
-        continue;
-      seen[k] = true;
-      if (p->deletion_ts) {
-        st->terminating++;
-        continue;
-      }
-      if ((rc = ctl__delete_pod(c->plan, p->name, "ScaleDown")))
-        goto out;
-      st->terminating++;
-    }
+    rc = walk_task(c, &w, t, tmpl);
+    if (rc == 0)
+      rc = scale_down_task(c, w.seen, t->name ? t->name : "");
   }
 out:
   json_decref(tmpl);
   kc_strmap_close(&byname, NULL);
-  free(seen);
+  free(w.seen);
   return rc;
 }
 

@@ -521,10 +521,13 @@ static void test_large_job(void **state) {
                "{\"state\":{\"phase\":\"Pending\"},\"minAvailable\":2000}");
   fx_pg(&f, "Inqueue", NULL);
   ctl_request req = {.event = CTL_EV_OUT_OF_SYNC};
+  /* At most 1,000 pods are built in one sync, and the plan asks for the next sync at once. */
   assert_int_equal(fx_sync(&f, &req), 0);
-  assert_int_equal(json_array_size(f.plan.pods_create), N);
-  assert_int_equal(f.plan.status.pending, N);
-  assert_non_null(fx_created_pod(&f, "big-w-1999"));
+  assert_int_equal(json_array_size(f.plan.pods_create), N / 2);
+  assert_int_equal(f.plan.status.pending, N / 2);
+  assert_int_equal(f.plan.requeue_after, 1);
+  assert_non_null(fx_created_pod(&f, "big-w-999"));
+  assert_null(fx_created_pod(&f, "big-w-1000"));
 
   ctl_pod *pods = calloc(N, sizeof(*pods));
   assert_non_null(pods);
@@ -534,6 +537,13 @@ static void test_large_job(void **state) {
     pods[i].index = N - 1 - i;
     pods[i].phase = CTL_POD_RUNNING;
   }
+  /* With the first half there, the next sync builds the second. */
+  f.v.pods = pods + N / 2;
+  f.v.npods = N / 2;
+  assert_int_equal(fx_sync(&f, &req), 0);
+  assert_int_equal(json_array_size(f.plan.pods_create), N / 2);
+  assert_non_null(fx_created_pod(&f, "big-w-1000"));
+  assert_non_null(fx_created_pod(&f, "big-w-1999"));
   f.v.pods = pods;
   f.v.npods = N;
   assert_int_equal(fx_sync(&f, &req), 0);
@@ -554,6 +564,37 @@ static void test_large_job(void **state) {
   }
   fx_close(&f);
   free(pods);
+}
+
+/* replicas is the user's number, up to 2^31-1: a sync builds at most 1,000 pods and walks no
+ * further than the pods that exist, so it takes no longer than a small Job's (before, it built
+ * every pod, or walked every index while a dependency held them back). */
+static void test_replicas_at_the_schema_maximum(void **state) {
+  fx f;
+  fx_init_json(&f,
+               fx_parse("{\"metadata\":{\"name\":\"huge\",\"uid\":\"uh\",\"namespace\":"
+                        "\"default\"},\"spec\":{\"minAvailable\":1,\"tasks\":[{\"name\":"
+                        "\"a\",\"replicas\":2147483647,\"template\":{\"spec\":{\"containers\""
+                        ":[{\"name\":\"c\",\"image\":\"busybox\"}]}}},{\"name\":\"b\","
+                        "\"replicas\":2147483647,\"dependsOn\":{\"name\":[\"a\"]},"
+                        "\"template\":{\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":"
+                        "\"busybox\"}]}}}]}}"),
+               "{\"state\":{\"phase\":\"Pending\"},\"minAvailable\":1}");
+  fx_pg(&f, "Inqueue", NULL);
+  ctl_request req = {.event = CTL_EV_OUT_OF_SYNC};
+  assert_int_equal(fx_sync(&f, &req), 0);
+  assert_int_equal(json_array_size(f.plan.pods_create), 1000);
+  assert_non_null(fx_created_pod(&f, "huge-a-999"));
+  assert_null(fx_created_pod(&f, "huge-b-0")); /* b waits for a */
+  assert_true(f.plan.requeue_after > 0);
+  /* Again with some of a's pods there: still 1,000 new ones, none of b's. */
+  fx_pod(&f, "a", 0, CTL_POD_RUNNING);
+  fx_pod(&f, "a", 5, CTL_POD_PENDING);
+  assert_int_equal(fx_sync(&f, &req), 0);
+  assert_int_equal(json_array_size(f.plan.pods_create), 1000);
+  assert_non_null(fx_created_pod(&f, "huge-a-1001"));
+  assert_null(fx_created_pod(&f, "huge-a-1002"));
+  fx_close(&f);
 }
 
 /* The quota usage Volcano sums per pod: requests and limits of every kind, sidecars and
@@ -818,6 +859,7 @@ int main(void) {
       cmocka_unit_test(test_ttl_is_not_the_job_controllers),
       cmocka_unit_test(test_pod_from_json),
       cmocka_unit_test(test_large_job),
+      cmocka_unit_test(test_replicas_at_the_schema_maximum),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
