@@ -218,12 +218,14 @@ EOF
   kubectl delete ns "$ns" --wait=false >/dev/null
 }
 
-# can SA VERB RESOURCE[/SUBRESOURCE] [NAMESPACE]: print yes or no. (kubectl would read
+# can SA VERB RESOURCE[/SUBRESOURCE][:NAME] [NAMESPACE]: print yes or no. (kubectl would read
 # "pods/binding" as the pod named binding, hence --subresource.)
 can() {
-  local res=${3%%/*} sub=
-  [[ "$3" != */* ]] || sub=${3#*/}
-  kubectl auth can-i "$2" "$res" ${sub:+--subresource="$sub"} \
+  local r=$3 name= res sub=
+  [[ "$r" != *:* ]] || { name=${r#*:}; r=${r%%:*}; }
+  res=${r%%/*}
+  [[ "$r" != */* ]] || sub=${r#*/}
+  kubectl auth can-i "$2" "$res${name:+/$name}" ${sub:+--subresource="$sub"} \
     --as="system:serviceaccount:kiln-system:$1" ${4:+-n "$4"} 2>/dev/null || true
 }
 
@@ -239,6 +241,7 @@ test_rbac_matrix() {
     "kiln-controller update jobs.batch.volcano.sh/status default yes"
     "kiln-controller update jobs.batch.volcano.sh/finalizers default yes"
     "kiln-controller create jobs.batch.volcano.sh default yes"
+    "kiln-controller update jobs.batch.volcano.sh default no"
     "kiln-controller watch cronjobs.batch.volcano.sh - yes"
     "kiln-controller update cronjobs.batch.volcano.sh/status default yes"
     "kiln-controller update cronjobs.batch.volcano.sh default no"
@@ -249,8 +252,11 @@ test_rbac_matrix() {
     "kiln-controller delete jobtemplates.flow.volcano.sh default no"
     "kiln-controller delete commands.bus.volcano.sh default yes"
     "kiln-controller create commands.bus.volcano.sh default no"
+    "kiln-controller get commands.bus.volcano.sh default no"
     "kiln-controller create podgroups.scheduling.volcano.sh default yes"
     "kiln-controller delete podgroups.scheduling.volcano.sh default yes"
+    "kiln-controller patch podgroups.scheduling.volcano.sh default yes"
+    "kiln-controller update podgroups.scheduling.volcano.sh default no"
     "kiln-controller patch queues.scheduling.volcano.sh/status - yes"
     "kiln-controller update queues.scheduling.volcano.sh/status - no"
     "kiln-controller patch queues.scheduling.volcano.sh - yes"
@@ -258,6 +264,8 @@ test_rbac_matrix() {
     "kiln-controller delete queues.scheduling.volcano.sh - no"
     "kiln-controller delete jobs.batch.volcano.sh default yes"
     "kiln-controller patch pods default yes"
+    "kiln-controller update pods default no"
+    "kiln-controller get pods default no"
     "kiln-controller watch replicasets.apps - yes"
     "kiln-controller watch statefulsets.apps - yes"
     "kiln-controller update statefulsets.apps default no"
@@ -267,11 +275,28 @@ test_rbac_matrix() {
     "kiln-controller create services default yes"
     "kiln-controller create configmaps default yes"
     "kiln-controller create secrets default yes"
+    "kiln-controller get secrets default yes"
+    "kiln-controller delete secrets default yes"
+    "kiln-controller list secrets - no"
+    "kiln-controller watch secrets default no"
+    "kiln-controller update secrets default no"
+    "kiln-controller patch secrets default no"
+    "kiln-controller patch configmaps default yes"
+    "kiln-controller list configmaps - no"
+    "kiln-controller patch services default no"
+    "kiln-controller list services - no"
     "kiln-controller create networkpolicies.networking.k8s.io default yes"
+    "kiln-controller get networkpolicies.networking.k8s.io default yes"
+    "kiln-controller list networkpolicies.networking.k8s.io - no"
     "kiln-controller list priorityclasses.scheduling.k8s.io - yes"
     "kiln-controller create events default yes"
-    "kiln-controller create events.events.k8s.io default yes"
-    "kiln-controller update leases.coordination.k8s.io kiln-system yes"
+    "kiln-controller patch events default yes"
+    "kiln-controller update events default no"
+    "kiln-controller create events.events.k8s.io default no"
+    "kiln-controller update leases.coordination.k8s.io:vc-controller-manager kiln-system yes"
+    "kiln-controller get leases.coordination.k8s.io:vc-controller-manager kiln-system yes"
+    "kiln-controller update leases.coordination.k8s.io:volcano kiln-system no"
+    "kiln-controller list leases.coordination.k8s.io kiln-system no"
     "kiln-controller create leases.coordination.k8s.io kiln-system yes"
     "kiln-controller create leases.coordination.k8s.io default no"
     "kiln-controller list nodes - no"
@@ -280,27 +305,35 @@ test_rbac_matrix() {
     "kiln-scheduler create pods default no"
     "kiln-scheduler update pods default no"
     "kiln-scheduler delete pods default yes"
+    "kiln-scheduler get pods default no"
     "kiln-scheduler watch pods - yes"
     "kiln-scheduler patch pods/status default yes"
+    "kiln-scheduler update pods/status default no"
     "kiln-scheduler get secrets default no"
     "kiln-scheduler list secrets - no"
     "kiln-scheduler watch secrets kiln-system no"
     "kiln-scheduler list nodes - yes"
     "kiln-scheduler update nodes - no"
-    "kiln-scheduler update podgroups.scheduling.volcano.sh default yes"
+    "kiln-scheduler patch podgroups.scheduling.volcano.sh default yes"
+    "kiln-scheduler update podgroups.scheduling.volcano.sh default no"
     "kiln-scheduler create podgroups.scheduling.volcano.sh default no"
     "kiln-scheduler create queues.scheduling.volcano.sh - yes"
-    "kiln-scheduler update queues.scheduling.volcano.sh/status - yes"
+    "kiln-scheduler patch queues.scheduling.volcano.sh/status - yes"
+    "kiln-scheduler update queues.scheduling.volcano.sh/status - no"
     "kiln-scheduler delete queues.scheduling.volcano.sh - no"
     "kiln-scheduler create jobs.batch.volcano.sh default no"
     "kiln-scheduler list priorityclasses.scheduling.k8s.io - yes"
-    "kiln-scheduler list persistentvolumeclaims - yes"
-    "kiln-scheduler list storageclasses.storage.k8s.io - yes"
-    "kiln-scheduler list csinodes.storage.k8s.io - yes"
+    "kiln-scheduler list persistentvolumeclaims - no"
+    "kiln-scheduler list services - no"
+    "kiln-scheduler list storageclasses.storage.k8s.io - no"
+    "kiln-scheduler list csinodes.storage.k8s.io - no"
     "kiln-scheduler list poddisruptionbudgets.policy - yes"
     "kiln-scheduler create events default yes"
-    "kiln-scheduler create events.events.k8s.io default yes"
-    "kiln-scheduler update leases.coordination.k8s.io kiln-system yes"
+    "kiln-scheduler patch events default yes"
+    "kiln-scheduler create events.events.k8s.io default no"
+    "kiln-scheduler update leases.coordination.k8s.io:volcano kiln-system yes"
+    "kiln-scheduler update leases.coordination.k8s.io:vc-controller-manager kiln-system no"
+    "kiln-scheduler create leases.coordination.k8s.io kiln-system yes"
     "kiln-scheduler create leases.coordination.k8s.io default no"
     "kiln-scheduler create configmaps kiln-system no"
   )
