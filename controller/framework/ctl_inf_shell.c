@@ -14,6 +14,7 @@
 #include "ctl_inf.h"
 #include "kc_log.h"
 #include "kc_pb.h"
+#include "kc_str.h"
 
 #define MAX_CONSUMERS 8
 
@@ -99,10 +100,6 @@ typedef void (*free_fn)(void *);
 
 static free_fn consumer_free_fn(const ctl_inf *ci) {
   return ci->h.decode ? ci->h.free_obj : json_free;
-}
-
-static bool str_eq(const char *a, const char *b) {
-  return strcmp(a ? a : "", b ? b : "") == 0;
 }
 
 static const char *meta_str(json_t *obj, const char *field) {
@@ -283,10 +280,10 @@ static bool shareable(const kc_informer_options *o) {
 
 static shared *find_shared(ctl_inf_hub *hub, const kc_informer_options *o) {
   for (shared *sh = hub->list; sh; sh = sh->next)
-    if (!sh->started && sh->n < MAX_CONSUMERS && str_eq(sh->group, o->group) &&
-        str_eq(sh->version, o->version) && str_eq(sh->resource, o->resource) &&
-        str_eq(sh->ns, o->namespace) && str_eq(sh->label, o->label_selector) &&
-        str_eq(sh->field, o->field_selector) && sh->protobuf == o->protobuf)
+    if (!sh->started && sh->n < MAX_CONSUMERS && kc_str_eq(sh->group, o->group) &&
+        kc_str_eq(sh->version, o->version) && kc_str_eq(sh->resource, o->resource) &&
+        kc_str_eq(sh->ns, o->namespace) && kc_str_eq(sh->label, o->label_selector) &&
+        kc_str_eq(sh->field, o->field_selector) && sh->protobuf == o->protobuf)
       return sh;
   return NULL;
 }

@@ -12,6 +12,7 @@
 #include "kc_log.h"
 #include "kc_metrics.h"
 #include "kc_quantity.h"
+#include "kc_str.h"
 #include "kc_strmap.h"
 
 #define FIELD_MANAGER   "queue-controller"
@@ -113,10 +114,6 @@ static const char *queue_mark(const json_t *q) {
   return json_string_value(json_object_get(ann, CTL_QUEUE_CLOSED_BY_PARENT));
 }
 
-static bool same_str(const char *a, const char *b) {
-  return strcmp(a ? a : "", b ? b : "") == 0;
-}
-
 /* capability, deserved or guarantee changed: the tree rules (report_tree) of the queue, its
  * children and its siblings are to be checked again. */
 static bool resources_changed(const json_t *o, const json_t *n) {
@@ -149,9 +146,9 @@ static void on_queue_update(const char *key, void *old_obj, void *new_obj, void 
     request(ud, key, CTL_QA_SYNC);
     resync_near(ud, key, n);
   }
-  bool state = !same_str(ctl_json_str(o, "status", "state"), ctl_json_str(n, "status", "state"));
-  if (state || !same_str(ctl_json_str(o, "spec", "parent"), ctl_json_str(n, "spec", "parent")) ||
-      !same_str(queue_mark(o), queue_mark(n)))
+  bool state = !kc_str_eq(ctl_json_str(o, "status", "state"), ctl_json_str(n, "status", "state"));
+  if (state || !kc_str_eq(ctl_json_str(o, "spec", "parent"), ctl_json_str(n, "spec", "parent")) ||
+      !kc_str_eq(queue_mark(o), queue_mark(n)))
     request(ud, key, CTL_QA_SYNC);
   if (!state)
     return;
@@ -160,7 +157,7 @@ static void on_queue_update(const char *key, void *old_obj, void *new_obj, void 
   void *q;
   kc_store_iter_init(ctl_base_store(ud, INF_QUEUES), &it);
   while (kc_store_iter_next(&it, &k, &q))
-    if (same_str(ctl_json_str(q, "spec", "parent"), key) && strcmp(k, key) != 0)
+    if (kc_str_eq(ctl_json_str(q, "spec", "parent"), key) && strcmp(k, key) != 0)
       request(ud, k, CTL_QA_SYNC);
 }
 

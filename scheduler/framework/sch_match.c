@@ -9,10 +9,7 @@
 #include <string.h>
 
 #include "kc_error.h"
-
-static bool str_eq(const char *a, const char *b) {
-  return strcmp(a ? a : "", b ? b : "") == 0;
-}
+#include "kc_str.h"
 
 static bool str_empty(const char *s) {
   return s == NULL || s[0] == '\0';
@@ -20,7 +17,7 @@ static bool str_empty(const char *s) {
 
 const char *sch_node_label(const Kiln__Node *node, const char *key) {
   for (size_t i = 0; i < node->n_labels; i++) {
-    if (str_eq(node->labels[i]->key, key))
+    if (kc_str_eq(node->labels[i]->key, key))
       return node->labels[i]->value ? node->labels[i]->value : "";
   }
   return NULL;
@@ -42,7 +39,7 @@ static bool parse_int64(const char *s, int64_t *out) {
 
 static bool values_have(const Kiln__NodeSelectorRequirement *req, const char *v) {
   for (size_t i = 0; i < req->n_values; i++) {
-    if (str_eq(req->values[i], v))
+    if (kc_str_eq(req->values[i], v))
       return true;
   }
   return false;
@@ -53,11 +50,11 @@ static bool match_field(const Kiln__NodeSelectorRequirement *req, const Kiln__No
    * of a node holds metadata.name only, other fields read as "". */
   if (req->n_values != 1)
     return false;
-  const char *have = str_eq(req->key, "metadata.name") ? node->name : "";
-  bool eq = str_eq(have, req->values[0]);
-  if (str_eq(req->operator_, "In"))
+  const char *have = kc_str_eq(req->key, "metadata.name") ? node->name : "";
+  bool eq = kc_str_eq(have, req->values[0]);
+  if (kc_str_eq(req->operator_, "In"))
     return eq;
-  if (str_eq(req->operator_, "NotIn"))
+  if (kc_str_eq(req->operator_, "NotIn"))
     return !eq;
   return false;
 }
@@ -70,27 +67,27 @@ bool sch_match_requirement(const Kiln__NodeSelectorRequirement *req, const Kiln_
     return match_field(req, node);
   const char *op = req->operator_;
   const char *have = sch_node_label(node, req->key);
-  if (str_eq(op, "In")) {
+  if (kc_str_eq(op, "In")) {
     if (req->n_values == 0)
       return false;
     return have != NULL && values_have(req, have);
   }
-  if (str_eq(op, "NotIn")) {
+  if (kc_str_eq(op, "NotIn")) {
     if (req->n_values == 0)
       return false;
     return have == NULL || !values_have(req, have);
   }
-  if (str_eq(op, "Exists"))
+  if (kc_str_eq(op, "Exists"))
     return req->n_values == 0 && have != NULL;
-  if (str_eq(op, "DoesNotExist"))
+  if (kc_str_eq(op, "DoesNotExist"))
     return req->n_values == 0 && have == NULL;
-  if (str_eq(op, "Gt") || str_eq(op, "Lt")) {
+  if (kc_str_eq(op, "Gt") || kc_str_eq(op, "Lt")) {
     int64_t want, got;
     if (req->n_values != 1 || !parse_int64(req->values[0], &want))
       return false;
     if (have == NULL || !parse_int64(have, &got))
       return false;
-    return str_eq(op, "Gt") ? got > want : got < want;
+    return kc_str_eq(op, "Gt") ? got > want : got < want;
   }
   return false;
 }
@@ -112,7 +109,7 @@ bool sch_match_term(const Kiln__NodeSelectorTerm *term, const Kiln__Node *node) 
 bool sch_match_node_selector(const Kiln__Pod *pod, const Kiln__Node *node) {
   for (size_t i = 0; i < pod->n_node_selector; i++) {
     const char *have = sch_node_label(node, pod->node_selector[i]->key);
-    if (have == NULL || !str_eq(have, pod->node_selector[i]->value))
+    if (have == NULL || !kc_str_eq(have, pod->node_selector[i]->value))
       return false;
   }
   if (pod->n_required_node_terms == 0)
@@ -139,13 +136,13 @@ int64_t sch_preferred_affinity_score(const Kiln__Pod *pod, const Kiln__Node *nod
 bool sch_toleration_tolerates(const Kiln__Toleration *tol, const Kiln__Taint *taint) {
   if (tol->effect != KILN__TAINT_EFFECT__TAINT_EFFECT_ALL && tol->effect != taint->effect)
     return false;
-  if (!str_empty(tol->key) && !str_eq(tol->key, taint->key))
+  if (!str_empty(tol->key) && !kc_str_eq(tol->key, taint->key))
     return false;
   switch (tol->operator_) {
   case KILN__TOLERATION_OPERATOR__TOLERATION_OPERATOR_EXISTS:
     return true;
   case KILN__TOLERATION_OPERATOR__TOLERATION_OPERATOR_EQUAL:
-    return str_eq(tol->value, taint->value);
+    return kc_str_eq(tol->value, taint->value);
   default:
     return false;
   }
@@ -218,7 +215,7 @@ bool sch_host_port_conflict(const Kiln__HostPort *want, Kiln__HostPort *const *u
   bool any_ip = strcmp(ip, "0.0.0.0") == 0;
   for (size_t i = 0; i < n; i++) {
     const Kiln__HostPort *u = used[i];
-    if (u == NULL || u->port != want->port || !str_eq(port_proto(u), proto))
+    if (u == NULL || u->port != want->port || !kc_str_eq(port_proto(u), proto))
       continue;
     const char *uip = port_ip(u);
     if (any_ip || strcmp(uip, "0.0.0.0") == 0 || strcmp(uip, ip) == 0)
@@ -419,12 +416,12 @@ static const char *pod_label_fn(const void *pod, const char *key) {
 }
 
 const char *sch_namespace_label(const void *ns_name, const char *key) {
-  return str_eq(key, SCH_LABEL_NAMESPACE_NAME) ? (const char *)ns_name : NULL;
+  return kc_str_eq(key, SCH_LABEL_NAMESPACE_NAME) ? (const char *)ns_name : NULL;
 }
 
 static bool strv_has(char *const *v, size_t n, const char *s) {
   for (size_t i = 0; i < n; i++)
-    if (str_eq(v[i], s))
+    if (kc_str_eq(v[i], s))
       return true;
   return false;
 }
@@ -433,13 +430,13 @@ static bool requirement_holds(const Kiln__LabelSelectorRequirement *r, sch_label
                               const void *obj) {
   const char *have = get(obj, r->key ? r->key : "");
   const char *op = r->operator_;
-  if (str_eq(op, "In"))
+  if (kc_str_eq(op, "In"))
     return r->n_values > 0 && have != NULL && strv_has(r->values, r->n_values, have);
-  if (str_eq(op, "NotIn"))
+  if (kc_str_eq(op, "NotIn"))
     return r->n_values > 0 && (have == NULL || !strv_has(r->values, r->n_values, have));
-  if (str_eq(op, "Exists"))
+  if (kc_str_eq(op, "Exists"))
     return r->n_values == 0 && have != NULL;
-  if (str_eq(op, "DoesNotExist"))
+  if (kc_str_eq(op, "DoesNotExist"))
     return r->n_values == 0 && have == NULL;
   return false;
 }
@@ -449,7 +446,7 @@ bool sch_selector_matches(const Kiln__LabelSelector *sel, sch_label_fn get, cons
     return false;
   for (size_t i = 0; i < sel->n_match_labels; i++) {
     const char *have = get(obj, sel->match_labels[i]->key ? sel->match_labels[i]->key : "");
-    if (have == NULL || !str_eq(have, sel->match_labels[i]->value))
+    if (have == NULL || !kc_str_eq(have, sel->match_labels[i]->value))
       return false;
   }
   for (size_t i = 0; i < sel->n_match_expressions; i++)
@@ -471,7 +468,7 @@ static bool label_keys_hold(char *const *keys, size_t n, bool equal, const Kiln_
     if (want == NULL)
       continue;
     const char *have = sch_pod_label(target, keys[i]);
-    bool same = have != NULL && str_eq(have, want);
+    bool same = have != NULL && kc_str_eq(have, want);
     if (same != equal)
       return false;
   }
@@ -483,7 +480,7 @@ bool sch_affinity_term_matches(const Kiln__PodAffinityTerm *term, const Kiln__Po
   const char *ns = target->namespace_ ? target->namespace_ : "";
   bool in_ns;
   if (term->n_namespaces == 0 && term->namespace_selector == NULL)
-    in_ns = str_eq(owner->namespace_, ns);
+    in_ns = kc_str_eq(owner->namespace_, ns);
   else
     in_ns = strv_has(term->namespaces, term->n_namespaces, ns) ||
             sch_selector_matches(term->namespace_selector, sch_namespace_label, ns);

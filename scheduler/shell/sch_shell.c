@@ -16,6 +16,7 @@
 #include "kc_file.h"
 #include "kc_log.h"
 #include "kc_store.h"
+#include "kc_str.h"
 #include "kc_strmap.h"
 #include "kc_time.h"
 #include "sch_binder.h"
@@ -406,10 +407,6 @@ static void patch_status(sch_shell *sh, kc_strmap *map, const char *key, const c
   sh->writes_in_flight++;
 }
 
-static bool str_eq(const char *a, const char *b) {
-  return strcmp(a ? a : "", b ? b : "") == 0;
-}
-
 /* Whether a job has pods whose bind is in flight (assumed when the session's snapshot was
  * taken, not yet confirmed by the watch) and pods bound but not Running yet. */
 static void job_settling(const sch_cache_snap *cs, const sch_snapshot *snap, const sch_job *j,
@@ -492,7 +489,7 @@ static void write_pod_group(sch_shell *sh, const sch_snapshot *snap, const sch_p
     free(cptr);
     return;
   }
-  bool changed = !cur || !str_eq(cur->phase, phase) || cur->running != ps->running ||
+  bool changed = !cur || !kc_str_eq(cur->phase, phase) || cur->running != ps->running ||
                  cur->succeeded != ps->succeeded || cur->failed != ps->failed;
   bool only_conditions = !changed, cond_changed;
   char ts[KC_TIME_LEN];
@@ -538,7 +535,7 @@ static bool resource_matches(const sch_snapshot *snap, const sch_resource *want,
     nonzero++;
     bool found = false;
     for (size_t k = 0; k < have->n_scalar; k++)
-      if (str_eq(have->scalar[k]->name, snap->scalar_names[i]) &&
+      if (kc_str_eq(have->scalar[k]->name, snap->scalar_names[i]) &&
           have->scalar[k]->milli_value == want->scalar[i])
         found = true;
     if (!found)
@@ -1220,10 +1217,10 @@ static void bad_pod(const char *ns, const char *name, const char *uid, const cha
   bool ours = false;
   size_t n = sh->opt.nscheduler_names;
   for (size_t i = 0; i < n; i++)
-    if (str_eq(sn, sh->opt.scheduler_names[i]))
+    if (kc_str_eq(sn, sh->opt.scheduler_names[i]))
       ours = true;
   if (n == 0)
-    ours = str_eq(sn, "volcano");
+    ours = kc_str_eq(sn, "volcano");
   if (!ours || name == NULL || sh->events == NULL || may_write(sh) != 0)
     return;
   kc_object_ref o = kc_pod_ref(ns, name, uid);

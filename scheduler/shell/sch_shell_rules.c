@@ -4,12 +4,9 @@
 #include <string.h>
 
 #include "kc_error.h"
+#include "kc_str.h"
 #include "kc_strmap.h"
 #include "sch_shell.h"
-
-static bool str_eq(const char *a, const char *b) {
-  return strcmp(a ? a : "", b ? b : "") == 0;
-}
 
 bool sch_shell_pg_quiet(uint64_t invalid_since_ms, uint64_t now_ms, uint64_t quiet_ms) {
   return now_ms < invalid_since_ms + quiet_ms;
@@ -58,10 +55,11 @@ size_t sch_shell_pg_conditions(const Kiln__PodGroupStatus *cur, const sch_pg_sta
     const Kiln__PodGroupCondition *c = cur->conditions[i];
     Kiln__PodGroupCondition *o = &conds[n];
     *o = *c;
-    if (ps->has_condition && str_eq(c->type, ps->condition.type)) {
+    if (ps->has_condition && kc_str_eq(c->type, ps->condition.type)) {
       placed = true;
-      if (!str_eq(c->status, ps->condition.status) || !str_eq(c->reason, ps->condition.reason) ||
-          !str_eq(c->message, ps->condition.message)) {
+      if (!kc_str_eq(c->status, ps->condition.status) ||
+          !kc_str_eq(c->reason, ps->condition.reason) ||
+          !kc_str_eq(c->message, ps->condition.message)) {
         *changed = true;
         o->status = (char *)ps->condition.status;
         o->reason = (char *)ps->condition.reason;
@@ -70,7 +68,7 @@ size_t sch_shell_pg_conditions(const Kiln__PodGroupStatus *cur, const sch_pg_sta
         o->last_transition_time = (char *)ts;
       }
     } else if (ps->has_condition && strcmp(ps->condition.type, "Scheduled") == 0 &&
-               str_eq(c->type, "Unschedulable") && str_eq(c->status, "True")) {
+               kc_str_eq(c->type, "Unschedulable") && kc_str_eq(c->status, "True")) {
       *changed = true;
       o->status = "False";
       o->last_transition_time = (char *)ts;
@@ -94,7 +92,7 @@ size_t sch_shell_pg_conditions(const Kiln__PodGroupStatus *cur, const sch_pg_sta
 }
 
 bool sch_shell_still_pending(const Kiln__Pod *then, const Kiln__Pod *now) {
-  return now != NULL && str_eq(then->uid, now->uid) &&
+  return now != NULL && kc_str_eq(then->uid, now->uid) &&
          (now->node_name == NULL || now->node_name[0] == '\0') && now->deletion_time == 0;
 }
 
@@ -124,9 +122,9 @@ uint64_t sch_shell_early_delay(uint64_t now_ms, uint64_t last_session_ms, uint64
 
 static bool ours(const char *sn, const char *const *names, size_t n) {
   if (n == 0)
-    return str_eq(sn, "volcano");
+    return kc_str_eq(sn, "volcano");
   for (size_t i = 0; i < n; i++)
-    if (str_eq(sn, names[i]))
+    if (kc_str_eq(sn, names[i]))
       return true;
   return false;
 }
