@@ -989,6 +989,14 @@ static void run_destroy(sch_run *r) {
   free(r);
 }
 
+/* The session is over, applied or not: the cache's hold ends and the run goes. */
+static void run_end(sch_shell *sh, sch_run *r) {
+  sh->run = NULL;
+  sch_cache_unhold(sh->cache);
+  sh->sessions++;
+  run_destroy(r);
+}
+
 /* The result has been applied (or the session failed): the hold ends. */
 static void run_finish(sch_shell *sh, sch_run *r) {
   if (r->rc == 0)
@@ -1000,9 +1008,6 @@ static void run_finish(sch_shell *sh, sch_run *r) {
          (unsigned long long)sh->sessions, r->res->nbinds, r->res->nevicts, r->res->nwhy,
          r->res->nevents, ms_since(r->t0), (double)r->work_ns / 1e6, (double)r->snap_ns / 1e6,
          (double)r->apply_ns / 1e6, (double)r->rest_ns / 1e6);
-  sh->run = NULL;
-  sch_cache_unhold(sh->cache);
-  sh->sessions++;
   if (sh->m_e2e)
     kc_histogram_observe(sh->m_e2e, ms_since(r->t0));
   if (r->rc) {
@@ -1010,7 +1015,7 @@ static void run_finish(sch_shell *sh, sch_run *r) {
     if (sh->m_attempt_err)
       kc_counter_inc(sh->m_attempt_err);
   }
-  run_destroy(r);
+  run_end(sh, r);
 }
 
 /* One slice of the binds per turn of the loop, so that 50,000 binds do not hold it; the
@@ -1066,14 +1071,7 @@ static void run_after(uv_work_t *req, int status) {
     /* Leadership went while the session ran: its result is not ours to write. */
     KC_INFO("session %llu: no longer the leader; its result is dropped",
             (unsigned long long)sh->sessions);
-    sch_result_free(r->res);
-    r->res = NULL;
-    r->rc = 0;
-    r->applying = false;
-    sh->run = NULL;
-    sch_cache_unhold(sh->cache);
-    sh->sessions++;
-    run_destroy(r);
+    run_end(sh, r);
     return;
   }
   r->applying = true;
@@ -1087,17 +1085,10 @@ static sch_run *run_new(sch_shell *sh, int *rc) {
   if (r == NULL)
     return NULL;
   r->action_ns = calloc(sh->conf->nactions + 1, sizeof(*r->action_ns));
-  if (r->action_ns == NULL || uv_mutex_init(&r->mu) != 0) {
-    free(r->action_ns);
-    free(r);
-    return NULL;
-  }
-  if (uv_cond_init(&r->cv) != 0) {
-    uv_mutex_destroy(&r->mu);
-    free(r->action_ns);
-    free(r);
-    return NULL;
-  }
+  if (r->action_ns == NULL || uv_mutex_init(&r->mu) != 0)
+    goto fail_actions;
+  if (uv_cond_init(&r->cv) != 0)
+    goto fail_mutex;
   r->req.data = r;
   r->sh = sh;
   r->conf = sh->conf;
@@ -1110,14 +1101,15 @@ static sch_run *run_new(sch_shell *sh, int *rc) {
   r->sopt.minimum_feasible_nodes = sh->opt.minimum_feasible_nodes;
   *rc = sch_cache_snapshot_deferred(sh->cache, &r->cs);
   r->snap_ns = uv_hrtime() - r->t0;
-  if (*rc) {
-    uv_mutex_destroy(&r->mu);
-    uv_cond_destroy(&r->cv);
-    free(r->action_ns);
-    free(r);
-    return NULL;
-  }
-  return r;
+  if (*rc == 0)
+    return r;
+  uv_cond_destroy(&r->cv);
+fail_mutex:
+  uv_mutex_destroy(&r->mu);
+fail_actions:
+  free(r->action_ns);
+  free(r);
+  return NULL;
 }
 
 int sch_shell_run_once(sch_shell *sh) {
@@ -1307,28 +1299,21 @@ int sch_shell_new(uv_loop_t *loop, kc_client *c, kc_event_recorder *events, kc_m
     rc = sch_evictor_new(c, events, sh->cache, &sh->evictor);
   if (rc)
     goto fail;
-  if (uv_timer_init(loop, &sh->timer) != 0) {
-    rc = KC_EIO;
+  rc = KC_EIO; /* the handles open in order; sch_shell_free closes those that are */
+  if (uv_timer_init(loop, &sh->timer) != 0)
     goto fail;
-  }
   sh->timers_open = 1;
-  if (uv_timer_init(loop, &sh->early) != 0) {
-    /* The period's timer is open: close it like sch_shell_free does. */
-    sch_shell_free(sh);
-    return KC_EIO;
-  }
+  if (uv_timer_init(loop, &sh->early) != 0)
+    goto fail;
   sh->timers_open = 2;
-  if (uv_idle_init(loop, &sh->apply) != 0) {
-    sch_shell_free(sh);
-    return KC_EIO;
-  }
+  if (uv_idle_init(loop, &sh->apply) != 0)
+    goto fail;
   sh->timers_open = 3;
   setup_metrics(sh);
   *out = sh;
   return 0;
 fail:
-  free_parts(sh);
-  free(sh);
+  sch_shell_free(sh);
   return rc;
 }
 
@@ -1377,20 +1362,16 @@ void sch_shell_free(sch_shell *sh) {
   sh->closing = true;
   stop_run(sh);
   free_parts(sh);
+  uv_handle_t *handles[] = {(uv_handle_t *)&sh->timer, (uv_handle_t *)&sh->early,
+                            (uv_handle_t *)&sh->apply}; /* in the order sch_shell_new opens them */
   int open = sh->timers_open;
   if (open == 0) {
     maybe_release(sh);
     return;
   }
-  sh->timer.data = sh;
-  uv_close((uv_handle_t *)&sh->timer, timer_closed);
-  if (open > 1) {
-    sh->early.data = sh;
-    uv_close((uv_handle_t *)&sh->early, timer_closed);
-  }
-  if (open > 2) {
-    sh->apply.data = sh;
-    uv_close((uv_handle_t *)&sh->apply, timer_closed);
+  for (int i = 0; i < open; i++) {
+    handles[i]->data = sh;
+    uv_close(handles[i], timer_closed);
   }
 }
 
