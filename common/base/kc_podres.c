@@ -17,13 +17,10 @@ kc_res_entry *kc_reslist_find(const kc_reslist *l, const char *name) {
 int kc_reslist_put(kc_reslist *l, const char *name, const kc_quantity *q, bool add) {
   kc_res_entry *e = kc_reslist_find(l, name);
   if (e) {
-    if (!add) {
+    if (!add)
       e->q = *q;
-    } else {
-      if (e->q.nano == 0)
-        e->q.format = q->format;
-      e->q.nano += q->nano;
-    }
+    else
+      kc_quantity_add(&e->q, q);
     return 0;
   }
   if (l->n == l->cap) {

@@ -12,8 +12,11 @@ __extension__ typedef __int128 i128;
 __extension__ typedef unsigned __int128 u128;
 
 #define NANO       1000000000LL
-/* Largest accepted magnitude in nano-units: Value() must still fit in int64. */
-#define NANO_LIMIT ((i128)INT64_MAX * NANO)
+/* Largest accepted magnitude in nano-units: the bound sums saturate at, so that every sum
+ * Kiln writes (a PodGroup's minResources) parses back. */
+#define NANO_LIMIT KC_QUANTITY_NANO_MAX
+/* Kubernetes caps a BinarySI value at 2^63-1 units ("9Ei" reads as 9223372036854775807). */
+#define BINARY_CAP ((i128)INT64_MAX * NANO)
 /* Digit array: every input digit plus the growth of a multiplication by 2^60. */
 #define DIGITS_MAX (KC_QUANTITY_MAX_LEN + 24)
 
@@ -147,15 +150,19 @@ static int to_nanos(const unsigned char *d, size_t nd, int64_t shift, i128 *out)
     shift = 0;
   }
   size_t kept = nd - lo;
-  /* A kept number with 29 or more digits is at least 10^28 > NANO_LIMIT. */
-  if (kept > 0 && (int64_t)kept - 1 + shift >= 28)
+  /* A kept number with 40 or more digits is at least 10^39 > NANO_LIMIT; below that the
+   * arithmetic is checked digit by digit. */
+  if (kept > 0 && (int64_t)kept - 1 + shift >= 39)
     return KC_ERANGE;
-  for (size_t i = nd; i > lo; i--)
-    nano = nano * 10 + d[i - 1];
-  for (int64_t i = 0; i < shift; i++)
-    nano *= 10;
-  nano += sticky; /* round the magnitude up to the next nano-unit */
-  if (nano > NANO_LIMIT)
+  bool over = false;
+  for (size_t i = nd; i > lo && !over; i--)
+    over = __builtin_mul_overflow(nano, 10, &nano) || __builtin_add_overflow(nano, d[i - 1], &nano);
+  for (int64_t i = 0; i < shift && !over; i++)
+    over = __builtin_mul_overflow(nano, 10, &nano);
+  /* round the magnitude up to the next nano-unit */
+  if (!over)
+    over = __builtin_add_overflow(nano, (int)sticky, &nano);
+  if (over || nano > NANO_LIMIT)
     return KC_ERANGE;
   *out = nano;
   return 0;
@@ -203,7 +210,10 @@ int kc_quantity_parsen(const char *s, size_t len, kc_quantity *q, size_t *err_of
   int64_t shift = (base == 10 ? exp : 0) - (int64_t)ndenom + 9; /* nanos = D * 10^shift */
 
   i128 nano;
-  if ((rc = to_nanos(d, nd, shift, &nano)) < 0)
+  rc = to_nanos(d, nd, shift, &nano);
+  if (fmt == KC_QFMT_BINARY_SI && (rc == KC_ERANGE || nano > BINARY_CAP))
+    rc = 0, nano = BINARY_CAP;
+  if (rc < 0)
     return rc; /* *err_offset stays 0: the whole quantity is out of range */
   /* Kubernetes shows a binary quantity below one unit in decimal form. */
   if (fmt == KC_QFMT_BINARY_SI && nano > 0 && nano < NANO)
@@ -251,6 +261,26 @@ void kc_quantity_from_value(kc_quantity *q, int64_t value, kc_qformat fmt) {
   q->format = fmt;
 }
 
+static i128 clamp(i128 v) {
+  return v < -KC_QUANTITY_NANO_MAX ? -KC_QUANTITY_NANO_MAX : v;
+}
+
+void kc_quantity_add(kc_quantity *sum, const kc_quantity *q) {
+  i128 r;
+  if (sum->nano == 0)
+    sum->format = q->format;
+  if (__builtin_add_overflow(sum->nano, q->nano, &r))
+    r = q->nano < 0 ? -KC_QUANTITY_NANO_MAX : KC_QUANTITY_NANO_MAX;
+  sum->nano = clamp(r);
+}
+
+void kc_quantity_mul(kc_quantity *q, int64_t k) {
+  i128 r;
+  if (__builtin_mul_overflow(q->nano, (i128)k, &r))
+    r = (q->nano < 0) != (k < 0) ? -KC_QUANTITY_NANO_MAX : KC_QUANTITY_NANO_MAX;
+  q->nano = clamp(r);
+}
+
 int kc_quantity_cmp(const kc_quantity *a, const kc_quantity *b) {
   return (a->nano > b->nano) - (a->nano < b->nano);
 }
@@ -291,7 +321,7 @@ int kc_quantity_format(const kc_quantity *q, char *buf, size_t len) {
     return (int)n;
   }
   bool neg = q->nano < 0;
-  u128 m = neg ? (u128)(-q->nano) : (u128)q->nano;
+  u128 m = neg ? -(u128)q->nano : (u128)q->nano;
   if (neg && !put_str(buf, len, &n, "-"))
     return KC_ERANGE;
 
@@ -328,25 +358,15 @@ int kc_quantity_format(const kc_quantity *q, char *buf, size_t len) {
   }
   if (!put_u128(buf, len, &n, m))
     return KC_ERANGE;
-  if (fmt == KC_QFMT_DECIMAL_EXP) {
-    if (e != 0) {
-      char ex[8];
-      size_t k = 0;
-      int a = e < 0 ? -e : e;
-      ex[k++] = 'e';
-      if (e < 0)
-        ex[k++] = '-';
-      if (a >= 10)
-        ex[k++] = (char)('0' + a / 10);
-      ex[k++] = (char)('0' + a % 10);
-      ex[k] = '\0';
-      if (!put_str(buf, len, &n, ex))
-        return KC_ERANGE;
-    }
-  } else {
-    /* e is in [-9, 18]: magnitudes stop below 10^28 nano-units. */
-    static const char *const dec[] = {"n", "u", "m", "", "k", "M", "G", "T", "P", "E"};
+  /* e is at least -9 (a nano-unit) and at most 30 (2^127 nano-units). DecimalSI has
+   * suffixes up to E (10^18); past it Kubernetes writes an e-exponent, and so do we. */
+  static const char *const dec[] = {"n", "u", "m", "", "k", "M", "G", "T", "P", "E"};
+  if (fmt == KC_QFMT_DECIMAL_SI && e <= 18) {
     if (!put_str(buf, len, &n, dec[(e + 9) / 3]))
+      return KC_ERANGE;
+  } else if (e != 0) {
+    if (!put_str(buf, len, &n, e < 0 ? "e-" : "e") ||
+        !put_u128(buf, len, &n, (u128)(e < 0 ? -e : e)))
       return KC_ERANGE;
   }
   buf[n] = '\0';

@@ -656,6 +656,25 @@ static void test_min_resources_quota_keys(void **state) {
   fx_close(&f);
 }
 
+/* The crash of issue 27: one task of 1,000 replicas asking for 1E of an extended resource.
+ * The PodGroup's minResources sum past 10^18 units; it used to format with a suffix table
+ * index past its end and kill the process. Now it is "1e21", as Kubernetes writes it. */
+static void test_min_resources_past_exa(void **state) {
+  fx f;
+  fx_init_json(&f,
+               fx_parse("{\"metadata\":{\"name\":\"x\",\"namespace\":\"default\",\"uid\":\"u\"},"
+                        "\"spec\":{\"tasks\":[{\"name\":\"t\",\"replicas\":1000,\"template\":{"
+                        "\"spec\":{\"containers\":[{\"name\":\"a\",\"resources\":{\"requests\":{"
+                        "\"example.com/x\":\"1E\"},\"limits\":{\"example.com/x\":\"1E\"}}}]}}}]}}"),
+               NULL);
+  ctl_request req = {.event = CTL_EV_OUT_OF_SYNC};
+  assert_int_equal(fx_sync(&f, &req), 0);
+  fx_expect_json(json_object_get(json_object_get(f.plan.podgroup, "spec"), "minResources"),
+                 "{\"count/pods\":\"1k\",\"pods\":\"1k\",\"requests.example.com/x\":\"1e21\","
+                 "\"example.com/x\":\"1e21\"}");
+  fx_close(&f);
+}
+
 /* A task with a partitionPolicy: minTaskMember minPartitions x partitionSize, one
  * subGroupPolicy, and the partition id on each of its pods. */
 static void test_partition_podgroup_and_pods(void **state) {
@@ -848,6 +867,7 @@ int main(void) {
       cmocka_unit_test(test_min_resources_by_priority),
       cmocka_unit_test(test_podgroup_update),
       cmocka_unit_test(test_min_resources_quota_keys),
+      cmocka_unit_test(test_min_resources_past_exa),
       cmocka_unit_test(test_partition_podgroup_and_pods),
       cmocka_unit_test(test_restart_partition),
       cmocka_unit_test(test_unnamed_tasks),

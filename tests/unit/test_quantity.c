@@ -48,6 +48,28 @@ static const struct good goods[] = {
     {"2P", "2P", 2000000000000000000, 2000000000000000},
     {"1E", "1E", INT64_MAX, 1000000000000000000},
     {"9223372036854775807", "9223372036854775807", INT64_MAX, INT64_MAX},
+    /* past 2^63-1 units: exact (the API server keeps them in arbitrary precision), with an
+     * e-exponent where DecimalSI runs out of suffixes, and Value()/MilliValue() saturated */
+    {"9223372036854775808", "9223372036854775808", INT64_MAX, INT64_MAX},
+    {"9223372036854775807.000000001", "9223372036854775807000000001n", INT64_MAX, INT64_MAX},
+    {"10E", "10E", INT64_MAX, INT64_MAX},
+    {"100000P", "100E", INT64_MAX, INT64_MAX},
+    {"1000E", "1e21", INT64_MAX, INT64_MAX},
+    {"1000000P", "1e21", INT64_MAX, INT64_MAX},
+    {"-1e21", "-1e21", INT64_MIN, INT64_MIN},
+    {"1e19", "10e18", INT64_MAX, INT64_MAX},
+    {"1e29", "100e27", INT64_MAX, INT64_MAX},
+    {"170141183460469231731687303715884105727n", "170141183460469231731687303715884105727n",
+     INT64_MAX, INT64_MAX},
+    {"-170141183460469231731687303715884105727n", "-170141183460469231731687303715884105727n",
+     INT64_MIN, INT64_MIN},
+    {"170141183460469231731687303715884105.727u", "170141183460469231731687303715884105727n",
+     INT64_MAX, INT64_MAX},
+    /* BinarySI is capped at 2^63-1 units, as Kubernetes does */
+    {"8Ei", "9223372036854775807", INT64_MAX, INT64_MAX},
+    {"9223372036854775807Ki", "9223372036854775807", INT64_MAX, INT64_MAX},
+    {"-100000000000000000000000000000000000000000000Ei", "-9223372036854775807", INT64_MIN,
+     -INT64_MAX},
     /* exponents (DecimalExponent keeps its family) */
     {"1E-3", "1e-3", 1, 1},
     {"1e3", "1e3", 1000000, 1000},
@@ -198,16 +220,12 @@ static const struct bad bads[] = {
     {"Mi", KC_EPARSE, 0},
     {"1e4294967297", KC_ERANGE, 1},
     {"1E2147483648", KC_ERANGE, 1},
-    /* overflow: more than 2^63-1 units */
-    {"9223372036854775808", KC_ERANGE, 0},
-    {"9223372036854775807.000000001", KC_ERANGE, 0},
-    {"8Ei", KC_ERANGE, 0},
-    {"9Ei", KC_ERANGE, 0},
-    {"9223372036854775807Ki", KC_ERANGE, 0},
-    {"10E", KC_ERANGE, 0},
-    {"1e19", KC_ERANGE, 0},
+    /* overflow: more than 2^127-1 nano-units */
+    {"170141183460469231731687303715884105728n", KC_ERANGE, 0},
+    {"-170141183460469231731687303715884105728n", KC_ERANGE, 0},
+    {"1e30", KC_ERANGE, 0},
+    {"170141183460469231731687303715884105.728u", KC_ERANGE, 0},
     {"1e2147483647", KC_ERANGE, 0},
-    {"-1e21", KC_ERANGE, 0},
     {"100000000000000000000000000000000000000000000000000", KC_ERANGE, 0},
 };
 
@@ -253,10 +271,11 @@ static void test_limits(void **state) {
   assert_int_equal(kc_quantity_value(&q), 2147483648LL);
 
   /* largest and smallest canonical strings fit KC_QUANTITY_STR_MAX */
-  assert_int_equal(kc_quantity_parse("-9223372036854775806.999999999", &q, NULL), 0);
+  assert_int_equal(kc_quantity_parse("-170141183460469231731687303715884105.727u", &q, NULL), 0);
   int n = kc_quantity_format(&q, out, sizeof(out));
-  assert_string_equal(out, "-9223372036854775806999999999n");
-  assert_int_equal(n, 30);
+  assert_string_equal(out, "-170141183460469231731687303715884105727n");
+  assert_int_equal(n, 41);
+  assert_true(n < KC_QUANTITY_STR_MAX);
   /* a short buffer is refused, not overrun */
   assert_int_equal(kc_quantity_format(&q, out, 10), KC_ERANGE);
   assert_int_equal(kc_quantity_format(&q, out, 0), KC_ERANGE);
@@ -297,12 +316,73 @@ static void test_builders(void **state) {
   assert_int_equal(kc_quantity_cmp(&q, &r), 0);
 }
 
+static const char *fmt(const kc_quantity *q) {
+  static char buf[KC_QUANTITY_STR_MAX];
+  assert_true(kc_quantity_format(q, buf, sizeof(buf)) > 0);
+  return buf;
+}
+
+/* Sums and products of user numbers saturate at +-KC_QUANTITY_NANO_MAX and always format as
+ * a quantity that parses back; a sum past 10^18 units used to index past the suffix table. */
+static void test_arithmetic(void **state) {
+  (void)state;
+  kc_quantity sum = {0}, q, back;
+  assert_int_equal(kc_quantity_parse("1E", &q, NULL), 0);
+  for (int i = 0; i < 1000; i++)
+    kc_quantity_add(&sum, &q);
+  assert_string_equal(fmt(&sum), "1e21");
+  assert_int_equal(kc_quantity_parse(fmt(&sum), &back, NULL), 0);
+  assert_int_equal(kc_quantity_cmp(&sum, &back), 0);
+  /* the same as one multiplication */
+  kc_quantity_mul(&q, 1000);
+  assert_int_equal(kc_quantity_cmp(&sum, &q), 0);
+  /* the largest a schema allows: 2^31-1 pods of 2^63-1 units, then saturation */
+  assert_int_equal(kc_quantity_parse("9223372036854775807", &q, NULL), 0);
+  kc_quantity_mul(&q, INT32_MAX);
+  assert_string_equal(fmt(&q), "19807040619342712359383728129");
+  kc_quantity_mul(&q, INT32_MAX);
+  assert_true(q.nano == KC_QUANTITY_NANO_MAX);
+  assert_string_equal(fmt(&q), "170141183460469231731687303715884105727n");
+  kc_quantity_add(&q, &q);
+  assert_true(q.nano == KC_QUANTITY_NANO_MAX);
+  kc_quantity_mul(&q, -1);
+  assert_true(q.nano == -KC_QUANTITY_NANO_MAX);
+  kc_quantity_mul(&q, INT64_MIN);
+  assert_true(q.nano == KC_QUANTITY_NANO_MAX);
+  kc_quantity_mul(&q, INT64_MIN);
+  assert_true(q.nano == -KC_QUANTITY_NANO_MAX);
+  kc_quantity_add(&q, &q);
+  assert_true(q.nano == -KC_QUANTITY_NANO_MAX);
+  assert_string_equal(fmt(&q), "-170141183460469231731687303715884105727n");
+  assert_int_equal(kc_quantity_parse(fmt(&q), &back, NULL), 0);
+  assert_int_equal(kc_quantity_cmp(&q, &back), 0);
+  /* a zero sum takes the addend's format; a product keeps its own */
+  kc_quantity z = {0};
+  assert_int_equal(kc_quantity_parse("1Gi", &q, NULL), 0);
+  kc_quantity_add(&z, &q);
+  kc_quantity_mul(&z, 3);
+  assert_string_equal(fmt(&z), "3Gi");
+  kc_quantity_mul(&z, 0);
+  assert_string_equal(fmt(&z), "0");
+  /* every exponent DecimalSI and DecimalExponent can reach formats within the bound */
+  kc_quantity e = {.nano = 1, .format = KC_QFMT_DECIMAL_SI};
+  for (int i = 0; i < 38; i++) {
+    kc_quantity_mul(&e, 10);
+    assert_int_equal(kc_quantity_parse(fmt(&e), &back, NULL), 0);
+    assert_int_equal(kc_quantity_cmp(&e, &back), 0);
+    e.format = KC_QFMT_DECIMAL_EXP;
+    assert_int_equal(kc_quantity_parse(fmt(&e), &back, NULL), 0);
+    assert_int_equal(kc_quantity_cmp(&e, &back), 0);
+    e.format = KC_QFMT_DECIMAL_SI;
+  }
+  assert_string_equal(fmt(&e), "100e27");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_table),
-      cmocka_unit_test(test_invalid),
-      cmocka_unit_test(test_limits),
-      cmocka_unit_test(test_builders),
+      cmocka_unit_test(test_table),      cmocka_unit_test(test_invalid),
+      cmocka_unit_test(test_limits),     cmocka_unit_test(test_builders),
+      cmocka_unit_test(test_arithmetic),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
