@@ -231,9 +231,63 @@ static json_t *plain_scalar(const char *s, size_t len) {
   return json_stringn(s, len);
 }
 
-static json_t *convert(yaml_document_t *doc, yaml_node_t *node, int depth) {
-  if (node == NULL || depth > 64)
-    return NULL;
+/* libyaml's document keeps an alias as a reference to its anchor's node, so a small file can
+ * describe a cycle or an exponential tree ("billion laughs"). The conversion follows
+ * go-yaml v2's rules: a node that contains itself is refused, and so is a document where
+ * most of what is decoded comes from expanding aliases (up to 99% of 400,000 nodes, falling
+ * to 10% at 4,000,000). */
+enum { MAX_DEPTH = 64, SEEN = 1, OPEN = 2 };
+
+typedef struct conv {
+  yaml_document_t *doc;
+  unsigned char *state; /* per node: SEEN once converted, OPEN while being converted */
+  size_t decoded, aliased;
+  int alias_depth;
+  const char *problem; /* why the conversion stopped, when it is not out of memory */
+} conv;
+
+static double allowed_alias_ratio(size_t decoded) {
+  const double lo = 400000, hi = 4000000;
+  if ((double)decoded <= lo)
+    return 0.99;
+  if ((double)decoded >= hi)
+    return 0.10;
+  return 0.99 - 0.89 * (((double)decoded - lo) / (hi - lo));
+}
+
+static json_t *convert(conv *cv, yaml_node_t *node, int depth);
+
+static json_t *convert_seq(conv *cv, yaml_node_t *node, int depth) {
+  json_t *arr = json_array();
+  for (yaml_node_item_t *it = node->data.sequence.items.start;
+       arr && it < node->data.sequence.items.top; it++) {
+    json_t *v = convert(cv, yaml_document_get_node(cv->doc, *it), depth + 1);
+    if (v == NULL || json_array_append_new(arr, v) != 0) {
+      json_decref(arr);
+      return NULL;
+    }
+  }
+  return arr;
+}
+
+static json_t *convert_map(conv *cv, yaml_node_t *node, int depth) {
+  json_t *obj = json_object();
+  for (yaml_node_pair_t *p = node->data.mapping.pairs.start;
+       obj && p < node->data.mapping.pairs.top; p++) {
+    yaml_node_t *k = yaml_document_get_node(cv->doc, p->key);
+    json_t *v = convert(cv, yaml_document_get_node(cv->doc, p->value), depth + 1);
+    if (k == NULL || k->type != YAML_SCALAR_NODE || v == NULL ||
+        json_object_setn_new(obj, (const char *)k->data.scalar.value, k->data.scalar.length, v) !=
+            0) {
+      json_decref(v);
+      json_decref(obj);
+      return NULL;
+    }
+  }
+  return obj;
+}
+
+static json_t *convert_node(conv *cv, yaml_node_t *node, int depth) {
   switch (node->type) {
   case YAML_SCALAR_NODE: {
     const char *v = (const char *)node->data.scalar.value;
@@ -242,37 +296,53 @@ static json_t *convert(yaml_document_t *doc, yaml_node_t *node, int depth) {
       return plain_scalar(v, len);
     return json_stringn(v, len);
   }
-  case YAML_SEQUENCE_NODE: {
-    json_t *arr = json_array();
-    for (yaml_node_item_t *it = node->data.sequence.items.start;
-         arr && it < node->data.sequence.items.top; it++) {
-      json_t *v = convert(doc, yaml_document_get_node(doc, *it), depth + 1);
-      if (v == NULL || json_array_append_new(arr, v) != 0) {
-        json_decref(arr);
-        return NULL;
-      }
-    }
-    return arr;
-  }
-  case YAML_MAPPING_NODE: {
-    json_t *obj = json_object();
-    for (yaml_node_pair_t *p = node->data.mapping.pairs.start;
-         obj && p < node->data.mapping.pairs.top; p++) {
-      yaml_node_t *k = yaml_document_get_node(doc, p->key);
-      json_t *v = convert(doc, yaml_document_get_node(doc, p->value), depth + 1);
-      if (k == NULL || k->type != YAML_SCALAR_NODE || v == NULL ||
-          json_object_setn_new(obj, (const char *)k->data.scalar.value, k->data.scalar.length, v) !=
-              0) {
-        json_decref(v);
-        json_decref(obj);
-        return NULL;
-      }
-    }
-    return obj;
-  }
+  case YAML_SEQUENCE_NODE:
+    return convert_seq(cv, node, depth);
+  case YAML_MAPPING_NODE:
+    return convert_map(cv, node, depth);
   default:
     return NULL;
   }
+}
+
+static json_t *convert(conv *cv, yaml_node_t *node, int depth) {
+  if (node == NULL)
+    return NULL;
+  if (depth > MAX_DEPTH) {
+    cv->problem = "exceeded max depth of 64";
+    return NULL;
+  }
+  unsigned char *st = &cv->state[node - cv->doc->nodes.start];
+  if (*st & OPEN) {
+    cv->problem = "an anchor's value contains itself";
+    return NULL;
+  }
+  bool alias = *st & SEEN; /* a node met a second time is reached through an alias */
+  cv->alias_depth += alias;
+  cv->decoded++;
+  cv->aliased += cv->alias_depth > 0;
+  json_t *v = NULL;
+  if (cv->aliased > 100 && cv->decoded > 1000 &&
+      (double)cv->aliased / (double)cv->decoded > allowed_alias_ratio(cv->decoded)) {
+    cv->problem = "document contains excessive aliasing";
+  } else {
+    *st |= SEEN | OPEN;
+    v = convert_node(cv, node, depth);
+    *st &= (unsigned char)~OPEN;
+  }
+  cv->alias_depth -= alias;
+  return v;
+}
+
+/* The root of a loaded document as JSON; NULL with cv->problem set when it cannot be. */
+static json_t *convert_doc(yaml_document_t *doc, yaml_node_t *root, const char **problem) {
+  conv cv = {.doc = doc};
+  size_t n = (size_t)(doc->nodes.top - doc->nodes.start);
+  cv.state = calloc(n ? n : 1, 1);
+  json_t *v = cv.state ? convert(&cv, root, 0) : NULL;
+  free(cv.state);
+  *problem = cv.problem;
+  return v;
 }
 
 int vc_yaml_to_json(const char *text, size_t len, json_t **out, char *err, size_t errlen) {
@@ -310,11 +380,16 @@ int vc_yaml_docs_to_json(const char *text, size_t len, json_t **out, char *err, 
       yaml_document_delete(&doc);
       break;
     }
-    json_t *v = convert(&doc, root, 0);
+    const char *problem = NULL;
+    json_t *v = convert_doc(&doc, root, &problem);
     yaml_document_delete(&doc);
     if (json_is_null(v)) { /* a document of comments only */
       json_decref(v);
       continue;
+    }
+    if (v == NULL && problem) {
+      rc = kc_errorf(err, errlen, KC_EPARSE, "yaml: %s", problem);
+      break;
     }
     if (v == NULL || !json_is_object(v)) {
       json_decref(v);

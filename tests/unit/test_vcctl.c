@@ -352,6 +352,35 @@ static void test_yaml_to_json(void **state) {
   assert_int_equal(vc_yaml_to_json("- 1\n", 4, &j, err, sizeof(err)), KC_EPARSE);
 }
 
+/* An alias is a reference to its anchor's node: a cycle and an exponential tree (a
+ * 700-byte file that expands to a million nodes) are refused with go-yaml's words; before
+ * the bound the tree converted in full and the cycle said only "not a mapping". */
+static void test_yaml_aliases(void **state) {
+  (void)state;
+  char y[2048];
+  int off = snprintf(y, sizeof(y), "x0: &x0 lol\n");
+  for (int l = 1; l <= 6; l++) {
+    off += snprintf(y + off, sizeof(y) - (size_t)off, "x%d: &x%d [", l, l);
+    for (int w = 0; w < 10; w++)
+      off += snprintf(y + off, sizeof(y) - (size_t)off, "%s*x%d", w ? ", " : "", l - 1);
+    off += snprintf(y + off, sizeof(y) - (size_t)off, "]\n");
+  }
+  json_t *j = NULL;
+  char err[256] = "";
+  assert_int_equal(vc_yaml_to_json(y, strlen(y), &j, err, sizeof(err)), KC_EPARSE);
+  assert_string_equal(err, "yaml: document contains excessive aliasing");
+  assert_null(j);
+  static const char self[] = "spec: &a {tasks: [*a]}\n";
+  assert_int_equal(vc_yaml_to_json(self, strlen(self), &j, err, sizeof(err)), KC_EPARSE);
+  assert_string_equal(err, "yaml: an anchor's value contains itself");
+  /* A template shared by name, as people write them, still converts. */
+  static const char shared[] = "t: &t {replicas: 2, template: {spec: {a: 1}}}\n"
+                               "spec: {tasks: [*t, *t, *t]}\n";
+  assert_int_equal(vc_yaml_to_json(shared, strlen(shared), &j, err, sizeof(err)), 0);
+  assert_int_equal(vc_num(json_array_get(vc_at(j, "spec.tasks"), 2), "replicas"), 2);
+  json_decref(j);
+}
+
 /* ---- output ---- */
 
 static void test_human_duration(void **state) {
@@ -659,6 +688,7 @@ int main(void) {
       cmocka_unit_test(test_job_from_flags),
       cmocka_unit_test(test_command_for),
       cmocka_unit_test(test_yaml_to_json),
+      cmocka_unit_test(test_yaml_aliases),
       cmocka_unit_test(test_human_duration),
       cmocka_unit_test(test_print_jobs),
       cmocka_unit_test(test_print_queues),
