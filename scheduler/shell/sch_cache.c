@@ -4,9 +4,11 @@
 #include "kc_pb.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "kc_clock.h"
@@ -645,6 +647,39 @@ void sch_cache_snap_close(sch_cache_snap *s) {
   memset(s, 0, sizeof(*s));
 }
 
+/* Writes len bytes to path through a temporary file in path's own directory. The dump's
+ * default name is predictable and in /tmp, which anyone may write: the temporary file is
+ * made with mkstemp (an unguessable name, O_CREAT|O_EXCL, so a link planted there is never
+ * followed) and mode 0600 (the snapshot holds every pod spec), then renamed over path, which
+ * replaces whatever link is at path instead of writing through it. */
+static int write_private(const char *path, const uint8_t *buf, size_t len) {
+  char tmp[4096];
+  if ((size_t)snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path) >= sizeof(tmp)) {
+    KC_ERROR("dump snapshot: path too long: %s", path);
+    return KC_EIO;
+  }
+  int fd = mkstemp(tmp);
+  if (fd < 0) {
+    KC_ERROR("dump snapshot: cannot create a file next to %s: %s", path, strerror(errno));
+    return KC_EIO;
+  }
+  bool ok = fchmod(fd, S_IRUSR | S_IWUSR) == 0;
+  for (size_t off = 0; ok && off < len;) {
+    ssize_t n = write(fd, buf + off, len - off);
+    if (n < 0 && errno == EINTR)
+      continue;
+    ok = n > 0;
+    off += ok ? (size_t)n : 0;
+  }
+  ok = close(fd) == 0 && ok;
+  if (!ok || rename(tmp, path) != 0) {
+    KC_ERROR("dump snapshot: cannot write %s: %s", path, strerror(errno));
+    unlink(tmp);
+    return KC_EIO;
+  }
+  return 0;
+}
+
 int sch_cache_dump(sch_cache *cache, const char *path) {
   sch_cache_snap s;
   int rc = sch_cache_snapshot(cache, &s);
@@ -657,28 +692,10 @@ int sch_cache_dump(sch_cache *cache, const char *path) {
     return KC_ENOMEM;
   }
   kiln__snapshot__pack(&s.msg, buf);
-  char tmp[4096];
-  rc = KC_EIO;
-  if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp)) {
-    KC_ERROR("dump snapshot: path too long: %s", path);
-    goto out;
-  }
-  FILE *f = fopen(tmp, "wb");
-  if (f == NULL) {
-    KC_ERROR("dump snapshot: cannot open %s: %s", tmp, strerror(errno));
-    goto out;
-  }
-  bool ok = fwrite(buf, 1, len, f) == len;
-  ok = fclose(f) == 0 && ok;
-  if (!ok || rename(tmp, path) != 0) {
-    KC_ERROR("dump snapshot: cannot write %s: %s", path, strerror(errno));
-    unlink(tmp);
-    goto out;
-  }
-  KC_INFO("dumped the cache to %s (%zu nodes, %zu pods, %zu podgroups, %zu queues, %zu bytes)",
-          path, s.msg.n_nodes, s.msg.n_pods, s.msg.n_pod_groups, s.msg.n_queues, len);
-  rc = 0;
-out:
+  rc = write_private(path, buf, len);
+  if (rc == 0)
+    KC_INFO("dumped the cache to %s (%zu nodes, %zu pods, %zu podgroups, %zu queues, %zu bytes)",
+            path, s.msg.n_nodes, s.msg.n_pods, s.msg.n_pod_groups, s.msg.n_queues, len);
   free(buf);
   sch_cache_snap_close(&s);
   return rc;

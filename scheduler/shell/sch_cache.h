@@ -114,8 +114,9 @@ bool sch_cache_snap_binding(const sch_cache_snap *s, const Kiln__Pod *p);
 void sch_cache_hold(sch_cache *cache);
 void sch_cache_unhold(sch_cache *cache);
 
-/* Writes a snapshot of the cache to path as a packed Kiln__Snapshot (atomically: a
- * temporary file renamed over path). 0, KC_ENOMEM or KC_EIO (logged). */
+/* Writes a snapshot of the cache to path as a packed Kiln__Snapshot, mode 0600 (atomically:
+ * a mkstemp file in path's directory renamed over path; a symbolic link at path is
+ * replaced, never followed). 0, KC_ENOMEM or KC_EIO (logged). */
 int sch_cache_dump(sch_cache *cache, const char *path);
 
 /* Marks the pod "ns/name" as bound to node until the watch confirms it. 0 or KC_ENOMEM. */

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <uv.h>
@@ -202,6 +204,53 @@ static void test_dump_round_trips(void **state) {
   kiln__snapshot__free_unpacked(m, NULL);
   /* A directory that does not exist: an error, no crash, nothing left behind. */
   assert_int_equal(sch_cache_dump(f->cache, "/nonexistent-dir/x.pb"), KC_EIO);
+}
+
+/* The default dump name is predictable and in /tmp: links planted at the name and at the
+ * old temporary name (path.tmp, opened with fopen before) must not be written through, and
+ * the file is 0600 whatever the umask (it was 0666 & ~umask). */
+static void test_dump_does_not_follow_planted_links(void **state) {
+  fixture *f = *state;
+  put_node(f->cache, "n1");
+  char dir[] = "/tmp/test_sch_dump_XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char victim[128], path[128], tmp[160];
+  snprintf(victim, sizeof(victim), "%s/victim", dir);
+  snprintf(path, sizeof(path), "%s/volcano-scheduler-1.snapshot.pb", dir);
+  snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+  FILE *fp = fopen(victim, "w");
+  assert_non_null(fp);
+  fputs("keep", fp);
+  fclose(fp);
+  assert_int_equal(symlink(victim, tmp), 0);
+  assert_int_equal(symlink(victim, path), 0);
+  mode_t old = umask(0);
+  int rc = sch_cache_dump(f->cache, path);
+  umask(old);
+  assert_int_equal(rc, 0);
+  char got[16] = "";
+  fp = fopen(victim, "r");
+  assert_non_null(fp);
+  assert_non_null(fgets(got, sizeof(got), fp));
+  fclose(fp);
+  assert_string_equal(got, "keep");
+  struct stat st;
+  assert_int_equal(lstat(path, &st), 0);
+  assert_true(S_ISREG(st.st_mode));
+  assert_int_equal(st.st_mode & 07777, 0600);
+  assert_true(st.st_size > 0);
+  /* Nothing else is left in the directory: the victim, the link at .tmp, the dump. */
+  int n = 0;
+  DIR *d = opendir(dir);
+  assert_non_null(d);
+  for (struct dirent *e; (e = readdir(d)) != NULL;)
+    n += e->d_name[0] != '.';
+  closedir(d);
+  assert_int_equal(n, 3);
+  unlink(tmp);
+  unlink(path);
+  unlink(victim);
+  assert_int_equal(rmdir(dir), 0);
 }
 
 /* ---- the shell's rules ---- */
@@ -481,6 +530,7 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(test_real_node_wins_over_assumption, setup, teardown),
       cmocka_unit_test_setup_teardown(test_dump_round_trips, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_dump_does_not_follow_planted_links, setup, teardown),
       cmocka_unit_test(test_new_work_is_a_pending_pod_of_ours_or_a_pending_pod_group),
       cmocka_unit_test(test_early_delay_keeps_the_gap_between_sessions),
       cmocka_unit_test(test_pod_group_write_waits_for_binds_then_at_most_a_period),
