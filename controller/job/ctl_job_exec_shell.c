@@ -1,20 +1,19 @@
-/* The executor: carries out one plan of ctl_job_sync() in the order ctl_job.h documents,
- * each stage's writes concurrently, and reports back with ctl__exec_done(). Also the
- * expectations (what was asked and not yet seen), the delayed-action timers and the Job
- * events. Every write passes the leader fence first. */
+/* The executor: see ctl_job_exec_shell.h. */
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ctl_job_exec_shell.h"
+
 #include "ctl_int.h"
+#include "ctl_job_cache.h"
 #include "ctl_overlay.h"
-#include "ctl_shell_int.h"
 #include "ctl_write.h"
 #include "kc_codec.h"
 #include "kc_clock.h"
-#include "kc_container.h"
 #include "kc_error.h"
 #include "kc_events.h"
+#include "kc_leader.h"
 #include "kc_log.h"
 #include "kc_pb.h"
 
@@ -32,7 +31,7 @@ typedef enum {
 } stage;
 
 typedef struct {
-  ctl_shell *s;
+  const ctl_exec_env *env;
   char key[KEY_MAX];
   char ns[CTL_NAME_MAX], name[CTL_NAME_MAX], uid[CTL_UID_MAX], rv[64];
   Kiln__Job *job; /* a copy for events after the store moved on */
@@ -42,6 +41,7 @@ typedef struct {
   int err;
   bool conflict, commands_ok;
   json_t *create_errors, *delete_errors; /* arrays of messages */
+  ctl_exec_counts count;
 } exec;
 
 typedef struct {
@@ -79,11 +79,16 @@ static void call_done(call *c) {
 
 static void on_result(const kc_api_result *res, void *data);
 
+/* The write fence: 0 or KC_ENOTLEADER. */
+static int fence(const ctl_exec_env *env) {
+  return env->leader ? kc_leader_fence(env->leader) : 0;
+}
+
 static int issue(exec *x, call *c, kc_verb verb, const kc_ref *ref, const kc_query *q,
                  json_t *body) {
-  int rc = ctl__fence(x->s);
+  int rc = fence(x->env);
   if (rc == 0)
-    rc = kc_api_call(x->s->client, verb, ref, q, body, on_result, c);
+    rc = kc_api_call(x->env->client, verb, ref, q, body, on_result, c);
   return rc;
 }
 
@@ -128,26 +133,26 @@ static void write_through_job(exec *x, const json_t *obj) {
   if (!obj)
     return;
   if (kc_job_decode(obj, &job, e, sizeof(e)) == 0)
-    ctl_write_through(&x->s->jobs_written, x->key, job, uv_hrtime());
+    ctl_write_through(x->env->jobs_written, x->key, job, uv_hrtime());
   else
     KC_V(2, "job %s: cannot decode the written Job: %s", x->key, e);
 }
 
 /* The Job's creation-to-pod latency, for the histogram. */
 static void observe_latency(exec *x) {
-  ctl_shell *s = x->s;
-  if (!s->m_latency || !x->job->metadata || !x->job->metadata->creation_timestamp)
+  const ctl_exec_env *env = x->env;
+  if (!env->m_latency || !x->job->metadata || !x->job->metadata->creation_timestamp)
     return;
   int64_t t;
   if (kc_time_parse(x->job->metadata->creation_timestamp, &t) != 0)
     return;
   kc_series *se;
   double ms = (double)(kc_clock_wall_ns() - t * 1000000000) / 1e6;
-  if (kc_metric_series(s->m_latency, NULL, &se) == 0)
+  if (kc_metric_series(env->m_latency, NULL, &se) == 0)
     kc_histogram_observe(se, ms < 0 ? 0 : ms);
 }
 
-static void count_result(ctl_shell_stats *st, ctl_write_count n) {
+static void count_result(ctl_exec_counts *st, ctl_write_count n) {
   switch (n) {
   case CTL_WCOUNT_POD_DELETED:
     st->pods_deleted++;
@@ -171,7 +176,7 @@ static void keep_written(exec *x, const call *c, ctl_write_keep k, const json_t 
   char pk[KEY_MAX];
   if (k == CTL_WKEEP_PG_DROP) {
     if (kc_store_key(pk, sizeof(pk), x->ns, c->name) == 0)
-      ctl_written_drop(&x->s->pgs_written, pk);
+      ctl_written_drop(x->env->pgs_written, pk);
     return;
   }
   if (k == CTL_WKEEP_NONE || !obj)
@@ -181,7 +186,7 @@ static void keep_written(exec *x, const call *c, ctl_write_keep k, const json_t 
     char e[128];
     if (kc_podgroup_decode(obj, &pg, e, sizeof(e)) == 0 &&
         kc_store_key(pk, sizeof(pk), x->ns, c->name) == 0)
-      ctl_write_through(&x->s->pgs_written, pk, pg, uv_hrtime());
+      ctl_write_through(x->env->pgs_written, pk, pg, uv_hrtime());
     else
       kc_msg_free(pg);
     return;
@@ -196,12 +201,12 @@ static void keep_written(exec *x, const call *c, ctl_write_keep k, const json_t 
 }
 
 static void apply_outcome(exec *x, const call *c, const ctl_write_outcome *o, const json_t *obj) {
-  count_result(&x->s->stats, o->count);
+  count_result(&x->count, o->count);
   if (o->latency)
     observe_latency(x);
   keep_written(x, c, o->keep, obj);
   if (o->expect_del)
-    ctl__expect_del(x->s, x->key, c->name);
+    ctl_expect_del(x->env->expect, x->key, c->name);
 }
 
 static bool object_ref(const json_t *o, kc_ref *ref, char *group, size_t glen, char *ver,
@@ -256,9 +261,9 @@ static void on_result(const kc_api_result *res, void *data) {
                                               json_string_value(json_object_get(c->body, "kind")),
                                               c->name, why, sizeof(why))
                             : ctl_write_result(c->kind, c->harmless_exists, c->harmless_notfound,
-                                               res->err, x->s->stopping);
-  if (o.in_the_way && !x->s->stopping)
-    ctl__record_event(x->s, x->job, CTL_EVENT_WARNING, CTL_REASON_IN_THE_WAY, why);
+                                               res->err, x->env->stopping);
+  if (o.in_the_way && !x->env->stopping)
+    ctl_exec_record_event(x->env, x->job, CTL_EVENT_WARNING, CTL_REASON_IN_THE_WAY, why);
   apply_outcome(x, c, &o, res->obj);
   if (o.next != CTL_WNEXT_NONE) {
     if (o.next == CTL_WNEXT_JOB_GET) {
@@ -390,9 +395,9 @@ static void stage_create_deps(exec *x) {
 
 static const ctl_spod *store_pod(exec *x, const char *name) {
   char pk[KEY_MAX];
-  if (!x->s->inf[CTL_INF_PODS] || kc_store_key(pk, sizeof(pk), x->ns, name) != 0)
+  if (!x->env->pods || kc_store_key(pk, sizeof(pk), x->ns, name) != 0)
     return NULL;
-  return kc_store_get(ctl_inf_store(x->s->inf[CTL_INF_PODS]), pk);
+  return kc_store_get(x->env->pods, pk);
 }
 
 static void stage_pod_delete(exec *x) {
@@ -405,7 +410,7 @@ static void stage_pod_delete(exec *x) {
     snprintf(p.name, sizeof(p.name), "%s", name);
     if (sp)
       snprintf(p.uid, sizeof(p.uid), "%s", sp->pod.uid);
-    if (ctl__expect_add(x->s, x->key, &p, false) < 0)
+    if (ctl_expect_add(x->env->expect, x->key, &p, false, uv_hrtime()) < 0)
       KC_WARN("%s: pod %s: its deletion is not expected (out of memory)", x->key, p.name);
     call *c = calloc(1, sizeof(*c));
     if (!c || !patch) {
@@ -423,7 +428,7 @@ static void stage_pod_delete(exec *x) {
     if (rc) {
       x->outstanding--;
       free(c);
-      ctl__expect_del(x->s, x->key, name);
+      ctl_expect_del(x->env->expect, x->key, name);
       note_error(x, rc, false);
     }
   }
@@ -435,13 +440,13 @@ static void stage_pod_create(exec *x) {
   json_t *o;
   /* The created pod is not read back (the watch brings it): in protobuf its reply costs the
    * API server less to encode and nothing to parse here. */
-  kc_query q = {.accept = ctl_inf_hub_protobuf(x->s->opt.hub) ? KC_PB_CONTENT_TYPE : NULL};
+  kc_query q = {.accept = x->env->protobuf ? KC_PB_CONTENT_TYPE : NULL};
   json_array_foreach(x->plan.pods_create, i, o) {
     ctl_pod p;
     if (ctl_pod_from_json(o, &p) != 0)
       continue;
     p.phase = CTL_POD_PENDING;
-    if (ctl__expect_add(x->s, x->key, &p, true) < 0)
+    if (ctl_expect_add(x->env->expect, x->key, &p, true, uv_hrtime()) < 0)
       KC_WARN("%s: pod %s: its creation is not expected (out of memory)", x->key, p.name);
     kc_ref ref = {.version = "v1", .resource = "pods", .namespace = x->ns};
     start(x, CTL_W_POD_CREATE, p.name, KC_CREATE, &ref, &q, o, true, false);
@@ -501,16 +506,16 @@ static void record_list(exec *x, const char *reason, const char *what, json_t *m
   char buf[1024];
   snprintf(buf, sizeof(buf), "Error %s pods: %s", what, list ? list : "[]");
   free(list);
-  ctl__record_event(x->s, x->job, CTL_EVENT_WARNING, reason, buf);
+  ctl_exec_record_event(x->env, x->job, CTL_EVENT_WARNING, reason, buf);
 }
 
 static void phase_metrics(exec *x) {
-  ctl_shell *s = x->s;
+  const ctl_exec_env *env = x->env;
   ctl_phase to = x->plan.status.phase;
   if (!x->plan.status_changed || to == x->plan.old_phase)
     return;
-  kc_metric *m = to == CTL_PHASE_COMPLETED ? s->m_completed
-                 : to == CTL_PHASE_FAILED  ? s->m_failed
+  kc_metric *m = to == CTL_PHASE_COMPLETED ? env->m_completed
+                 : to == CTL_PHASE_FAILED  ? env->m_failed
                                            : NULL;
   const char *vals[] = {x->name, ctl__queue(x->job)};
   kc_series *se;
@@ -527,9 +532,9 @@ static void exec_free(exec *x) {
 }
 
 static void finish(exec *x) {
-  ctl_shell *s = x->s;
+  const ctl_exec_env *env = x->env;
   ctl_plan *p = &x->plan;
-  if (!s->stopping) {
+  if (!env->stopping) {
     if (x->create_errors)
       record_list(x, "FailedCreate", "creating", x->create_errors);
     if (x->delete_errors)
@@ -537,27 +542,15 @@ static void finish(exec *x) {
     /* The plan's own events once its Commands are gone (a Command's action ran). */
     if (x->commands_ok)
       for (size_t i = 0; i < p->nevents; i++)
-        ctl__record_event(s, x->job, p->events[i].type, p->events[i].reason,
-                          p->events[i].message ? p->events[i].message : "");
-    if (!x->err) {
-      for (size_t i = 0; i < p->ncancels; i++)
-        ctl__delay_cancel(s, x->key, &p->cancels[i]);
-      if (p->has_delayed) {
-        if (ctl__delay_arm(s, x->key, &p->delayed, kc_clock_wall_s()) < 0)
-          KC_WARN("%s: the delayed action is not armed (out of memory)", x->key);
-      }
+        ctl_exec_record_event(env, x->job, p->events[i].type, p->events[i].reason,
+                              p->events[i].message ? p->events[i].message : "");
+    if (!x->err)
       phase_metrics(x);
-      if (p->requeue_after > 0)
-        kc_workqueue_add_after(s->queue, x->key, (uint64_t)p->requeue_after * 1000000000ull);
-    }
   }
-  s->inflight--;
-  char key[KEY_MAX];
-  snprintf(key, sizeof(key), "%s", x->key);
-  int err = x->err;
-  bool conflict = x->conflict;
+  ctl_exec_result r = {
+      .key = x->key, .err = x->err, .conflict = x->conflict, .plan = p, .count = x->count};
+  env->done(&r, env->ud);
   exec_free(x);
-  ctl__exec_done(s, key, err, conflict);
 }
 
 /* Runs stages until one has writes in flight; their last result calls advance again. */
@@ -569,7 +562,7 @@ static void advance(exec *x) {
       x->st = ST_FINISH; /* a failed write: the next sync recomputes from the stores */
     else if (x->st < ST_FINISH)
       x->st++;
-    if (x->st == ST_FINISH || x->s->stopping) {
+    if (x->st == ST_FINISH || x->env->stopping) {
       finish(x);
       return;
     }
@@ -612,14 +605,14 @@ static Kiln__Job *copy_job(const Kiln__Job *job) {
   return j;
 }
 
-int ctl__exec_start(ctl_shell *s, const char *key, const Kiln__Job *job, const char *job_rv,
-                    ctl_plan *plan) {
+int ctl_exec_start(const ctl_exec_env *env, const char *key, const Kiln__Job *job,
+                   const char *job_rv, ctl_plan *plan) {
   exec *x = calloc(1, sizeof(*x));
   if (!x) {
     ctl_plan_close(plan);
     return KC_ENOMEM;
   }
-  x->s = s;
+  x->env = env;
   snprintf(x->key, sizeof(x->key), "%s", key);
   const Kiln__ObjectMeta *m = job->metadata;
   snprintf(x->ns, sizeof(x->ns), "%s", m && m->namespace_ ? m->namespace_ : "");
@@ -633,7 +626,6 @@ int ctl__exec_start(ctl_shell *s, const char *key, const Kiln__Job *job, const c
     exec_free(x);
     return KC_ENOMEM;
   }
-  s->inflight++;
   x->st = ST_COMMANDS;
   stage_commands(x);
   if (x->outstanding == 0)
@@ -641,161 +633,10 @@ int ctl__exec_start(ctl_shell *s, const char *key, const Kiln__Job *job, const c
   return 0;
 }
 
-/* ---- expectations ---- */
-
-kc_strmap *ctl__expect_map(ctl_shell *s, const char *key) {
-  return kc_strmap_get(&s->expect, key);
-}
-
-int ctl__expect_add(ctl_shell *s, const char *key, const ctl_pod *pod, bool create) {
-  kc_strmap *m = kc_strmap_get(&s->expect, key);
-  if (!m) {
-    if (!(m = calloc(1, sizeof(*m))))
-      return KC_ENOMEM;
-    kc_strmap_init(m, KC_STRMAP_COPY_KEYS);
-    if (kc_strmap_put(&s->expect, key, m, NULL) < 0) {
-      free(m);
-      return KC_ENOMEM;
-    }
-  }
-  ctl_expect *e = calloc(1, sizeof(*e));
-  if (!e)
-    return KC_ENOMEM;
-  e->create = create;
-  e->pod = *pod;
-  e->at_ns = uv_hrtime();
-  void *old = NULL;
-  int rc = kc_strmap_put(m, pod->name, e, &old);
-  free(old);
-  if (rc < 0) {
-    free(e);
-    return rc;
-  }
-  return 0;
-}
-
-static void expect_remove(ctl_shell *s, const char *key, kc_strmap *m, const char *pod) {
-  void *old = NULL;
-  if (kc_strmap_del(m, pod, &old) == 0)
-    free(old);
-  if (kc_strmap_len(m) == 0 && kc_strmap_del(&s->expect, key, &old) == 0) {
-    kc_strmap_close(m, free);
-    free(m);
-  }
-}
-
-void ctl__expect_del(ctl_shell *s, const char *key, const char *pod) {
-  kc_strmap *m = kc_strmap_get(&s->expect, key);
-  if (m)
-    expect_remove(s, key, m, pod);
-}
-
-void ctl__expect_observe(ctl_shell *s, const char *key, const ctl_spod *p, bool deleted) {
-  kc_strmap *m = kc_strmap_get(&s->expect, key);
-  if (!m)
-    return;
-  ctl_expect *e = kc_strmap_get(m, p->pod.name);
-  if (!e)
-    return;
-  /* A create is confirmed by the pod appearing; a delete by that pod (that uid) leaving,
-   * or by a pod of the same name with another uid. */
-  if (e->create ? !deleted
-                : (deleted ? (!e->pod.uid[0] || strcmp(e->pod.uid, p->pod.uid) == 0)
-                           : (e->pod.uid[0] && strcmp(e->pod.uid, p->pod.uid) != 0)))
-    expect_remove(s, key, m, p->pod.name);
-}
-
-void ctl__expect_drop_key(ctl_shell *s, const char *key) {
-  void *old = NULL;
-  if (kc_strmap_del(&s->expect, key, &old) == 0) {
-    kc_strmap_close(old, free);
-    free(old);
-  }
-}
-
-/* ---- delayed actions ---- */
-
-static void delay_closed(uv_handle_t *h) {
-  free(container_of((uv_timer_t *)h, ctl_delay, timer));
-}
-
-static void delay_unlink(ctl_delay *d) {
-  ctl_shell *s = d->shell;
-  if (d->prev)
-    d->prev->next = d->next;
-  else
-    s->delays = d->next;
-  if (d->next)
-    d->next->prev = d->prev;
-  uv_timer_stop(&d->timer);
-  uv_close((uv_handle_t *)&d->timer, delay_closed);
-}
-
-static void delay_fire(uv_timer_t *t) {
-  ctl_delay *d = container_of(t, ctl_delay, timer);
-  ctl_shell *s = d->shell;
-  KC_INFO("job %s: delayed action %s (%s) is due", d->key, ctl_action_name(d->d.action),
-          ctl_event_name(d->d.event));
-  ctl_request r = {.event = d->d.event,
-                   .action = d->d.action,
-                   .task = d->d.task[0] ? d->d.task : NULL,
-                   .pod = d->d.pod[0] ? d->d.pod : NULL,
-                   .delayed = true};
-  int rc = ctl__request(s, d->key, &r);
-  if (rc)
-    KC_WARN("job %s: cannot queue the delayed action: %s", d->key, kc_strerror(rc));
-  delay_unlink(d);
-}
-
-int ctl__delay_arm(ctl_shell *s, const char *key, const ctl_delayed *dl, int64_t now) {
-  /* One timer per (job, event, task, pod): arming again keeps the first, as Volcano's
-   * delayActionMap does. */
-  for (ctl_delay *d = s->delays; d; d = d->next)
-    if (strcmp(d->key, key) == 0 && d->d.event == dl->event && d->d.action == dl->action &&
-        strcmp(d->d.task, dl->task) == 0 && strcmp(d->d.pod, dl->pod) == 0)
-      return 0;
-  ctl_delay *d = calloc(1, sizeof(*d));
-  if (!d)
-    return KC_ENOMEM;
-  d->shell = s;
-  d->d = *dl;
-  snprintf(d->key, sizeof(d->key), "%s", key);
-  uv_timer_init(s->loop, &d->timer);
-  int64_t secs = dl->at - now;
-  uv_timer_start(&d->timer, delay_fire, secs > 0 ? (uint64_t)secs * 1000 : 0, 0);
-  d->next = s->delays;
-  if (s->delays)
-    s->delays->prev = d;
-  s->delays = d;
-  return 0;
-}
-
-void ctl__delay_cancel(ctl_shell *s, const char *key, const ctl_cancel *c) {
-  for (ctl_delay *d = s->delays, *n; d; d = n) {
-    n = d->next;
-    if (strcmp(d->key, key) != 0)
-      continue;
-    if (c->events && !(c->events & (1u << d->d.event)))
-      continue;
-    if ((c->scope == CTL_SCOPE_TASK && strcmp(d->d.task, c->name) != 0) ||
-        (c->scope == CTL_SCOPE_POD && strcmp(d->d.pod, c->name) != 0))
-      continue;
-    KC_V(2, "job %s: delayed action %s cancelled", key, ctl_action_name(d->d.action));
-    delay_unlink(d);
-  }
-}
-
-void ctl__delay_drop_key(ctl_shell *s, const char *key) {
-  ctl_cancel all = {.scope = CTL_SCOPE_JOB};
-  ctl__delay_cancel(s, key, &all);
-}
-
 /* ---- events ---- */
 
-/* An Event on the Job through the shared recorder (client-go's correlation; source
- * vc-controller-manager, so `kubectl describe vcjob` shows it). Best effort. */
-void ctl__record_event(ctl_shell *s, const Kiln__Job *job, ctl_event_type type, const char *reason,
-                       const char *message) {
+void ctl_exec_record_event(const ctl_exec_env *env, const Kiln__Job *job, ctl_event_type type,
+                           const char *reason, const char *message) {
   const Kiln__ObjectMeta *m = job->metadata;
   kc_object_ref ref = {.kind = "Job",
                        .api_version = CTL_JOB_API_VERSION,
@@ -805,9 +646,9 @@ void ctl__record_event(ctl_shell *s, const Kiln__Job *job, ctl_event_type type, 
                        .resource_version = m ? m->resource_version : NULL};
   const char *t = type == CTL_EVENT_WARNING ? KC_EVENT_WARNING : KC_EVENT_NORMAL;
   KC_V(2, "event on job %s/%s: %s %s: %s", ref.namespace, ref.name, t, reason, message);
-  if (!s->opt.events || ctl__fence(s) != 0)
+  if (!env->events || fence(env) != 0)
     return;
-  int rc = kc_event_record(s->opt.events, &ref, t, reason, "%s", message);
+  int rc = kc_event_record(env->events, &ref, t, reason, "%s", message);
   if (rc)
     KC_V(2, "event %s on job %s/%s not recorded: %s", reason, ref.namespace, ref.name,
          kc_strerror(rc));

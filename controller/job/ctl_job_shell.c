@@ -1,5 +1,5 @@
-/* job-controller: Volcano's pkg/controllers/job, the shell of ctl_shell.c around the core of
- * ctl_sync.c, registered in the controllers table. */
+/* job-controller: Volcano's pkg/controllers/job, the shell of ctl_job_input_shell.c and
+ * ctl_job_exec_shell.c around the core of ctl_sync.c, registered in the controllers table. */
 #include "ctl_controllers.h"
 #include "ctl_job_shell.h"
 #include "kc_log.h"

@@ -1,6 +1,9 @@
 /* The I/O shell of the job controller: informers feed stores, handlers turn watch events into
  * requests (Volcano's pkg/controllers/job event handlers), a keyed work queue serialises each
- * Job, ctl_job_sync() decides, and the executor (ctl_exec.c) issues the plan's writes.
+ * Job, ctl_job_sync() decides, and the executor (ctl_job_exec_shell.h) issues the plan's
+ * writes and reports its result, from which this shell alone requeues the key and arms the
+ * delayed actions. The pending requests (ctl_reqs.h), the expectations (ctl_expect.h) and the
+ * delayed actions (ctl_delay.h) are pure modules the shell owns.
  *
  * Everything runs on one libuv loop thread. The shell never decides phases or pods itself:
  * it only builds the view the core reads, adds what the watch has not confirmed yet

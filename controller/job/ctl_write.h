@@ -1,5 +1,5 @@
 /* What the result of one of the executor's writes means for the Job's plan: a pure function
- * of the write and its answer (ctl_write.c), so that the executor (ctl_exec.c) keeps only the
+ * of the write and its answer (ctl_write.c), so that the executor (ctl_job_exec_shell.c) keeps the
  * effects (counting, the write-through, expectations, the follow-up call, the event lists). */
 #ifndef CTL_WRITE_H
 #define CTL_WRITE_H

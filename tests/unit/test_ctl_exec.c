@@ -1,9 +1,11 @@
-/* The job controller's executor (controller/ctl_exec.c) with a fake transport: kc_api_call is
- * wrapped at link time (-Wl,--wrap=kc_api_call) so each write is recorded and answered by the
- * test, and the shell around the executor is this file's (the fence, the end of a plan). What
- * is checked: the stages' order, the follow-up calls (delete after the out-of-sync mark, the
- * Job read after a status Conflict), the resourceVersion the status write carries, the
- * counters, the expectations and what a failed write stops. */
+/* The job controller's executor (controller/job/ctl_job_exec_shell.c) with a fake transport:
+ * kc_api_call is wrapped at link time (-Wl,--wrap=kc_api_call) so each write is recorded and
+ * answered by the test. The executor is handed its environment (client, fence, expectations,
+ * write-through maps) and reports through one callback, as the shell runs it; nothing of the
+ * shell is in this binary. What is checked: the stages' order, the follow-up calls (delete
+ * after the out-of-sync mark, the Job read after a status Conflict), the resourceVersion the
+ * status write carries, the counts, the expectations, what a failed write stops, the fence,
+ * and that the result hands the plan back for the shell to requeue and arm. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,12 +16,13 @@
 #include <uv.h>
 
 #include "ctl_int.h"
+#include "ctl_job_exec_shell.h"
 #include "ctl_overlay.h"
-#include "ctl_shell_int.h"
 #include "kc_api.h"
 #include "kc_codec.h"
 #include "kc_config.h"
 #include "kc_error.h"
+#include "kc_leader.h"
 
 #define KEY "ns/j"
 
@@ -32,34 +35,40 @@ static void answer(size_t i, int err, json_t *obj) {
   fake_answer(i, err, err ? 409 : 200, obj, err ? "refused by the test" : "");
 }
 
-/* ---- the shell around the executor ---- */
-
-static int fence_err; /* what ctl__fence answers */
-static int ndone, done_err;
-static bool done_conflict;
-
-int ctl__fence(const ctl_shell *s) {
-  return fence_err;
-}
-
-void ctl__exec_done(ctl_shell *s, const char *key, int err, bool conflict) {
-  assert_string_equal(key, KEY);
-  ndone++;
-  done_err = err;
-  done_conflict = conflict;
-}
-
-int ctl__request(ctl_shell *s, const char *key, const ctl_request *req) {
-  return 0;
-}
+/* ---- what the executor is handed ---- */
 
 typedef struct {
   uv_loop_t loop;
   kc_config cfg;
   kc_client *client;
-  ctl_shell s;
+  kc_leader *leader; /* created, never started: not the leader */
+  ctl_expects expect;
+  kc_strmap jobs_written, pgs_written;
+  ctl_exec_env env;
   Kiln__Job *job;
+  /* what the callback saw */
+  int ndone, done_err;
+  bool done_conflict;
+  ctl_exec_counts count; /* summed over the plans */
+  int64_t requeue_after;
+  bool has_delayed;
+  size_t ncancels;
 } fixture;
+
+static void on_done(const ctl_exec_result *r, void *ud) {
+  fixture *f = ud;
+  assert_string_equal(r->key, KEY);
+  f->ndone++;
+  f->done_err = r->err;
+  f->done_conflict = r->conflict;
+  f->count.pods_created += r->count.pods_created;
+  f->count.pods_create_exists += r->count.pods_create_exists;
+  f->count.pods_deleted += r->count.pods_deleted;
+  f->count.status_writes += r->count.status_writes;
+  f->requeue_after = r->plan->requeue_after;
+  f->has_delayed = r->plan->has_delayed;
+  f->ncancels = r->plan->ncancels;
+}
 
 static json_t *job_json(const char *rv) {
   return json_pack("{s:s,s:s,s:{s:s,s:s,s:s,s:s,s:s}}", "apiVersion", "batch.volcano.sh/v1alpha1",
@@ -72,19 +81,19 @@ static int setup(void **state) {
   if (f == NULL || uv_loop_init(&f->loop) != 0)
     return -1;
   fake_reset();
-  fence_err = 0;
-  ndone = done_err = 0;
-  done_conflict = false;
   f->cfg.server = strdup("https://127.0.0.1:1");
   kc_client_options opt = KC_CLIENT_OPTIONS_INIT(0, 0);
   if (kc_client_new(&f->loop, &f->cfg, &opt, &f->client) != 0)
     return -1;
-  f->s.loop = &f->loop;
-  f->s.client = f->client;
-  kc_strmap_init(&f->s.reqs, KC_STRMAP_COPY_KEYS);
-  kc_strmap_init(&f->s.expect, KC_STRMAP_COPY_KEYS);
-  kc_strmap_init(&f->s.jobs_written, KC_STRMAP_COPY_KEYS);
-  kc_strmap_init(&f->s.pgs_written, KC_STRMAP_COPY_KEYS);
+  ctl_expects_init(&f->expect);
+  kc_strmap_init(&f->jobs_written, KC_STRMAP_COPY_KEYS);
+  kc_strmap_init(&f->pgs_written, KC_STRMAP_COPY_KEYS);
+  f->env = (ctl_exec_env){.client = f->client,
+                          .expect = &f->expect,
+                          .jobs_written = &f->jobs_written,
+                          .pgs_written = &f->pgs_written,
+                          .done = on_done,
+                          .ud = f};
   json_t *j = job_json("5");
   char e[128];
   if (!j || kc_job_decode(j, &f->job, e, sizeof(e)) != 0)
@@ -97,13 +106,11 @@ static int setup(void **state) {
 static int teardown(void **state) {
   fixture *f = *state;
   fake_reset();
-  ctl__expect_drop_key(&f->s, KEY);
-  ctl__delay_drop_key(&f->s, KEY);
-  kc_strmap_close(&f->s.reqs, NULL);
-  kc_strmap_close(&f->s.expect, NULL);
-  ctl_written_close(&f->s.jobs_written);
-  ctl_written_close(&f->s.pgs_written);
+  ctl_expects_close(&f->expect);
+  ctl_written_close(&f->jobs_written);
+  ctl_written_close(&f->pgs_written);
   kc_msg_free(f->job);
+  kc_leader_free(f->leader);
   kc_client_free(f->client);
   uv_run(&f->loop, UV_RUN_DEFAULT);
   int rc = uv_loop_close(&f->loop);
@@ -118,12 +125,11 @@ static json_t *pod_json(const char *name) {
 }
 
 static void start_plan(fixture *f, ctl_plan *p) {
-  assert_int_equal(ctl__exec_start(&f->s, KEY, f->job, "5", p), 0);
+  assert_int_equal(ctl_exec_start(&f->env, KEY, f->job, "5", p), 0);
 }
 
 static bool expected(fixture *f, const char *pod) {
-  kc_strmap *m = ctl__expect_map(&f->s, KEY);
-  return m && kc_strmap_get(m, pod) != NULL;
+  return ctl_expect_get(&f->expect, KEY, pod) != NULL;
 }
 
 static const char *body_rv(size_t i) {
@@ -154,17 +160,16 @@ static void test_create_then_status(void **state) {
   assert_string_equal(fake_calls[1].resource, "jobs");
   assert_string_equal(fake_calls[1].path, "ns/j/status");
   assert_string_equal(body_rv(1), "5"); /* a stale status fails with Conflict */
-  assert_int_equal(ndone, 0);
+  assert_int_equal(f->ndone, 0);
   json_t *written = job_json("6");
   answer(1, 0, written);
   json_decref(written);
-  assert_int_equal(ndone, 1);
-  assert_int_equal(done_err, 0);
-  assert_int_equal(f->s.stats.pods_created, 1);
-  assert_int_equal(f->s.stats.status_writes, 1);
-  assert_int_equal(f->s.inflight, 0);
+  assert_int_equal(f->ndone, 1);
+  assert_int_equal(f->done_err, 0);
+  assert_int_equal(f->count.pods_created, 1);
+  assert_int_equal(f->count.status_writes, 1);
   assert_true(expected(f, "j-w-0")); /* until the watch shows the pod */
-  assert_non_null(kc_strmap_get(&f->s.jobs_written, KEY));
+  assert_non_null(kc_strmap_get(&f->jobs_written, KEY));
 }
 
 static void test_job_patch_version_feeds_status(void **state) {
@@ -184,8 +189,8 @@ static void test_job_patch_version_feeds_status(void **state) {
   assert_int_equal(fake_ncalls, 2);
   assert_string_equal(body_rv(1), "7");
   answer(1, 0, NULL);
-  assert_int_equal(ndone, 1);
-  assert_int_equal(done_err, 0);
+  assert_int_equal(f->ndone, 1);
+  assert_int_equal(f->done_err, 0);
 }
 
 static void test_delete_marks_then_deletes(void **state) {
@@ -210,11 +215,11 @@ static void test_delete_marks_then_deletes(void **state) {
   assert_int_equal(fake_calls[1].verb, KC_DELETE);
   assert_string_equal(fake_calls[1].resource, "pods");
   assert_string_equal(fake_calls[1].path, "ns/j-w-0/");
-  assert_int_equal(ndone, 0);
+  assert_int_equal(f->ndone, 0);
   answer(1, KC_ENOTFOUND, NULL); /* gone meanwhile: what was asked */
-  assert_int_equal(ndone, 1);
-  assert_int_equal(done_err, 0);
-  assert_int_equal(f->s.stats.pods_deleted, 1);
+  assert_int_equal(f->ndone, 1);
+  assert_int_equal(f->done_err, 0);
+  assert_int_equal(f->count.pods_deleted, 1);
 }
 
 static void test_delete_of_a_pod_gone(void **state) {
@@ -225,10 +230,10 @@ static void test_delete_of_a_pod_gone(void **state) {
   start_plan(f, &p);
   answer(0, KC_ENOTFOUND, NULL);
   assert_int_equal(fake_ncalls, 1); /* no delete */
-  assert_int_equal(ndone, 1);
-  assert_int_equal(done_err, 0);
+  assert_int_equal(f->ndone, 1);
+  assert_int_equal(f->done_err, 0);
   assert_false(expected(f, "j-w-0"));
-  assert_int_equal(f->s.stats.pods_deleted, 0);
+  assert_int_equal(f->count.pods_deleted, 0);
 }
 
 static void test_status_conflict_reads_the_job(void **state) {
@@ -243,15 +248,15 @@ static void test_status_conflict_reads_the_job(void **state) {
   assert_int_equal(fake_calls[1].verb, KC_GET);
   assert_string_equal(fake_calls[1].resource, "jobs");
   assert_string_equal(fake_calls[1].path, "ns/j/");
-  assert_int_equal(ndone, 0);
+  assert_int_equal(f->ndone, 0);
   json_t *now = job_json("9");
   answer(1, 0, now);
   json_decref(now);
-  assert_int_equal(ndone, 1);
-  assert_int_equal(done_err, KC_ECONFLICT);
-  assert_true(done_conflict); /* retried soon, not with backoff */
-  assert_int_equal(f->s.stats.status_writes, 0);
-  assert_non_null(kc_strmap_get(&f->s.jobs_written, KEY));
+  assert_int_equal(f->ndone, 1);
+  assert_int_equal(f->done_err, KC_ECONFLICT);
+  assert_true(f->done_conflict); /* retried soon, not with backoff */
+  assert_int_equal(f->count.status_writes, 0);
+  assert_non_null(kc_strmap_get(&f->jobs_written, KEY));
 }
 
 static void test_failed_create_stops_the_plan(void **state) {
@@ -265,28 +270,35 @@ static void test_failed_create_stops_the_plan(void **state) {
   start_plan(f, &p);
   assert_int_equal(fake_ncalls, 2); /* concurrently */
   answer(0, KC_EFORBIDDEN, NULL);
-  assert_int_equal(ndone, 0);
+  assert_int_equal(f->ndone, 0);
   answer(1, 0, NULL);
   assert_int_equal(fake_ncalls, 2); /* no status write after a failure */
-  assert_int_equal(ndone, 1);
-  assert_int_equal(done_err, KC_EFORBIDDEN);
-  assert_false(done_conflict);
+  assert_int_equal(f->ndone, 1);
+  assert_int_equal(f->done_err, KC_EFORBIDDEN);
+  assert_false(f->done_conflict);
   assert_false(expected(f, "j-w-0"));
   assert_true(expected(f, "j-w-1"));
-  assert_int_equal(f->s.stats.pods_created, 1);
+  assert_int_equal(f->count.pods_created, 1);
+}
+
+static void on_stopped_leading(void *ud) {
+  (void)ud;
 }
 
 static void test_not_the_leader_writes_nothing(void **state) {
   fixture *f = *state;
-  fence_err = KC_ENOTLEADER;
+  kc_leader_options lo = KC_LEADER_OPTIONS_INIT("vc-controller-manager");
+  kc_leader_callbacks cb = {.on_stopped_leading = on_stopped_leading};
+  assert_int_equal(kc_leader_new(f->client, &lo, "test", &cb, &f->leader), 0);
+  f->env.leader = f->leader;
   ctl_plan p;
   ctl_plan_init(&p);
   p.status_changed = true;
   assert_int_equal(ctl__delete_pod(&p, "j-w-0", "test"), 0);
   start_plan(f, &p);
   assert_int_equal(fake_ncalls, 0);
-  assert_int_equal(ndone, 1);
-  assert_int_equal(done_err, KC_ENOTLEADER);
+  assert_int_equal(f->ndone, 1);
+  assert_int_equal(f->done_err, KC_ENOTLEADER);
   assert_false(expected(f, "j-w-0"));
 }
 
@@ -303,8 +315,8 @@ static void test_podgroup_kept_and_dropped(void **state) {
   assert_string_equal(fake_calls[0].resource, "podgroups");
   assert_string_equal(fake_calls[0].path, "ns//");
   answer(0, 0, fake_calls[0].body);
-  assert_int_equal(ndone, 1);
-  assert_non_null(kc_strmap_get(&f->s.pgs_written, "ns/j-u1"));
+  assert_int_equal(f->ndone, 1);
+  assert_non_null(kc_strmap_get(&f->pgs_written, "ns/j-u1"));
   /* The next plan deletes it: the written copy goes too. */
   ctl_plan_init(&p);
   p.podgroup_delete = true;
@@ -313,9 +325,46 @@ static void test_podgroup_kept_and_dropped(void **state) {
   assert_int_equal(fake_ncalls, 2);
   assert_int_equal(fake_calls[1].verb, KC_DELETE);
   answer(1, KC_ENOTFOUND, NULL);
-  assert_int_equal(ndone, 2);
-  assert_int_equal(done_err, 0);
-  assert_null(kc_strmap_get(&f->s.pgs_written, "ns/j-u1"));
+  assert_int_equal(f->ndone, 2);
+  assert_int_equal(f->done_err, 0);
+  assert_null(kc_strmap_get(&f->pgs_written, "ns/j-u1"));
+}
+
+/* The executor neither requeues nor arms: the result carries the plan for the shell. */
+static void test_result_hands_the_plan_back(void **state) {
+  fixture *f = *state;
+  ctl_plan p;
+  ctl_plan_init(&p);
+  p.requeue_after = 30;
+  p.has_delayed = true;
+  p.delayed.at = 1000;
+  p.delayed.action = CTL_ACT_RESTART_JOB;
+  assert_int_equal(ctl__cancel(&p, CTL_SCOPE_POD, "j-w-0", 0), 0);
+  start_plan(f, &p); /* nothing to write: done at once */
+  assert_int_equal(fake_ncalls, 0);
+  assert_int_equal(f->ndone, 1);
+  assert_int_equal(f->done_err, 0);
+  assert_int_equal(f->requeue_after, 30);
+  assert_true(f->has_delayed);
+  assert_int_equal(f->ncancels, 1);
+}
+
+/* Once the shell stops, the stage in flight finishes and no other starts. */
+static void test_stopping_starts_no_further_stage(void **state) {
+  fixture *f = *state;
+  ctl_plan p;
+  ctl_plan_init(&p);
+  p.pods_create = json_array();
+  json_array_append_new(p.pods_create, pod_json("j-w-0"));
+  p.status_changed = true;
+  start_plan(f, &p);
+  assert_int_equal(fake_ncalls, 1);
+  f->env.stopping = true;
+  answer(0, 0, NULL);
+  assert_int_equal(fake_ncalls, 1); /* no status write */
+  assert_int_equal(f->ndone, 1);
+  assert_int_equal(f->done_err, 0);
+  assert_int_equal(f->count.pods_created, 1);
 }
 
 /* A plan whose ssh Secret is there already, then one pod that mounts it. */
@@ -354,9 +403,9 @@ static void test_planted_secret_stops_the_plan(void **state) {
   answer(1, 0, m);
   json_decref(m);
   assert_int_equal(fake_ncalls, 2); /* no pod is created */
-  assert_int_equal(ndone, 1);
-  assert_int_equal(done_err, KC_EALREADYEXISTS);
-  assert_false(done_conflict); /* retried with backoff */
+  assert_int_equal(f->ndone, 1);
+  assert_int_equal(f->done_err, KC_EALREADYEXISTS);
+  assert_false(f->done_conflict); /* retried with backoff */
   assert_false(expected(f, "j-w-0"));
 }
 
@@ -369,8 +418,8 @@ static void test_own_secret_is_used(void **state) {
   assert_int_equal(fake_ncalls, 3);
   assert_string_equal(fake_calls[2].resource, "pods");
   answer(2, 0, NULL);
-  assert_int_equal(ndone, 1);
-  assert_int_equal(done_err, 0);
+  assert_int_equal(f->ndone, 1);
+  assert_int_equal(f->done_err, 0);
 }
 
 int main(void) {
@@ -385,6 +434,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_podgroup_kept_and_dropped, setup, teardown),
       cmocka_unit_test_setup_teardown(test_planted_secret_stops_the_plan, setup, teardown),
       cmocka_unit_test_setup_teardown(test_own_secret_is_used, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_result_hands_the_plan_back, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_stopping_starts_no_further_stage, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
