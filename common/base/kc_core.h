@@ -14,6 +14,10 @@
 #include "kc_file.h"
 
 #pragma GCC poison time clock_gettime gettimeofday rand rand_r srand random srandom drand48
+/* Nor the environment or the host's time zone: a zone comes as its tz database file's bytes
+ * (the CronJob core converts with ctl_tz), so a decision never depends on TZ or /etc/localtime. */
+#pragma GCC poison getenv secure_getenv setenv unsetenv putenv tzset localtime localtime_r
+#pragma GCC poison mktime gmtime gmtime_r timegm timelocal strftime
 /* Files are read by the shell, which passes the bytes in (the scheduler's configuration, the
  * CronJob's zone files). */
 #pragma GCC poison fopen freopen popen kc_file_read

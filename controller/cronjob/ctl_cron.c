@@ -8,16 +8,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "ctl_tz.h"
 #include "kc_error.h"
 
-/* ---- zones: the C library's tz database, one zone at a time ---- */
+/* ---- zones: the bytes of the tz database files the shell read, converted by ctl_tz ---- */
 
-enum { ZONE_LOCAL, ZONE_UTC, ZONE_NAMED };
-
-typedef struct {
-  int mode;
-  char *saved; /* TZ before entering a named zone (new), NULL when it was unset */
-} zone;
+typedef ctl_tz zone;
 
 /* Go's containsDotDot: a ".." path element. */
 static bool has_dotdot(const char *s) {
@@ -43,11 +39,22 @@ bool ctl_tzif(const char *data, size_t len) {
   return data && len >= 4 && memcmp(data, "TZif", 4) == 0;
 }
 
-static bool tzif_in(const ctl_tzdb *db, const char *name) {
-  for (size_t i = 0; db && i < db->n; i++)
+/* The file of a zone: the process' zone for "" and "Local", NULL for UTC or no such file. */
+static const ctl_tzfile *zone_file(const ctl_tzdb *db, const char *name) {
+  if (!db || strcmp(name, "UTC") == 0)
+    return NULL;
+  if (!*name || strcmp(name, "Local") == 0)
+    return &db->local;
+  for (size_t i = 0; i < db->n; i++)
     if (strcmp(db->zone[i].name, name) == 0)
-      return ctl_tzif(db->zone[i].data, db->zone[i].len);
-  return false;
+      return &db->zone[i];
+  return NULL;
+}
+
+/* The zone a name and its file give; UTC when there is none (or none Go would load). */
+static void zone_load(zone *z, const ctl_tzdb *db, const char *name) {
+  const ctl_tzfile *f = zone_file(db, name);
+  ctl_tz_load(z, f ? f->data : NULL, f ? f->len : 0);
 }
 
 int ctl_tz_check(const char *name, const ctl_tzdb *db, char *err, size_t errlen) {
@@ -55,8 +62,12 @@ int ctl_tz_check(const char *name, const ctl_tzdb *db, char *err, size_t errlen)
     return 0;
   if (!ctl_tz_name_ok(name))
     return kc_errorf(err, errlen, KC_EINVAL, "time: invalid location name");
-  if (strlen(name) >= CTL_TZ_MAX || !tzif_in(db, name))
+  const ctl_tzfile *f = strlen(name) < CTL_TZ_MAX ? zone_file(db, name) : NULL;
+  if (!f || !f->data)
     return kc_errorf(err, errlen, KC_EINVAL, "unknown time zone %s", name);
+  zone z;
+  if (!ctl_tz_load(&z, f->data, f->len)) /* Go's LoadLocationFromTZData refuses it */
+    return kc_errorf(err, errlen, KC_EINVAL, "malformed time zone information");
   return 0;
 }
 
@@ -89,58 +100,22 @@ size_t ctl_cron_zones(const char *schedule, const char *time_zone,
   return n;
 }
 
-/* Local for "" and "Local" (robfig keeps time.Local then), UTC for "UTC", else the file. */
-static void zone_enter(zone *z, const char *tz) {
-  z->saved = NULL;
-  if (!tz || !*tz || strcmp(tz, "Local") == 0) {
-    z->mode = ZONE_LOCAL;
-    return;
-  }
-  if (strcmp(tz, "UTC") == 0) {
-    z->mode = ZONE_UTC;
-    return;
-  }
-  z->mode = ZONE_NAMED;
-  const char *old = getenv("TZ");
-  if (old)
-    z->saved = strdup(old);
-  char v[CTL_TZ_MAX + 2];
-  snprintf(v, sizeof(v), ":%s", tz); /* ':' makes glibc read the file, never a POSIX rule */
-  setenv("TZ", v, 1);
-  tzset();
-}
-
-static void zone_leave(zone *z) {
-  if (z->mode != ZONE_NAMED)
-    return;
-  if (z->saved)
-    setenv("TZ", z->saved, 1);
-  else
-    unsetenv("TZ");
-  free(z->saved);
-  z->saved = NULL;
-  tzset();
-}
-
 static void civil(const zone *z, int64_t s, struct tm *tm) {
-  time_t t = (time_t)s;
-  if (z->mode == ZONE_UTC)
-    gmtime_r(&t, tm);
-  else
-    localtime_r(&t, tm);
+  ctl_civil c;
+  ctl_tz_civil(z, s, &c);
+  *tm = (struct tm){.tm_year = (int)(c.year - 1900),
+                    .tm_mon = c.mon - 1,
+                    .tm_mday = c.mday,
+                    .tm_hour = c.hour,
+                    .tm_min = c.min,
+                    .tm_sec = c.sec,
+                    .tm_wday = c.wday};
 }
 
-/* Go's time.Date: normalises out-of-range fields; in a DST gap or overlap the C library picks
- * one of the two offsets, as Go also does not guarantee which. */
+/* Go's time.Date (struct tm's year and month counting): normalises out-of-range fields; a wall
+ * time in a DST gap or overlap resolves as Go's does (see ctl_tz_date). */
 static int64_t make(const zone *z, int y, int mon, int d, int h, int mi, int s) {
-  struct tm tm = {.tm_year = y,
-                  .tm_mon = mon,
-                  .tm_mday = d,
-                  .tm_hour = h,
-                  .tm_min = mi,
-                  .tm_sec = s,
-                  .tm_isdst = -1};
-  return (int64_t)(z->mode == ZONE_UTC ? timegm(&tm) : mktime(&tm));
+  return ctl_tz_date(z, (int64_t)y + 1900, (int64_t)mon + 1, d, h, mi, s);
 }
 
 /* ---- the parser (robfig/cron v3 ParseStandard) ---- */
@@ -388,6 +363,9 @@ int ctl_cron_parse(const char *spec, const ctl_tzdb *db, ctl_cron *out, char *er
     while (isspace((unsigned char)*spec))
       spec++;
   }
+  const ctl_tzfile *zf = zone_file(db, out->tz);
+  out->tzdata = zf ? zf->data : NULL;
+  out->tzlen = zf ? zf->len : 0;
   if (*spec == '@')
     return parse_descriptor(spec, out, err, errlen);
   const char *f[6];
@@ -517,9 +495,8 @@ int64_t ctl_cron_next(const ctl_cron *c, int64_t t_ms) {
   if (c->every_ms)
     return s * 1000 + c->every_ms;
   zone z;
-  zone_enter(&z, c->tz);
+  ctl_tz_load(&z, c->tzdata, c->tzlen); /* checked when parsed: UTC only without a file */
   int64_t r = next_spec(c, &z, s + 1);
-  zone_leave(&z);
   return r == CTL_CRON_NEVER ? r : r * 1000;
 }
 
@@ -591,21 +568,21 @@ int64_t ctl_cron_requeue_ms(const ctl_cron *c, const ctl_cron_times *t, int64_t 
   return next + 100 - now_ms;
 }
 
-int ctl_cron_rfc3339(int64_t t_ms, const char *tz, char *out, size_t cap) {
+int ctl_cron_rfc3339(int64_t t_ms, const char *tz, const ctl_tzdb *db, char *out, size_t cap) {
   zone z;
-  zone_enter(&z, tz && *tz ? tz : "UTC");
-  struct tm tm;
-  civil(&z, floor_div(t_ms, 1000), &tm);
-  zone_leave(&z);
-  char base[40];
-  if (!strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm))
+  zone_load(&z, db, tz && *tz ? tz : "UTC");
+  ctl_civil c;
+  ctl_tz_civil(&z, floor_div(t_ms, 1000), &c);
+  long off = c.off;
+  int n = snprintf(out, cap, "%04lld-%02d-%02dT%02d:%02d:%02d", (long long)c.year, c.mon, c.mday,
+                   c.hour, c.min, c.sec);
+  if (n < 0 || (size_t)n >= cap)
     return KC_EINVAL;
-  long off = z.mode == ZONE_UTC ? 0 : tm.tm_gmtoff;
-  int n;
+  size_t k = (size_t)n;
   if (off == 0)
-    n = snprintf(out, cap, "%sZ", base);
+    n = snprintf(out + k, cap - k, "Z");
   else
-    n = snprintf(out, cap, "%s%c%02ld:%02ld", base, off < 0 ? '-' : '+', labs(off) / 3600,
+    n = snprintf(out + k, cap - k, "%c%02ld:%02ld", off < 0 ? '-' : '+', labs(off) / 3600,
                  labs(off) % 3600 / 60);
-  return n < 0 || (size_t)n >= cap ? KC_EINVAL : 0;
+  return n < 0 || (size_t)n >= cap - k ? KC_EINVAL : 0;
 }

@@ -5,10 +5,9 @@
  * Kubernetes' CronJob controller).
  *
  * Pure: every function takes the time it works from (Unix milliseconds) as an argument, so the
- * tests run on a fake clock. Whether a named zone exists is decided on the bytes of its zone
- * file, which the shell reads and passes in (ctl_tzdb). Conversions use the system tz database
- * (tzdata) through the C library: a conversion in a named zone sets TZ for the duration of one
- * Next and restores it (setenv is not thread-safe, and every caller runs on the loop thread). */
+ * tests run on a fake clock. Zones come as the bytes of their tz database files, which the shell
+ * reads and passes in (ctl_tzdb): the core reads no file and no environment, and converts
+ * between UTC and wall time itself (ctl_tz.h) the way Go's time package does. */
 #ifndef CTL_CRON_H
 #define CTL_CRON_H
 
@@ -25,14 +24,17 @@ typedef struct {
   uint64_t minute, hour, dom, month, dow; /* bit sets; CTL_CRON_STAR marks `*` and `?` */
   int64_t every_ms;                       /* @every: a constant delay (whole seconds); else 0 */
   char tz[CTL_TZ_MAX];                    /* the zone ("" = the process' local zone) */
+  const char *tzdata; /* its file (borrowed from the db given to ctl_cron_parse); NULL: UTC */
+  size_t tzlen;
 } ctl_cron;
 
 #define CTL_CRON_STAR (1ull << 63)
 
 /* The tz database files one decision may need, as the shell read them (ctl_tzdb_read in
- * ctl_tzdb.h): a CronJob names at most two zones (its timeZone and a TZ= in its schedule).
- * The core reads no file: it is given each named zone's bytes (data NULL when no file of
- * that name was found). */
+ * ctl_tzdb.h): a CronJob names at most two zones (its timeZone and a TZ= in its schedule),
+ * and a schedule without a zone runs in the process' zone (Go's time.Local: local). The core
+ * reads no file: it is given each zone's bytes (data NULL when no file of that name was found;
+ * for local, when the process' zone is UTC). */
 #define CTL_TZDB_MAX 2
 typedef struct {
   char name[CTL_TZ_MAX];
@@ -42,6 +44,7 @@ typedef struct {
 typedef struct {
   ctl_tzfile zone[CTL_TZDB_MAX];
   size_t n;
+  ctl_tzfile local;
 } ctl_tzdb;
 
 /* The zone names of a schedule's TZ=/CRON_TZ= prefix and of time_zone (either may be NULL)
@@ -57,10 +60,11 @@ bool ctl_tzif(const char *data, size_t len);
 /* Checks a zone name as Go's time.LoadLocation does: "" and "UTC" are UTC, "Local" the
  * process' zone, any other name must be a TZif file of the tz database (its bytes in db, which
  * may be NULL: no files). 0, or KC_EINVAL with Go's message ("unknown time zone X", "time:
- * invalid location name") in err. */
+ * invalid location name", "malformed time zone information") in err. */
 int ctl_tz_check(const char *name, const ctl_tzdb *db, char *err, size_t errlen);
 
-/* Parses spec into *out as robfig's ParseStandard, with the zone files of db (may be NULL).
+/* Parses spec into *out as robfig's ParseStandard, with the zone files of db (may be NULL: UTC
+ * for the process' zone); *out borrows its zone's file from db, which must outlive its use.
  * 0, or KC_EPARSE with robfig's message in err ("expected exactly 5 fields, found 4: [...]",
  * "end of range (61) above maximum (59): 0-61", "provided bad location Mars/Base: unknown time
  * zone Mars/Base", ...). */
@@ -94,9 +98,10 @@ int ctl_cron_most_recent(const ctl_cron *c, const ctl_cron_times *t, int64_t now
 /* nextScheduleTimeDuration: milliseconds from now to the next activation plus 100 ms. */
 int64_t ctl_cron_requeue_ms(const ctl_cron *c, const ctl_cron_times *t, int64_t now_ms);
 
-/* Formats t_ms in the zone tz ("" = UTC, as Volcano's LoadLocation("") gives) as Go's
- * time.RFC3339 ("2026-12-01T10:05:00-05:00", "Z" for a zero offset). 0 or KC_EINVAL. */
-int ctl_cron_rfc3339(int64_t t_ms, const char *tz, char *out, size_t cap);
+/* Formats t_ms in the zone tz ("" = UTC, as Volcano's LoadLocation("") gives; other zones
+ * from db, which may be NULL) as Go's time.RFC3339 ("2026-12-01T10:05:00-05:00", "Z" for a
+ * zero offset). 0 or KC_EINVAL. */
+int ctl_cron_rfc3339(int64_t t_ms, const char *tz, const ctl_tzdb *db, char *out, size_t cap);
 
 /* Go's time.ParseDuration ("1h30m", "2.5s", "-90ms") to whole milliseconds (a metav1.Duration
  * such as a Job's runningDuration, and @every). 0 or KC_EPARSE with Go's message. */

@@ -157,14 +157,15 @@ static void orphans_and_stale(const json_t *cj, json_t *active, const ctl_cj_job
 }
 
 /* getJobFromTemplate. */
-static json_t *job_from_template(const json_t *cj, int64_t scheduled_ms, const char *tz) {
+static json_t *job_from_template(const json_t *cj, int64_t scheduled_ms, const char *tz,
+                                 const ctl_tzdb *zones) {
   const json_t *meta = json_object_get(cj, "metadata");
   const json_t *tmpl = json_object_get(json_object_get(cj, "spec"), "jobTemplate");
   const json_t *tmeta = json_object_get(tmpl, "metadata");
   char name[CTL_NAME_MAX + 24], when[48];
   snprintf(name, sizeof(name), "%s-%lld", ctl_jstr(meta, "name"),
            (long long)(scheduled_ms / 1000 / 60));
-  if (ctl_cron_rfc3339(scheduled_ms, tz, when, sizeof(when)))
+  if (ctl_cron_rfc3339(scheduled_ms, tz, zones, when, sizeof(when)))
     return NULL;
   json_t *labels = json_object_get(tmeta, "labels");
   json_t *ann = json_object_get(tmeta, "annotations");
@@ -255,7 +256,7 @@ static int schedule(const json_t *cj, const ctl_tzdb *zones, json_t *active, int
     }
     p->write_status = true;
   }
-  p->create = job_from_template(cj, recent, tz);
+  p->create = job_from_template(cj, recent, tz, zones);
   if (!p->create)
     return KC_ENOMEM;
   p->scheduled_ms = recent;
@@ -302,7 +303,7 @@ int ctl_cj_status_add_active(json_t *status, const json_t *job, int64_t schedule
     json_object_set_new(status, "active", active);
   }
   char when[48];
-  if (!active || ctl_cron_rfc3339(scheduled_ms, "UTC", when, sizeof(when)))
+  if (!active || ctl_cron_rfc3339(scheduled_ms, "UTC", NULL, when, sizeof(when)))
     return KC_ENOMEM;
   if (active_index_uid(active, ctl_jstr(m, "uid")) < 0 &&
       json_array_append_new(active,

@@ -10,7 +10,8 @@
 
 /* Fills db with the zone files that schedule and time_zone (either may be NULL) name
  * (ctl_cron_zones): each looked up as Go's LoadLocation does, under $ZONEINFO, then the
- * system's zoneinfo directories; a name without a readable file gets data NULL. 0 or
+ * system's zoneinfo directories; a name without a readable file gets data NULL. Also the
+ * process' zone (db->local), as Go's time.Local is found ($TZ, else /etc/localtime). 0 or
  * KC_ENOMEM (db is empty then). Free with ctl_tzdb_free. */
 KC_NODISCARD int ctl_tzdb_read(ctl_tzdb *db, const char *schedule, const char *time_zone);
 /* The same for a CronJob object (borrowed): its spec.schedule and spec.timeZone. */

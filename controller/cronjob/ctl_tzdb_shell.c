@@ -54,6 +54,37 @@ static int read_zone(const char *name, char **data, size_t *len) {
   return 0;
 }
 
+/* One file by its path: data NULL when it cannot be read. 0 or KC_ENOMEM. */
+static int read_path(const char *path, char **data, size_t *len) {
+  *data = NULL;
+  *len = 0;
+  int rc = kc_file_read(path, ZONE_MAX_BYTES, data, len);
+  if (rc == KC_ENOMEM)
+    return rc;
+  if (rc != 0) {
+    *data = NULL;
+    *len = 0;
+  }
+  return 0;
+}
+
+/* The process' zone as Go's initLocal finds it: no $TZ is /etc/localtime; $TZ "" or "UTC" is
+ * UTC (no file); ":" is dropped; an absolute path is that file; any other name is looked up in
+ * the zone directories. A file the core cannot load leaves it UTC, as Go falls back. */
+static int read_local(ctl_tzfile *f) {
+  snprintf(f->name, sizeof(f->name), "Local");
+  const char *tz = getenv("TZ");
+  if (!tz)
+    return read_path("/etc/localtime", &f->data, &f->len);
+  if (*tz == ':')
+    tz++;
+  if (!*tz || strcmp(tz, "UTC") == 0)
+    return 0;
+  if (*tz == '/')
+    return read_path(tz, &f->data, &f->len);
+  return read_zone(tz, &f->data, &f->len);
+}
+
 int ctl_tzdb_read(ctl_tzdb *db, const char *schedule, const char *time_zone) {
   char names[CTL_TZDB_MAX][CTL_TZ_MAX];
   memset(db, 0, sizeof(*db));
@@ -65,6 +96,10 @@ int ctl_tzdb_read(ctl_tzdb *db, const char *schedule, const char *time_zone) {
       ctl_tzdb_free(db);
       return KC_ENOMEM;
     }
+  }
+  if (read_local(&db->local) != 0) {
+    ctl_tzdb_free(db);
+    return KC_ENOMEM;
   }
   return 0;
 }
@@ -78,5 +113,6 @@ int ctl_tzdb_read_cronjob(ctl_tzdb *db, const json_t *cj) {
 void ctl_tzdb_free(ctl_tzdb *db) {
   for (size_t i = 0; i < db->n; i++)
     free(db->zone[i].data);
+  free(db->local.data);
   memset(db, 0, sizeof(*db));
 }

@@ -260,7 +260,7 @@ static int cmp_jobs(const void *a, const void *b) {
 
 static json_t *stamp(int64_t ms) {
   char buf[48];
-  return ms != CTL_CRON_NEVER && ctl_cron_rfc3339(ms, "UTC", buf, sizeof(buf)) == 0
+  return ms != CTL_CRON_NEVER && ctl_cron_rfc3339(ms, "UTC", NULL, buf, sizeof(buf)) == 0
              ? json_string(buf)
              : json_null();
 }

@@ -21,11 +21,20 @@ static int64_t ts(const char *s) {
 }
 
 /* The core given the zone files its input names, read as the shell reads them (ctl_tzdb.c),
- * so that these tests run against the system's tz database. */
+ * so that these tests run against the system's tz database. A parsed schedule borrows its
+ * zone's file: the db of the last parse lives until the next one. */
+static ctl_tzdb last_db;
+
 static int parse(const char *spec, ctl_cron *c, char *err, size_t len) {
+  ctl_tzdb_free(&last_db);
+  assert_int_equal(ctl_tzdb_read(&last_db, spec, NULL), 0);
+  return ctl_cron_parse(spec, &last_db, c, err, len);
+}
+
+static int rfc3339(int64_t t_ms, const char *tz, char *out, size_t cap) {
   ctl_tzdb db;
-  assert_int_equal(ctl_tzdb_read(&db, spec, NULL), 0);
-  int rc = ctl_cron_parse(spec, &db, c, err, len);
+  assert_int_equal(ctl_tzdb_read(&db, NULL, tz), 0);
+  int rc = ctl_cron_rfc3339(t_ms, tz, &db, out, cap);
   ctl_tzdb_free(&db);
   return rc;
 }
@@ -63,7 +72,7 @@ static void expect_next(const char *spec, const char *from, const char *want) {
     return;
   }
   char buf[64];
-  assert_int_equal(ctl_cron_rfc3339(got, "", buf, sizeof(buf)), 0);
+  assert_int_equal(ctl_cron_rfc3339(got, "", NULL, buf, sizeof(buf)), 0);
   if (got != ts(want))
     fail_msg("%s from %s: got %s, want %s", spec, from, buf, want);
 }
@@ -137,8 +146,97 @@ static void test_next_zones(void **state) {
    * the next day's 02:30 EDT. In summer the offset is -4. */
   expect_next("TZ=America/New_York 30 2 * * *", "2026-03-08T05:00:00Z", "2026-03-09T06:30:00Z");
   expect_next("TZ=America/New_York 0 9 * * *", "2026-07-01T00:00:00Z", "2026-07-01T13:00:00Z");
-  /* The process' TZ is back as it was. */
+  /* The core never sets TZ. */
   assert_null(getenv("TZ"));
+}
+
+/* robfig/cron v3.0.1's Next on Go 1.26 with the same zone files printed every expectation here
+ * (a two-step Next from the first time): wall times in a gap are skipped, wall times in an
+ * overlap run twice, and the footer rule carries the zones past 2037. */
+static void test_next_dst(void **state) {
+  (void)state;
+  static const struct {
+    const char *spec, *from, *first, *second;
+  } cases[] = {
+      {"TZ=America/New_York 30 2 * * *", "2026-03-07T12:00:00Z", "2026-03-09T06:30:00Z",
+       "2026-03-10T06:30:00Z"},
+      {"TZ=America/New_York 30 1 * * *", "2026-10-31T12:00:00Z", "2026-11-01T05:30:00Z",
+       "2026-11-01T06:30:00Z"},
+      {"TZ=America/New_York 0 * * * *", "2026-11-01T05:30:00Z", "2026-11-01T06:00:00Z",
+       "2026-11-01T07:00:00Z"},
+      {"TZ=Europe/Berlin 30 2 * * *", "2026-03-28T12:00:00Z", "2026-03-30T00:30:00Z",
+       "2026-03-31T00:30:00Z"},
+      {"TZ=Europe/London 30 1 * * *", "2026-03-28T12:00:00Z", "2026-03-30T00:30:00Z",
+       "2026-03-31T00:30:00Z"},
+      {"TZ=Asia/Kolkata 0 9 * * *", "2026-12-01T12:00:00Z", "2026-12-02T03:30:00Z",
+       "2026-12-03T03:30:00Z"},
+      {"TZ=America/New_York 0 9 1 7 *", "2040-01-01T00:00:00Z", "2040-07-01T13:00:00Z",
+       "2041-07-01T13:00:00Z"},
+      {"TZ=America/New_York 30 2 * 3 0", "2099-01-01T00:00:00Z", "2099-03-01T07:30:00Z",
+       "2099-03-15T06:30:00Z"},
+      {"TZ=Australia/Sydney 30 2 * * *", "2026-10-03T12:00:00Z", "2026-10-04T15:30:00Z",
+       "2026-10-05T15:30:00Z"},
+      {"TZ=UTC 0 0 * * *", "2026-12-01T12:00:00Z", "2026-12-02T00:00:00Z", "2026-12-03T00:00:00Z"},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    expect_next(cases[i].spec, cases[i].from, cases[i].first);
+    expect_next(cases[i].spec, cases[i].first, cases[i].second);
+  }
+}
+
+/* A schedule without a zone runs in the process' zone as the shell found it (db->local), never
+ * in the zone of the process running the core: the decision is the same wherever it runs. */
+static void test_local_zone_from_db(void **state) {
+  (void)state;
+  ctl_tzdb db;
+  assert_int_equal(ctl_tzdb_read(&db, NULL, "Asia/Tokyo"), 0);
+  ctl_tzdb local = {.local = db.zone[0]}; /* Tokyo's file as the process' zone */
+  ctl_cron c;
+  char err[128];
+  setenv("TZ", "America/New_York", 1); /* what the core must not look at */
+  assert_int_equal(ctl_cron_parse("0 9 * * *", &local, &c, err, sizeof(err)), 0);
+  assert_int_equal(ctl_cron_next(&c, ts("2026-12-01T12:00:00Z")), ts("2026-12-02T00:00:00Z"));
+  assert_int_equal(ctl_cron_parse("TZ=Local 0 9 * * *", &local, &c, err, sizeof(err)), 0);
+  assert_int_equal(ctl_cron_next(&c, ts("2026-12-01T12:00:00Z")), ts("2026-12-02T00:00:00Z"));
+  char out[64];
+  assert_int_equal(ctl_cron_rfc3339(ts("2026-12-01T12:00:00Z"), "Local", &local, out, sizeof(out)),
+                   0);
+  assert_string_equal(out, "2026-12-01T21:00:00+09:00");
+  /* No local file: UTC, whatever TZ says. */
+  assert_int_equal(ctl_cron_parse("0 9 * * *", NULL, &c, err, sizeof(err)), 0);
+  assert_int_equal(ctl_cron_next(&c, ts("2026-12-01T12:00:00Z")), ts("2026-12-02T09:00:00Z"));
+  assert_string_equal(getenv("TZ"), "America/New_York");
+  unsetenv("TZ");
+  ctl_tzdb_free(&db);
+}
+
+/* The shell finds the process' zone as Go's time.Local: $TZ (a name, ":name" or an absolute
+ * path; "" and "UTC" are UTC), else /etc/localtime. */
+static void test_local_zone_read(void **state) {
+  (void)state;
+  static const struct {
+    const char *tz, *want; /* 9:00 local on 2026-12-01, in UTC */
+  } cases[] = {
+      {"Asia/Kolkata", "2026-12-02T03:30:00Z"},
+      {":Asia/Tokyo", "2026-12-02T00:00:00Z"},
+      {"/usr/share/zoneinfo/America/New_York", "2026-12-01T14:00:00Z"},
+      {"", "2026-12-02T09:00:00Z"},
+      {"UTC", "2026-12-02T09:00:00Z"},
+      {"Mars/Olympus", "2026-12-02T09:00:00Z"},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    setenv("TZ", cases[i].tz, 1);
+    ctl_tzdb db;
+    assert_int_equal(ctl_tzdb_read(&db, "0 9 * * *", NULL), 0);
+    unsetenv("TZ");
+    ctl_cron c;
+    char err[128];
+    assert_int_equal(ctl_cron_parse("0 9 * * *", &db, &c, err, sizeof(err)), 0);
+    int64_t got = ctl_cron_next(&c, ts("2026-12-01T12:00:00Z"));
+    ctl_tzdb_free(&db);
+    if (got != ts(cases[i].want))
+      fail_msg("TZ=%s: got %lld, want %s", cases[i].tz, (long long)got, cases[i].want);
+  }
 }
 
 static void test_tz_check(void **state) {
@@ -154,24 +252,32 @@ static void test_tz_check(void **state) {
   assert_int_equal(tz_check("/etc/passwd", err, sizeof(err)), KC_EINVAL);
   /* A file of the tree that is not TZif (zone1970.tab). */
   assert_int_equal(tz_check("zone1970.tab", err, sizeof(err)), KC_EINVAL);
+  assert_string_equal(err, "malformed time zone information"); /* Go 1.26 says so too */
 }
 
 /* The core decides on the bytes it is given, whatever the machine has. */
 static void test_tz_from_bytes(void **state) {
   (void)state;
-  char tzif[] = "TZif2 and the rest", text[] = "# not a zone";
+  /* A version 1 zone file: one type, +03:00 ("MSK"), no transitions. */
+  static const unsigned char tzif_bytes[] = {
+      'T', 'Z', 'i', 'f', 0, 0, 0, 0, 0, 0, 0,    0,    0, 0, 0,   0,   0,   0,
+      0,   0,   0,   0,   0, 0, 0, 0, 0, 0, 0,    0,    0, 0, 0,   0,   0,   0,
+      0,   0,   0,   1,   0, 0, 0, 4, 0, 0, 0x2a, 0x30, 0, 0, 'M', 'S', 'K', 0};
+  char tzif[sizeof(tzif_bytes)], text[] = "# not a zone";
+  memcpy(tzif, tzif_bytes, sizeof(tzif));
   ctl_tzdb db = {.n = 2}, none = {.n = 1};
   snprintf(db.zone[0].name, sizeof(db.zone[0].name), "Fake/Zone");
   db.zone[0].data = tzif;
-  db.zone[0].len = sizeof(tzif) - 1;
+  db.zone[0].len = sizeof(tzif);
   snprintf(db.zone[1].name, sizeof(db.zone[1].name), "Fake/Text");
   db.zone[1].data = text;
   db.zone[1].len = sizeof(text) - 1;
   snprintf(none.zone[0].name, sizeof(none.zone[0].name), "Fake/None"); /* no such file */
   char err[128];
   assert_int_equal(ctl_tz_check("Fake/Zone", &db, err, sizeof(err)), 0);
+  /* A file Go reads but cannot load: its LoadLocation says why. */
   assert_int_equal(ctl_tz_check("Fake/Text", &db, err, sizeof(err)), KC_EINVAL);
-  assert_string_equal(err, "unknown time zone Fake/Text");
+  assert_string_equal(err, "malformed time zone information");
   assert_int_equal(ctl_tz_check("Fake/None", &none, err, sizeof(err)), KC_EINVAL);
   assert_int_equal(ctl_tz_check("Fake/Other", &db, err, sizeof(err)), KC_EINVAL);
   assert_int_equal(ctl_tz_check("Fake/Zone", NULL, err, sizeof(err)), KC_EINVAL);
@@ -180,7 +286,9 @@ static void test_tz_from_bytes(void **state) {
   assert_int_equal(ctl_cron_parse("CRON_TZ=Fake/Zone 0 * * * *", &db, &c, err, sizeof(err)), 0);
   assert_string_equal(c.tz, "Fake/Zone");
   assert_int_equal(ctl_cron_parse("TZ=Fake/Text 0 * * * *", &db, &c, err, sizeof(err)), KC_EPARSE);
-  assert_string_equal(err, "provided bad location Fake/Text: unknown time zone Fake/Text");
+  assert_string_equal(err, "provided bad location Fake/Text: malformed time zone information");
+  assert_int_equal(ctl_cron_parse("CRON_TZ=Fake/Zone 0 9 * * *", &db, &c, err, sizeof(err)), 0);
+  assert_int_equal(ctl_cron_next(&c, ts("2026-12-01T12:00:00Z")), ts("2026-12-02T06:00:00Z"));
   assert_false(ctl_tzif(NULL, 0));
   assert_false(ctl_tzif("TZi", 3));
 }
@@ -222,13 +330,13 @@ static void test_rfc3339(void **state) {
   (void)state;
   char out[64];
   int64_t t = ts("2026-12-01T15:00:00Z");
-  assert_int_equal(ctl_cron_rfc3339(t, "America/New_York", out, sizeof(out)), 0);
+  assert_int_equal(rfc3339(t, "America/New_York", out, sizeof(out)), 0);
   assert_string_equal(out, "2026-12-01T10:00:00-05:00");
-  assert_int_equal(ctl_cron_rfc3339(t, "Asia/Kolkata", out, sizeof(out)), 0);
+  assert_int_equal(rfc3339(t, "Asia/Kolkata", out, sizeof(out)), 0);
   assert_string_equal(out, "2026-12-01T20:30:00+05:30");
-  assert_int_equal(ctl_cron_rfc3339(t, NULL, out, sizeof(out)), 0);
+  assert_int_equal(rfc3339(t, NULL, out, sizeof(out)), 0);
   assert_string_equal(out, "2026-12-01T15:00:00Z");
-  assert_int_equal(ctl_cron_rfc3339(t, "Europe/London", out, sizeof(out)), 0);
+  assert_int_equal(rfc3339(t, "Europe/London", out, sizeof(out)), 0);
   assert_string_equal(out, "2026-12-01T15:00:00Z");
 }
 
@@ -326,11 +434,15 @@ static void test_requeue(void **state) {
 int main(void) {
   unsetenv("TZ");
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_parse_errors),  cmocka_unit_test(test_next_fields),
-      cmocka_unit_test(test_next_zones),    cmocka_unit_test(test_tz_check),
-      cmocka_unit_test(test_tz_from_bytes), cmocka_unit_test(test_zones_named),
-      cmocka_unit_test(test_format),        cmocka_unit_test(test_rfc3339),
-      cmocka_unit_test(test_most_recent),   cmocka_unit_test(test_requeue),
+      cmocka_unit_test(test_parse_errors),    cmocka_unit_test(test_next_fields),
+      cmocka_unit_test(test_next_zones),      cmocka_unit_test(test_tz_check),
+      cmocka_unit_test(test_tz_from_bytes),   cmocka_unit_test(test_zones_named),
+      cmocka_unit_test(test_format),          cmocka_unit_test(test_rfc3339),
+      cmocka_unit_test(test_most_recent),     cmocka_unit_test(test_requeue),
+      cmocka_unit_test(test_next_dst),        cmocka_unit_test(test_local_zone_from_db),
+      cmocka_unit_test(test_local_zone_read),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  ctl_tzdb_free(&last_db);
+  return rc;
 }
