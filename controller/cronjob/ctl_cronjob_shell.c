@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ctl_base.h"
 #include "ctl_controllers.h"
 #include "ctl_cronjob.h"
 #include "ctl_tzdb.h"
-#include "ctl_mini.h"
 #include "ctl_note.h"
 #include "ctl_overlay.h"
 #include "kc_clock.h"
@@ -225,7 +225,7 @@ static void op_event(cj_op *op, const char *type, const char *reason, const char
 static void op_event(cj_op *op, const char *type, const char *reason, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  ctl_mini_vevent(op->c->env.events, "CronJob", CTL_CJ_API, op->cj, type, reason, fmt, ap);
+  ctl_event_vrecord_json(op->c->env.events, "CronJob", CTL_CJ_API, op->cj, type, reason, fmt, ap);
   va_end(ap);
 }
 
@@ -556,7 +556,8 @@ static void cron_stop(void *p, uint64_t deadline_ms, void (*done)(void *), void 
   ctl_inf_free(c->inf_job);
   c->inf_cj = c->inf_job = NULL;
   kc_workqueue_shutdown(c->q);
-  ctl_drain_start(&c->drain, c->env.loop, &c->inflight, deadline_ms, done, ud);
+  ctl_drain_start(&c->drain, c->env.loop, "cronjob-controller", &c->inflight, deadline_ms, done,
+                  ud);
 }
 
 static void cron_free(void *p) {

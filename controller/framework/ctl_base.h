@@ -1,10 +1,15 @@
-/* What the shells of the small controllers (queue, podgroup, gc) share: their informers, one
- * keyed work queue with Volcano's backoff and --max-requeue-num, the writes in flight, the
- * write fence, events, and a stop that waits for the writes (ctl_shell.c does the same for
- * the job controller with its own executor, and makes its informers with ctl_informers_new).
+/* The small controllers' framework: what their shells share.
  *
- * A controller embeds a ctl_base, describes its informers as a table and gives one process
- * function; the base hands it one key at a time (never the same key twice at once). */
+ * ctl_base (queue, podgroup, gc): their informers, one keyed work queue with Volcano's backoff
+ * and --max-requeue-num, the writes in flight, the write fence, events, and a stop that waits
+ * for the writes. A controller embeds a ctl_base, describes its informers as a table and gives
+ * one process function; the base hands it one key at a time (never the same key twice at
+ * once).
+ *
+ * The pieces below it, for shells that keep their own queue and count a whole sync in flight
+ * rather than each call (cronjob, jobflow, jobtemplate): ctl_informers_new and
+ * ctl_informers_start (also the job controller's), ctl_event_vrecord_json, and ctl_drain, the
+ * stop that waits for what is in flight. */
 #ifndef CTL_BASE_H
 #define CTL_BASE_H
 
@@ -40,6 +45,28 @@ typedef struct {
   void *(*decode_pb)(const uint8_t *data, size_t len, void *ud, char *err, size_t errlen);
 } ctl_inf_def;
 
+/* Stopping: done(ud) is called from the loop once *inflight is 0 or deadline_ms has passed (a
+ * warning names the controller then). Starting it again moves the deadline. */
+typedef struct ctl_drain ctl_drain;
+struct ctl_drain {
+  uv_timer_t timer;
+  bool started;
+  const char *name; /* static */
+  const int *inflight;
+  uint64_t deadline;
+  void (*done)(void *);
+  void *ud;
+  void (*closed)(ctl_drain *d);
+};
+
+void ctl_drain_start(ctl_drain *d, uv_loop_t *loop, const char *name, const int *inflight,
+                     uint64_t deadline_ms, void (*done)(void *), void *ud);
+/* When the drain started: closes its timer, calls closed(d) from the loop once it has closed
+ * and returns true. Else false, and closed is not called. */
+bool ctl_drain_close(ctl_drain *d, void (*closed)(ctl_drain *d));
+/* Frees owner (free()) now, or once the drain's timer has closed when it was started. */
+void ctl_drain_free_owner(ctl_drain *d, void *owner);
+
 typedef struct ctl_base ctl_base;
 
 /* Handles one key; must end with ctl_base_done (now or from a write's callback). */
@@ -56,11 +83,7 @@ struct ctl_base {
   void (*on_synced)(ctl_base *b); /* after every cache listed: queue what needs a sync */
   int inflight;                   /* writes not answered yet */
   uint64_t writes, write_errors, syncs;
-  uv_timer_t stop_timer;
-  bool timer_open;
-  uint64_t stop_deadline;
-  void (*stop_done)(void *ud);
-  void *stop_ud;
+  ctl_drain drain;                 /* the stop, waiting for the writes */
   void (*free_owner)(ctl_base *b); /* frees the struct that embeds the base */
 };
 
@@ -105,6 +128,13 @@ KC_NODISCARD int ctl_base_call(ctl_base *b, kc_verb verb, const kc_ref *ref, con
 /* An event on obj (best effort; logged when no recorder is configured). */
 void ctl_base_event(ctl_base *b, const kc_object_ref *obj, const char *type, const char *reason,
                     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* Records an event on obj (borrowed; its metadata names it) of kind and apiVersion. rec may be
+ * NULL (nothing is recorded). */
+void ctl_event_vrecord_json(struct kc_event_recorder *rec, const char *kind,
+                            const char *api_version, const json_t *obj, const char *type,
+                            const char *reason, const char *fmt, va_list ap)
+    __attribute__((format(printf, 7, 0)));
 
 /* JSON helpers for decoders: a string at obj.a.b (NULL when absent). */
 const char *ctl_json_str(const json_t *obj, const char *a, const char *b);

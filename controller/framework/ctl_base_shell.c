@@ -1,9 +1,10 @@
-/* The shared shell of the small controllers; see ctl_base.h. */
+/* The small controllers' framework; see ctl_base.h. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ctl_base.h"
+#include "ctl_note.h"
 #include "kc_container.h"
 #include "kc_error.h"
 #include "kc_leader.h"
@@ -153,7 +154,7 @@ typedef struct {
 } call;
 
 static void maybe_free(ctl_base *b) {
-  if (b->closing && b->inflight == 0 && !b->timer_open && b->free_owner) {
+  if (b->closing && b->inflight == 0 && !b->drain.started && b->free_owner) {
     void (*f)(ctl_base *) = b->free_owner;
     b->free_owner = NULL;
     f(b);
@@ -210,20 +211,78 @@ void ctl_base_event(ctl_base *b, const kc_object_ref *obj, const char *type, con
   }
 }
 
-/* ---- stop and close ---- */
+/* ---- events on a JSON object ---- */
 
-static void stop_tick(uv_timer_t *t) {
-  ctl_base *b = container_of(t, ctl_base, stop_timer);
-  if (b->inflight > 0 && uv_now(b->env.loop) < b->stop_deadline)
+void ctl_event_vrecord_json(struct kc_event_recorder *rec, const char *kind,
+                            const char *api_version, const json_t *obj, const char *type,
+                            const char *reason, const char *fmt, va_list ap) {
+  if (!rec)
     return;
-  if (b->inflight > 0)
-    KC_WARN("%s: shutdown deadline passed with %d writes in flight", b->name, b->inflight);
-  uv_timer_stop(t);
-  void (*done)(void *) = b->stop_done;
-  b->stop_done = NULL;
-  if (done)
-    done(b->stop_ud);
+  const json_t *m = json_object_get(obj, "metadata");
+  kc_object_ref ref = {.kind = kind,
+                       .namespace = ctl_jstr(m, "namespace"),
+                       .name = ctl_jstr(m, "name"),
+                       .uid = ctl_jstr(m, "uid"),
+                       .api_version = api_version,
+                       .resource_version = ctl_jstr(m, "resourceVersion")};
+  kc_event_vrecord(rec, &ref, type, reason, fmt, ap);
 }
+
+/* ---- the drain: a stop that waits for what is in flight ---- */
+
+static void drain_tick(uv_timer_t *t) {
+  ctl_drain *d = container_of(t, ctl_drain, timer);
+  if (*d->inflight > 0 && uv_now(t->loop) < d->deadline)
+    return;
+  if (*d->inflight > 0)
+    KC_WARN("%s: shutdown deadline passed with %d writes in flight", d->name, *d->inflight);
+  uv_timer_stop(t);
+  void (*done)(void *) = d->done;
+  d->done = NULL;
+  if (done)
+    done(d->ud);
+}
+
+void ctl_drain_start(ctl_drain *d, uv_loop_t *loop, const char *name, const int *inflight,
+                     uint64_t deadline_ms, void (*done)(void *), void *ud) {
+  d->name = name;
+  d->inflight = inflight;
+  d->deadline = uv_now(loop) + deadline_ms;
+  d->done = done;
+  d->ud = ud;
+  if (!d->started) {
+    uv_timer_init(loop, &d->timer);
+    d->started = true;
+  }
+  uv_timer_start(&d->timer, drain_tick, 0, 20);
+}
+
+static void drain_closed(uv_handle_t *h) {
+  ctl_drain *d = container_of((uv_timer_t *)h, ctl_drain, timer);
+  d->started = false;
+  d->closed(d);
+}
+
+bool ctl_drain_close(ctl_drain *d, void (*closed)(ctl_drain *d)) {
+  if (!d->started)
+    return false;
+  d->closed = closed;
+  uv_timer_stop(&d->timer);
+  uv_close((uv_handle_t *)&d->timer, drain_closed);
+  return true;
+}
+
+static void free_ud(ctl_drain *d) {
+  free(d->ud);
+}
+
+void ctl_drain_free_owner(ctl_drain *d, void *owner) {
+  d->ud = owner;
+  if (!ctl_drain_close(d, free_ud))
+    free(owner);
+}
+
+/* ---- stop and close ---- */
 
 void ctl_base_stop(ctl_base *b, uint64_t deadline_ms, void (*done)(void *ud), void *ud) {
   b->stopping = true;
@@ -232,20 +291,11 @@ void ctl_base_stop(ctl_base *b, uint64_t deadline_ms, void (*done)(void *ud), vo
     b->inf[i] = NULL;
   }
   kc_workqueue_shutdown(b->queue);
-  b->stop_done = done;
-  b->stop_ud = ud;
-  b->stop_deadline = uv_now(b->env.loop) + deadline_ms;
-  if (!b->timer_open) {
-    uv_timer_init(b->env.loop, &b->stop_timer);
-    b->timer_open = true;
-  }
-  uv_timer_start(&b->stop_timer, stop_tick, 0, 20);
+  ctl_drain_start(&b->drain, b->env.loop, b->name, &b->inflight, deadline_ms, done, ud);
 }
 
-static void timer_closed(uv_handle_t *h) {
-  ctl_base *b = container_of((uv_timer_t *)h, ctl_base, stop_timer);
-  b->timer_open = false;
-  maybe_free(b);
+static void base_drain_closed(ctl_drain *d) {
+  maybe_free(container_of(d, ctl_base, drain));
 }
 
 void ctl_base_close(ctl_base *b, void (*free_owner)(ctl_base *b)) {
@@ -257,10 +307,6 @@ void ctl_base_close(ctl_base *b, void (*free_owner)(ctl_base *b)) {
   }
   kc_workqueue_free(b->queue);
   b->queue = NULL;
-  if (b->timer_open) {
-    uv_timer_stop(&b->stop_timer);
-    uv_close((uv_handle_t *)&b->stop_timer, timer_closed);
-    return;
-  }
-  maybe_free(b);
+  if (!ctl_drain_close(&b->drain, base_drain_closed))
+    maybe_free(b);
 }

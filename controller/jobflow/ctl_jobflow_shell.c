@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ctl_base.h"
 #include "ctl_controllers.h"
 #include "ctl_jobflow.h"
-#include "ctl_mini.h"
 #include "ctl_note.h"
 #include "ctl_overlay.h"
 #include "kc_clock.h"
@@ -208,8 +208,8 @@ static void op_event(flow_op *op, const char *type, const char *reason, const ch
 static void op_event(flow_op *op, const char *type, const char *reason, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  ctl_mini_vevent(op->c->env.events, op->c->flows ? "JobFlow" : "JobTemplate", CTL_JF_API, op->obj,
-                  type, reason, fmt, ap);
+  ctl_event_vrecord_json(op->c->env.events, op->c->flows ? "JobFlow" : "JobTemplate", CTL_JF_API,
+                         op->obj, type, reason, fmt, ap);
   va_end(ap);
 }
 
@@ -493,7 +493,7 @@ static void flow_stop(void *p, uint64_t deadline_ms, void (*done)(void *), void 
   ctl_inf_free(c->inf_job);
   c->inf_flow = c->inf_tmpl = c->inf_job = NULL;
   kc_workqueue_shutdown(c->q);
-  ctl_drain_start(&c->drain, c->env.loop, &c->inflight, deadline_ms, done, ud);
+  ctl_drain_start(&c->drain, c->env.loop, c->name, &c->inflight, deadline_ms, done, ud);
 }
 
 static void flow_free(void *p) {
