@@ -182,9 +182,11 @@ int kc__resource_list_add(kc__cctx *c, const json_t *obj, Kiln__Resource *res) {
       rc = kc_quantity_parsen(text, json_string_length(v), &q, &off);
     } else if (json_is_integer(v)) {
       /* Quantity's UnmarshalJSON also takes a bare number. */
-      snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+      int n = snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
       text = num;
-      rc = kc_quantity_parse(num, &q, &off);
+      /* The length is known: no strnlen past num (FORTIFY with LTO warns of that bound). */
+      rc = kc_quantity_parsen(num, n > 0 && (size_t)n < sizeof(num) ? (size_t)n : strlen(num), &q,
+                              &off);
     } else {
       return kc__fail(c, KC_EINVAL, "expected quantity string");
     }

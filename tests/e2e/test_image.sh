@@ -72,6 +72,21 @@ test_image_config_is_non_root() {
   [ ! -e "$W/out/rootfs/bin/sh" ] && [ ! -e "$W/out/rootfs/usr/bin/apt" ] || fail "the image has a shell or apt"
 }
 
+# The programs in the image are hardened as the release build is (meson.build; issue 27):
+# the same check the unit suite runs on the build, here on the image's stripped copies.
+test_programs_in_the_image_are_hardened() {
+  need_image
+  local bin=$W/out/rootfs/usr/local/bin out
+  if grep -q __asan_init "$bin/kiln-controller"; then
+    # A sanitized build (KILN_BUILD=build-asan) is not hardened on purpose (meson.build).
+    echo "REPORT hardening not checked: the image holds a sanitized build"
+    return 0
+  fi
+  out=$("$KILN_ROOT/tests/style/hardening-check" "$bin/kiln-controller" "$bin/kiln-scheduler" 2>&1) \
+    || fail "the image's programs are not hardened: $out"
+  echo "$out" | sed 's|^hardening-check: .*/|REPORT |'
+}
+
 test_both_programs_run_inside() {
   local b p out want
   b=$(bundle versions)
