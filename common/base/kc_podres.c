@@ -87,6 +87,16 @@ int kc_reslist_add(kc_reslist *l, const kc_reslist *m) {
   return 0;
 }
 
+int kc_reslist_add_times(kc_reslist *l, const kc_reslist *m, int64_t k) {
+  for (size_t i = 0; i < m->n && k > 0; i++) {
+    kc_quantity q = m->e[i].q;
+    kc_quantity_mul(&q, k);
+    if (kc_reslist_put(l, m->e[i].name, &q, true))
+      return KC_ENOMEM;
+  }
+  return 0;
+}
+
 /* The JSON form of a pod spec as a kc_podres_src. */
 static const json_t *json_ct(const void *spec, bool init, size_t i) {
   return json_array_get(json_object_get(spec, init ? "initContainers" : "containers"), i);

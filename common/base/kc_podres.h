@@ -33,6 +33,9 @@ kc_res_entry *kc_reslist_find(const kc_reslist *l, const char *name);
 KC_NODISCARD int kc_reslist_put(kc_reslist *l, const char *name, const kc_quantity *q, bool add);
 /* Adds every entry of m into l. Returns 0 or KC_ENOMEM. */
 KC_NODISCARD int kc_reslist_add(kc_reslist *l, const kc_reslist *m);
+/* Adds every entry of m, times k, into l: one saturating multiplication per entry, however
+ * large k is (k <= 0 adds nothing). Returns 0 or KC_ENOMEM. */
+KC_NODISCARD int kc_reslist_add_times(kc_reslist *l, const kc_reslist *m, int64_t k);
 void kc_reslist_free(kc_reslist *l);
 
 /* A quantity written as a string or a bare JSON number; false when unparsable. */

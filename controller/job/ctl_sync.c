@@ -306,12 +306,12 @@ static json_t *min_resources(const ctl_job_view *v) {
       left -= k;
     }
   }
-  /* Sum in the priority order, so a key's format is that of its first addend. */
+  /* Sum in the priority order, so a key's format is that of its first addend; a task's
+   * pods are one multiplication, not one addition per pod. */
   for (size_t i = 0; i < n; i++) {
     size_t o = tp[i].order;
-    for (int32_t k = 0; k < take[o]; k++)
-      if (kc_reslist_add(&total, &usage[o]))
-        goto done;
+    if (kc_reslist_add_times(&total, &usage[o], take[o]))
+      goto done;
   }
   out = reslist_json(&total);
 done:
@@ -329,9 +329,8 @@ json_t *ctl__pod_requests_times(const json_t *pod_spec, int32_t times) {
   json_t *out = NULL;
   if (pod_usage(pod_spec, &usage))
     goto done;
-  for (int32_t k = 0; k < times; k++)
-    if (kc_reslist_add(&total, &usage))
-      goto done;
+  if (kc_reslist_add_times(&total, &usage, times))
+    goto done;
   out = reslist_json(&total);
 done:
   kc_reslist_free(&usage);

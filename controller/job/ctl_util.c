@@ -608,26 +608,33 @@ int ctl__append(json_t **arr, json_t *obj) {
 
 /* ---- spec helpers ---- */
 
+/* Counts a user writes (each up to 2^31-1 by the schema) combine saturating at the int32
+ * bounds, never wrapping. */
+static int32_t sat32(int64_t v) {
+  return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v;
+}
+
 int32_t ctl__total_replicas(const Kiln__Job *job) {
-  int32_t n = 0;
+  int64_t n = 0;
   for (size_t i = 0; job->spec && i < job->spec->n_tasks; i++)
-    n += job->spec->tasks[i]->replicas;
-  return n;
+    n = sat32(n + job->spec->tasks[i]->replicas);
+  return (int32_t)n;
 }
 
 int32_t ctl__task_min_available(const Kiln__TaskSpec *t) {
   if (t->has_min_available)
     return t->min_available;
   if (t->partition_policy && t->partition_policy->min_partitions > 0)
-    return t->partition_policy->min_partitions * t->partition_policy->partition_size;
+    return sat32((int64_t)t->partition_policy->min_partitions *
+                 t->partition_policy->partition_size);
   return t->replicas;
 }
 
 int32_t ctl__total_task_min_available(const Kiln__Job *job) {
-  int32_t n = 0;
+  int64_t n = 0;
   for (size_t i = 0; job->spec && i < job->spec->n_tasks; i++)
-    n += ctl__task_min_available(job->spec->tasks[i]);
-  return n;
+    n = sat32(n + ctl__task_min_available(job->spec->tasks[i]));
+  return (int32_t)n;
 }
 
 /* The webhook defaults spec.minAvailable to the sum of the tasks' minAvailable; a Job

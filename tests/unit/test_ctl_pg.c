@@ -132,6 +132,25 @@ static void test_pod_owner_and_min_member(void **state) {
   json_decref(a);
 }
 
+/* group-min-member as large as an int32 holds: minResources is the pod's request times
+ * 2^31-1 in one multiplication (it used to be 2^31-1 additions on the event loop). */
+static void test_min_member_max(void **state) {
+  json_t *p = rs_pod("");
+  json_t *owner = parse("{\"scheduling.volcano.sh/group-min-member\":\"2147483647\"}");
+  json_t *pg = ctl_pg_build(p, "podgroup-rs-uid", owner, true);
+  assert_non_null(pg);
+  const json_t *s = json_object_get(pg, "spec");
+  assert_int_equal(json_integer_value(json_object_get(s, "minMember")), INT32_MAX);
+  const json_t *mr = json_object_get(s, "minResources");
+  /* 250m and 64Mi times 2^31-1 */
+  assert_string_equal(json_string_value(json_object_get(mr, "cpu")), "536870911750m");
+  assert_string_equal(json_string_value(json_object_get(mr, "memory")), "137438953408Mi");
+  assert_string_equal(json_string_value(json_object_get(mr, "pods")), "2147483647");
+  json_decref(pg);
+  json_decref(owner);
+  json_decref(p);
+}
+
 static void test_scaled_to_zero(void **state) {
   json_t *w = parse("{\"spec\":{\"replicas\":0}}");
   assert_true(ctl_pg_scaled_to_zero(w));
@@ -146,7 +165,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_name),           cmocka_unit_test(test_decide),
       cmocka_unit_test(test_build),          cmocka_unit_test(test_pod_owner_and_min_member),
-      cmocka_unit_test(test_scaled_to_zero),
+      cmocka_unit_test(test_scaled_to_zero), cmocka_unit_test(test_min_member_max),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -444,6 +444,69 @@ static void test_ssh_without_randomness(void **state) {
   fx_close(&f);
 }
 
+static json_t *ssh_job(int64_t replicas, const char *hostname) {
+  char text[1024];
+  snprintf(text, sizeof(text),
+           "{\"metadata\":{\"name\":\"j\",\"namespace\":\"default\",\"uid\":\"u\"},"
+           "\"spec\":{\"minAvailable\":1,\"plugins\":{\"ssh\":[]},\"tasks\":[{\"name\":\"w\","
+           "\"replicas\":%lld,\"template\":{\"spec\":{%s%s%s\"containers\":[{\"name\":\"c\"}]"
+           "}}}]}}",
+           (long long)replicas, hostname ? "\"hostname\":\"" : "", hostname ? hostname : "",
+           hostname ? "\"," : "");
+  return fx_parse(text);
+}
+
+static char *ssh_config_of(fx *f) {
+  json_t *sec = find_obj(f->plan.objects_create, "Secret");
+  assert_non_null(sec);
+  return unb64(json_string_value(json_object_get(json_object_get(sec, "data"), "config")));
+}
+
+/* The ssh config names every replica, as Volcano's does, within what a Secret holds (1 MiB):
+ * the same text as before for a normal job; a Job of 2^31-1 replicas is refused with a
+ * PluginError saying why, at once, instead of building gigabytes on the event loop. */
+static void test_ssh_config_bounded(void **state) {
+  fx f;
+  ctl_request req = {.event = CTL_EV_OUT_OF_SYNC};
+  fx_init_json(&f, ssh_job(2, NULL), pending);
+  assert_int_equal(fx_sync(&f, &req), 0);
+  char *cfg = ssh_config_of(&f);
+  assert_string_equal(cfg, "StrictHostKeyChecking no\nUserKnownHostsFile /dev/null\n"
+                           "Host j-w-0\n  HostName j-w-0.j\n  Port 22\n"
+                           "Host j-w-1\n  HostName j-w-1.j\n  Port 22\n");
+  free(cfg);
+  fx_close(&f);
+
+  /* 10,000 replicas fit: every host, in order */
+  fx_init_json(&f, ssh_job(10000, NULL), pending);
+  assert_int_equal(fx_sync(&f, &req), 0);
+  cfg = ssh_config_of(&f);
+  assert_non_null(strstr(cfg, "Host j-w-0\n"));
+  const char *last = "Host j-w-9999\n  HostName j-w-9999.j\n  Port 22\n";
+  assert_string_equal(cfg + strlen(cfg) - strlen(last), last);
+  free(cfg);
+  fx_close(&f);
+
+  /* a fixed hostname is one entry however many replicas */
+  fx_init_json(&f, ssh_job(INT32_MAX, "head"), pending);
+  assert_int_equal(fx_sync(&f, &req), 0);
+  cfg = ssh_config_of(&f);
+  assert_string_equal(cfg, "StrictHostKeyChecking no\nUserKnownHostsFile /dev/null\n"
+                           "Host head\n  HostName head.j\n  Port 22\n");
+  free(cfg);
+  fx_close(&f);
+
+  fx_init_json(&f, ssh_job(INT32_MAX, NULL), pending);
+  assert_int_equal(fx_sync(&f, &req), KC_ETOOBIG);
+  assert_string_equal(f.plan.failure_reason, "PluginError");
+  assert_string_equal(f.plan.failure_message,
+                      "Execute plugin when job add failed, err: ssh: an ssh config naming "
+                      "2147483647 hosts does not fit in Secret j-ssh (a Secret holds at most 1 "
+                      "MiB)");
+  assert_null(find_obj(f.plan.objects_create, "Secret"));
+  fx_close(&f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_add_objects),
@@ -457,6 +520,7 @@ int main(void) {
       cmocka_unit_test(test_default_ops),
       cmocka_unit_test(test_default_ops_broken_source),
       cmocka_unit_test(test_ssh_without_randomness),
+      cmocka_unit_test(test_ssh_config_bounded),
       cmocka_unit_test(test_svc_hosts_out_of_memory),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

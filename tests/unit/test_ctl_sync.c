@@ -1,6 +1,7 @@
 /* syncJob: pod construction, scale down, minAvailable defaults, dependsOn, status counts,
  * the PodGroup (minResources), PVCs, queue checks and Commands. */
 #include "test_ctl_util.h"
+#include <time.h>
 
 static const char running_status[] =
     "{\"state\":{\"phase\":\"Running\",\"lastTransitionTime\":\"2026-11-29T10:01:00Z\"},"
@@ -675,6 +676,46 @@ static void test_min_resources_past_exa(void **state) {
   fx_close(&f);
 }
 
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Replicas as large as the schema allows (2^31-1, in two tasks): the sync's work is per task,
+ * not per replica (it used to add a pod's request 2^31-1 times), the totals are exact or
+ * saturated, never wrapped, and the counts over all tasks saturate at 2^31-1. */
+static void test_replicas_schema_max(void **state) {
+  fx f;
+  fx_init_json(
+      &f,
+      fx_parse("{\"metadata\":{\"name\":\"x\",\"namespace\":\"default\",\"uid\":\"u\"},"
+               "\"spec\":{\"tasks\":[{\"name\":\"a\",\"replicas\":2147483647,\"template\":{"
+               "\"spec\":{\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":{"
+               "\"cpu\":\"1\",\"memory\":\"1Gi\",\"example.com/x\":\"1E\","
+               "\"example.com/y\":\"1e29\"}}}]}}},"
+               "{\"name\":\"b\",\"replicas\":2147483647,\"minAvailable\":0,\"template\":{"
+               "\"spec\":{\"containers\":[{\"name\":\"c\"}]}}}]}}"),
+      NULL);
+  ctl_request req = {.event = CTL_EV_OUT_OF_SYNC};
+  double t0 = now_s();
+  assert_int_equal(fx_sync(&f, &req), 0);
+  double took = now_s() - t0;
+  if (took > 1.0)
+    fail_msg("sync took %.2f s", took);
+  json_t *spec = json_object_get(f.plan.podgroup, "spec");
+  assert_int_equal(json_integer_value(json_object_get(spec, "minMember")), INT32_MAX);
+  fx_expect_json(json_object_get(spec, "minResources"),
+                 "{\"count/pods\":\"2147483647\",\"pods\":\"2147483647\","
+                 "\"cpu\":\"2147483647\",\"requests.cpu\":\"2147483647\","
+                 "\"memory\":\"2147483647Gi\",\"requests.memory\":\"2147483647Gi\","
+                 "\"requests.example.com/x\":\"2147483647E\",\"example.com/x\":\"2147483647E\","
+                 "\"requests.example.com/y\":\"170141183460469231731687303715884105727e-9\","
+                 "\"example.com/y\":\"170141183460469231731687303715884105727e-9\"}");
+  assert_int_equal(f.plan.status.min_available, INT32_MAX);
+  fx_close(&f);
+}
+
 /* A task with a partitionPolicy: minTaskMember minPartitions x partitionSize, one
  * subGroupPolicy, and the partition id on each of its pods. */
 static void test_partition_podgroup_and_pods(void **state) {
@@ -868,6 +909,7 @@ int main(void) {
       cmocka_unit_test(test_podgroup_update),
       cmocka_unit_test(test_min_resources_quota_keys),
       cmocka_unit_test(test_min_resources_past_exa),
+      cmocka_unit_test(test_replicas_schema_max),
       cmocka_unit_test(test_partition_podgroup_and_pods),
       cmocka_unit_test(test_restart_partition),
       cmocka_unit_test(test_unnamed_tasks),

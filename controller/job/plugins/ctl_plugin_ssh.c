@@ -1,5 +1,6 @@
 /* ssh (Volcano pkg/controllers/job/plugins/ssh): a Secret with a key pair (made through
  * the injected ops) and an ssh config naming every pod, mounted in every container. */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,32 +19,77 @@ static json_t *b64(const char *s) {
   return j;
 }
 
-static char *ssh_config(const Kiln__Job *job, const char *port) {
-  size_t cap = 128, len;
-  for (size_t ti = 0; ti < job->spec->n_tasks; ti++)
-    cap += (size_t)(job->spec->tasks[ti]->replicas > 0 ? job->spec->tasks[ti]->replicas : 0) *
-           (3 * CTL_NAME_MAX + 64);
+/* The API server refuses a Secret whose data passes 1 MiB; the config gets what the key
+ * pair (a 2048-bit PEM and its public key, twice) leaves with room to spare. */
+#define SSH_SECRET_MAX (1024u * 1024u)
+#define SSH_CONFIG_MAX (SSH_SECRET_MAX - 16u * 1024u)
+
+/* Hosts the config names: one per replica, or one for a task with a fixed hostname. */
+static uint64_t ssh_hosts(const Kiln__Job *job) {
+  uint64_t n = 0;
+  for (size_t ti = 0; ti < job->spec->n_tasks; ti++) {
+    const Kiln__TaskSpec *t = job->spec->tasks[ti];
+    char host[CTL_NAME_MAX], sub[CTL_NAME_MAX];
+    ctl__plugin_template_host(t, host, sizeof(host), sub, sizeof(sub));
+    n += host[0] ? (t->replicas > 0) : (uint64_t)(t->replicas > 0 ? t->replicas : 0);
+  }
+  return n;
+}
+
+#define HOST_FMT "Host %s\n  HostName %s.%s\n  Port %s\n"
+
+/* Appends one Host entry to *out (len bytes used of cap); 0, KC_ETOOBIG when the config
+ * would pass SSH_CONFIG_MAX, or KC_ENOMEM. */
+static int put_host(char **out, size_t *cap, size_t *len, const char *h, const char *sub,
+                    const char *port) {
+  int w = snprintf(NULL, 0, HOST_FMT, h, h, sub, port);
+  if (w < 0)
+    return KC_EINVAL;
+  size_t need = *len + (size_t)w + 1;
+  if (need > SSH_CONFIG_MAX)
+    return KC_ETOOBIG;
+  if (need > *cap) {
+    size_t nc = *cap;
+    while (nc < need)
+      nc *= 2;
+    char *grown = realloc(*out, nc);
+    if (!grown)
+      return KC_ENOMEM;
+    *out = grown;
+    *cap = nc;
+  }
+  snprintf(*out + *len, *cap - *len, HOST_FMT, h, h, sub, port);
+  *len += (size_t)w;
+  return 0;
+}
+
+/* Volcano's generateSSHConfig (plus the port): a Host entry per replica, in at most
+ * SSH_CONFIG_MAX bytes, so the work ends with the buffer however many replicas there are.
+ * New string, or NULL with *rc KC_ETOOBIG (it would not fit) or KC_ENOMEM. */
+static char *ssh_config(const Kiln__Job *job, const char *port, int *rc) {
+  size_t cap = 4096, len;
   char *out = malloc(cap);
+  *rc = out ? 0 : KC_ENOMEM;
   if (!out)
     return NULL;
   len = (size_t)snprintf(out, cap, "StrictHostKeyChecking no\nUserKnownHostsFile /dev/null\n");
-  for (size_t ti = 0; ti < job->spec->n_tasks; ti++) {
+  for (size_t ti = 0; ti < job->spec->n_tasks && !*rc; ti++) {
     const Kiln__TaskSpec *t = job->spec->tasks[ti];
     char host[CTL_NAME_MAX], sub[CTL_NAME_MAX], h[CTL_NAME_MAX * 2];
     ctl__plugin_template_host(t, host, sizeof(host), sub, sizeof(sub));
-    for (int32_t i = 0; i < t->replicas; i++) {
+    for (int32_t i = 0; i < t->replicas && !*rc; i++) {
       if (host[0])
         snprintf(h, sizeof(h), "%s", host);
       else
         snprintf(h, sizeof(h), "%s-%s-%d", ctl__job_name(job), t->name ? t->name : "", (int)i);
-      int w = snprintf(out + len, cap - len, "Host %s\n  HostName %s.%s\n  Port %s\n", h, h,
-                       sub[0] ? sub : ctl__job_name(job), port);
-      if (w < 0 || (size_t)w >= cap - len)
-        return out; /* cannot happen with the capacity above; never write past it */
-      len += (size_t)w;
+      *rc = put_host(&out, &cap, &len, h, sub[0] ? sub : ctl__job_name(job), port);
       if (host[0])
         break;
     }
+  }
+  if (*rc) {
+    free(out);
+    return NULL;
   }
   return out;
 }
@@ -66,12 +112,18 @@ int ctl__ssh_job_add(ctl_ctx *c, const Kiln__StringList *args) {
   long pv = parg ? strtol(parg, &end, 10) : 0;
   if (parg && end && !*end && pv > 0 && pv < 65536)
     snprintf(port, sizeof(port), "%ld", pv);
-  cfg = ssh_config(job, port);
   char name[CTL_NAME_MAX + 8];
   snprintf(name, sizeof(name), "%s-ssh", ctl__job_name(job));
-  json_t *data = json_object();
-  if (!cfg || !data) {
-    rc = KC_ENOMEM;
+  cfg = ssh_config(job, port, &rc);
+  if (rc == KC_ETOOBIG &&
+      snprintf(c->errmsg, sizeof(c->errmsg),
+               "ssh: an ssh config naming %" PRIu64 " hosts does not fit in Secret %s (a Secret "
+               "holds at most 1 MiB)",
+               ssh_hosts(job), name) < 0)
+    c->errmsg[0] = '\0';
+  json_t *data = rc ? NULL : json_object();
+  if (!data) {
+    rc = rc ? rc : KC_ENOMEM;
     goto out;
   }
   json_object_set_new(data, "id_rsa", b64(priv));
