@@ -124,6 +124,15 @@ bool kc_leader_core_expire(kc_leader_core *c, uint64_t now_ns) {
   return true;
 }
 
+uint64_t kc_leader_core_deadline_left_ns(const kc_leader_core *c, uint64_t now_ns) {
+  uint64_t end = c->renew_sent_ns + c->deadline_ns;
+  return c->leading && end > now_ns ? end - now_ns : 0;
+}
+
+bool kc_leader_core_late(const kc_leader_core *c, uint64_t sent_ns, uint64_t now_ns) {
+  return now_ns >= sent_ns + c->deadline_ns;
+}
+
 /* ---- helpers ---- */
 
 int kc_leader_make_identity(char *buf, size_t cap) {
@@ -239,7 +248,7 @@ static void deadline_cb(uv_timer_t *t) {
     stop_leading(l, "renew deadline passed without a successful renewal");
   else if (l->core.leading) /* renewed meanwhile: re-arm */
     uv_timer_start(&l->deadline, deadline_cb,
-                   (l->core.renew_sent_ns + l->core.deadline_ns - uv_hrtime()) / 1000000 + 1, 0);
+                   kc_leader_core_deadline_left_ns(&l->core, uv_hrtime()) / 1000000 + 1, 0);
 }
 
 static void observe_holder(kc_leader *l, const char *before) {
@@ -268,13 +277,23 @@ static void write_cb(const kc_api_result *res, void *data) {
   snprintf(before, sizeof(before), "%s", l->core.observed.holder);
   json_decref(l->last);
   l->last = json_incref(res->obj);
+  uint64_t now = uv_hrtime();
+  if (!l->core.leading && kc_leader_core_late(&l->core, l->sent_ns, now)) {
+    /* Its deadline passed in flight: leading on it would be leading unfenced. The lease is
+     * ours now, so the next try renews it at once. */
+    KC_V(1, "leader election: the write of %s/%s came back after the renew deadline", l->ns,
+         l->name);
+    schedule(l);
+    return;
+  }
   bool began = kc_leader_core_won(&l->core, &l->writing, l->sent_ns);
   if (began) {
     KC_INFO("leader election: %s acquired %s/%s (transitions %" PRId64 ")", l->identity, l->ns,
             l->name, l->writing.transitions);
   }
   observe_holder(l, before);
-  uint64_t left = l->core.renew_sent_ns + l->core.deadline_ns - uv_hrtime();
+  /* 0 when a renewal came back after its deadline: the timer ends the leadership at once. */
+  uint64_t left = kc_leader_core_deadline_left_ns(&l->core, now);
   uv_timer_start(&l->deadline, deadline_cb, left / 1000000 + 1, 0);
   if (began && l->cb.on_started_leading)
     l->cb.on_started_leading(l->cb.ud);

@@ -128,6 +128,12 @@ uint64_t kc_leader_core_next_try_ns(const kc_leader_core *c, uint64_t now_ns, ui
 bool kc_leader_core_fence_ok(const kc_leader_core *c, uint64_t now_ns);
 /* When leading and the deadline has passed, ends the leadership and returns true. */
 bool kc_leader_core_expire(kc_leader_core *c, uint64_t now_ns);
+/* Nanoseconds from now_ns to the renew deadline, 0 when not leading or when it has passed
+ * (a write can succeed after the deadline: lease writes may take the 60 s request timeout). */
+uint64_t kc_leader_core_deadline_left_ns(const kc_leader_core *c, uint64_t now_ns);
+/* Whether a write sent at sent_ns and answered at now_ns came back too late to begin a
+ * leadership: its renew deadline has already passed. */
+bool kc_leader_core_late(const kc_leader_core *c, uint64_t sent_ns, uint64_t now_ns);
 
 /* ---- the elector ---- */
 

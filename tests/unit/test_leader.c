@@ -149,6 +149,31 @@ static void test_fence_and_deadline(void **state) {
   assert_true(kc_leader_core_won(&c, &want, 20 * S));
 }
 
+/* A lease write that succeeds after its renew deadline (it may take the 60 s request
+ * timeout): the time left is 0, not an unsigned wrap to centuries, so the deadline timer ends
+ * the leadership at once; and such a write does not begin one. */
+static void test_write_answered_after_deadline(void **state) {
+  (void)state;
+  kc_leader_core c;
+  init(&c, "a");
+  kc_lease_record want;
+  kc_leader_decide(&c, NULL, 0, "T0", &want);
+  assert_false(kc_leader_core_late(&c, 1 * S, 11 * S - 1));
+  assert_true(kc_leader_core_late(&c, 1 * S, 11 * S));
+  assert_true(kc_leader_core_late(&c, 1 * S, 61 * S));
+  assert_int_equal(kc_leader_core_deadline_left_ns(&c, 2 * S), 0); /* not leading */
+  assert_true(kc_leader_core_won(&c, &want, 1 * S));
+  assert_int_equal(kc_leader_core_deadline_left_ns(&c, 1 * S), 10 * S);
+  assert_int_equal(kc_leader_core_deadline_left_ns(&c, 11 * S - 1), 1);
+  /* a renewal sent at 5 s answered at 65 s */
+  assert_false(kc_leader_core_won(&c, &want, 5 * S));
+  assert_int_equal(kc_leader_core_deadline_left_ns(&c, 65 * S), 0);
+  assert_int_equal(kc_leader_core_deadline_left_ns(&c, 15 * S), 0);
+  assert_false(kc_leader_core_fence_ok(&c, 65 * S));
+  assert_true(kc_leader_core_expire(&c, 65 * S));
+  assert_int_equal(kc_leader_core_deadline_left_ns(&c, 65 * S), 0);
+}
+
 /* The safety property, over many timings: the last instant the old leader may write comes
  * before the first instant another replica decides to take the lease. */
 static void test_old_leader_stops_before_takeover(void **state) {
@@ -255,6 +280,7 @@ int main(void) {
       cmocka_unit_test(test_renew_keeps_acquire_time_and_transitions),
       cmocka_unit_test(test_fence_and_deadline),
       cmocka_unit_test(test_old_leader_stops_before_takeover),
+      cmocka_unit_test(test_write_answered_after_deadline),
       cmocka_unit_test(test_validate),
       cmocka_unit_test(test_flags),
       cmocka_unit_test(test_identity),
