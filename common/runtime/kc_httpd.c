@@ -43,7 +43,7 @@ struct kc_httpd {
   char host[HOST_MAX];
   int want_port;
   struct kc_metrics *metrics;
-  unsigned max_connections, timeout_s;
+  unsigned max_connections, per_ip_connections, timeout_s;
   check *checks;
   size_t nchecks;
   char errmsg[512];
@@ -111,6 +111,7 @@ int kc_httpd_new(uv_loop_t *loop, const kc_httpd_opts *opts, kc_httpd **out) {
   h->port = -1;
   h->metrics = opts->metrics;
   h->max_connections = opts->max_connections ? opts->max_connections : 64;
+  h->per_ip_connections = opts->per_ip_connections ? opts->per_ip_connections : 8;
   h->timeout_s = opts->timeout_s ? opts->timeout_s : 10;
   if ((rc = kc_httpd_add_check(h, "ping", KC_CHECK_LIVEZ | KC_CHECK_READYZ, ping, NULL)) < 0)
     goto fail;
@@ -462,9 +463,10 @@ int kc_httpd_start(kc_httpd *h) {
     return rc;
   h->daemon = MHD_start_daemon(
       MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL, handle, h, MHD_OPTION_LISTEN_SOCKET, fd,
-      MHD_OPTION_CONNECTION_LIMIT, (unsigned int)h->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
-      (unsigned int)h->timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY_LIMIT,
-      MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, MHD_OPTION_END);
+      MHD_OPTION_CONNECTION_LIMIT, (unsigned int)h->max_connections,
+      MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)h->per_ip_connections,
+      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)h->timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+      (size_t)CONN_MEMORY_LIMIT, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, MHD_OPTION_END);
   if (h->daemon == NULL) {
     close(fd);
     h->port = -1;

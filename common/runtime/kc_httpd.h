@@ -12,7 +12,10 @@
  * skips a check; "/readyz/<name>" runs one check. /healthz runs every check,
  * /livez the liveness checks, /readyz liveness and readiness checks. Only GET
  * and HEAD are served (405 otherwise); request headers are capped by MHD's
- * per-connection memory limit and request bodies are never read. */
+ * per-connection memory limit and request bodies are never read. One client
+ * address holds at most per_ip_connections at once (a further one is closed
+ * on accept), all clients max_connections, and an idle connection is closed
+ * after timeout_s. */
 #ifndef KC_HTTPD_H
 #define KC_HTTPD_H
 
@@ -37,7 +40,10 @@ typedef struct {
   kc_check_fn ready;          /* optional readiness check "informer-sync" */
   void *ready_ud;
   unsigned max_connections; /* 0: 64 */
-  unsigned timeout_s;       /* idle connection timeout; 0: 10 s */
+  /* Connections at once from one client address; 0: 8. Any pod that reaches the port could
+   * otherwise hold every connection, and the kubelet's probes would fail. */
+  unsigned per_ip_connections;
+  unsigned timeout_s; /* idle connection timeout; 0: 10 s */
 } kc_httpd_opts;
 
 /* Splits an address into host (empty for all interfaces, brackets removed

@@ -10,6 +10,11 @@
 #include <string.h>
 #include <strings.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <curl/curl.h>
 #include <uv.h>
 
@@ -282,11 +287,90 @@ static void test_endpoints(void **state) {
   check_ready(f);
 }
 
+/* ---- one client cannot hold every connection ---- */
+
+typedef struct {
+  int port;
+  uv_async_t done;
+  kc_httpd *h;
+  long held_out, other_ip, after_close; /* HTTP status of each request; 0: no response */
+  int held;                             /* raw connections opened from 127.0.0.1 */
+} limit_client;
+
+static long get_livez(int port, const char *from) {
+  CURL *e = curl_easy_init();
+  char url[64];
+  snprintf(url, sizeof(url), "http://127.0.0.1:%d/livez", port);
+  curl_easy_setopt(e, CURLOPT_URL, url);
+  curl_easy_setopt(e, CURLOPT_TIMEOUT, 5L);
+  curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+  if (from)
+    curl_easy_setopt(e, CURLOPT_INTERFACE, from);
+  long status = 0;
+  if (curl_easy_perform(e) == CURLE_OK)
+    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+  curl_easy_cleanup(e);
+  return status;
+}
+
+static void limit_thread(void *arg) {
+  limit_client *cl = arg;
+  int fds[8];
+  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)cl->port)};
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  /* A client that opens connections and sends nothing on them, as many as it is allowed. */
+  for (cl->held = 0; cl->held < 8; cl->held++) {
+    fds[cl->held] = socket(AF_INET, SOCK_STREAM, 0);
+    if (fds[cl->held] < 0 || connect(fds[cl->held], (struct sockaddr *)&sa, sizeof(sa)) != 0)
+      break;
+  }
+  uv_sleep(200); /* accepted by the server's loop */
+  cl->held_out = get_livez(cl->port, "127.0.0.1");
+  /* Another address (the kubelet's, Prometheus') is still served. */
+  cl->other_ip = get_livez(cl->port, "127.0.0.2");
+  for (int i = 0; i < cl->held; i++)
+    close(fds[i]);
+  /* Once the idle connections are gone, the first client is served again. */
+  for (int i = 0; i < 50 && (cl->after_close = get_livez(cl->port, "127.0.0.1")) != 200; i++)
+    uv_sleep(50);
+  uv_async_send(&cl->done);
+}
+
+static void on_limit_done(uv_async_t *a) {
+  limit_client *cl = a->data;
+  kc_httpd_free(cl->h);
+  cl->h = NULL;
+  uv_close((uv_handle_t *)a, NULL);
+}
+
+static void test_per_client_limit(void **state) {
+  (void)state;
+  uv_loop_t loop;
+  assert_int_equal(uv_loop_init(&loop), 0);
+  kc_httpd_opts o = {.address = "127.0.0.1:0"}; /* the defaults: 8 per address, 64 in all */
+  kc_httpd *h;
+  assert_int_equal(kc_httpd_new(&loop, &o, &h), 0);
+  assert_int_equal(kc_httpd_start(h), 0);
+  limit_client cl = {.port = kc_httpd_port(h), .h = h};
+  assert_int_equal(uv_async_init(&loop, &cl.done, on_limit_done), 0);
+  cl.done.data = &cl;
+  uv_thread_t tid;
+  assert_int_equal(uv_thread_create(&tid, limit_thread, &cl), 0);
+  assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
+  assert_int_equal(uv_thread_join(&tid), 0);
+  assert_int_equal(uv_loop_close(&loop), 0);
+  assert_int_equal(cl.held, 8);
+  assert_int_equal(cl.held_out, 0); /* the ninth connection from 127.0.0.1 is closed */
+  assert_int_equal(cl.other_ip, 200);
+  assert_int_equal(cl.after_close, 200);
+}
+
 int main(void) {
   curl_global_init(CURL_GLOBAL_DEFAULT);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_parse_address),
       cmocka_unit_test(test_endpoints),
+      cmocka_unit_test(test_per_client_limit),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   curl_global_cleanup();
