@@ -115,6 +115,42 @@ sys.exit(0 if all(ok for ok, _ in checks) and changed == want else 1)
 EOF
 }
 
+# networkPolicy: enabled=false leaves kiln-ingress out and nothing else; metricsFrom replaces
+# the scraper; probesFrom adds a health-port rule; nothing else moves.
+test_network_policy_values() {
+  render "$D/helm-default.yaml"
+  objects "$D/helm-default.yaml" >"$D/helm-default.json" || fail "chart output unreadable"
+  render "$D/helm-np-off.yaml" --set networkPolicy.enabled=false
+  objects "$D/helm-np-off.yaml" >"$D/helm-np-off.json" || fail "chart output unreadable"
+  render "$D/helm-np-set.yaml" \
+    --set 'networkPolicy.metricsFrom[0].namespaceSelector.matchLabels.team=obs' \
+    --set 'networkPolicy.probesFrom[0].ipBlock.cidr=10.0.0.0/16'
+  objects "$D/helm-np-set.yaml" >"$D/helm-np-set.json" || fail "chart output unreadable"
+  python3 - "$D/helm-default.json" "$D/helm-np-off.json" "$D/helm-np-set.json" <<'EOF' ||
+import json, sys
+base, off, got = (json.load(open(p)) for p in sys.argv[1:])
+key = "networking.k8s.io/v1/NetworkPolicy/kiln-system/kiln-ingress"
+ok = True
+if key not in base or set(base) - set(off) != {key} or set(off) - set(base):
+    print("    enabled=false must remove only", key, file=sys.stderr)
+    ok = False
+ing = got[key]["spec"]["ingress"]
+want = [{"from": [{"namespaceSelector": {"matchLabels": {"team": "obs"}}}],
+         "ports": [{"port": "metrics", "protocol": "TCP"}]},
+        {"from": [{"ipBlock": {"cidr": "10.0.0.0/16"}}],
+         "ports": [{"port": "healthz", "protocol": "TCP"}]}]
+if ing != want:
+    print("    ingress:", json.dumps(ing), file=sys.stderr)
+    ok = False
+changed = sorted(k for k in base if base[k] != got.get(k))
+if changed != [key]:
+    print("    changed:", changed, file=sys.stderr)
+    ok = False
+sys.exit(0 if ok else 1)
+EOF
+    fail "networkPolicy values did not apply as expected"
+}
+
 test_rendered_objects_pass_the_api_server() {
   # The API server validates every rendered object (server-side dry run), the namespaced ones
   # moved into a throwaway namespace so that no suite after this one finds a kiln-system.
@@ -125,7 +161,8 @@ test_rendered_objects_pass_the_api_server() {
   # A CRD just created may have no conditions yet, which `kubectl wait` rejects: poll.
   wait_for 60 "the Queue CRD" kubectl wait --for=condition=Established --timeout=5s \
     crd/queues.scheduling.volcano.sh
-  render "$D/helm-dry.yaml" --set controller.replicas=2 --set scheduler.kubeApiQps=500
+  render "$D/helm-dry.yaml" --set controller.replicas=2 --set scheduler.kubeApiQps=500 \
+    --set 'networkPolicy.probesFrom[0].ipBlock.cidr=10.0.0.0/16'
   python3 - "$D/helm-dry.yaml" "$ns" >"$D/helm-dry-ns.yaml" <<'EOF2' || fail "cannot rewrite the namespace"
 import sys, yaml
 docs = [d for d in yaml.load_all(open(sys.argv[1]), Loader=yaml.CSafeLoader) if d and d["kind"] != "Namespace"]

@@ -79,7 +79,8 @@ print(json.dumps(p))' "$pod" | kubectl create --dry-run=server -f - 2>&1) \
                 '--healthz-address=:11251' '--enable-metrics=true' '--listen-address=:808'; do
       expect_match "$flag" "$args" "$d args"
     done
-    expect_eq "/healthz 11251" \
+    # Liveness is the loop turning (/livez), not the informers' first sync (/healthz).
+    expect_eq "/livez 11251" \
       "$(jsonpath "deploy/$d" '{.spec.template.spec.containers[0].livenessProbe.httpGet.path} {.spec.template.spec.containers[0].ports[?(@.name=="healthz")].containerPort}' kiln-system)" \
       "$d liveness probe"
     expect_eq /readyz \
@@ -101,6 +102,28 @@ print(json.dumps(p))' "$pod" | kubectl create --dry-run=server -f - 2>&1) \
   for d in kiln-controller kiln-scheduler; do
     expect_eq "$d" "$(jsonpath "svc/$d-metrics" '{.spec.selector.app\.kubernetes\.io/name}' kiln-system)" \
       "metrics service selector"
+  done
+}
+
+# kiln-ingress: applied, it selects both Deployments' pods, admits the scraper to the port each
+# names "metrics", and names no peer for the health port (the kubelet probes from the pod's own
+# node, which NetworkPolicy always admits).
+test_network_policy() {
+  ensure_installed
+  local np=networkpolicy/kiln-ingress d labels
+  expect_eq Ingress "$(jsonpath "$np" '{.spec.policyTypes[*]}' kiln-system)" "policy types"
+  expect_eq "metrics" "$(jsonpath "$np" '{.spec.ingress[*].ports[*].port}' kiln-system)" \
+    "only the metrics port is admitted"
+  expect_eq "monitoring prometheus" \
+    "$(jsonpath "$np" '{.spec.ingress[0].from[0].namespaceSelector.matchLabels.kubernetes\.io/metadata\.name} {.spec.ingress[0].from[0].podSelector.matchLabels.app\.kubernetes\.io/name}' kiln-system)" \
+    "default scraper"
+  for d in kiln-controller kiln-scheduler; do
+    labels=$(jsonpath "deploy/$d" '{.spec.template.metadata.labels.app\.kubernetes\.io/name}' kiln-system)
+    expect_match "$labels" "$(jsonpath "$np" '{.spec.podSelector.matchExpressions[0].values}' kiln-system)" \
+      "$d selected"
+    expect_match '^[0-9]+$' \
+      "$(jsonpath "deploy/$d" '{.spec.template.spec.containers[0].ports[?(@.name=="metrics")].containerPort}' kiln-system)" \
+      "$d names its metrics port"
   done
 }
 

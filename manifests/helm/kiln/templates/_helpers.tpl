@@ -47,3 +47,19 @@ kiln.deployment: applies the values of one process (v) and the image values to i
 {{- end }}
 {{- $_ := set $c "args" $out }}
 {{- end }}
+
+{{- /*
+kiln.networkpolicy: applies the networkPolicy values (v) to kiln-ingress (obj, changed in
+place). metricsFrom replaces who may reach the metrics port; probesFrom adds a rule that admits
+those peers to the health port, for a network plugin that does not admit a pod's own node.
+*/ -}}
+{{- define "kiln.networkpolicy" -}}
+{{- $obj := .obj }}{{ $v := .v }}
+{{- if $v.metricsFrom }}
+{{- $_ := set (index $obj.spec.ingress 0) "from" $v.metricsFrom }}
+{{- end }}
+{{- if $v.probesFrom }}
+{{- $rule := dict "ports" (list (dict "port" "healthz" "protocol" "TCP")) "from" $v.probesFrom }}
+{{- $_ := set $obj.spec "ingress" (append $obj.spec.ingress $rule) }}
+{{- end }}
+{{- end }}
