@@ -337,16 +337,29 @@ typedef struct sch_conf {
 
 typedef struct sch_session sch_session;
 
+/* What one session hands the next through the shell: a plugin keeps nothing of its own
+ * between sessions (Volcano keeps such things in package variables), so a session is a
+ * function of its snapshot and options, and a replay decides as the live session did. The
+ * session starts from sch_session_options.carry; sch_result.carry is what the shell gives
+ * the next session. */
+typedef struct sch_carry {
+  int64_t rescheduling_last_run; /* Unix seconds the rescheduling strategies last ran; -1 */
+} sch_carry;
+
+#define SCH_CARRY_INIT                                                                             \
+  { -1 }
+
 typedef struct sch_session_options {
   int percentage_nodes_to_find;         /* 0: adaptive (Volcano) */
   int minimum_percentage_nodes_to_find; /* 5 */
   int minimum_feasible_nodes;           /* 100 */
   int64_t now;                          /* Unix seconds; 0: the snapshot's time       */
   const char *session_uid;              /* transitionID; NULL: from the snapshot time */
+  sch_carry carry;                      /* from the session before; SCH_CARRY_INIT    */
 } sch_session_options;
 
 #define SCH_SESSION_OPTIONS_DEFAULT                                                                \
-  { 0, 5, 100, 0, NULL }
+  { 0, 5, 100, 0, NULL, SCH_CARRY_INIT }
 
 /* Votes of the tri-state extension points (JobPipelined, JobEnqueueable). */
 enum { SCH_REJECT = -1, SCH_ABSTAIN = 0, SCH_PERMIT = 1 };
@@ -493,6 +506,8 @@ sch_snapshot *sch_session_snapshot(sch_session *ssn);
  * free, so predicates leave them out. */
 bool sch_session_preempting(const sch_session *ssn);
 const sch_session_options *sch_session_opts(const sch_session *ssn);
+/* What this session hands the next one (sch_result.carry): it starts as the options' carry. */
+sch_carry *sch_session_carry(sch_session *ssn);
 /* The arguments of an action from the configuration's `configurations` (never NULL). */
 const sch_args *sch_session_action_args(const sch_session *ssn, const char *action);
 
@@ -635,7 +650,8 @@ typedef struct sch_result {
   size_t nevents;
   sch_task_why *why;
   size_t nwhy;
-  char **strings; /* private: owned strings */
+  sch_carry carry; /* for the next session's options (see sch_carry) */
+  char **strings;  /* private: owned strings */
   size_t nstrings;
 } sch_result;
 

@@ -391,6 +391,10 @@ const sch_session_options *sch_session_opts(const sch_session *ssn) {
   return &ssn->opts;
 }
 
+sch_carry *sch_session_carry(sch_session *ssn) {
+  return &ssn->res->carry;
+}
+
 const sch_args *sch_session_action_args(const sch_session *ssn, const char *action) {
   static const sch_args none;
   for (size_t i = 0; ssn->conf && i < ssn->conf->nconfigurations; i++)
@@ -544,6 +548,7 @@ int sch_session_open(sch_snapshot *snap, const sch_conf *conf, const sch_session
     session_free(ssn);
     return KC_ENOMEM;
   }
+  ssn->res->carry = ssn->opts.carry;
   for (int32_t i = 0; i < snap->nnodes; i++)
     if (snap->nodes[i].ready)
       ssn->node_list[ssn->nnode_list++] = i;

@@ -22,8 +22,10 @@
  *   strategies:
  *   - name: lowNodeUtilization
  *     params: {thresholds: {cpu: 20, memory: 20}, targetThresholds: {cpu: 80, memory: 80}}
- * The interval is measured across sessions, as Volcano's util.IsToBeExecuted does, with one
- * clock per process (the session's `now`). */
+ * The interval is measured across sessions, as Volcano's util.IsToBeExecuted does, on the
+ * session's `now`. When the strategies last ran comes in with the session's options and goes
+ * out with its result (sch_carry), which the shell hands to the next session: Volcano keeps it
+ * in a package variable, which would make a replay depend on the process's history. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,9 +45,6 @@ typedef struct node_use {
   int32_t node;
   double cpu, mem; /* percent of allocatable */
 } node_use;
-
-/* When the strategies last ran, per process: Volcano keeps it in a package variable too. */
-static int64_t last_run = -1;
 
 static double pct(int64_t used, int64_t total) {
   return total > 0 ? (double)used * 100.0 / (double)total : 0;
@@ -181,6 +180,7 @@ static int rescheduling_open(sch_session *ssn, const sch_plugin_conf *conf, void
   if (iv && kc_parse_duration(iv, &ns) == 0 && ns > 0)
     interval = ns / 1000000000;
   int64_t now = sch_session_opts(ssn)->now;
+  int64_t last_run = sch_session_opts(ssn)->carry.rescheduling_last_run;
   if (last_run >= 0 && now - last_run < interval && now >= last_run)
     return 0;
   lnu_conf *c = malloc(sizeof(*c));
@@ -189,7 +189,7 @@ static int rescheduling_open(sch_session *ssn, const sch_plugin_conf *conf, void
   *state = c;
   if (!read_lnu(&conf->args, c))
     return 0;
-  last_run = now;
+  sch_session_carry(ssn)->rescheduling_last_run = now;
   return sch_add_victim_tasks_fn(ssn, lnu_victims, c);
 }
 

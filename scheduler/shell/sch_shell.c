@@ -92,6 +92,7 @@ struct sch_shell {
   bool closing;
   int timers_open;
   uint64_t last_session_ms; /* uv_now() when the last session started */
+  sch_carry carry;          /* what the last session hands the next one */
   uint64_t period_ms;
   size_t writes_in_flight;
   kc_strmap pg_written;   /* "ns/name" -> written */
@@ -1067,6 +1068,7 @@ static void run_after(uv_work_t *req, int status) {
     return;
   }
   observe_run(sh, r);
+  sh->carry = r->res->carry; /* the next session continues from this one */
   if (may_write(sh) != 0) {
     /* Leadership went while the session ran: its result is not ours to write. */
     KC_INFO("session %llu: no longer the leader; its result is dropped",
@@ -1099,6 +1101,7 @@ static sch_run *run_new(sch_shell *sh, int *rc) {
   r->sopt.percentage_nodes_to_find = sh->opt.percentage_nodes_to_find;
   r->sopt.minimum_percentage_nodes_to_find = sh->opt.minimum_percentage_nodes_to_find;
   r->sopt.minimum_feasible_nodes = sh->opt.minimum_feasible_nodes;
+  r->sopt.carry = sh->carry;
   *rc = sch_cache_snapshot_deferred(sh->cache, &r->cs);
   r->snap_ns = uv_hrtime() - r->t0;
   if (*rc == 0)
@@ -1251,6 +1254,7 @@ int sch_shell_new(uv_loop_t *loop, kc_client *c, kc_event_recorder *events, kc_m
   sh->events = events;
   sh->metrics = metrics;
   sh->opt = *o;
+  sh->carry = (sch_carry)SCH_CARRY_INIT;
   if (sh->opt.schedule_period_ns <= 0)
     sh->opt.schedule_period_ns = 1000000000LL;
   if (sh->opt.default_queue == NULL)

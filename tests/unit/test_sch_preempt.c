@@ -269,8 +269,9 @@ static const char shuffle_conf[] = "actions: \"shuffle\"\n"
                                    "          targetThresholds: {cpu: 60, memory: 60}\n";
 
 /* n1 is full (4 of 4 cpu), n2 empty: lowest priority first, n1 gives up pods until it is
- * at or under 60%: two of its four. */
-static sch_result *shuffle_once(int64_t now, bool configured_conf) {
+ * at or under 60%: two of its four. The session starts from carry, as the shell hands it
+ * what the session before left (r->carry). */
+static sch_result *shuffle_once(int64_t now, bool configured_conf, sch_carry carry) {
   fx *f = fx_new();
   fx_node(f, "n1", 4000, 16 * GI, 110);
   fx_node(f, "n2", 4000, 16 * GI, 110);
@@ -285,6 +286,7 @@ static sch_result *shuffle_once(int64_t now, bool configured_conf) {
   assert_int_equal(sch_conf_parse(y, strlen(y), &f->conf, NULL, 0), 0);
   sch_session_options o = SCH_SESSION_OPTIONS_DEFAULT;
   o.now = now;
+  o.carry = carry;
   assert_int_equal(sch_session_open(f->snap, f->conf, &o, &f->ssn), 0);
   sch_result *r = fx_run(f);
   for (size_t i = 0; i < r->nevicts; i++) {
@@ -307,17 +309,39 @@ static void test_shuffle_low_node_utilization(void **state) {
   assert_string_equal(sch_args_get(a, "strategies.0.params.targetThresholds.cpu"), "60");
   assert_string_equal(sch_args_get(a, "interval"), "10m");
   sch_conf_free(c);
-  sch_result *r = shuffle_once(2000000, true);
+  sch_result *r = shuffle_once(2000000, true, (sch_carry)SCH_CARRY_INIT);
   assert_int_equal(r->nevicts, 2);
   assert_int_equal(r->evicts[0].task, 2); /* priority -5 first */
   assert_int_equal(r->evicts[1].task, 0); /* then priority 0 */
+  sch_carry carry = r->carry;
+  assert_int_equal(carry.rescheduling_last_run, 2000000);
   sch_result_free(r);
-  /* within the interval: the strategies do not run */
-  r = shuffle_once(2000000 + 300, true);
+  /* within the interval: the strategies do not run, and the last run stays */
+  r = shuffle_once(2000000 + 300, true, carry);
   assert_int_equal(r->nevicts, 0);
+  assert_int_equal(r->carry.rescheduling_last_run, 2000000);
   sch_result_free(r);
   /* after it they do; Volcano's default thresholds (100%) never find a high node */
-  r = shuffle_once(2000000 + 601, false);
+  r = shuffle_once(2000000 + 601, false, carry);
+  assert_int_equal(r->nevicts, 0);
+  assert_int_equal(r->carry.rescheduling_last_run, 2000000 + 601);
+  sch_result_free(r);
+}
+
+/* Two independent sessions over the same snapshot and options decide the same: what the
+ * first did is not kept in the process (a replay of a dumped snapshot matches the live run). */
+static void test_shuffle_sessions_independent(void **state) {
+  (void)state;
+  for (int i = 0; i < 2; i++) {
+    sch_result *r = shuffle_once(3000000, true, (sch_carry)SCH_CARRY_INIT);
+    assert_int_equal(r->nevicts, 2);
+    assert_int_equal(r->evicts[0].task, 2);
+    assert_int_equal(r->evicts[1].task, 0);
+    assert_int_equal(r->carry.rescheduling_last_run, 3000000);
+    sch_result_free(r);
+  }
+  /* A carry from a run a minute earlier holds the strategies back, whatever ran before. */
+  sch_result *r = shuffle_once(3000000, true, (sch_carry){3000000 - 60});
   assert_int_equal(r->nevicts, 0);
   sch_result_free(r);
 }
@@ -568,6 +592,7 @@ int main(void) {
       cmocka_unit_test(test_reclaim_half),
       cmocka_unit_test(test_reclaim_not_from_unreclaimable_queue),
       cmocka_unit_test(test_shuffle_low_node_utilization),
+      cmocka_unit_test(test_shuffle_sessions_independent),
       cmocka_unit_test(test_priority_victims),
       cmocka_unit_test(test_gang_switch_off),
       cmocka_unit_test(test_cdp_victims),
