@@ -105,11 +105,19 @@ KC_NODISCARD int ctl_informers_new(ctl_inf_hub *hub, kc_client *c, const ctl_inf
 KC_NODISCARD int ctl_informers_start(ctl_inf *const *inf, size_t n);
 bool ctl_base_synced(const ctl_base *b);
 void ctl_base_stop(ctl_base *b, uint64_t deadline_ms, void (*done)(void *ud), void *ud);
+/* The same three as ctl_controller_def hooks, for a controller whose struct begins with its
+ * ctl_base. */
+KC_NODISCARD int ctl_base_def_start(void *c);
+bool ctl_base_def_synced(const void *c);
+void ctl_base_def_stop(void *c, uint64_t deadline_ms, void (*done)(void *ud), void *ud);
 /* Frees everything the base holds, then free_owner(b) once no write is in flight and the
  * timer has closed (the client's shutdown answers the rest with KC_ECANCELED). */
 void ctl_base_close(ctl_base *b, void (*free_owner)(ctl_base *b));
 
 kc_store *ctl_base_store(const ctl_base *b, size_t i);
+/* Calls fn(key, obj, b) for every object of informer i (an on_synced walks a cache this way
+ * with its add handler). */
+void ctl_base_each(ctl_base *b, size_t i, void (*fn)(const char *key, void *obj, void *ud));
 /* Queues a key (no-op while stopping or before the caches synced: on_synced queues all). */
 void ctl_base_add(ctl_base *b, const char *key);
 void ctl_base_add_after(ctl_base *b, const char *key, uint64_t delay_ns);

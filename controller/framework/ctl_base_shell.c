@@ -21,6 +21,15 @@ kc_store *ctl_base_store(const ctl_base *b, size_t i) {
   return i < b->ninf && b->inf[i] ? ctl_inf_store(b->inf[i]) : NULL;
 }
 
+void ctl_base_each(ctl_base *b, size_t i, void (*fn)(const char *key, void *obj, void *ud)) {
+  kc_store_iter it;
+  const char *k;
+  void *o;
+  kc_store_iter_init(ctl_base_store(b, i), &it);
+  while (kc_store_iter_next(&it, &k, &o))
+    fn(k, o, b);
+}
+
 static void on_synced(void *ud) {
   ctl_base *b = ud;
   for (size_t i = 0; i < b->ninf; i++)
@@ -113,6 +122,18 @@ int ctl_base_start(ctl_base *b) {
 
 bool ctl_base_synced(const ctl_base *b) {
   return b->synced;
+}
+
+int ctl_base_def_start(void *c) {
+  return ctl_base_start(c);
+}
+
+bool ctl_base_def_synced(const void *c) {
+  return ctl_base_synced(c);
+}
+
+void ctl_base_def_stop(void *c, uint64_t deadline_ms, void (*done)(void *ud), void *ud) {
+  ctl_base_stop(c, deadline_ms, done, ud);
 }
 
 void ctl_base_add(ctl_base *b, const char *key) {

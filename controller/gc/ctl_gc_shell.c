@@ -67,12 +67,7 @@ static void on_job_update(const char *key, void *old_obj, void *new_obj, void *u
 }
 
 static void all_synced(ctl_base *b) {
-  kc_store_iter it;
-  const char *k;
-  void *o;
-  kc_store_iter_init(ctl_base_store(b, 0), &it);
-  while (kc_store_iter_next(&it, &k, &o))
-    on_job(k, o, b);
+  ctl_base_each(b, 0, on_job);
 }
 
 static const ctl_inf_def defs[] = {
@@ -172,15 +167,6 @@ static int gc_init(const ctl_env *env, void **out) {
   return ctl_base_init(&gc->base, env, "gc-controller", defs, 1, env->workers_gc, process);
 }
 
-static int gc_start(void *c) {
-  return ctl_base_start(c);
-}
-static bool gc_synced(const void *c) {
-  return ctl_base_synced(c);
-}
-static void gc_stop(void *c, uint64_t deadline_ms, void (*done)(void *), void *ud) {
-  ctl_base_stop(c, deadline_ms, done, ud);
-}
 static void free_owner(ctl_base *b) {
   free(b);
 }
@@ -196,8 +182,8 @@ const ctl_controller_def ctl_gc_controller = {
     .name = "gc-controller",
     .informers = "jobs",
     .init = gc_init,
-    .start = gc_start,
-    .synced = gc_synced,
-    .stop = gc_stop,
+    .start = ctl_base_def_start,
+    .synced = ctl_base_def_synced,
+    .stop = ctl_base_def_stop,
     .free = gc_free,
 };

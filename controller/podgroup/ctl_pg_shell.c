@@ -164,18 +164,9 @@ static void on_pg_delete(const char *key, void *obj, void *ud) {
 }
 
 static void all_synced(ctl_base *b) {
-  kc_store_iter it;
-  const char *k;
-  void *o;
-  kc_store_iter_init(ctl_base_store(b, INF_PODS), &it);
-  while (kc_store_iter_next(&it, &k, &o))
-    on_pod_add(k, o, b);
-  kc_store_iter_init(ctl_base_store(b, INF_RS), &it);
-  while (kc_store_iter_next(&it, &k, &o))
-    on_rs(k, o, b);
-  kc_store_iter_init(ctl_base_store(b, INF_STS), &it);
-  while (kc_store_iter_next(&it, &k, &o))
-    on_sts(k, o, b);
+  ctl_base_each(b, INF_PODS, on_pod_add);
+  ctl_base_each(b, INF_RS, on_rs);
+  ctl_base_each(b, INF_STS, on_sts);
 }
 
 /* ---- a pod: its group exists and it is annotated ---- */
@@ -411,15 +402,6 @@ static int pg_init(const ctl_env *env, void **out) {
   return rc;
 }
 
-static int pg_start(void *c) {
-  return ctl_base_start(c);
-}
-static bool pg_synced(const void *c) {
-  return ctl_base_synced(c);
-}
-static void pg_stop(void *c, uint64_t deadline_ms, void (*done)(void *), void *ud) {
-  ctl_base_stop(c, deadline_ms, done, ud);
-}
 static void free_owner(ctl_base *b) {
   free(b);
 }
@@ -438,8 +420,8 @@ const ctl_controller_def ctl_pg_controller = {
     .name = "pg-controller",
     .informers = "pods (spec.schedulerName), replicasets, statefulsets, podgroups",
     .init = pg_init,
-    .start = pg_start,
-    .synced = pg_synced,
-    .stop = pg_stop,
+    .start = ctl_base_def_start,
+    .synced = ctl_base_def_synced,
+    .stop = ctl_base_def_stop,
     .free = pg_free,
 };

@@ -185,17 +185,15 @@ static void on_cmd_add(const char *key, void *obj, void *ud) {
     ctl_base_add(ud, k);
 }
 
+static void sync_queue(const char *key, void *obj, void *ud) {
+  (void)obj;
+  request(ud, key, CTL_QA_SYNC);
+}
+
 /* Every queue starts with a sync (the add handlers ran before the caches synced). */
 static void all_synced(ctl_base *b) {
-  kc_store_iter it;
-  const char *k;
-  void *o;
-  kc_store_iter_init(ctl_base_store(b, INF_QUEUES), &it);
-  while (kc_store_iter_next(&it, &k, &o))
-    request(b, k, CTL_QA_SYNC);
-  kc_store_iter_init(ctl_base_store(b, INF_COMMANDS), &it);
-  while (kc_store_iter_next(&it, &k, &o))
-    on_cmd_add(k, o, b);
+  ctl_base_each(b, INF_QUEUES, sync_queue);
+  ctl_base_each(b, INF_COMMANDS, on_cmd_add);
 }
 
 static const ctl_inf_def defs[INF_N] = {
@@ -671,16 +669,6 @@ static int queue_init(const ctl_env *env, void **out) {
   return rc;
 }
 
-static int queue_start(void *c) {
-  return ctl_base_start(c);
-}
-static bool queue_synced(const void *c) {
-  return ctl_base_synced(c);
-}
-static void queue_stop(void *c, uint64_t deadline_ms, void (*done)(void *), void *ud) {
-  ctl_base_stop(c, deadline_ms, done, ud);
-}
-
 static void free_owner(ctl_base *b) {
   queue_ctl *qc = (queue_ctl *)b;
   kc_strmap_close(&qc->last_write, free);
@@ -704,8 +692,8 @@ const ctl_controller_def ctl_queue_controller = {
     .name = "queue-controller",
     .informers = "queues, podgroups, commands",
     .init = queue_init,
-    .start = queue_start,
-    .synced = queue_synced,
-    .stop = queue_stop,
+    .start = ctl_base_def_start,
+    .synced = ctl_base_def_synced,
+    .stop = ctl_base_def_stop,
     .free = queue_free,
 };
