@@ -414,10 +414,10 @@ int64_t ctl_tz_date(const ctl_tz *z, int64_t year, int64_t mon, int64_t day, int
   int64_t start, end;
   int32_t off = ctl_tz_lookup(z, ut, &start, &end);
   if (off != 0) {
-    int64_t utc = ut - off;
+    int64_t utc = sat_add(ut, -(int64_t)off);
     if (utc < start || utc >= end)
       off = ctl_tz_lookup(z, utc, NULL, NULL);
-    ut -= off;
+    ut = sat_add(ut, -(int64_t)off);
   }
   return ut;
 }
