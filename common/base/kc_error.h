@@ -44,7 +44,8 @@
   XX(NOTLEADER, "not the leader")                                                                  \
   XX(EXISTS, "already exists")                                                                     \
   XX(NOENT, "no such entry")                                                                       \
-  XX(ADDRINUSE, "address already in use")
+  XX(ADDRINUSE, "address already in use")                                                          \
+  XX(AGAIN, "not ready yet, try again shortly")
 
 typedef enum {
   KC_OK = 0,

@@ -129,7 +129,8 @@ typedef struct {
    * error when the random source fails (buf is then ""): never a predictable name. */
   int (*rand_str)(void *ctx, char *buf, size_t n);
   /* A new RSA key pair: *priv a PEM private key, *pub an OpenSSH "ssh-rsa ..." line, both
-   * new (free()). Returns 0 or a negative kc error (KC_EIO: no random material). */
+   * new (free()). Returns 0 or a negative kc error (KC_EIO: no random material; KC_EAGAIN:
+   * none ready yet, made off the loop thread: the sync requeues the job shortly instead). */
   int (*ssh_keygen)(void *ctx, char **priv, char **pub);
   void *ctx;
 } ctl_ops;

@@ -918,6 +918,13 @@ static int plugins_and_claims(ctl_ctx *c, claim_names *claims, bool *stop) {
     snprintf(st->message, sizeof(st->message), "%s", err);
     return 0;
   }
+  if (rc == KC_EAGAIN) {
+    /* An effect a plugin needs is being made off the loop (an ssh key pair): the job stays
+     * as it is, the plugins done so far keep their objects and markers, the rest run when
+     * it comes back a moment later. Not a failure: no event, no backoff. */
+    c->plan->requeue_after = 1;
+    return 0;
+  }
   if (rc) {
     /* No fallback (a key from no randomness would be guessable): the sync fails, says
      * why, and is retried with backoff as Volcano retries a failed initiateJob. */

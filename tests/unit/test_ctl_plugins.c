@@ -507,6 +507,59 @@ static void test_ssh_config_bounded(void **state) {
   fx_close(&f);
 }
 
+static int eagain_calls;
+
+static int not_ready_keygen(void *ctx, char **priv, char **pub) {
+  *priv = *pub = NULL;
+  eagain_calls++;
+  return KC_EAGAIN;
+}
+
+/* Key pairs are made off the loop thread (ctl_keypool_shell.h): with none ready, the sync
+ * neither fails nor makes a Secret; the job is requeued shortly, still Pending, and the
+ * plugins that ran keep their objects and markers. The next sync, with a pair ready, makes
+ * the Secret (and nothing twice). */
+static void test_ssh_key_not_ready(void **state) {
+  fx f;
+  fx_init(&f, "job-svc-ssh.json", pending);
+  fx_ops.ssh_keygen = not_ready_keygen;
+  eagain_calls = 0;
+  ctl_request req = {.event = CTL_EV_OUT_OF_SYNC};
+  assert_int_equal(fx_sync(&f, &req), 0);
+  assert_int_equal(eagain_calls, 1);
+  assert_string_equal(f.plan.failure_reason, "");
+  assert_int_equal(f.plan.requeue_after, 1);
+  assert_null(find_obj(f.plan.objects_create, "Secret"));
+  assert_int_equal(json_array_size(f.plan.pods_create), 0);
+  assert_null(f.plan.podgroup);
+  assert_int_equal(f.plan.status.phase, CTL_PHASE_PENDING);
+  assert_string_equal(f.plan.status.reason, "");
+  for (size_t i = 0; i < f.plan.nevents; i++)
+    assert_int_not_equal(f.plan.events[i].type, CTL_EVENT_WARNING);
+  json_t *ctl = f.plan.status.controlled;
+  assert_null(json_object_get(ctl, "plugin-ssh"));
+  /* What the shell writes back: the markers of the plugins that did run. */
+  json_t *st = fx_parse(pending);
+  json_object_set(st, "controlledResources", ctl);
+  char *status = json_dumps(st, 0);
+  json_decref(st);
+  size_t before = json_array_size(f.plan.objects_create);
+  fx_close(&f);
+
+  fx_init(&f, "job-svc-ssh.json", status);
+  free(status);
+  assert_int_equal(fx_sync(&f, &req), 0);
+  json_t *sec = find_obj(f.plan.objects_create, "Secret");
+  assert_non_null(sec);
+  assert_string_equal(jstr(sec, "metadata.name"), "cluster-job-ssh");
+  /* Only the Secret is new: the first sync's objects are not made twice. */
+  assert_int_equal(json_array_size(f.plan.objects_create) + before, 4);
+  assert_string_equal(json_string_value(json_object_get(f.plan.status.controlled, "plugin-ssh")),
+                      "ssh");
+  assert_int_equal(f.plan.requeue_after, 0);
+  fx_close(&f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_add_objects),
@@ -521,6 +574,7 @@ int main(void) {
       cmocka_unit_test(test_default_ops_broken_source),
       cmocka_unit_test(test_ssh_without_randomness),
       cmocka_unit_test(test_ssh_config_bounded),
+      cmocka_unit_test(test_ssh_key_not_ready),
       cmocka_unit_test(test_svc_hosts_out_of_memory),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
