@@ -62,20 +62,35 @@ start_as_sa() { # PROCESS
   echo "$KILN_BUILD/$p/kiln-$p" >"$D/pids/kiln-$p.exe"
 }
 
-test_example_jobs_complete_under_least_privilege() {
-  install_manifests
-  kubectl get cm kiln-scheduler-configmap -n kiln-system \
-    -o jsonpath='{.data.volcano-scheduler\.conf}' >"$D/install-scheduler.conf"
-  [ -s "$D/install-scheduler.conf" ] || fail "empty scheduler configuration"
-  start_as_sa controller
-  start_as_sa scheduler
+sa_running() { # PROCESS: the process start_as_sa started is still running
+  [ -f "$D/pids/kiln-$1.pid" ] && kill -0 "$(cat "$D/pids/kiln-$1.pid")" 2>/dev/null &&
+    [ "$(cat "$D/pids/kiln-$1.exe" 2>/dev/null)" = "$KILN_BUILD/$1/kiln-$1" ] &&
+    [ -f "$D/kiln-$1.sa.kubeconfig" ]
+}
+
+# installed: the manifests applied, both processes running under their ServiceAccounts with
+# their Deployments' arguments, and nodes of this suite's own (earlier suites may have left
+# the shared nodes full of pods). Each test calls it, so the tests run in any order.
+installed() {
+  if ! sa_running controller || ! sa_running scheduler; then
+    install_manifests
+    kubectl get cm kiln-scheduler-configmap -n kiln-system \
+      -o jsonpath='{.data.volcano-scheduler\.conf}' >"$D/install-scheduler.conf"
+    [ -s "$D/install-scheduler.conf" ] || fail "empty scheduler configuration"
+    cp "$D/install-scheduler.conf" "$D/install-scheduler.conf.orig"
+    sa_running controller || start_as_sa controller
+    sa_running scheduler || start_as_sa scheduler
+  fi
   # Leader election is on, as in the Deployments: each takes its Lease in kiln-system.
   wait_for 40 "controller lease" kubectl get lease -n kiln-system vc-controller-manager
   wait_for 40 "scheduler lease" kubectl get lease -n kiln-system volcano
+  kubectl get node install-0 >/dev/null 2>&1 ||
+    "$KILN_ROOT/tests/cluster/nodes" --dir "$D" --count 2 --prefix install- >/dev/null 2>&1 ||
+    fail "cannot add nodes"
+}
 
-  # Nodes of its own: earlier suites may have left the shared nodes full of pods.
-  "$KILN_ROOT/tests/cluster/nodes" --dir "$D" --count 2 --prefix install- >/dev/null 2>&1 \
-    || fail "cannot add nodes"
+test_example_jobs_complete_under_least_privilege() {
+  installed
   local ns
   ns=$(new_namespace install)
   kubectl create -n "$ns" -f "$M/examples/job-single.yaml" >/dev/null
@@ -150,6 +165,266 @@ JOB
     "$D/logs/kiln-controller.log" "$D/logs/kiln-scheduler.log" |
     grep -v 'because it is being terminated' || true)
   [ -z "$denied" ] || fail "RBAC refused calls: $(echo "$denied" | head -5)"
+}
+
+# Every grant of the two ServiceAccounts is used by one of these, so that the audit log can
+# prove each is needed (finally_rbac_least_privilege): the svc, ssh and env plugins' objects
+# and a generated PVC, a Command, a CronJob with a history limit, a JobFlow from a JobTemplate,
+# a Job that cannot fit (the scheduler's pod condition and PodGroup status), and a new queue.
+test_every_grant_is_used_under_least_privilege() {
+  installed
+  local ns
+  ns=$(new_namespace rbac)
+  kubectl create -n "$ns" -f - >/dev/null <<'YAML'
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: plugins}
+spec:
+  minAvailable: 2
+  plugins: {svc: [], ssh: [], env: []}
+  volumes:
+  - mountPath: /scratch
+    volumeClaim: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
+  tasks:
+  - name: node
+    replicas: 2
+    template:
+      metadata: {annotations: {kwok.kiln.dev/run-for: "2s"}}
+      spec:
+        restartPolicy: Never
+        containers: [{name: node, image: busybox}]
+---
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: abort-me}
+spec:
+  tasks:
+  - name: t
+    replicas: 1
+    template:
+      metadata: {annotations: {kwok.kiln.dev/run-for: "600s"}}
+      spec:
+        restartPolicy: Never
+        containers: [{name: t, image: busybox}]
+---
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: too-big}
+spec:
+  tasks:
+  - name: t
+    replicas: 1
+    template:
+      spec:
+        restartPolicy: Never
+        containers: [{name: t, image: busybox, resources: {requests: {cpu: "40"}}}]
+---
+apiVersion: batch.volcano.sh/v1alpha1
+kind: CronJob
+metadata: {name: tick}
+spec:
+  schedule: "@every 3s"
+  successfulJobsHistoryLimit: 1
+  failedJobsHistoryLimit: 1
+  jobTemplate:
+    spec:
+      tasks:
+      - name: t
+        replicas: 1
+        template:
+          metadata: {annotations: {kwok.kiln.dev/run-for: "1s"}}
+          spec:
+            restartPolicy: Never
+            containers: [{name: t, image: busybox}]
+---
+apiVersion: flow.volcano.sh/v1alpha1
+kind: JobTemplate
+metadata: {name: step}
+spec:
+  tasks:
+  - name: t
+    replicas: 1
+    template:
+      metadata: {annotations: {kwok.kiln.dev/run-for: "1s"}}
+      spec:
+        restartPolicy: Never
+        containers: [{name: t, image: busybox}]
+---
+apiVersion: flow.volcano.sh/v1alpha1
+kind: JobFlow
+metadata: {name: flow}
+spec:
+  jobRetainPolicy: delete
+  flows:
+  - name: step
+YAML
+  kubectl create -f - >/dev/null <<'YAML'
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: rbac-install}
+spec: {weight: 1}
+YAML
+  trap 'kubectl get vcjob,pg,pods,cronjob,jobflow -n '"$ns"' >&2; tail -n 20 "$D/logs/kiln-controller.log" "$D/logs/kiln-scheduler.log" >&2' EXIT
+  wait_for 60 "the ssh plugin's Secret" kubectl get secret -n "$ns" plugins-ssh
+  wait_for 60 "the svc plugin's Service" kubectl get service -n "$ns" plugins
+  wait_jsonpath 90 vcjob/plugins '{.status.state.phase}' Completed "$ns"
+  # A finished Job's plugins delete what they made (Volcano's OnJobDelete).
+  wait_for 60 "the ssh Secret deleted" bash -c "! kubectl get secret -n $ns plugins-ssh >/dev/null 2>&1"
+  wait_jsonpath 60 vcjob/abort-me '{.status.state.phase}' Running "$ns"
+  local uid
+  uid=$(jsonpath vcjob/abort-me '{.metadata.uid}' "$ns")
+  kubectl create -n "$ns" -f - >/dev/null <<YAML
+apiVersion: bus.volcano.sh/v1alpha1
+kind: Command
+metadata: {name: abort-it}
+action: AbortJob
+target: {apiVersion: batch.volcano.sh/v1alpha1, kind: Job, name: abort-me, uid: "$uid"}
+YAML
+  wait_jsonpath 60 vcjob/abort-me '{.status.state.phase}' Aborted "$ns"
+  wait_for 60 "the Command consumed" bash -c "! kubectl get command -n $ns abort-it >/dev/null 2>&1"
+  wait_for 60 "the unschedulable pod's condition" bash -c \
+    "kubectl get pod -n $ns too-big-t-0 -o jsonpath='{.status.conditions[?(@.type==\"PodScheduled\")].reason}' | grep -q Unschedulable"
+  wait_jsonpath 90 jobflow/flow '{.status.state.phase}' Succeed "$ns"
+  # Runs of the CronJob, and the history limit deletes the first once a later one completed.
+  local first
+  wait_for 60 "the CronJob's first Job" bash -c "kubectl get vcjob -n $ns -o name | grep -q tick-"
+  first=$(kubectl get vcjob -n "$ns" -o name | grep tick- | sort | head -1)
+  wait_for 90 "$first deleted by the history limit" bash -c "! kubectl get -n $ns $first >/dev/null 2>&1"
+  kubectl delete cronjob.batch.volcano.sh -n "$ns" tick >/dev/null
+  wait_jsonpath 60 queue/rbac-install '{.status.state}' Open
+  kubectl delete queue rbac-install --wait=false >/dev/null
+  objects_in_the_way "$ns"
+  scale_a_running_job "$ns"
+  preempt_a_low_job "$ns"
+  trap - EXIT
+}
+
+# objects_in_the_way NS: a Secret, Service, ConfigMap and NetworkPolicy planted under the names
+# the ssh and svc plugins use are read (metadata only), never used: the Job gets a Warning.
+objects_in_the_way() {
+  kubectl create secret generic blocked-ssh -n "$1" --from-literal=id_rsa=planted >/dev/null
+  kubectl create configmap blocked-svc -n "$1" --from-literal=hosts=planted >/dev/null
+  kubectl create service clusterip blocked -n "$1" --clusterip=None >/dev/null
+  kubectl create -n "$1" -f - >/dev/null <<'YAML'
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: blocked}
+spec: {podSelector: {}, policyTypes: [Ingress]}
+---
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: blocked}
+spec:
+  plugins: {svc: [], ssh: []}
+  tasks:
+  - name: t
+    replicas: 1
+    template:
+      spec:
+        restartPolicy: Never
+        containers: [{name: t, image: busybox}]
+YAML
+  wait_for 60 "the ObjectInTheWay event" bash -c \
+    "kubectl get events -n $1 --field-selector reason=ObjectInTheWay,involvedObject.name=blocked --no-headers | grep -q ."
+  [ -z "$(kubectl get pods -n "$1" -o name | grep '/blocked-')" ] || fail "a pod of the blocked Job was created"
+  expect_eq planted "$(kubectl get secret -n "$1" blocked-ssh -o jsonpath='{.data.id_rsa}' | base64 -d)" "the planted Secret"
+  kubectl delete vcjob -n "$1" blocked >/dev/null
+}
+
+# scale_a_running_job NS: more replicas of a running task change the PodGroup's minTaskMember,
+# which the controller patches.
+scale_a_running_job() {
+  kubectl create -n "$1" -f - >/dev/null <<'YAML'
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: scale-me}
+spec:
+  tasks:
+  - name: t
+    replicas: 1
+    template:
+      metadata: {annotations: {kwok.kiln.dev/run-for: "600s"}}
+      spec:
+        restartPolicy: Never
+        containers: [{name: t, image: busybox}]
+YAML
+  wait_jsonpath 60 vcjob/scale-me '{.status.state.phase}' Running "$1"
+  kubectl patch vcjob -n "$1" scale-me --type=json \
+    -p '[{"op":"replace","path":"/spec/tasks/0/replicas","value":2},{"op":"add","path":"/spec/tasks/0/minAvailable","value":2}]' >/dev/null
+  local pg
+  pg=$(kubectl get pg -n "$1" -o name | grep '/scale-me-')
+  wait_jsonpath 60 "$pg" '{.spec.minTaskMember.t}' 2 "$1"
+  kubectl delete vcjob -n "$1" scale-me >/dev/null
+}
+
+# preempt_a_low_job NS: with preempt in the configuration (reloaded from the file, as the
+# ConfigMap's mount would be), two high-priority Jobs in turn each evict a pod of a low one on
+# a full node; the low PodGroup's second Evict event repeats the first, so its count goes up.
+preempt_a_low_job() {
+  local lines conf=$D/install-scheduler.conf
+  kubectl apply -f - >/dev/null <<'YAML'
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: kiln-install-low}
+value: 10
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: kiln-install-high}
+value: 1000
+YAML
+  "$KILN_ROOT/tests/cluster/nodes" --dir "$D" --count 1 --prefix rbacp- --cpu 3 \
+    --label grp=rbacp --taint kiln-rbacp=x:NoSchedule >/dev/null || fail "cannot add the node"
+  kubectl taint nodes -l grp=rbacp node.kubernetes.io/not-ready:NoSchedule- >/dev/null 2>&1 || true
+  lines=$(log_lines "$D/logs/kiln-scheduler.log")
+  sed 's/^actions: .*/actions: "enqueue, allocate, preempt, backfill"/' "$conf.orig" >"$conf.new"
+  mv "$conf.new" "$conf"
+  wait_for 30 "the configuration with preempt" bash -c \
+    "tail -n +$((lines + 1)) '$D/logs/kiln-scheduler.log' | grep -q 'loaded scheduler configuration'"
+  local p name
+  for p in low:3 high-a:1 high-b:1; do
+    name=${p%:*}
+    kubectl create -n "$1" -f - >/dev/null <<YAML
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: $name}
+spec:
+  minAvailable: 1
+  priorityClassName: kiln-install-${name%-*}
+  tasks:
+  - name: t
+    replicas: ${p#*:}
+    minAvailable: 1
+    template:
+      metadata: {annotations: {kwok.kiln.dev/run-for: "600s"}}
+      spec:
+        restartPolicy: Never
+        priorityClassName: kiln-install-${name%-*}
+        nodeSelector: {grp: rbacp}
+        tolerations: [{key: kiln-rbacp, value: x, effect: NoSchedule}]
+        containers: [{name: t, image: busybox, resources: {requests: {cpu: "1"}}}]
+YAML
+    if [ "$name" = low ]; then
+      wait_jsonpath 60 vcjob/low '{.status.running}' 3 "$1"
+    else
+      wait_jsonpath 90 "vcjob/$name" '{.status.state.phase}' Running "$1"
+    fi
+  done
+  wait_for 60 "the low PodGroup's Evict event counted twice" bash -c \
+    "kubectl get events -n $1 --field-selector reason=Evict,involvedObject.kind=PodGroup -o jsonpath='{.items[*].count}' | tr ' ' '\n' | awk '\$1 >= 2 {f = 1} END {exit !f}'"
+  cp "$conf.orig" "$conf.new" && mv "$conf.new" "$conf"
+  kubectl delete vcjob -n "$1" low high-a high-b >/dev/null
+}
+
+# From the API server's audit log: no request of either ServiceAccount was refused, and every
+# rule they are granted was used (tests/e2e/rbac_audit.py says which were not).
+finally_rbac_least_privilege() {
+  local log=$KILN_CLUSTER_DIR/logs/audit.log out
+  [ -s "$log" ] || fail "no audit log at $log (tests/e2e/run starts the API server with --audit-users)"
+  out=$(python3 "$E2E_DIR/rbac_audit.py" "$log" "$M/rbac-controller.yaml" "$M/rbac-scheduler.yaml") ||
+    fail "$(echo "$out" | grep -E '^(FAIL|rbac:)')"
+  echo "$out" | grep -v '^REPORT '
+  echo "$out" | grep '^REPORT '
 }
 
 e2e_main "$@"
