@@ -322,21 +322,28 @@ static void on_timer(uv_timer_t *t) {
 }
 
 /* Ends a request that waited for the exec credential, reporting err to its owner. */
-static void fail_waiting(kc_http *h, kc_http_req *r, int err, const char *detail,
+/* Answers r, already unlinked, with err and no response (sent: whether it went out), then
+ * frees it. */
+static void answer_error(kc_http_req *r, int err, bool sent, const char *detail,
                          bool no_credential) {
-  req_unlink(&h->waiting, r);
-  h->stats.in_flight--;
-  h->stats.finished++;
   kc_http_result res = {.err = err,
                         .body = "",
                         .content_type = "",
                         .retry_after_ms = -1,
-                        .sent = false,
+                        .sent = sent,
                         .detail = detail,
                         .no_credential = no_credential};
   if (r->on_done)
     r->on_done(r, &res, r->data);
   req_free(r);
+}
+
+static void fail_waiting(kc_http *h, kc_http_req *r, int err, const char *detail,
+                         bool no_credential) {
+  req_unlink(&h->waiting, r);
+  h->stats.in_flight--;
+  h->stats.finished++;
+  answer_error(r, err, false, detail, no_credential);
 }
 
 static int on_curl_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp) {
@@ -443,15 +450,7 @@ static void reset_connections(kc_http *h) {
     req_unlink(&dead, r);
     h->stats.in_flight--;
     h->stats.finished++;
-    kc_http_result res = {.err = KC_ETRANSPORT,
-                          .body = "",
-                          .content_type = "",
-                          .retry_after_ms = -1,
-                          .sent = true,
-                          .detail = detail};
-    if (r->on_done)
-      r->on_done(r, &res, r->data);
-    req_free(r);
+    answer_error(r, KC_ETRANSPORT, true, detail, false);
   }
   h->in_curl--;
 }
@@ -529,28 +528,14 @@ void kc_http_free(kc_http *h) {
   while (h->pending) {
     kc_http_req *r = h->pending;
     req_unlink(&h->pending, r);
-    kc_http_result res = {.err = KC_ECANCELED,
-                          .body = "",
-                          .content_type = "",
-                          .retry_after_ms = -1,
-                          .detail = "transport closed"};
-    if (r->on_done)
-      r->on_done(r, &res, r->data);
-    req_free(r);
+    answer_error(r, KC_ECANCELED, false, "transport closed", false);
   }
   while (h->reqs) {
     kc_http_req *r = h->reqs;
     curl_multi_remove_handle(h->multi, r->easy);
     req_unlink(&h->reqs, r);
     h->stats.in_flight--;
-    kc_http_result res = {.err = KC_ECANCELED,
-                          .body = "",
-                          .content_type = "",
-                          .retry_after_ms = -1,
-                          .detail = "transport closed"};
-    if (r->on_done)
-      r->on_done(r, &res, r->data);
-    req_free(r);
+    answer_error(r, KC_ECANCELED, false, "transport closed", false);
   }
   /* Stop curl from calling back while it tears down its connections; we close the polls. */
   curl_multi_setopt(h->multi, CURLMOPT_SOCKETFUNCTION, NULL);
