@@ -381,11 +381,16 @@ static void list_done(kc_informer *inf, const char *rv);
 
 static void release(kc_informer *inf);
 
+/* The collection the informer reads, with its selectors. */
+static void collection(const kc_informer *inf, kc_ref *ref, kc_query *q) {
+  *ref = (kc_ref){inf->group, inf->version, inf->resource, inf->ns, NULL, NULL};
+  *q = (kc_query){.label_selector = inf->label, .field_selector = inf->field};
+}
+
 static int list_page(kc_informer *inf) {
-  kc_ref ref = {inf->group, inf->version, inf->resource, inf->ns, NULL, NULL};
-  kc_query q = {0};
-  q.label_selector = inf->label;
-  q.field_selector = inf->field;
+  kc_ref ref;
+  kc_query q;
+  collection(inf, &ref, &q);
   q.limit = inf->page_size;
   q.continue_token = inf->cont;
   q.accept = inf->protobuf ? PB_ACCEPT : NULL;
@@ -769,10 +774,9 @@ static void watch_done(kc_http_req *req, const kc_http_result *res, void *data) 
 }
 
 static void enter_watch(kc_informer *inf) {
-  kc_ref ref = {inf->group, inf->version, inf->resource, inf->ns, NULL, NULL};
-  kc_query q = {0};
-  q.label_selector = inf->label;
-  q.field_selector = inf->field;
+  kc_ref ref;
+  kc_query q;
+  collection(inf, &ref, &q);
   q.resource_version = inf->last_rv;
   q.timeout_seconds =
       (long)(inf->min_watch_timeout_s + (int64_t)(rnd(inf) * (double)inf->min_watch_timeout_s));
