@@ -3,17 +3,23 @@
 # PyTorch, MPI, TensorFlow and Ray Jobs (manifests/examples, unmodified) run under
 # kiln-controller and kiln-scheduler on kwok nodes, and the pods, Services, ConfigMaps and
 # Secrets read back from the API server carry, field by field, what Volcano's plugins give them.
+# Both processes run as their own ServiceAccounts with manifests/rbac-*.yaml's grants, so a call
+# of the plugins' paths that the RBAC does not grant fails the suite (finally_nothing_forbidden).
 source "$(dirname "$0")/lib.sh"
 SUITE=trainplugins
 
 EXAMPLES=$KILN_ROOT/manifests/examples
 
-# start NAME ARGS...: run kiln-NAME in the background; the pid files let tests/e2e/run stop it.
+# start NAME ARGS...: run kiln-NAME in the background as the ServiceAccount kiln-NAME; the pid
+# files let tests/e2e/run stop it. Where its log starts for this suite is kept.
 start() {
-  local name=$1
+  local name=$1 tok
   shift
   mkdir -p "$KILN_CLUSTER_DIR/logs" "$KILN_CLUSTER_DIR/pids"
-  "$KILN_BUILD/$name/kiln-$name" --kubeconfig "$KUBECONFIG" --leader-elect=false -v=2 "$@" \
+  tok=$(kubectl create token "kiln-$name" -n kiln-system --duration=2h) || return 1
+  kubeconfig_with "$KILN_CLUSTER_DIR/tp-kc-$name" "    token: $tok"
+  log_lines "$KILN_CLUSTER_DIR/logs/kiln-$name.log" >"$KILN_CLUSTER_DIR/tp-log-from-$name"
+  "$KILN_BUILD/$name/kiln-$name" --kubeconfig "$KILN_CLUSTER_DIR/tp-kc-$name" --leader-elect=false -v=2 "$@" \
     >>"$KILN_CLUSTER_DIR/logs/kiln-$name.log" 2>&1 </dev/null &
   echo $! >"$KILN_CLUSTER_DIR/pids/kiln-$name.pid"
   echo "$KILN_BUILD/$name/kiln-$name" >"$KILN_CLUSTER_DIR/pids/kiln-$name.exe"
@@ -28,6 +34,11 @@ setup() {
     sleep 0.5
   done
   kubectl apply --server-side -f "$KILN_ROOT/manifests/queue-default.yaml" >/dev/null || return 1
+  local f
+  for f in namespace rbac-controller rbac-scheduler; do
+    kubectl apply --server-side --force-conflicts -f "$KILN_ROOT/manifests/$f.yaml" >/dev/null ||
+      return 1
+  done
   start controller
   start scheduler
 }
@@ -163,6 +174,49 @@ Host $j-$p
   kubectl delete namespace "$ns" --wait=false >/dev/null
 }
 
+# in_the_way NS JOB: the Job's Warning event names its planted Secret.
+in_the_way() {
+  kubectl get events -n "$1" --field-selector "involvedObject.name=$2,reason=ObjectInTheWay" \
+    -o 'jsonpath={.items[*].message}' 2>/dev/null | grep -q "Secret $2-ssh is in the way"
+}
+
+# Issue 27 finding 5: a Secret made beforehand under the name the ssh plugin uses, by someone
+# else, is never mounted as the Job's keys: the Job says which object is in the way and makes
+# no pod until it is gone; then it makes its own Secret, owned by the Job.
+test_planted_secret_is_not_mounted() {
+  local ns j=planted
+  ns=$(new_namespace tp-planted)
+  kubectl create secret generic -n "$ns" "$j-ssh" --from-literal=id_rsa=not-yours >/dev/null
+  kubectl apply -n "$ns" -f - >/dev/null <<JOB || fail "cannot apply the Job"
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: $j}
+spec:
+  schedulerName: volcano
+  minAvailable: 1
+  plugins: {ssh: []}
+  tasks:
+  - name: w
+    replicas: 1
+    template:
+      spec:
+        restartPolicy: Never
+        containers: [{name: main, image: busybox}]
+JOB
+  wait_for 60 "the Warning event naming the planted Secret" in_the_way "$ns" "$j"
+  expect_eq 0 "$(kubectl get pods -n "$ns" --no-headers 2>/dev/null | wc -l)" \
+    "pods while the Secret is in the way"
+  expect_eq not-yours "$(kubectl get -n "$ns" "secret/$j-ssh" -o 'jsonpath={.data.id_rsa}' | base64 -d)" \
+    "the planted Secret, untouched"
+  kubectl delete secret -n "$ns" "$j-ssh" >/dev/null
+  wait_for 120 "the Job's pod running once the Secret is gone" all_running "$ns" 1
+  expect_eq "$(jsonpath "vcjob/$j" '{.metadata.uid}' "$ns")" \
+    "$(jsonpath "secret/$j-ssh" '{.metadata.ownerReferences[?(@.controller==true)].uid}' "$ns")" \
+    "the Secret the pod mounts is the Job's"
+  expect_match '^ssh-rsa AAAA' \
+    "$(kubectl get -n "$ns" "secret/$j-ssh" -o 'jsonpath={.data.id_rsa\.pub}' | base64 -d)" "its key"
+}
+
 test_tensorflow_ps_and_workers() {
   local ns j=tensorflow-dist-mnist
   ns=$(run_example job-tensorflow.yaml 3)
@@ -251,8 +305,21 @@ JOB
   kubectl delete namespace "$ns" --wait=false >/dev/null
 }
 
+# No call either process made was refused by RBAC (the API server's message names the user; a
+# namespace being deleted refuses writes too, with another message): the RBAC grants every
+# plugin path (issue 27).
+finally_nothing_forbidden() {
+  local name from hits
+  for name in controller scheduler; do
+    from=$(cat "$KILN_CLUSTER_DIR/tp-log-from-$name")
+    hits=$(tail -n +$((from + 1)) "$KILN_CLUSTER_DIR/logs/kiln-$name.log" |
+      grep -E 'forbidden: User "system:serviceaccount:' | head -5 || true)
+    [ -z "$hits" ] || fail "kiln-$name was refused: $hits"
+  done
+}
+
 setup || {
-  echo "FAIL trainplugins/setup: cannot install the CRDs"
+  echo "FAIL trainplugins/setup: cannot install the CRDs, the RBAC or the processes"
   exit 1
 }
 e2e_main "$@"
