@@ -57,23 +57,28 @@ static void condition_done(const kc_api_result *res, void *data) {
   free(key);
 }
 
-/* Volcano taskUnschedulable(SchedulerError): PodScheduled=False on the pod's status. */
-static void mark_unschedulable(sch_binder *b, const bind_req *r, const char *why) {
+void sch_pod_unschedulable(kc_client *c, const char *ns, const char *name, const char *reason,
+                           const char *message) {
   char key[512];
-  pod_key(r, key, sizeof(key));
+  snprintf(key, sizeof(key), "%s/%s", ns, name);
   json_t *patch =
       json_pack("{s:{s:[{s:s,s:s,s:s,s:s}]}}", "status", "conditions", "type", "PodScheduled",
-                "status", "False", "reason", "SchedulerError", "message", why);
+                "status", "False", "reason", reason, "message", message);
   char *k = strdup(key);
   if (patch == NULL || k == NULL) {
     json_decref(patch);
     free(k);
     return;
   }
-  kc_ref ref = {NULL, "v1", "pods", r->ns, r->name, "status"};
-  if (kc_api_call(b->opt.client, KC_PATCH_STRATEGIC, &ref, NULL, patch, condition_done, k) != 0)
+  kc_ref ref = {NULL, "v1", "pods", ns, name, "status"};
+  if (kc_api_call(c, KC_PATCH_STRATEGIC, &ref, NULL, patch, condition_done, k) != 0)
     free(k);
   json_decref(patch);
+}
+
+/* Volcano taskUnschedulable(SchedulerError): PodScheduled=False on the pod's status. */
+static void mark_unschedulable(sch_binder *b, const bind_req *r, const char *why) {
+  sch_pod_unschedulable(b->opt.client, r->ns, r->name, "SchedulerError", why);
 }
 
 static void bind_done(const kc_api_result *res, void *data) {

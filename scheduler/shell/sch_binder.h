@@ -46,6 +46,12 @@ KC_NODISCARD int sch_binder_new(uv_loop_t *loop, const sch_binder_options *o, sc
  * afterwards. NULL is a no-op. */
 void sch_binder_free(sch_binder *b);
 
+/* PodScheduled=False with reason and message on pod ns/name's status, through c (best effort:
+ * a failed write is logged; a pod gone or a client closing is not). The binder's bind
+ * failures and the shell's explanations both write it. */
+void sch_pod_unschedulable(kc_client *c, const char *ns, const char *name, const char *reason,
+                           const char *message);
+
 /* Queues a bind of pod ns/name (uid may be NULL) to node. Strings are copied. 0 or
  * KC_ENOMEM. */
 KC_NODISCARD int sch_binder_bind(sch_binder *b, const char *ns, const char *name, const char *uid,

@@ -676,14 +676,6 @@ static void event_once(sch_shell *sh, kc_strmap *next, const kc_object_ref *o, c
     kc_event_record(sh->events, o, type, reason, "%s", message);
 }
 
-static void pod_condition_done(const kc_api_result *res, void *data) {
-  char *key = data;
-  if (res->err && res->err != KC_ENOTFOUND && res->err != KC_ECANCELED)
-    KC_WARN("cannot set PodScheduled=False on %s: %s: %s", key, kc_strerror(res->err),
-            res->message);
-  free(key);
-}
-
 /* What a pod was last told, and when. */
 typedef struct {
   char *msg;
@@ -727,15 +719,7 @@ static void explain_pod(sch_shell *sh, kc_strmap *next, const Kiln__Pod *p, cons
   if (!write)
     return;
   (*budget)--;
-  json_t *patch =
-      json_pack("{s:{s:[{s:s,s:s,s:s,s:s}]}}", "status", "conditions", "type", "PodScheduled",
-                "status", "False", "reason", "Unschedulable", "message", msg);
-  char *k = strdup(key);
-  kc_ref ref = {NULL, "v1", "pods", p->namespace_, p->name, "status"};
-  if (patch == NULL || k == NULL ||
-      kc_api_call(sh->client, KC_PATCH_STRATEGIC, &ref, NULL, patch, pod_condition_done, k) != 0)
-    free(k);
-  json_decref(patch);
+  sch_pod_unschedulable(sh->client, p->namespace_, p->name, "Unschedulable", msg);
   if (sh->events) {
     kc_object_ref o = kc_pod_ref(p->namespace_, p->name, p->uid);
     kc_event_record(sh->events, &o, KC_EVENT_WARNING, "FailedScheduling", "%s", msg);
