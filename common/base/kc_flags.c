@@ -1,6 +1,7 @@
 #include "kc_flags.h"
 
 #include "kc_error.h"
+#include "kc_time.h"
 
 #include <errno.h>
 #include <math.h>
@@ -24,49 +25,8 @@ int kc_parse_bool(const char *s, bool *out) {
 }
 
 int kc_parse_duration(const char *s, int64_t *ns) {
-  static const struct {
-    const char *unit;
-    double mult;
-  } units[] = {{"ns", 1},   {"us", 1e3}, {"\xc2\xb5s", 1e3}, {"\xce\xbcs", 1e3},
-               {"ms", 1e6}, {"s", 1e9},  {"m", 60e9},        {"h", 3600e9}};
-  const char *p = s;
-  bool neg = false;
-  if (*p == '+' || *p == '-')
-    neg = *p++ == '-';
-  if (strcmp(p, "0") == 0) {
-    *ns = 0;
-    return 0;
-  }
-  if (*p == '\0')
-    return KC_EINVAL;
-  double total = 0;
-  while (*p) {
-    if (!((*p >= '0' && *p <= '9') || *p == '.'))
-      return KC_EINVAL;
-    char *end;
-    errno = 0;
-    double v = strtod(p, &end);
-    if (end == p || errno != 0 || v < 0)
-      return KC_EINVAL;
-    p = end;
-    size_t best = 0;
-    double mult = 0;
-    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-      size_t ul = strlen(units[i].unit);
-      if (strncmp(p, units[i].unit, ul) == 0 && ul > best) {
-        best = ul;
-        mult = units[i].mult;
-      }
-    }
-    if (best == 0)
-      return KC_EINVAL; /* Go: missing unit in duration */
-    p += best;
-    total += v * mult;
-  }
-  if (total > 9.2e18)
-    return KC_ERANGE;
-  *ns = (int64_t)llround(neg ? -total : total);
-  return 0;
+  int rc = kc_go_duration(s, ns, NULL, 0);
+  return rc == KC_EPARSE ? KC_EINVAL : rc;
 }
 
 void kc_strv_free(kc_strv *sv) {

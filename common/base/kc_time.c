@@ -103,3 +103,149 @@ int kc_time_parse(const char *s, int64_t *out) {
   *out = ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000); /* floor: the second it falls in */
   return 0;
 }
+
+/* ---- Go durations ---- */
+
+/* A message built in err, truncated to errlen. */
+typedef struct {
+  char *buf;
+  size_t len, n;
+} msg;
+
+static void put(msg *m, const char *s, size_t n) {
+  for (size_t i = 0; i < n && m->len && m->n + 1 < m->len; i++)
+    m->buf[m->n++] = s[i];
+  if (m->len)
+    m->buf[m->n] = '\0';
+}
+
+/* Go's time.quote: double quotes; a byte outside printable ASCII as \xHH, '"' and '\' escaped. */
+static void put_quoted(msg *m, const char *s, size_t n) {
+  static const char hex[] = "0123456789abcdef";
+  put(m, "\"", 1);
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (c >= 0x80 || c < ' ') {
+      char e[4] = {'\\', 'x', hex[c >> 4], hex[c & 15]};
+      put(m, e, 4);
+    } else {
+      if (c == '"' || c == '\\')
+        put(m, "\\", 1);
+      put(m, (const char *)&c, 1);
+    }
+  }
+  put(m, "\"", 1);
+}
+
+/* Sets err to Go's message: "time: <what> " quote(orig), with the unit quoted when given. */
+static int dur_fail(char *err, size_t errlen, int code, const char *what, const char *unit,
+                    size_t ulen, const char *orig) {
+  msg m = {err, err ? errlen : 0, 0};
+  put(&m, "time: ", 6);
+  put(&m, what, strlen(what));
+  if (unit) {
+    put_quoted(&m, unit, ulen);
+    put(&m, " in duration", 12);
+  }
+  put(&m, " ", 1);
+  put_quoted(&m, orig, strlen(orig));
+  return code;
+}
+
+#define TWO63 ((uint64_t)1 << 63)
+
+static const struct {
+  const char *name;
+  uint64_t ns;
+} go_units[] = {{"ns", 1},           {"us", 1000},      {"\xc2\xb5s", 1000}, /* U+00B5 micro sign */
+                {"\xce\xbcs", 1000},                                         /* U+03BC Greek mu */
+                {"ms", 1000000},     {"s", 1000000000}, {"m", 60000000000},  {"h", 3600000000000}};
+
+static bool is_dec(char c) {
+  return c >= '0' && c <= '9';
+}
+
+/* One [0-9]*(.[0-9]*)? number from *p: v the integer part (false past 2^63), f/scale the
+ * fraction, whose digits past 2^63 add no precision (Go's leadingInt, leadingFraction). */
+static bool dur_number(const char **p, uint64_t *v, uint64_t *f, double *scale, bool *any) {
+  const char *s = *p;
+  *v = *f = 0;
+  *scale = 1;
+  *any = false;
+  for (; is_dec(*s); s++, *any = true) {
+    if (*v > TWO63 / 10)
+      return false;
+    *v = *v * 10 + (uint64_t)(*s - '0');
+    if (*v > TWO63)
+      return false;
+  }
+  if (*s == '.') {
+    bool full = false;
+    for (s++; is_dec(*s); s++, *any = true) {
+      if (full)
+        continue;
+      uint64_t y = *f * 10 + (uint64_t)(*s - '0');
+      if (*f > (TWO63 - 1) / 10 || y > TWO63) {
+        full = true;
+        continue;
+      }
+      *f = y;
+      *scale *= 10;
+    }
+  }
+  *p = s;
+  return true;
+}
+
+int kc_go_duration(const char *s, int64_t *ns, char *err, size_t errlen) {
+  const char *orig = s ? s : "";
+  uint64_t d = 0;
+  bool neg = false;
+  if (err && errlen)
+    err[0] = '\0';
+  s = orig;
+  if (*s == '-' || *s == '+')
+    neg = *s++ == '-';
+  if (strcmp(s, "0") == 0) {
+    *ns = 0;
+    return 0;
+  }
+  if (!*s)
+    return dur_fail(err, errlen, KC_EPARSE, "invalid duration", NULL, 0, orig);
+  while (*s) {
+    uint64_t v, f;
+    double scale;
+    bool any;
+    if (!(*s == '.' || is_dec(*s)))
+      return dur_fail(err, errlen, KC_EPARSE, "invalid duration", NULL, 0, orig);
+    if (!dur_number(&s, &v, &f, &scale, &any))
+      return dur_fail(err, errlen, KC_ERANGE, "invalid duration", NULL, 0, orig);
+    if (!any)
+      return dur_fail(err, errlen, KC_EPARSE, "invalid duration", NULL, 0, orig);
+    const char *u = s;
+    while (*s && *s != '.' && !is_dec(*s))
+      s++;
+    size_t ul = (size_t)(s - u);
+    if (ul == 0)
+      return dur_fail(err, errlen, KC_EPARSE, "missing unit in duration", NULL, 0, orig);
+    uint64_t unit = 0;
+    for (size_t k = 0; k < sizeof(go_units) / sizeof(go_units[0]); k++)
+      if (strlen(go_units[k].name) == ul && memcmp(go_units[k].name, u, ul) == 0)
+        unit = go_units[k].ns;
+    if (!unit)
+      return dur_fail(err, errlen, KC_EPARSE, "unknown unit ", u, ul, orig);
+    if (v > TWO63 / unit)
+      return dur_fail(err, errlen, KC_ERANGE, "invalid duration", NULL, 0, orig);
+    v *= unit;
+    /* float64, as Go: nanosecond-exact for fractions of an hour (at most 3.6e12 ns) */
+    if (f > 0 && (v += (uint64_t)((double)f * ((double)unit / scale))) > TWO63)
+      return dur_fail(err, errlen, KC_ERANGE, "invalid duration", NULL, 0, orig);
+    if (d > TWO63 - v)
+      return dur_fail(err, errlen, KC_ERANGE, "invalid duration", NULL, 0, orig);
+    d += v;
+  }
+  if (!neg && d > TWO63 - 1)
+    return dur_fail(err, errlen, KC_ERANGE, "invalid duration", NULL, 0, orig);
+  *ns = !neg ? (int64_t)d : d == TWO63 ? INT64_MIN : -(int64_t)d;
+  return 0;
+}

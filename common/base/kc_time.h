@@ -23,4 +23,14 @@ KC_NODISCARD int kc_time_parse(const char *s, int64_t *out);
  * refused as Go's time.Parse refuses them). */
 KC_NODISCARD int kc_rfc3339_parse(const char *s, int64_t *ms);
 
+/* Go's time.ParseDuration, the one parser of Go durations in Kiln (flags, the scheduler
+ * configuration, a pod's annotations, Job policy timeouts and runningDuration, cron @every):
+ * [-+]?([0-9]*(\.[0-9]*)?[a-z]+)+ with units ns us \u00b5s \u03bcs ms s m h, "0" alone, a fraction
+ * of any length (digits past 2^63 only stop adding precision), to nanoseconds the way Go
+ * computes them. Returns 0, KC_EPARSE or KC_ERANGE (past int64 nanoseconds, about 292
+ * years), with Go's message in err ("time: invalid duration \"1x\"", "time: missing unit in
+ * duration ...", "time: unknown unit ... in duration ...") when err is not NULL. One
+ * difference: a sum that wraps Go's uint64 exactly to zero is refused, not read as 0. */
+KC_NODISCARD int kc_go_duration(const char *s, int64_t *ns, char *err, size_t errlen);
+
 #endif

@@ -10,6 +10,7 @@
 
 #include "ctl_tz.h"
 #include "kc_error.h"
+#include "kc_time.h"
 
 /* ---- zones: the bytes of the tz database files the shell read, converted by ctl_tz ---- */
 
@@ -255,60 +256,14 @@ static int parse_field(const char *s, size_t n, const bounds *r, uint64_t *out, 
   return 0;
 }
 
-/* Go's time.ParseDuration (see ctl_cron.h). */
+/* Go's time.ParseDuration (see ctl_cron.h), truncated to milliseconds. */
 int ctl_go_duration(const char *s, int64_t *out_ms, char *err, size_t errlen) {
-  const char *orig = s;
-  bool neg = false;
-  if (*s == '-' || *s == '+')
-    neg = *s++ == '-';
-  if (strcmp(s, "0") == 0) {
-    *out_ms = 0;
-    return 0;
-  }
-  if (!*s)
-    goto invalid;
-  long double ns = 0;
-  while (*s) {
-    if (!(*s == '.' || isdigit((unsigned char)*s)))
-      goto invalid;
-    long double v = 0, frac = 0, scale = 1;
-    bool pre = false, post = false;
-    for (; isdigit((unsigned char)*s); s++, pre = true)
-      v = v * 10 + (*s - '0');
-    if (*s == '.') {
-      for (s++; isdigit((unsigned char)*s); s++, post = true) {
-        frac = frac * 10 + (*s - '0');
-        scale *= 10;
-      }
-    }
-    if (!pre && !post)
-      goto invalid;
-    const char *u = s;
-    while (*s && *s != '.' && !isdigit((unsigned char)*s))
-      s++;
-    size_t ul = (size_t)(s - u);
-    static const struct {
-      const char *name;
-      long double ns;
-    } units[] = {{"ns", 1},   {"us", 1e3}, {"\xc2\xb5s", 1e3}, {"\xce\xbcs", 1e3},
-                 {"ms", 1e6}, {"s", 1e9},  {"m", 60e9},        {"h", 3600e9}};
-    if (ul == 0)
-      return kc_errorf(err, errlen, KC_EPARSE, "time: missing unit in duration \"%s\"", orig);
-    long double unit = 0;
-    for (size_t k = 0; k < sizeof(units) / sizeof(units[0]); k++)
-      if (strlen(units[k].name) == ul && memcmp(units[k].name, u, ul) == 0)
-        unit = units[k].ns;
-    if (unit == 0)
-      return kc_errorf(err, errlen, KC_EPARSE, "time: unknown unit \"%.*s\" in duration \"%s\"",
-                       (int)ul, u, orig);
-    ns += (v + frac / scale) * unit;
-    if (ns > 9.2233720368547758e18L)
-      goto invalid;
-  }
-  *out_ms = (int64_t)(ns / 1e6L) * (neg ? -1 : 1);
+  int64_t ns;
+  int rc = kc_go_duration(s, &ns, err, errlen);
+  if (rc)
+    return KC_EPARSE;
+  *out_ms = ns / 1000000;
   return 0;
-invalid:
-  return kc_errorf(err, errlen, KC_EPARSE, "time: invalid duration \"%s\"", orig);
 }
 
 static int parse_descriptor(const char *spec, ctl_cron *c, char *err, size_t errlen) {
@@ -519,11 +474,11 @@ int ctl_cron_most_recent(const ctl_cron *c, const ctl_cron_times *t, int64_t now
   int64_t e = t->last_schedule_ms != CTL_CRON_NEVER ? t->last_schedule_ms : t->created_ms;
   *missed = CTL_MISSED_NONE;
   *recent = CTL_CRON_NEVER;
-  if (with_deadline && t->deadline_s >= 0) {
-    int64_t deadline = now_ms - t->deadline_s * 1000;
-    if (deadline > e)
-      e = deadline;
-  }
+  int64_t back, deadline;
+  /* A deadline too far back to compute lies before any schedule: no bound at all. */
+  if (with_deadline && t->deadline_s >= 0 && !__builtin_mul_overflow(t->deadline_s, 1000, &back) &&
+      !__builtin_sub_overflow(now_ms, back, &deadline) && deadline > e)
+    e = deadline;
   *earliest = e;
   int64_t t1 = ctl_cron_next(c, e), t2 = ctl_cron_next(c, t1);
   if (t1 != CTL_CRON_NEVER && now_ms < t1)

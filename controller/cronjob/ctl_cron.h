@@ -103,8 +103,9 @@ int64_t ctl_cron_requeue_ms(const ctl_cron *c, const ctl_cron_times *t, int64_t 
  * zero offset). 0 or KC_EINVAL. */
 int ctl_cron_rfc3339(int64_t t_ms, const char *tz, const ctl_tzdb *db, char *out, size_t cap);
 
-/* Go's time.ParseDuration ("1h30m", "2.5s", "-90ms") to whole milliseconds (a metav1.Duration
- * such as a Job's runningDuration, and @every). 0 or KC_EPARSE with Go's message. */
+/* Go's time.ParseDuration ("1h30m", "2.5s", "-90ms"), kc_go_duration, truncated to whole
+ * milliseconds (a JobFlow's retained duration, and @every). 0 or KC_EPARSE with Go's
+ * message. */
 int ctl_go_duration(const char *s, int64_t *out_ms, char *err, size_t errlen);
 
 #endif

@@ -298,8 +298,8 @@ KC_NODISCARD int ctl_job_sync(const ctl_job_view *view, const ctl_request *req, 
 
 /* Formats a Go duration ("1h2m3s", "0s") into buf. */
 void ctl_duration_format(int64_t secs, char *buf, size_t len);
-/* Parses a Go duration ("10m", "1h30m", "90s", "1.5h") to seconds (rounded down).
- * Returns 0 or KC_EPARSE. */
+/* Parses a Go duration ("10m", "1h30m", "90s", "1.5h") to seconds (rounded down), through
+ * kc_go_duration; a negative one is refused. Returns 0 or KC_EPARSE. */
 KC_NODISCARD int ctl_duration_parse(const char *s, int64_t *secs);
 
 #endif

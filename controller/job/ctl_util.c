@@ -259,41 +259,10 @@ void ctl_duration_format(int64_t secs, char *buf, size_t len) {
 }
 
 int ctl_duration_parse(const char *s, int64_t *secs) {
-  if (!s || !*s)
-    return KC_EPARSE;
-  double total = 0;
-  const char *p = s;
-  if (strcmp(s, "0") == 0) {
-    *secs = 0;
-    return 0;
-  }
-  while (*p) {
-    char *end;
-    errno = 0;
-    double v = strtod(p, &end);
-    if (end == p || errno || v < 0)
-      return KC_EPARSE;
-    p = end;
-    double unit;
-    if (strncmp(p, "ns", 2) == 0)
-      unit = 1e-9, p += 2;
-    else if (strncmp(p, "us", 2) == 0)
-      unit = 1e-6, p += 2;
-    else if (strncmp(p, "ms", 2) == 0)
-      unit = 1e-3, p += 2;
-    else if (*p == 's')
-      unit = 1, p++;
-    else if (*p == 'm')
-      unit = 60, p++;
-    else if (*p == 'h')
-      unit = 3600, p++;
-    else
-      return KC_EPARSE;
-    total += v * unit;
-  }
-  if (total > 1e15)
-    return KC_EPARSE;
-  *secs = (int64_t)total;
+  int64_t ns;
+  if (!s || kc_go_duration(s, &ns, NULL, 0) || ns < 0)
+    return KC_EPARSE; /* a timeout or a time spent is never negative */
+  *secs = ns / 1000000000;
   return 0;
 }
 

@@ -135,6 +135,19 @@ static void test_next_fields(void **state) {
   expect_next("TZ=UTC @yearly", "2026-12-01T10:00:00Z", "2027-01-01T00:00:00Z");
   expect_next("@every 1m30s", "2026-12-01T10:00:00.250Z", "2026-12-01T10:01:30Z");
   expect_next("@every 100ms", "2026-12-01T10:00:00Z", "2026-12-01T10:00:01Z");
+  /* robfig's Every: under a second (negative too) is a second, and whole seconds only */
+  expect_next("@every -90s", "2026-12-01T10:00:00Z", "2026-12-01T10:00:01Z");
+  expect_next("@every 1.9999s", "2026-12-01T10:00:00Z", "2026-12-01T10:00:01Z");
+  /* a fraction thousands of digits long (strtod made it NaN, then cast to int64) */
+  char spec[6000];
+  memcpy(spec, "@every 2.", 9);
+  memset(spec + 9, '5', sizeof(spec) - 12);
+  memcpy(spec + sizeof(spec) - 3, "m", 2);
+  expect_next(spec, "2026-12-01T10:00:00Z", "2026-12-01T10:02:33Z");
+  /* the longest Go duration, in whole seconds */
+  ctl_cron longest = parse_ok("@every 2562047h47m16.854775807s");
+  assert_true(ctl_cron_next(&longest, ts("2026-12-01T10:00:00Z")) ==
+              ts("2026-12-01T10:00:00Z") + 9223372036000LL);
 }
 
 static void test_next_zones(void **state) {
@@ -411,6 +424,27 @@ static void test_most_recent(void **state) {
   assert_string_equal(err, "time difference between two schedules is less than 1 second");
 }
 
+/* A startingDeadlineSeconds too large for milliseconds bounds nothing (deadline_s * 1000
+ * used to overflow, here into a deadline in the future that hid every schedule). */
+static void test_deadline_overflow(void **state) {
+  (void)state;
+  ctl_cron c = parse_ok("TZ=UTC * * * * *");
+  ctl_cron_times t = {ts("2026-12-01T10:00:10Z"), CTL_CRON_NEVER, INT64_MAX};
+  int64_t e, r;
+  ctl_missed m;
+  char err[128];
+  assert_int_equal(
+      ctl_cron_most_recent(&c, &t, ts("2026-12-01T10:05:30Z"), true, &e, &r, &m, err, sizeof(err)),
+      0);
+  assert_true(e == t.created_ms);
+  assert_true(r == ts("2026-12-01T10:05:00Z"));
+  t.deadline_s = INT64_MAX / 1000;
+  assert_int_equal(
+      ctl_cron_most_recent(&c, &t, ts("2026-12-01T10:05:30Z"), true, &e, &r, &m, err, sizeof(err)),
+      0);
+  assert_true(r == ts("2026-12-01T10:05:00Z"));
+}
+
 static void test_requeue(void **state) {
   (void)state;
   ctl_cron c = parse_ok("TZ=UTC * * * * *");
@@ -434,12 +468,19 @@ static void test_requeue(void **state) {
 int main(void) {
   unsetenv("TZ");
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_parse_errors),    cmocka_unit_test(test_next_fields),
-      cmocka_unit_test(test_next_zones),      cmocka_unit_test(test_tz_check),
-      cmocka_unit_test(test_tz_from_bytes),   cmocka_unit_test(test_zones_named),
-      cmocka_unit_test(test_format),          cmocka_unit_test(test_rfc3339),
-      cmocka_unit_test(test_most_recent),     cmocka_unit_test(test_requeue),
-      cmocka_unit_test(test_next_dst),        cmocka_unit_test(test_local_zone_from_db),
+      cmocka_unit_test(test_parse_errors),
+      cmocka_unit_test(test_next_fields),
+      cmocka_unit_test(test_next_zones),
+      cmocka_unit_test(test_tz_check),
+      cmocka_unit_test(test_tz_from_bytes),
+      cmocka_unit_test(test_zones_named),
+      cmocka_unit_test(test_format),
+      cmocka_unit_test(test_rfc3339),
+      cmocka_unit_test(test_most_recent),
+      cmocka_unit_test(test_deadline_overflow),
+      cmocka_unit_test(test_requeue),
+      cmocka_unit_test(test_next_dst),
+      cmocka_unit_test(test_local_zone_from_db),
       cmocka_unit_test(test_local_zone_read),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
