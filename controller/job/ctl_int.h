@@ -46,7 +46,12 @@ typedef struct {
   int (*sync_job)(ctl_ctx *c, ctl_update_fn fn);
 } ctl_state_ops;
 
+/* The real operations, in ctl_sync.c (which runs the table): the table's file calls nothing
+ * of the sync's, so the two do not call each other. */
 extern const ctl_state_ops ctl__real_ops;
+/* Volcano's KillJob and KillTarget (ctl_state.c). */
+KC_NODISCARD int ctl__kill_job(ctl_ctx *c, ctl_retain retain, ctl_update_fn fn);
+KC_NODISCARD int ctl__kill_target(ctl_ctx *c, ctl_update_fn fn);
 
 /* Runs one (phase, action) cell of the table. */
 KC_NODISCARD int ctl__state_execute(ctl_ctx *c, ctl_phase phase, ctl_action action,

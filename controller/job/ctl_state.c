@@ -275,7 +275,7 @@ static void apply_fn(ctl_ctx *c, ctl_status *st, ctl_update_fn fn) {
   }
 }
 
-static int kill_job(ctl_ctx *c, ctl_retain retain, ctl_update_fn fn) {
+int ctl__kill_job(ctl_ctx *c, ctl_retain retain, ctl_update_fn fn) {
   const Kiln__Job *job = c->v->job;
   ctl_status *st = &c->plan->status;
   if (job->metadata && job->metadata->deletion_timestamp)
@@ -329,7 +329,7 @@ static bool is_target(const ctl_ctx *c, const ctl_pod *p, int partition) {
   return false;
 }
 
-static int kill_target(ctl_ctx *c, ctl_update_fn fn) {
+int ctl__kill_target(ctl_ctx *c, ctl_update_fn fn) {
   const Kiln__Job *job = c->v->job;
   ctl_status *st = &c->plan->status;
   if (job->metadata && job->metadata->deletion_timestamp)
@@ -367,9 +367,3 @@ void ctl__reset_counts(ctl_status *st) {
 void ctl__apply_fn(ctl_ctx *c, ctl_status *st, ctl_update_fn fn) {
   apply_fn(c, st, fn);
 }
-
-const ctl_state_ops ctl__real_ops = {
-    .kill_job = kill_job,
-    .kill_target = kill_target,
-    .sync_job = ctl__sync_job,
-};

@@ -936,6 +936,12 @@ static int plugins_and_claims(ctl_ctx *c, claim_names *claims, bool *stop) {
   return rc;
 }
 
+const ctl_state_ops ctl__real_ops = {
+    .kill_job = ctl__kill_job,
+    .kill_target = ctl__kill_target,
+    .sync_job = ctl__sync_job,
+};
+
 int ctl__sync_job(ctl_ctx *c, ctl_update_fn fn) {
   const ctl_job_view *v = c->v;
   const Kiln__Job *job = v->job;

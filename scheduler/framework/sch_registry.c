@@ -79,11 +79,3 @@ const sch_action *sch_action_find(const char *name) {
       return actions[i];
   return NULL;
 }
-
-/* Whether the session's configuration runs the action named name. */
-bool sch__action_configured(const sch_session *ssn, const char *name) {
-  for (size_t i = 0; ssn->conf && i < ssn->conf->nactions; i++)
-    if (strcmp(ssn->conf->actions[i]->name, name) == 0)
-      return true;
-  return false;
-}

@@ -387,6 +387,14 @@ bool sch_session_preempting(const sch_session *ssn) {
   return ssn->preempting;
 }
 
+/* Whether the session's configuration runs the action named name. */
+bool sch__action_configured(const sch_session *ssn, const char *name) {
+  for (size_t i = 0; ssn->conf && i < ssn->conf->nactions; i++)
+    if (strcmp(ssn->conf->actions[i]->name, name) == 0)
+      return true;
+  return false;
+}
+
 const sch_session_options *sch_session_opts(const sch_session *ssn) {
   return &ssn->opts;
 }
