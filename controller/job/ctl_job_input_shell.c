@@ -13,6 +13,7 @@
 #include "ctl_job_cache.h"
 #include "ctl_job_exec_shell.h"
 #include "ctl_job_shell.h"
+#include "ctl_keypool_shell.h"
 #include "ctl_overlay.h"
 #include "ctl_reqs.h"
 #include "kc_codec.h"
@@ -80,6 +81,7 @@ struct ctl_shell {
   ctl_exec_env exec; /* what the executor works with; its metrics are the shell's */
   int inflight;      /* plans being executed */
   ctl_shell_stats stats;
+  ctl_keypool *keypool; /* ssh key pairs, made off the loop thread */
   /* shutdown */
   uv_timer_t stop_timer;
   bool stop_timer_init;
@@ -754,7 +756,7 @@ static int build_view(ctl_shell *s, const char *key, const Kiln__Job *job, ctl_j
   memset(v, 0, sizeof(*v));
   v->job = job;
   v->now = kc_clock_wall_s();
-  v->ops = &ctl_default_ops;
+  v->ops = ctl_keypool_ops(s->keypool);
   uint64_t now_ns = uv_hrtime();
   int rc = view_pods(s, key, job, v->now, now_ns, b);
   if (rc)
@@ -1072,7 +1074,7 @@ int ctl_shell_new(uv_loop_t *loop, kc_client *c, const ctl_shell_options *opt, c
                            .pgs_written = &s->pgs_written,
                            .done = exec_done,
                            .ud = s};
-  if ((rc = register_metrics(s)))
+  if ((rc = register_metrics(s)) || (rc = ctl_keypool_new(loop, NULL, &s->keypool)))
     goto fail;
   *out = s;
   return 0;
@@ -1085,6 +1087,7 @@ int ctl_shell_start(ctl_shell *s) {
   if (s->started)
     return KC_EINVAL;
   s->started = true;
+  ctl_keypool_start(s->keypool);
   return ctl_informers_start(s->inf, CTL_INF_COUNT);
 }
 
@@ -1160,6 +1163,7 @@ void ctl_shell_free(ctl_shell *s) {
   ctl_written_close(&s->pgs_written);
   kc_strmap_close(&s->keys, free);
   kc_workqueue_free(s->queue);
+  ctl_keypool_free(s->keypool);
   s->closing = s->stop_timer_init + s->delay_timer_init;
   if (s->closing == 0) {
     free(s);
