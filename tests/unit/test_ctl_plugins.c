@@ -560,6 +560,34 @@ static void test_ssh_key_not_ready(void **state) {
   fx_close(&f);
 }
 
+/* The svc plugin's host lists likewise stop at what a ConfigMap holds: 2^31-1 replicas are
+ * refused at once with a PluginError (measuring them took 2^31 steps, then gigabytes); a
+ * fixed hostname is one host however many replicas. */
+static void test_svc_hosts_bounded(void **state) {
+  fx f;
+  ctl_request req = {.event = CTL_EV_OUT_OF_SYNC};
+  json_t *j = ssh_job(INT32_MAX, NULL);
+  json_object_set_new(json_object_get(j, "spec"), "plugins", fx_parse("{\"svc\":[]}"));
+  fx_init_json(&f, j, pending);
+  assert_int_equal(fx_sync(&f, &req), KC_ETOOBIG);
+  assert_string_equal(f.plan.failure_reason, "PluginError");
+  assert_string_equal(f.plan.failure_message,
+                      "Execute plugin when job add failed, err: svc: the host lists of "
+                      "2147483647 pods do not fit in ConfigMap j-svc (a ConfigMap holds at most "
+                      "1 MiB)");
+  assert_null(find_obj(f.plan.objects_create, "ConfigMap"));
+  fx_close(&f);
+
+  j = ssh_job(INT32_MAX, "head");
+  json_object_set_new(json_object_get(j, "spec"), "plugins", fx_parse("{\"svc\":[]}"));
+  fx_init_json(&f, j, pending);
+  assert_int_equal(fx_sync(&f, &req), 0);
+  json_t *data = json_object_get(find_obj(f.plan.objects_create, "ConfigMap"), "data");
+  assert_string_equal(json_string_value(json_object_get(data, "w.host")), "head.j");
+  assert_string_equal(json_string_value(json_object_get(data, "VC_W_NUM")), "1");
+  fx_close(&f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_add_objects),
@@ -574,6 +602,7 @@ int main(void) {
       cmocka_unit_test(test_default_ops_broken_source),
       cmocka_unit_test(test_ssh_without_randomness),
       cmocka_unit_test(test_ssh_config_bounded),
+      cmocka_unit_test(test_svc_hosts_bounded),
       cmocka_unit_test(test_ssh_key_not_ready),
       cmocka_unit_test(test_svc_hosts_out_of_memory),
   };

@@ -1,5 +1,6 @@
 /* svc (Volcano pkg/controllers/job/plugins/svc): a headless Service, a NetworkPolicy and
  * the "<job>-svc" ConfigMap of host names, mounted at /etc/volcano and offered as env. */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,18 +30,25 @@ static size_t svc_host(const Kiln__Job *job, const Kiln__TaskSpec *t, const char
   return w < 0 ? 0 : ((size_t)w < len ? (size_t)w : len - 1);
 }
 
-/* The host names of task t (its template's hostname and subdomain given) joined by sep into one new
- * string (free()): the exact size is measured first, then the names are written once each, so a
- * large task costs linear time and no more memory than the result. NULL when out of memory. */
+/* The API server refuses a ConfigMap whose data passes 1 MiB: the host lists stop there
+ * (less room for the keys and counts), and so does the work of measuring them. */
+#define SVC_DATA_MAX (1024u * 1024u - 16u * 1024u)
+
+/* The host names of task t (its template's hostname and subdomain given) joined by sep into
+ * one new string (free()): the exact size is measured first, then the names are written once
+ * each, so a large task costs linear time and no more memory than the result. At most *budget
+ * bytes, taken from it. NULL with *rc KC_ETOOBIG past the budget (measuring stops there), or
+ * KC_ENOMEM. */
 static char *svc_host_list(const Kiln__Job *job, const Kiln__TaskSpec *t, const char *host,
-                           const char *sub, char sep, size_t *n) {
+                           const char *sub, char sep, size_t *n, size_t *budget, int *rc) {
   char h[CTL_NAME_MAX * 3];
   /* A hostname in the template names one host for every replica. */
   size_t count = host[0] ? 1 : (t->replicas > 0 ? (size_t)t->replicas : 0);
   size_t cap = 1, len = 0;
-  for (size_t i = 0; i < count; i++)
+  for (size_t i = 0; i < count && cap <= *budget; i++)
     cap += svc_host(job, t, host, sub, i, h, sizeof(h)) + 1;
-  char *out = malloc(cap);
+  *rc = cap > *budget ? KC_ETOOBIG : KC_ENOMEM;
+  char *out = cap > *budget ? NULL : malloc(cap);
   if (!out)
     return NULL;
   for (size_t i = 0; i < count; i++) {
@@ -52,18 +60,23 @@ static char *svc_host_list(const Kiln__Job *job, const Kiln__TaskSpec *t, const 
   }
   out[len] = '\0';
   *n = count;
+  *budget -= cap;
+  *rc = 0;
   return out;
 }
 
-/* One task's three keys into data. Returns false when out of memory. */
-static bool svc_task_hosts(json_t *data, const Kiln__Job *job, const Kiln__TaskSpec *t) {
+/* One task's three keys into data. 0, KC_ETOOBIG (past *budget) or KC_ENOMEM. */
+static int svc_task_hosts(json_t *data, const Kiln__Job *job, const Kiln__TaskSpec *t,
+                          size_t *budget) {
   const char *tname = t->name ? t->name : "";
   char key[CTL_NAME_MAX + 16], num[24];
   char host[CTL_NAME_MAX], sub[CTL_NAME_MAX];
   ctl__plugin_template_host(t, host, sizeof(host), sub, sizeof(sub));
   size_t n = 0;
-  char *nl = svc_host_list(job, t, host, sub, '\n', &n);
-  char *comma = svc_host_list(job, t, host, sub, ',', &n);
+  int rc;
+  char *nl = svc_host_list(job, t, host, sub, '\n', &n, budget, &rc), *comma = NULL;
+  if (nl)
+    comma = svc_host_list(job, t, host, sub, ',', &n, budget, &rc);
   bool ok = nl && comma;
   if (ok) {
     snprintf(key, sizeof(key), "%s.host", tname);
@@ -80,26 +93,44 @@ static bool svc_task_hosts(json_t *data, const Kiln__Job *job, const Kiln__TaskS
   }
   free(nl);
   free(comma);
-  return ok;
+  return ok ? 0 : rc ? rc : KC_ENOMEM;
 }
 
-/* The ConfigMap data: per task <task>.host, VC_<TASK>_HOSTS and VC_<TASK>_NUM; NULL when
- * out of memory (an empty or partial list would tell the pods a wrong cluster). */
-static json_t *svc_hosts(const Kiln__Job *job) {
+/* The ConfigMap data: per task <task>.host, VC_<TASK>_HOSTS and VC_<TASK>_NUM; NULL when it
+ * cannot be made (an empty or partial list would tell the pods a wrong cluster), with *rc
+ * KC_ETOOBIG (past what a ConfigMap holds) or KC_ENOMEM. */
+static json_t *svc_hosts(const Kiln__Job *job, int *rc) {
   json_t *data = json_object();
+  size_t budget = SVC_DATA_MAX;
+  *rc = data ? 0 : KC_ENOMEM;
   for (size_t ti = 0; data && ti < job->spec->n_tasks; ti++)
-    if (!svc_task_hosts(data, job, job->spec->tasks[ti])) {
+    if ((*rc = svc_task_hosts(data, job, job->spec->tasks[ti], &budget))) {
       json_decref(data);
       return NULL;
     }
   return data;
 }
 
-static json_t *svc_configmap(const Kiln__Job *job) {
+/* The ConfigMap into the plan's objects to create or update. A Job whose host lists do not
+ * fit fails the plugin with a message naming the ConfigMap. */
+static int svc_configmap(ctl_ctx *c, json_t **objects) {
+  const Kiln__Job *job = c->v->job;
   char name[CTL_NAME_MAX + 8];
   snprintf(name, sizeof(name), "%s-svc", ctl__job_name(job));
-  return json_pack("{s:s, s:s, s:o, s:o}", "apiVersion", "v1", "kind", "ConfigMap", "metadata",
-                   ctl__plugin_meta(job, name), "data", svc_hosts(job));
+  int rc;
+  json_t *data = svc_hosts(job, &rc);
+  if (!data) {
+    if (rc == KC_ETOOBIG &&
+        snprintf(c->errmsg, sizeof(c->errmsg),
+                 "svc: the host lists of %" PRIu64 " pods do not fit in ConfigMap %s (a "
+                 "ConfigMap holds at most 1 MiB)",
+                 (uint64_t)ctl__total_replicas(job), name) < 0)
+      c->errmsg[0] = '\0';
+    return rc;
+  }
+  return ctl__append(objects,
+                     json_pack("{s:s, s:s, s:o, s:o}", "apiVersion", "v1", "kind", "ConfigMap",
+                               "metadata", ctl__plugin_meta(job, name), "data", data));
 }
 
 static json_t *job_selector(const Kiln__Job *job) {
@@ -113,8 +144,8 @@ int ctl__svc_job_add(ctl_ctx *c, const Kiln__StringList *args) {
    * batched) passes here, not through update: once it has pods, rewrite the host lists in
    * this sync as Volcano does, so the new hosts are listed as soon as their pods exist. */
   if (ctl__plugin_marked(c, "svc"))
-    return c->v->npods ? ctl__append(&c->plan->objects_update, svc_configmap(job)) : 0;
-  int rc = ctl__append(&c->plan->objects_create, svc_configmap(job));
+    return c->v->npods ? svc_configmap(c, &c->plan->objects_update) : 0;
+  int rc = svc_configmap(c, &c->plan->objects_create);
   if (rc)
     return rc;
   json_t *svc =
@@ -140,7 +171,7 @@ int ctl__svc_job_add(ctl_ctx *c, const Kiln__StringList *args) {
 
 int ctl__svc_job_update(ctl_ctx *c, const Kiln__StringList *args) {
   /* Replicas may have changed: rewrite the host lists. */
-  return ctl__append(&c->plan->objects_update, svc_configmap(c->v->job));
+  return svc_configmap(c, &c->plan->objects_update);
 }
 
 int ctl__svc_job_delete(ctl_ctx *c, const Kiln__StringList *args) {
