@@ -132,8 +132,7 @@ static void test_invalid(void **state) {
 static void test_long_inputs(void **state) {
   (void)state;
   enum { N = 20000 };
-  char *s = malloc(N + 8);
-  assert_non_null(s);
+  static char s[N + 8]; /* static: gcc's -Warray-bounds misreads a malloc'd one under ASan */
   memcpy(s, "1.", 2);
   memset(s + 2, '9', N);
   memcpy(s + 2 + N, "s", 2);
@@ -151,7 +150,6 @@ static void test_long_inputs(void **state) {
   assert_int_equal(kc_go_duration(s, &v, err, sizeof(err)), KC_ERANGE);
   assert_int_equal(strlen(err), sizeof(err) - 1); /* Go's message, cut to the buffer */
   assert_int_equal(strncmp(err, "time: invalid duration \"9999", 28), 0);
-  free(s);
 }
 
 /* The flag parser is the same parser, with its own error codes. */
