@@ -82,6 +82,11 @@ KC_NODISCARD int ctl__status_copy(ctl_status *dst, const ctl_status *src);
 void ctl__append_condition(ctl_status *st, ctl_phase phase, int64_t t);
 
 /* Totals over the spec. */
+/* n + 1, or INT32_MAX when n is: the status's version and retry count, which a status written
+ * by another hand may hold at the top already. */
+static inline int32_t ctl__inc_sat(int32_t n) {
+  return n < INT32_MAX ? n + 1 : n;
+}
 int32_t ctl__total_replicas(const Kiln__Job *job);
 int32_t ctl__task_min_available(const Kiln__TaskSpec *t);
 int32_t ctl__total_task_min_available(const Kiln__Job *job);

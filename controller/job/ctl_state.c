@@ -18,7 +18,7 @@ void ctl__set_phase(ctl_ctx *c, ctl_status *st, ctl_phase to) {
 /* ---- update functions: one per kind of cell ---- */
 
 static bool fn_restart(ctl_ctx *c, ctl_status *st) {
-  st->retry_count++;
+  st->retry_count = ctl__inc_sat(st->retry_count);
   ctl__set_phase(c, st, CTL_PHASE_RESTARTING);
   return true;
 }
@@ -115,7 +115,7 @@ static bool fn_restarting(ctl_ctx *c, ctl_status *st) {
 }
 
 static bool fn_resume(ctl_ctx *c, ctl_status *st) {
-  st->retry_count++;
+  st->retry_count = ctl__inc_sat(st->retry_count);
   ctl__set_phase(c, st, CTL_PHASE_RESTARTING);
   return true;
 }
@@ -300,7 +300,7 @@ int ctl__kill_job(ctl_ctx *c, ctl_retain retain, ctl_update_fn fn) {
     }
     count_pod(st, p);
   }
-  st->version++;
+  st->version = ctl__inc_sat(st->version);
   st->min_available = ctl__job_min_available(job);
   if (job->metadata && job->metadata->creation_timestamp) {
     int64_t created = 0;

@@ -380,6 +380,27 @@ static void test_status_json_out_of_memory(void **state) {
   fx_close(&f);
 }
 
+/* A status at the top of int32 (written by another hand: the counters are the status's, and the
+ * schema bounds them only by int32) stays there through a restart instead of wrapping to
+ * negative (found by fuzz_jobsync; undefined behaviour before). */
+static void test_counters_saturate(void **state) {
+  fx f;
+  char text[2048];
+  snprintf(text, sizeof(text), job_text, "");
+  json_t *j = fx_parse(text);
+  json_object_set_new(json_object_get(j, "spec"), "maxRetry", json_integer(INT32_MAX));
+  fx_init_json(&f, j,
+               "{\"state\":{\"phase\":\"Running\"},\"minAvailable\":2,"
+               "\"version\":2147483647,\"retryCount\":2147483646}");
+  fx_pg(&f, "Running", NULL);
+  fx_pod(&f, "w", 0, CTL_POD_RUNNING);
+  assert_int_equal(fx_sync_action(&f, CTL_ACT_RESTART_JOB), 0);
+  assert_int_equal(f.plan.status.phase, CTL_PHASE_RESTARTING);
+  assert_int_equal(f.plan.status.version, INT32_MAX);
+  assert_int_equal(f.plan.status.retry_count, INT32_MAX);
+  fx_close(&f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_rows),
@@ -390,6 +411,7 @@ int main(void) {
       cmocka_unit_test(test_condition_dedup),
       cmocka_unit_test(test_running_duration),
       cmocka_unit_test(test_status_json_out_of_memory),
+      cmocka_unit_test(test_counters_saturate),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
