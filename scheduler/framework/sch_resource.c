@@ -1,21 +1,40 @@
 /* Resource arithmetic, Volcano's resource_info.go semantics (see sch_resource.h). */
 #include "sch_resource.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
+/* Saturating: amounts come from users (a PodGroup's minResources may say 1e21 bytes), and a
+ * sum that wrapped would turn a queue's remaining room negative, or a gang that fits nowhere
+ * into one that fits (and signed overflow is undefined). Below the int64 bounds add and sub
+ * stay exact inverses, which statements rely on. */
+static inline int64_t sat_add(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r))
+    return b > 0 ? INT64_MAX : INT64_MIN;
+  return r;
+}
+
+static inline int64_t sat_sub(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_sub_overflow(a, b, &r))
+    return b < 0 ? INT64_MAX : INT64_MIN;
+  return r;
+}
+
 void sch_resource_add(sch_resource *r, const sch_resource *a) {
-  r->milli_cpu += a->milli_cpu;
-  r->memory += a->memory;
+  r->milli_cpu = sat_add(r->milli_cpu, a->milli_cpu);
+  r->memory = sat_add(r->memory, a->memory);
   for (int i = 0; i < SCH_MAX_SCALARS; i++)
-    r->scalar[i] += a->scalar[i];
+    r->scalar[i] = sat_add(r->scalar[i], a->scalar[i]);
 }
 
 void sch_resource_sub(sch_resource *r, const sch_resource *a) {
-  r->milli_cpu -= a->milli_cpu;
-  r->memory -= a->memory;
+  r->milli_cpu = sat_sub(r->milli_cpu, a->milli_cpu);
+  r->memory = sat_sub(r->memory, a->memory);
   for (int i = 0; i < SCH_MAX_SCALARS; i++)
-    r->scalar[i] -= a->scalar[i];
+    r->scalar[i] = sat_sub(r->scalar[i], a->scalar[i]);
 }
 
 void sch_resource_set_max(sch_resource *r, const sch_resource *a) {

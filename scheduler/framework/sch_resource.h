@@ -39,9 +39,9 @@ static inline void sch_resource_clear(sch_resource *r) {
   *r = (sch_resource){0};
 }
 
-/* r += a */
+/* r += a, saturating at the int64 bounds. */
 void sch_resource_add(sch_resource *r, const sch_resource *a);
-/* r -= a, exactly (no clamping: statements rely on add/sub being inverse). */
+/* r -= a, saturating; exact below the bounds (statements rely on add/sub being inverse). */
 void sch_resource_sub(sch_resource *r, const sch_resource *a);
 /* r = max(r, a) per dimension (Volcano SetMaxResource). */
 void sch_resource_set_max(sch_resource *r, const sch_resource *a);

@@ -52,6 +52,20 @@ static void test_resource_arith(void **state) {
   sch_resource_add(&sum, &b);
   sch_resource_sub(&sum, &b);
   assert_true(sch_resource_equal(&sum, &a));
+  /* Amounts past int64 saturate instead of wrapping: a queue whose room holds a PodGroup of
+   * 1e21 bytes is full, not negative (before, the sum wrapped and the gang fit). */
+  sch_resource huge = {.memory = INT64_MAX, .scalar = {[0] = INT64_MAX - 5}}, room = huge;
+  sch_resource_add(&room, &huge);
+  assert_true(room.memory == INT64_MAX && room.scalar[0] == INT64_MAX);
+  sch_resource_sub(&room, &(sch_resource){.memory = INT64_MIN});
+  assert_true(room.memory == INT64_MAX);
+  sch_resource neg = {.memory = INT64_MIN + 1};
+  sch_resource_sub(&neg, &huge);
+  assert_true(neg.memory == INT64_MIN);
+  sch_resource need = {.milli_cpu = 200, .memory = 1};
+  sch_resource_add(&need, &huge);
+  assert_false(
+      sch_resource_less_equal(&need, &(sch_resource){.milli_cpu = 1000, .memory = 1 << 30}));
   sch_resource d = {.milli_cpu = 1000, .memory = 10};
   sch_resource r1 = {.milli_cpu = 400};
   sch_resource_fit_delta(&d, &r1);
