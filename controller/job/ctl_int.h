@@ -31,6 +31,7 @@ typedef struct {
   bool initiated;   /* status was just initialised (phase was empty) */
   bool blocked;     /* initiation failed: keep the phase, create nothing */
   char errmsg[192]; /* why an effect failed, for the event that reports it */
+  char *tf_cluster; /* the tensorflow plugin's cluster JSON, made once per sync (owned) */
 } ctl_ctx;
 
 /* A state's status update (Volcano UpdateStatusFn): true when the phase changed. */

@@ -1189,6 +1189,7 @@ int ctl_job_sync(const ctl_job_view *view, const ctl_request *req, ctl_plan *pla
   plan->status_changed = !json_equal(before, after);
   json_decref(before);
   json_decref(after);
+  free(c.tf_cluster);
   ctl__named_job_close(&named);
   return rc;
 }

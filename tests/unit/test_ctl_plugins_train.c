@@ -317,6 +317,28 @@ static void test_tensorflow(void **state) {
                       "\"task\":{\"type\":\"worker\",\"index\":0}}");
   fx_close(&f);
 
+  /* A cluster past what TF_CONFIG may hold fails the pods' creation with a message, at once:
+   * before, every pod of the sync built the whole list (6,000 hosts in each of 1,000 pods; and
+   * the svc plugin's own bound is larger, 1 MiB). */
+  fx_init_json(
+      &f, mkjob("tb", "{\"tensorflow\":[]}", task("ps", 1, NULL), task("worker", 6000, NULL), NULL),
+      "{\"state\":{\"phase\":\"Pending\"},\"minAvailable\":1}");
+  fx_pg(&f, "Inqueue", NULL);
+  ctl_request req = {.event = CTL_EV_OUT_OF_SYNC};
+  assert_int_equal(fx_sync(&f, &req), KC_ETOOBIG);
+  /* the shell reports the plan's failure as a Warning event and retries with backoff */
+  assert_string_equal(f.plan.failure_reason, "FailedCreate");
+  assert_non_null(strstr(f.plan.failure_message, "does not fit in TF_CONFIG"));
+  fx_close(&f);
+  /* Just under the bound it is built, once for the sync, the same text in every pod. */
+  run(&f, mkjob("tc", "{\"tensorflow\":[]}", task("ps", 1, NULL), task("worker", 900, NULL), NULL));
+  const char *w0 = env(container(&f, "tc-worker-0", "containers"), "TF_CONFIG");
+  const char *w899 = env(container(&f, "tc-worker-899", "containers"), "TF_CONFIG");
+  assert_true(strlen(w0) > 20000);
+  assert_int_equal(strncmp(w0, w899, strlen(w0) - 20), 0);
+  assert_non_null(strstr(w899, "\"task\":{\"type\":\"worker\",\"index\":899}}"));
+  fx_close(&f);
+
   /* stand-alone: one task, one replica, no TF_CONFIG */
   run(&f, mkjob("ts", "{\"tensorflow\":[]}", task("worker", 1, NULL), NULL, NULL));
   assert_null(env(container(&f, "ts-worker-0", "containers"), "TF_CONFIG"));
