@@ -733,11 +733,25 @@ static bool pg_admitted(const Kiln__PodGroup *pg) {
  * (burstReplicas, 500); twice that keeps a 1,000-pod gang to one sync. */
 #define CTL_CREATE_BURST 1000
 
-/* How many of the view's pods belong to task `tname`. */
-static size_t pods_of_task(const ctl_job_view *v, const char *tname) {
-  size_t n = 0;
-  for (size_t k = 0; k < v->npods; k++)
-    n += strcmp(v->pods[k].task, tname) == 0;
+/* How many of the view's pods the walk of task t meets: those named <job>-<task>-<index> for an
+ * index below its replicas (one per name). A pod of the task under another name is never met,
+ * and counting it would walk all the replicas (up to 2^31-1) looking for it. */
+static size_t pods_to_meet(const ctl_job_view *v, const kc_strmap *byname, const char *tname,
+                           int32_t replicas) {
+  const char *job = ctl__job_name(v->job);
+  size_t jl = strlen(job), tl = strlen(tname), n = 0;
+  for (size_t k = 0; k < v->npods; k++) {
+    const char *nm = v->pods[k].name;
+    if (kc_strmap_get(byname, nm) != &v->pods[k] || strncmp(nm, job, jl) != 0 || nm[jl] != '-' ||
+        strncmp(nm + jl + 1, tname, tl) != 0 || nm[jl + 1 + tl] != '-')
+      continue;
+    const char *d = nm + jl + tl + 2;
+    int64_t idx = 0;
+    size_t i = 0;
+    for (; d[i] >= '0' && d[i] <= '9' && idx < replicas; i++)
+      idx = idx * 10 + (d[i] - '0');
+    n += i > 0 && d[i] == '\0' && idx < replicas && (d[0] != '0' || i == 1);
+  }
   return n;
 }
 
@@ -786,7 +800,7 @@ static int walk_task(ctl_ctx *c, pod_walk *w, const Kiln__TaskSpec *t, json_t *t
   const ctl_job_view *v = c->v;
   const char *tname = t->name ? t->name : "";
   bool can_create = depends_ready(v, t);
-  size_t have = pods_of_task(v, tname), met = 0;
+  size_t have = pods_to_meet(v, w->byname, tname, t->replicas), met = 0;
   char name[CTL_NAME_MAX * 2];
   int rc;
   for (int32_t i = 0; i < t->replicas; i++) {
