@@ -307,6 +307,7 @@ static void run_hooks(const shape *sh) {
       abort();
   }
 out:
+  free(c.tf_cluster); /* the tensorflow plugin's per-sync cluster, as ctl_job_sync frees it */
   ctl_plan_close(&plan);
 }
 
