@@ -19,7 +19,7 @@ D=$KILN_CLUSTER_DIR
 CTRL=$KILN_BUILD/controller/kiln-controller
 SCHED=$KILN_BUILD/scheduler/kiln-scheduler
 GEN=$E2E_DIR/hostile_gen.py
-CONF=$D/hostile-scheduler.conf
+CONF=$D/kiln-hostile-scheduler.conf
 SEED=${KILN_HOSTILE_SEED:-$(date +%Y%m%d)}
 BATCHES=${KILN_HOSTILE_BATCHES:-3}
 COUNT=${KILN_HOSTILE_COUNT:-24}
@@ -81,8 +81,8 @@ setup_hostile() {
   group_nodes hostile 3
   good_conf >"$CONF"
   local n port
-  for n in hostile-controller hostile-scheduler; do
-    if [ "$n" = hostile-controller ]; then start "$n" "$CTRL"; else start "$n" "$SCHED" --scheduler-conf "$CONF"; fi
+  for n in kiln-hostile-controller kiln-hostile-scheduler; do
+    if [ "$n" = kiln-hostile-controller ]; then start "$n" "$CTRL"; else start "$n" "$SCHED" --scheduler-conf "$CONF"; fi
     port=$(served_port "$D/logs/$n.log" healthz) && echo "$port" >"$D/$n.healthz"
     port=$(served_port "$D/logs/$n.log" metrics) && echo "$port" >"$D/$n.metrics"
     wait_for 60 "$n ready" ready "$(cat "$D/$n.healthz")"
@@ -118,8 +118,8 @@ test_hostile_batches_leave_both_processes_working() {
     kubectl create quota tenant -n "$ns" --hard=pods=30 >/dev/null
     # Until the quota controller has counted, the API server refuses every pod of the namespace.
     wait_jsonpath 60 resourcequota/tenant '{.status.hard.pods}' 30 "$ns"
-    before_c=$(stalls "$(cat "$D/hostile-controller.metrics")")
-    before_s=$(stalls "$(cat "$D/hostile-scheduler.metrics")")
+    before_c=$(stalls "$(cat "$D/kiln-hostile-controller.metrics")")
+    before_s=$(stalls "$(cat "$D/kiln-hostile-scheduler.metrics")")
     # The objects, each created on its own so that one the API server refuses does not stop
     # the rest; kubectl prints a line per object either way.
     out=$(python3 "$GEN" objects "$SEED" "$b" "$COUNT" "h$b" | kubectl create -n "$ns" -f - 2>&1) || true
@@ -127,19 +127,19 @@ test_hostile_batches_leave_both_processes_working() {
     refused=$(grep -c '^Error from server\|^error:' <<<"$out" || true)
     total_c=$((total_c + created)) total_r=$((total_r + refused))
     # A configuration that cannot be used, written over the one in force.
-    lines=$(log_lines "$D/logs/hostile-scheduler.log")
+    lines=$(log_lines "$D/logs/kiln-hostile-scheduler.log")
     python3 "$GEN" conf "$SEED" "$b" >"$CONF.new" && mv "$CONF.new" "$CONF"
     wait_for 30 "the scheduler to refuse the bad configuration" bash -c \
-      "tail -n +$((lines + 1)) '$D/logs/hostile-scheduler.log' | grep -q 'keeping the previous configuration'"
+      "tail -n +$((lines + 1)) '$D/logs/kiln-hostile-scheduler.log' | grep -q 'keeping the previous configuration'"
     # Let both chew on the batch for a few scheduling periods.
-    wait_sessions 3 "$(cat "$D/hostile-scheduler.metrics")"
-    alive hostile-controller
-    alive hostile-scheduler
+    wait_sessions 3 "$(cat "$D/kiln-hostile-scheduler.metrics")"
+    alive kiln-hostile-controller
+    alive kiln-hostile-scheduler
     # The normal Job in a namespace of its own: the tenant's quota may be spent.
     normal_job_completes "$(new_namespace tenant)"
     good_conf >"$CONF.new" && mv "$CONF.new" "$CONF"
-    after_c=$(stalls "$(cat "$D/hostile-controller.metrics")")
-    after_s=$(stalls "$(cat "$D/hostile-scheduler.metrics")")
+    after_c=$(stalls "$(cat "$D/kiln-hostile-controller.metrics")")
+    after_s=$(stalls "$(cat "$D/kiln-hostile-scheduler.metrics")")
     echo "REPORT batch $b (seed $SEED): $created objects created, $refused refused by the API server;" \
       "loop stretches over ${STALL_MS} ms: controller $((${after_c% *} - ${before_c% *})), scheduler $((${after_s% *} - ${before_s% *}))" \
       "(longest so far ${after_c#* } and ${after_s#* } ms)"
