@@ -58,8 +58,7 @@ void sch_resource_multi(sch_resource *r, double ratio) {
 static inline bool le(int64_t l, int64_t r, int64_t eps) {
   if (l < r)
     return true;
-  int64_t d = l - r;
-  return d < eps;
+  return sat_sub(l, r) < eps; /* l >= r: a difference past int64 is no tie */
 }
 
 bool sch_resource_less_equal(const sch_resource *l, const sch_resource *r) {
@@ -121,12 +120,12 @@ bool sch_resource_equal(const sch_resource *a, const sch_resource *b) {
 
 void sch_resource_fit_delta(sch_resource *r, const sch_resource *req) {
   if (req->milli_cpu > 0)
-    r->milli_cpu -= req->milli_cpu + SCH_MIN_MILLI_CPU;
+    r->milli_cpu = sat_sub(r->milli_cpu, sat_add(req->milli_cpu, SCH_MIN_MILLI_CPU));
   if (req->memory > 0)
-    r->memory -= req->memory + SCH_MIN_MEMORY;
+    r->memory = sat_sub(r->memory, sat_add(req->memory, SCH_MIN_MEMORY));
   for (int i = 0; i < SCH_MAX_SCALARS; i++)
     if (req->scalar[i] > 0)
-      r->scalar[i] -= req->scalar[i] + SCH_MIN_SCALAR;
+      r->scalar[i] = sat_sub(r->scalar[i], sat_add(req->scalar[i], SCH_MIN_SCALAR));
 }
 
 void sch_resource_format(const sch_resource *r, const char *const *scalar_names, char *buf,

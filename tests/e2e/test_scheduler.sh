@@ -576,7 +576,7 @@ test_bad_input_explained_rest_scheduled() {
   {
     podgroup_yaml "$ns" lost 1 no-such-queue
     pod_yaml "$ns" lost lost '{"cpu": "1"}' "  nodeSelector: {grp: bad}"
-    pod_yaml "$ns" huge "" '{"cpu": "1", "memory": "1180591620717411303424"}' "  nodeSelector: {grp: bad}"
+    pod_yaml "$ns" huge "" '{"cpu": "1", "memory": "1e40"}' "  nodeSelector: {grp: bad}"
     pod_yaml "$ns" fine "" '{"cpu": "1"}' "  nodeSelector: {grp: bad}"
   } | kubectl apply -f - >/dev/null || fail "cannot create the pods"
   expect_eq bad-0 "$(wait_bound 60 "$ns" fine)" "the good pod's node"
