@@ -626,6 +626,49 @@ int kc_codec_decode(const ProtobufCMessageDescriptor *desc, const json_t *json,
 
 static int encode_message(kc__cctx *c, const ProtobufCMessage *m, json_t **out);
 
+/* A string field: JSON text stored as a string is decoded back into its value. */
+static int encode_string(kc__cctx *c, const ProtobufCFieldDescriptor *f, const char *s,
+                         json_t **out) {
+  json_t *v;
+  if (is_json_text(f)) {
+    json_error_t jerr;
+    v = json_loads(s, JSON_DECODE_ANY, &jerr);
+    if (!v)
+      return kc__fail(c, KC_EINVAL, "stored JSON text is invalid: %s", jerr.text);
+  } else {
+    v = json_string(s);
+    if (!v)
+      return kc__fail(c, KC_EINVAL, "string is not valid UTF-8");
+  }
+  *out = v;
+  return 0;
+}
+
+/* A message field: resources and string lists have JSON forms of their own. */
+static int encode_submessage(kc__cctx *c, const ProtobufCFieldDescriptor *f,
+                             const ProtobufCMessage *sub, json_t **out) {
+  json_t *v = NULL;
+  if (f->descriptor == &kiln__resource__descriptor) {
+    int rc = kc_resource_list_encode((const Kiln__Resource *)sub, &v);
+    if (rc < 0)
+      return kc__fail(c, rc, "cannot encode resources");
+  } else if (f->descriptor == &kiln__string_list__descriptor) {
+    const Kiln__StringList *l = (const Kiln__StringList *)sub;
+    v = json_array();
+    for (size_t i = 0; v && i < l->n_items; i++)
+      if (json_array_append_new(v, json_string(l->items[i])) < 0) {
+        json_decref(v);
+        return kc__fail(c, KC_EINVAL, "cannot encode string list");
+      }
+  } else {
+    return encode_message(c, sub, out);
+  }
+  if (!v)
+    return kc__fail(c, KC_ENOMEM, "out of memory");
+  *out = v;
+  return 0;
+}
+
 static int encode_value(kc__cctx *c, const ProtobufCFieldDescriptor *f, const void *src,
                         json_t **out) {
   json_t *v = NULL;
@@ -667,39 +710,10 @@ static int encode_value(kc__cctx *c, const ProtobufCFieldDescriptor *f, const vo
     v = json_string(ev->name);
     break;
   }
-  case PROTOBUF_C_TYPE_STRING: {
-    const char *s = *(char *const *)src;
-    if (is_json_text(f)) {
-      json_error_t jerr;
-      v = json_loads(s, JSON_DECODE_ANY, &jerr);
-      if (!v)
-        return kc__fail(c, KC_EINVAL, "stored JSON text is invalid: %s", jerr.text);
-    } else {
-      v = json_string(s);
-      if (!v)
-        return kc__fail(c, KC_EINVAL, "string is not valid UTF-8");
-    }
-    break;
-  }
-  case PROTOBUF_C_TYPE_MESSAGE: {
-    const ProtobufCMessage *sub = *(ProtobufCMessage *const *)src;
-    if (f->descriptor == &kiln__resource__descriptor) {
-      int rc = kc_resource_list_encode((const Kiln__Resource *)sub, &v);
-      if (rc < 0)
-        return kc__fail(c, rc, "cannot encode resources");
-    } else if (f->descriptor == &kiln__string_list__descriptor) {
-      const Kiln__StringList *l = (const Kiln__StringList *)sub;
-      v = json_array();
-      for (size_t i = 0; v && i < l->n_items; i++)
-        if (json_array_append_new(v, json_string(l->items[i])) < 0) {
-          json_decref(v);
-          return kc__fail(c, KC_EINVAL, "cannot encode string list");
-        }
-    } else {
-      return encode_message(c, sub, out);
-    }
-    break;
-  }
+  case PROTOBUF_C_TYPE_STRING:
+    return encode_string(c, f, *(char *const *)src, out);
+  case PROTOBUF_C_TYPE_MESSAGE:
+    return encode_submessage(c, f, *(ProtobufCMessage *const *)src, out);
   default:
     return kc__fail(c, KC_EINVAL, "unsupported field type");
   }
