@@ -211,7 +211,9 @@ EOF
     # Volcano's words for these differ on update (validateJobUpdate) from create.
     '[{"op":"replace","path":"/spec/tasks/0/replicas","value":1}]|on update: .minAvailable. must be <= .replicas. in task'
     '[{"op":"replace","path":"/spec/minAvailable","value":50}]|on update: job .minAvailable. must not be greater than total replicas'
-    '[{"op":"replace","path":"/spec/tasks/1/replicas","value":-1}]|on update: .replicas. must be >= 0 in task'
+    # A negative count is the schema's (minimum), refused in the API server's words as on Volcano.
+    '[{"op":"replace","path":"/spec/tasks/1/replicas","value":-1}]|spec.tasks\[1\].replicas: Invalid value: -1: spec.tasks\[1\].replicas in body should be greater than or equal to 0'
+    '[{"op":"replace","path":"/spec/minAvailable","value":-1}]|spec.minAvailable: Invalid value: -1: spec.minAvailable in body should be greater than or equal to 0'
   )
   local entry msg
   for entry in "${refused[@]}"; do
@@ -227,6 +229,9 @@ EOF
   out=$(kubectl patch vcjob upd -n "$ns" --subresource=status --type=merge \
         -p '{"status":{"state":{"phase":"Sleeping"}}}' 2>&1) && fail "bad phase accepted"
   expect_match 'Unsupported value: "Sleeping"' "$out"
+  out=$(kubectl patch vcjob upd -n "$ns" --subresource=status --type=merge \
+        -p '{"status":{"running":-1}}' 2>&1) && fail "negative status count accepted"
+  expect_match 'status.running in body should be greater than or equal to 0' "$out"
   # A Command cannot be retargeted.
   kubectl create -n "$ns" -f - >/dev/null <<EOF
 apiVersion: bus.volcano.sh/v1alpha1
