@@ -1,5 +1,8 @@
 /* The enqueue action (Volcano pkg/scheduler/actions/enqueue): admits Pending jobs into
- * their queues, in queue and job order, when the plugins say they fit. */
+ * their queues, in queue and job order, when the plugins say they fit. Scheduling gates
+ * play no part here, as in Volcano: a gang whose pods are all gated is admitted (the
+ * enqueueable checks leave their requests out, sch_job_deduct_gated), and controllers that
+ * lift their gates once the PodGroup is Inqueue rely on it; allocate skips gated pods. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,12 +24,6 @@ static int enqueue_execute(sch_session *ssn) {
       continue;
     if (!snap->queues[j->queue].open) {
       KC_V(3, "enqueue: queue %s of job %s is not open", snap->queues[j->queue].name, j->key);
-      continue;
-    }
-    /* Gated pods do not count: a gang that only its gated pods would complete cannot run,
-     * and admitting it would hold queue resources for nothing. */
-    if (j->gated > 0 && sch_job_valid_num(j) - j->gated < j->min_available) {
-      KC_V(3, "enqueue: job %s waits for the scheduling gates of %d pods", j->key, j->gated);
       continue;
     }
     if (jobs[j->queue].n == 0 && (rc = sch__heap_push(ssn, &queues, sch__queue_cmp, j->queue)) < 0)

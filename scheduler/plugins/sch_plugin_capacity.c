@@ -374,8 +374,11 @@ static int job_enqueueable(sch_session *ssn, void *ctx, const sch_job *j) {
 static void job_enqueued(sch_session *ssn, void *ctx, const sch_job *j) {
   cap_state *st = ctx;
   (void)ssn;
-  if (j->has_min_resources && j->queue >= 0 && j->queue < st->n)
-    chain_add(st, j->queue, offsetof(cap_attr, inqueue), &j->min_resources, 1);
+  if (!j->has_min_resources || j->queue < 0 || j->queue >= st->n)
+    return;
+  sch_resource held = j->min_resources;
+  sch_job_deduct_gated(j, &held);
+  chain_add(st, j->queue, offsetof(cap_attr, inqueue), &held, 1);
 }
 
 /* A victim's request shares a dimension with deserved. */
@@ -536,7 +539,8 @@ static void on_deallocate(sch_session *ssn, void *ctx, const sch_task *t) {
 }
 
 /* Allocated and requested by its tasks; inqueue: what an admitted gang's minResources still
- * claims beyond its allocation; elastic: what a job holds above its minResources. */
+ * claims beyond its allocation, less its gated pods' requests (Volcano
+ * DeductSchGatedResources); elastic: what a job holds above its minResources. */
 static void account_job(const sch_snapshot *snap, const sch_job *j, cap_attr *a) {
   int32_t nallocated = sch_job_tally(snap, j, &a->allocated, &a->request);
   if (!j->has_min_resources)
@@ -545,6 +549,7 @@ static void account_job(const sch_snapshot *snap, const sch_job *j, cap_attr *a)
       (j->phase == SCH_PG_RUNNING && nallocated >= j->min_available)) {
     sch_resource rest = j->min_resources;
     exceeded(&rest, &j->allocated);
+    sch_job_deduct_gated(j, &rest);
     sch_resource_add(&a->inqueue, &rest);
   }
   sch_resource el = j->allocated;

@@ -231,7 +231,10 @@ static int job_enqueueable(sch_session *ssn, void *ctx, const sch_job *j) {
   sch_resource_add(&need, &a->inqueue);
   sch_resource_sub(&need, &a->elastic);
   if (fits_capped(&need, &a->real_capability)) {
-    sch_resource_add(&a->inqueue, &j->min_resources);
+    /* Its gated pods' requests are not held (Volcano DeductSchGatedResources). */
+    sch_resource held = j->min_resources;
+    sch_job_deduct_gated(j, &held);
+    sch_resource_add(&a->inqueue, &held);
     return SCH_PERMIT;
   }
   const char *qname = j->queue >= 0 && j->queue < snap->nqueues ? snap->queues[j->queue].name : "";

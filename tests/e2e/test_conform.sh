@@ -229,8 +229,9 @@ never_bound() { # NS POD...
   done
 }
 
-# Gated pods of a PodGroup are never bound and their PodGroup stays Pending; once the gates
-# are removed the gang binds within a session or two.
+# Gated pods of a PodGroup are never bound, but their PodGroup is admitted (Inqueue: Volcano's
+# enqueue does not look at gates); once the gates are removed the gang binds within a session
+# or two.
 test_gated_pods_not_bound_until_ungated() {
   local ns
   ns=$(new_namespace cf-gate)
@@ -242,7 +243,7 @@ test_gated_pods_not_bound_until_ungated() {
   wait_jsonpath 30 podgroup/g '{.status.conditions[?(@.type=="Unschedulable")].status}' True "$ns"
   sessions 3
   expect_eq 0 "$(bound_count "$ns")" "gated pods bound"
-  expect_eq Pending "$(jsonpath podgroup/g '{.status.phase}' "$ns")" "the gated PodGroup's phase"
+  expect_eq Inqueue "$(jsonpath podgroup/g '{.status.phase}' "$ns")" "the gated PodGroup's phase"
   expect_eq SchedulingGated \
     "$(jsonpath pod/p0 '{.status.conditions[?(@.type=="PodScheduled")].reason}' "$ns")" \
     "p0's PodScheduled reason"
@@ -265,6 +266,52 @@ test_gated_pods_not_bound_until_ungated() {
   wait_count 30 "pods bound after the gates went" 2 bound_count "$ns"
   echo "bound $((SECONDS - t0))s after the gates were removed"
   wait_jsonpath 30 podgroup/g '{.status.phase}' Running "$ns"
+  kubectl delete namespace "$ns" --wait=false >/dev/null
+}
+
+# Issue 35: a 4-replica Deployment whose pods are created gated, as a queueing controller
+# that lifts the gates once the PodGroup is Inqueue would have it. pg-controller makes its
+# PodGroup (minMember 4 from the group-min-member annotation the ReplicaSet inherits); the
+# scheduler admits it (Inqueue) with every pod still gated; the test then plays the
+# controller, removes the gates, and the gang binds and runs.
+test_gated_deployment_inqueue_then_running() {
+  local ns pg p
+  ns=$(new_namespace cf-gdep)
+  nodes cf-gdep 1 --cpu 8
+  kubectl apply -f - >/dev/null <<EOF || fail "cannot create the Deployment"
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: $ns
+  annotations: {scheduling.volcano.sh/group-min-member: "4"}
+spec:
+  replicas: 4
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      schedulerName: volcano
+      schedulingGates: [{name: example.com/queue-controller}]
+      nodeSelector: {grp: cf-gdep}
+      containers: [{name: c, image: fake, resources: {requests: {cpu: "1"}}}]
+EOF
+  wait_count 60 "gated pods created" 4 pod_count "$ns" app=web
+  wait_for 60 "the Deployment's PodGroup" bash -c \
+    "kubectl get podgroups -n '$ns' -o name | grep -q ."
+  pg=$(kubectl get podgroups -n "$ns" -o name | head -1)
+  expect_eq 4 "$(jsonpath "$pg" '{.spec.minMember}' "$ns")" "the PodGroup's minMember"
+  wait_jsonpath 60 "$pg" '{.status.phase}' Inqueue "$ns"
+  sessions 2
+  expect_eq 0 "$(bound_count "$ns" app=web)" "gated pods bound"
+  expect_eq Inqueue "$(jsonpath "$pg" '{.status.phase}' "$ns")" "the PodGroup's phase while gated"
+  for p in $(kubectl get pods -n "$ns" -l app=web -o name); do
+    kubectl patch -n "$ns" "$p" --type=json \
+      -p '[{"op":"remove","path":"/spec/schedulingGates"}]' >/dev/null ||
+      fail "cannot remove the gates of $p"
+  done
+  wait_count 30 "pods bound after the gates went" 4 bound_count "$ns" app=web
+  wait_jsonpath 30 "$pg" '{.status.phase}' Running "$ns"
   kubectl delete namespace "$ns" --wait=false >/dev/null
 }
 

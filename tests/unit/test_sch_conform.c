@@ -303,8 +303,9 @@ static void test_codec_scheduling_gates(void **state) {
   json_decref(j);
 }
 
-/* Gated pods are never placed, not even the queue-allocation gate's; their PodGroup stays
- * Pending and the pods get no FailedScheduling. Without the gates the same gang binds. */
+/* Gated pods are never placed, not even the queue-allocation gate's, and get no
+ * FailedScheduling; their PodGroup is admitted all the same (Volcano's enqueue does not look
+ * at gates), so it is Inqueue. Without the gates the same gang binds. */
 static void test_gated_pods_not_placed(void **state) {
   (void)state;
   for (int gated = 1; gated >= 0; gated--) {
@@ -321,7 +322,7 @@ static void test_gated_pods_not_placed(void **state) {
     fx_open(f, core_conf);
     sch_result *r = fx_run(f);
     assert_int_equal(r->nbinds, gated ? 0 : 2);
-    assert_int_equal(fx_pg_status(f, r, "pg")->phase, gated ? SCH_PG_PENDING : SCH_PG_RUNNING);
+    assert_int_equal(fx_pg_status(f, r, "pg")->phase, gated ? SCH_PG_INQUEUE : SCH_PG_RUNNING);
     if (gated) {
       assert_int_equal(r->nwhy, 0);
       for (size_t i = 0; i < r->nevents; i++)
@@ -376,6 +377,74 @@ static void test_gated_job_holds_no_queue_resources(void **state) {
     assert_int_equal(binds_of(f, r, "a"), 0);
     sch_result_free(r);
     fx_free(f);
+  }
+}
+
+/* A Deployment's gang whose 4 pods are all created gated (a queueing controller lifts the
+ * gates once the PodGroup is Inqueue): enqueue admits it although no pod could bind yet,
+ * and the next sessions, the gates gone, place all 4 and it runs. */
+static void test_gated_gang_admitted_then_runs(void **state) {
+  (void)state;
+  for (int gated = 1; gated >= 0; gated--) {
+    fx *f = fx_new();
+    fx_node(f, "n1", 8000, 16 * GI, 110);
+    /* before the gates are lifted the PodGroup is new; after, it is the one admitted */
+    Kiln__PodGroup *pg = fx_pg(f, "pg", "default", 4, gated ? "Pending" : "Inqueue");
+    fx_pg_min_resources(pg, 4000, 4 * GI);
+    for (int i = 0; i < 4; i++) {
+      char name[8];
+      snprintf(name, sizeof(name), "p%d", i);
+      if (gated)
+        gated_pod(f, name, "pg", "example.com/queue-controller");
+      else
+        fx_pod(f, name, "pg", 1000, GI, NULL);
+    }
+    fx_open(f, core_conf);
+    sch_result *r = fx_run(f);
+    assert_int_equal(r->nbinds, gated ? 0 : 4);
+    assert_int_equal(fx_pg_status(f, r, "pg")->phase, gated ? SCH_PG_INQUEUE : SCH_PG_RUNNING);
+    sch_result_free(r);
+    fx_free(f);
+  }
+}
+
+/* capacity and proportion hold none of a gated gang's requests in its queue, whether it
+ * was admitted earlier or in this session (Volcano DeductSchGatedResources at session open
+ * and in JobEnqueueable/JobEnqueued): gang a, first in job order, all gated, is admitted
+ * into a queue of 4 cpu, and b, which needs the 4 cpu, is admitted after it and binds. */
+static void test_gated_gang_holds_nothing_in_queue(void **state) {
+  (void)state;
+  static const char *plugins[] = {"capacity", "proportion"};
+  for (int k = 0; k < 2; k++) {
+    for (int admitted = 0; admitted <= 1; admitted++) {
+      char conf[256];
+      snprintf(conf, sizeof(conf),
+               "actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: priority\n"
+               "  - name: gang\n- plugins:\n  - name: predicates\n  - name: %s\n",
+               plugins[k]);
+      fx *f = fx_new();
+      fx_node(f, "n1", 8000, 16 * GI, 110);
+      fx_queue_capability(fx_queue(f, "q", 1), 4000, 8 * GI);
+      Kiln__PodGroup *a = fx_pg(f, "a", "q", 4, admitted ? "Inqueue" : "Pending");
+      a->metadata->creation_timestamp = fx_str("2026-11-29T09:00:00Z");
+      fx_pg_min_resources(a, 4000, 4 * GI);
+      Kiln__PodGroup *b = fx_pg(f, "b", "q", 4, "Pending");
+      fx_pg_min_resources(b, 4000, 4 * GI);
+      for (int i = 0; i < 4; i++) {
+        char name[8];
+        snprintf(name, sizeof(name), "a%d", i);
+        gated_pod(f, name, "a", "example.com/wait");
+        snprintf(name, sizeof(name), "b%d", i);
+        fx_pod(f, name, "b", 1000, GI, NULL);
+      }
+      fx_open(f, conf);
+      sch_result *r = fx_run(f);
+      assert_int_equal(fx_pg_status(f, r, "a")->phase, SCH_PG_INQUEUE);
+      assert_int_equal(binds_of(f, r, "a"), 0);
+      assert_int_equal(binds_of(f, r, "b"), 4);
+      sch_result_free(r);
+      fx_free(f);
+    }
   }
 }
 
@@ -508,6 +577,8 @@ int main(void) {
       cmocka_unit_test(test_gated_pods_not_placed),
       cmocka_unit_test(test_gated_pod_holds_gang),
       cmocka_unit_test(test_gated_job_holds_no_queue_resources),
+      cmocka_unit_test(test_gated_gang_admitted_then_runs),
+      cmocka_unit_test(test_gated_gang_holds_nothing_in_queue),
       cmocka_unit_test(test_gated_pods_preempt_nothing),
       cmocka_unit_test(test_sla_job_order),
       cmocka_unit_test(test_sla_enqueue_overrides_quota),
