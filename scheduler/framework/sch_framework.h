@@ -37,6 +37,11 @@
 /* Snapshot                                                                             */
 /* ------------------------------------------------------------------------------------ */
 
+/* Volcano's own scheduling gate and opt-in annotation (scheduling v1beta1
+ * QueueAllocationGateKey): the SchedulingGatesQueueAdmission feature lifts it once the queue
+ * has room; Kiln does not (yet), but counts it as Volcano does (sch_task.queue_gated_only). */
+#define SCH_QUEUE_ALLOCATION_GATE "scheduling.volcano.sh/queue-allocation-gate"
+
 /* Volcano TaskStatus. */
 #define SCH_TASK_STATUS_MAP(XX)                                                                    \
   XX(PENDING, "Pending")                                                                           \
@@ -88,6 +93,10 @@ typedef struct sch_task {
   /* spec.schedulingGates is not empty (Volcano SchGated): never placed, whatever the gate
    * (scheduling.volcano.sh/queue-allocation-gate included: Kiln does not lift it). */
   bool gated;
+  /* Its only gate is scheduling.volcano.sh/queue-allocation-gate (Volcano
+   * HasOnlyVolcanoSchedulingGate): a pod waiting for queue room, not for someone else, so
+   * its request counts against the queue like an ungated pod's (sch_job_deduct_gated). */
+  bool queue_gated_only;
   /* Index into the session's reason table of why it was not placed, -1 if none. */
   int32_t why;
   /* The node-order score of the node the allocate action chose (the replay prints it);
@@ -138,7 +147,7 @@ typedef struct sch_job {
   sch_resource total_request;     /* resreq of all tasks */
   int32_t pending_best_effort;    /* Pending tasks with no request */
   int32_t gated;                  /* Pending tasks with scheduling gates */
-  sch_resource gated_resreq;      /* their resreq */
+  sch_resource gated_resreq;      /* their resreq, but not queue_gated_only tasks' */
   /* Session state. */
   bool invalid;          /* failed JobValid: skipped by the actions */
   int32_t fit_message;   /* reason-table index of the aggregated fit error, -1 none */
@@ -240,9 +249,10 @@ int32_t sch_job_pending_best_effort_num(const sch_snapshot *snap, const sch_job 
  * to *request (the queue plugins' accounting); returns how many are allocated. */
 int32_t sch_job_tally(const sch_snapshot *snap, const sch_job *j, sch_resource *allocated,
                       sch_resource *request);
-/* Volcano DeductSchGatedResources: r less the resreq of the job's gated tasks, per dimension
- * and never below zero. What an admitted job holds in its queue (proportion, overcommit), so
- * that gated pods do not keep other jobs out. */
+/* Volcano DeductSchGatedResources: r less the resreq of the job's gated tasks (but those
+ * gated only by the queue-allocation gate), per dimension and never below zero. What an
+ * admitted job holds in its queue (capacity, proportion, overcommit), so that gated pods do
+ * not keep other jobs out. */
 void sch_job_deduct_gated(const sch_job *j, sch_resource *r);
 
 /* ------------------------------------------------------------------------------------ */

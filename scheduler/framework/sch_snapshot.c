@@ -558,6 +558,9 @@ static int build_tasks(sch_snapshot *s, const Kiln__Snapshot *msg, const sch_sna
     t->best_effort = p->best_effort ||
                      (sch_resource_is_empty(&t->init_resreq) && sch_resource_is_empty(&t->resreq));
     t->gated = p->n_scheduling_gates > 0;
+    /* The API server refuses a gate named twice, so one gate is "only this one". */
+    t->queue_gated_only = p->n_scheduling_gates == 1 && p->scheduling_gates[0] &&
+                          strcmp(p->scheduling_gates[0], SCH_QUEUE_ALLOCATION_GATE) == 0;
     if (ours(opt, p->scheduler_name)) {
       int rc = job_of_pod(s, p, defq, cap_jobs, &t->job);
       if (rc < 0)
@@ -581,7 +584,8 @@ static void job_add_task(sch_snapshot *s, int32_t i) {
     j->pending_best_effort++;
   if (t->status == SCH_TASK_PENDING && t->gated) {
     j->gated++;
-    sch_resource_add(&j->gated_resreq, &t->resreq);
+    if (!t->queue_gated_only)
+      sch_resource_add(&j->gated_resreq, &t->resreq);
   }
 }
 

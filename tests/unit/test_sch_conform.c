@@ -448,6 +448,41 @@ static void test_gated_gang_holds_nothing_in_queue(void **state) {
   }
 }
 
+/* A pod gated only by Volcano's queue-allocation gate waits for room in its queue, not for
+ * someone else, so Volcano counts its request against the queue (GetSchGatedPodResources
+ * leaves it out of the deduction): admitted gang a of such pods holds its minResources and
+ * b, which needs the same 4 cpu, waits. With another gate as well, a holds nothing. */
+static void test_queue_gated_pods_hold_their_queue(void **state) {
+  (void)state;
+  for (int other = 0; other <= 1; other++) {
+    fx *f = fx_new();
+    fx_node(f, "n1", 4000, 8 * GI, 110);
+    Kiln__PodGroup *a = fx_pg(f, "a", "default", 4, "Inqueue");
+    fx_pg_min_resources(a, 4000, 4 * GI);
+    Kiln__PodGroup *b = fx_pg(f, "b", "default", 4, "Pending");
+    fx_pg_min_resources(b, 4000, 4 * GI);
+    for (int i = 0; i < 4; i++) {
+      char name[8];
+      snprintf(name, sizeof(name), "a%d", i);
+      Kiln__Pod *p = gated_pod(f, name, "a", SCH_QUEUE_ALLOCATION_GATE);
+      if (other) {
+        p->scheduling_gates = fx_alloc(2 * sizeof(*p->scheduling_gates));
+        p->scheduling_gates[0] = fx_str("example.com/wait");
+        p->scheduling_gates[1] = fx_str(SCH_QUEUE_ALLOCATION_GATE);
+        p->n_scheduling_gates = 2;
+      }
+      snprintf(name, sizeof(name), "b%d", i);
+      fx_pod(f, name, "b", 1000, GI, NULL);
+    }
+    fx_open(f, core_conf);
+    sch_result *r = fx_run(f);
+    assert_int_equal(binds_of(f, r, "b"), other ? 4 : 0);
+    assert_int_equal(binds_of(f, r, "a"), 0);
+    sch_result_free(r);
+    fx_free(f);
+  }
+}
+
 /* A gated high-priority gang takes nothing from a full cluster: preempt leaves its tasks
  * out (they could not bind on what the victims free); ungated, the same gang does. */
 static void test_gated_pods_preempt_nothing(void **state) {
@@ -579,6 +614,7 @@ int main(void) {
       cmocka_unit_test(test_gated_job_holds_no_queue_resources),
       cmocka_unit_test(test_gated_gang_admitted_then_runs),
       cmocka_unit_test(test_gated_gang_holds_nothing_in_queue),
+      cmocka_unit_test(test_queue_gated_pods_hold_their_queue),
       cmocka_unit_test(test_gated_pods_preempt_nothing),
       cmocka_unit_test(test_sla_job_order),
       cmocka_unit_test(test_sla_enqueue_overrides_quota),
