@@ -189,6 +189,16 @@ int kc_metrics_exponential_buckets(double start, double factor, size_t count, do
   return 0;
 }
 
+int kc_metrics_exponential_buckets_range(double min, double max, size_t count, double *out) {
+  if (!(min > 0) || !(max > min) || count < 2)
+    return KC_EINVAL;
+  /* As Go's client computes them: a growth factor, then min * factor^i for each bucket. */
+  double factor = pow(max / min, 1.0 / (double)(count - 1));
+  for (size_t i = 0; i < count; i++)
+    out[i] = min * pow(factor, (double)i);
+  return 0;
+}
+
 /* ---- series ---- */
 
 /* Joins label values with 0xff, a byte that never occurs in UTF-8, so
@@ -299,6 +309,18 @@ void kc_histogram_observe(kc_series *s, double v) {
     s->buckets[lo]++;
   s->count++;
   s->value += v;
+}
+
+int kc_histogram_merge(kc_series *s, const uint64_t *counts, size_t ncounts, uint64_t n,
+                       double sum) {
+  const kc_metric *m = s->family;
+  if (m->type != KC_METRIC_HISTOGRAM || ncounts != m->nbounds + 1)
+    return KC_EINVAL;
+  for (size_t i = 0; i < m->nbounds; i++)
+    s->buckets[i] += counts[i];
+  s->count += n;
+  s->value += sum;
+  return 0;
 }
 
 double kc_series_value(const kc_series *s) {

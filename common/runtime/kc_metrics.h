@@ -11,6 +11,7 @@
 #define KC_METRICS_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "kc_error.h"
 
 typedef struct kc_metrics kc_metrics;
@@ -28,6 +29,10 @@ extern const double kc_metrics_default_buckets[11];
 /* Fills out[0..count) with start * factor^i. KC_EINVAL unless start > 0,
  * factor > 1, count >= 1. */
 int kc_metrics_exponential_buckets(double start, double factor, size_t count, double *out);
+
+/* Fills out[0..count) with count bounds from min to max growing by one factor, as Go's
+ * prometheus.ExponentialBucketsRange. KC_EINVAL unless 0 < min < max, count >= 2. */
+int kc_metrics_exponential_buckets_range(double min, double max, size_t count, double *out);
 
 KC_NODISCARD int kc_metrics_new(kc_metrics **out);
 void kc_metrics_free(kc_metrics *r); /* NULL is a no-op */
@@ -63,6 +68,11 @@ void kc_counter_inc(kc_series *s);
 void kc_gauge_set(kc_series *s, double v);
 void kc_gauge_add(kc_series *s, double v);
 void kc_histogram_observe(kc_series *s, double v);
+/* Adds observations counted elsewhere to a histogram: counts[i] of them in bucket i (not
+ * cumulative; ncounts is the number of bounds + 1, the last for those above every bound),
+ * n in all, summing to sum. KC_EINVAL for another type or another number of buckets. */
+int kc_histogram_merge(kc_series *s, const uint64_t *counts, size_t ncounts, uint64_t n,
+                       double sum);
 /* Counter or gauge value; a histogram's sum. */
 double kc_series_value(const kc_series *s);
 /* A histogram's observation count (0 for others). */
