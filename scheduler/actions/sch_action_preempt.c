@@ -59,16 +59,20 @@ static int ranked_nodes(sch_session *ssn, const sch_task *t, int32_t *out, doubl
   sch_snapshot *snap = ssn->snap;
   *n = 0;
   ssn->preempting = true;
+  uint64_t t0 = sch__clock(ssn);
   for (int32_t k = 0; k < ssn->nnode_list; k++) {
     int32_t ni = ssn->node_list[k];
     sch_fit why = {0};
     if (sch_session_predicate(ssn, t, &snap->nodes[ni], &why) == SCH_FIT)
       out[(*n)++] = ni;
   }
+  sch__stage_done(ssn, SCH_STAGE_PREDICATE, t0);
   ssn->preempting = false;
-  if (*n > 1)
+  if (*n > 1) {
+    t0 = sch__clock(ssn);
     sch_session_node_scores(ssn, t, out, *n, scores);
-  else if (*n == 1)
+    sch__stage_done(ssn, SCH_STAGE_SCORING, t0);
+  } else if (*n == 1)
     scores[0] = 0;
   return 0;
 }

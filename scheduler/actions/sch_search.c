@@ -153,7 +153,7 @@ static inline unsigned short_dims(const sch_resource *req, unsigned reqmask, con
 
 /* Finds feasible nodes for t into s->feasible, resuming where the last scan stopped.
  * With none, returns the id of the aggregated reason; otherwise -1. */
-int32_t sch__find_nodes(sch__search *s, const sch_task *t, bool check_resources) {
+static int32_t find_nodes(sch__search *s, const sch_task *t, bool check_resources) {
   sch_session *ssn = s->ssn;
   sch_snapshot *snap = ssn->snap;
   int32_t all = ssn->nnode_list;
@@ -193,6 +193,14 @@ int32_t sch__find_nodes(sch__search *s, const sch_task *t, bool check_resources)
   return s->nfeasible ? -1 : fit_message(s);
 }
 
+/* One search is Volcano's PredicateNodes: one observation of the Predicate stage. */
+int32_t sch__find_nodes(sch__search *s, const sch_task *t, bool check_resources) {
+  uint64_t t0 = sch__clock(s->ssn);
+  int32_t rc = find_nodes(s, t, check_resources);
+  sch__stage_done(s->ssn, SCH_STAGE_PREDICATE, t0);
+  return rc;
+}
+
 int sch__find_fit(sch__search *s, sch_job *j, sch_task *t, bool check_resources) {
   int32_t why = sch__find_nodes(s, t, check_resources);
   if (why < -1)
@@ -213,7 +221,9 @@ int32_t sch__best_node_scored(sch__search *s, const sch_task *t, double *score, 
   if (s->nfeasible == 1 ||
       (ssn->cbs[SCH_CB_NODE_ORDER].n == 0 && ssn->cbs[SCH_CB_BATCH_NODE_ORDER].n == 0))
     return s->feasible[0];
+  uint64_t t0 = sch__clock(ssn);
   sch_session_node_scores(ssn, t, s->feasible, s->nfeasible, s->scores);
+  sch__stage_done(ssn, SCH_STAGE_SCORING, t0); /* Volcano's PrioritizeNodes */
   size_t best = 0;
   for (size_t i = 1; i < s->nfeasible; i++)
     if (s->scores[i] > s->scores[best])

@@ -154,6 +154,11 @@ typedef struct sch_job {
   int32_t queue_message; /* reason index of "queue ... insufficient", -1 none */
   int32_t why_message;   /* reason index of the actionable explanation (sch_why.c), -1 none */
   bool why_too_big;      /* it says a pod fits no node even when empty */
+  /* For the job metrics: the drf plugin's last dominant share (job_share), and whether the
+   * gang plugin found the job not ready at close (a retry, job_retry_counts). */
+  bool has_share;
+  double share;
+  bool retried;
 } sch_job;
 
 typedef struct sch_queue {
@@ -172,6 +177,15 @@ typedef struct sch_queue {
    * unlimited), for the queue_real_capacity metrics. */
   bool has_real_capability;
   sch_resource real_capability;
+  /* Set by the queue plugins as Volcano's update their queue metrics: with has_share, the
+   * session's last share and the queue's request and inqueue resources (proportion for the
+   * queues with jobs, capacity for all); has_weight: proportion reports the weight;
+   * overused: -1 when never asked, else the last Overused answer. */
+  bool has_share;
+  double share;
+  sch_resource request, inqueue;
+  bool has_weight;
+  int8_t overused;
 } sch_queue;
 
 typedef struct sch_snapshot_options {
@@ -359,6 +373,20 @@ typedef struct sch_carry {
 #define SCH_CARRY_INIT                                                                             \
   { -1 }
 
+/* The stages a session times when it has a clock (Volcano's scheduling_stage_duration):
+ * one node search of a task (Predicate), one scoring of its feasible nodes (Scoring). */
+typedef enum { SCH_STAGE_PREDICATE, SCH_STAGE_SCORING, SCH_STAGE__COUNT } sch_stage;
+
+#define SCH_HIST_MAX_BOUNDS 32
+
+/* Observations in milliseconds counted into buckets: counts[i] those <= bounds[i] (and above
+ * bounds[i - 1]), counts[nbounds] those above every bound. */
+typedef struct sch_hist {
+  uint64_t counts[SCH_HIST_MAX_BOUNDS + 1];
+  uint64_t n;
+  double sum;
+} sch_hist;
+
 typedef struct sch_session_options {
   int percentage_nodes_to_find;         /* 0: adaptive (Volcano) */
   int minimum_percentage_nodes_to_find; /* 5 */
@@ -366,10 +394,16 @@ typedef struct sch_session_options {
   int64_t now;                          /* Unix seconds; 0: the snapshot's time       */
   const char *session_uid;              /* transitionID; NULL: from the snapshot time */
   sch_carry carry;                      /* from the session before; SCH_CARRY_INIT    */
+  /* A monotonic clock in nanoseconds, for the timing metrics only (plugin open and close,
+   * the stages); NULL: nothing is timed (the replay, the tests). No decision reads it. */
+  uint64_t (*clock_ns)(void);
+  /* The stages' bucket bounds in milliseconds, increasing (at most SCH_HIST_MAX_BOUNDS). */
+  const double *stage_bounds;
+  size_t nstage_bounds;
 } sch_session_options;
 
 #define SCH_SESSION_OPTIONS_DEFAULT                                                                \
-  { 0, 5, 100, 0, NULL, SCH_CARRY_INIT }
+  { 0, 5, 100, 0, NULL, SCH_CARRY_INIT, NULL, NULL, 0 }
 
 /* Votes of the tri-state extension points (JobPipelined, JobEnqueueable). */
 enum { SCH_REJECT = -1, SCH_ABSTAIN = 0, SCH_PERMIT = 1 };
@@ -643,6 +677,12 @@ typedef struct sch_task_why {
   char *message; /* owned */
 } sch_task_why;
 
+/* How long a plugin's open and close took (Volcano's plugin_scheduling_latency). */
+typedef struct sch_plugin_time {
+  const char *plugin; /* static, the plugin's name */
+  uint64_t open_ns, close_ns;
+} sch_plugin_time;
+
 typedef struct sch_result {
   sch_bind *binds;
   size_t nbinds;
@@ -661,7 +701,12 @@ typedef struct sch_result {
   sch_task_why *why;
   size_t nwhy;
   sch_carry carry; /* for the next session's options (see sch_carry) */
-  char **strings;  /* private: owned strings */
+  /* With a clock in the options: each configured plugin's open and close, in tier order,
+   * and the stages' durations. */
+  sch_plugin_time *plugin_times;
+  size_t nplugin_times;
+  sch_hist stages[SCH_STAGE__COUNT];
+  char **strings; /* private: owned strings */
   size_t nstrings;
 } sch_result;
 

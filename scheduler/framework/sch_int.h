@@ -142,6 +142,10 @@ void sch__why_detail(sch_session *ssn, const sch_job *j, char *buf, size_t len);
 /* "40" cpu, "1500m", "64Gi" memory: dim 0 cpu, 1 memory, 2+i scalar slot i. */
 void sch__why_amount(int dim, int64_t v, char *buf, size_t len);
 void sch__why_dim_name(const sch_snapshot *snap, int dim, char *buf, size_t len);
+/* The options' clock in nanoseconds, 0 without one (metrics only: no decision reads it). */
+uint64_t sch__clock(const sch_session *ssn);
+/* One observation of stage since start (a sch__clock reading); nothing without a clock. */
+void sch__stage_done(sch_session *ssn, sch_stage stage, uint64_t start);
 /* The configuration lists the action. */
 bool sch__action_configured(const sch_session *ssn, const char *name);
 

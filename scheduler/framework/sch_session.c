@@ -510,6 +510,25 @@ static void session_free(sch_session *ssn) {
   free(ssn);
 }
 
+uint64_t sch__clock(const sch_session *ssn) {
+  return ssn->opts.clock_ns ? ssn->opts.clock_ns() : 0;
+}
+
+void sch__stage_done(sch_session *ssn, sch_stage stage, uint64_t start) {
+  if (!ssn->opts.clock_ns)
+    return;
+  double ms = (double)(ssn->opts.clock_ns() - start) / 1e6;
+  sch_hist *h = &ssn->res->stages[stage];
+  size_t n =
+      ssn->opts.nstage_bounds < SCH_HIST_MAX_BOUNDS ? ssn->opts.nstage_bounds : SCH_HIST_MAX_BOUNDS;
+  size_t b = 0;
+  while (b < n && ms > ssn->opts.stage_bounds[b])
+    b++;
+  h->counts[b]++;
+  h->n++;
+  h->sum += ms;
+}
+
 static void close_plugins(sch_session *ssn, size_t upto) {
   size_t k = 0;
   for (size_t t = 0; ssn->conf && t < ssn->conf->ntiers; t++)
@@ -517,8 +536,11 @@ static void close_plugins(sch_session *ssn, size_t upto) {
       if (k >= upto)
         return;
       const sch_plugin *pl = ssn->conf->tiers[t].plugins[p].plugin;
+      uint64_t t0 = sch__clock(ssn);
       if (pl && pl->close)
         pl->close(ssn, ssn->plugin_state[k]);
+      if (ssn->res->plugin_times && k < ssn->res->nplugin_times)
+        ssn->res->plugin_times[k].close_ns = sch__clock(ssn) - t0;
     }
 }
 
@@ -552,7 +574,11 @@ int sch_session_open(sch_snapshot *snap, const sch_conf *conf, const sch_session
     np += conf->tiers[t].nplugins;
   ssn->nplugins = np;
   ssn->plugin_state = calloc(np ? np : 1, sizeof(void *));
-  if (!ssn->res || !ssn->job_cond || !ssn->node_list || !ssn->plugin_state) {
+  if (ssn->res && ssn->opts.clock_ns && np &&
+      (ssn->res->plugin_times = calloc(np, sizeof(*ssn->res->plugin_times))))
+    ssn->res->nplugin_times = np;
+  if (!ssn->res || !ssn->job_cond || !ssn->node_list || !ssn->plugin_state ||
+      (ssn->opts.clock_ns && np && !ssn->res->plugin_times)) {
     session_free(ssn);
     return KC_ENOMEM;
   }
@@ -567,8 +593,13 @@ int sch_session_open(sch_snapshot *snap, const sch_conf *conf, const sch_session
       const sch_plugin_conf *pc = &conf->tiers[t].plugins[p];
       ssn->cur_tier = (int)t;
       ssn->cur_plugin = pc;
+      uint64_t t0 = sch__clock(ssn);
       int rc =
           pc->plugin && pc->plugin->open ? pc->plugin->open(ssn, pc, &ssn->plugin_state[k]) : 0;
+      if (ssn->res->plugin_times) {
+        ssn->res->plugin_times[k].plugin = pc->plugin ? pc->plugin->name : "";
+        ssn->res->plugin_times[k].open_ns = sch__clock(ssn) - t0;
+      }
       if (rc < 0) {
         KC_ERROR("scheduler: plugin %s failed to open: %s", pc->plugin->name, kc_strerror(rc));
         close_plugins(ssn, k);
@@ -752,6 +783,7 @@ void sch_result_free(sch_result *r) {
   for (size_t i = 0; i < r->nwhy; i++)
     free(r->why[i].message);
   free(r->why);
+  free(r->plugin_times);
   for (size_t i = 0; i < r->nstrings; i++)
     free(r->strings[i]);
   free(r->strings);

@@ -368,6 +368,7 @@ static int build_queues(sch_snapshot *s, const Kiln__Snapshot *msg, const char *
     sq->weight = 1;
     sq->reclaimable = true;
     sq->open = true;
+    sq->overused = -1;
     sq->creation_time = parse_time(q->metadata->creation_timestamp);
     if (q->spec) {
       if (q->spec->has_weight && q->spec->weight > 0)
@@ -400,6 +401,7 @@ static int build_queues(sch_snapshot *s, const Kiln__Snapshot *msg, const char *
     sq->weight = 1;
     sq->reclaimable = true;
     sq->open = true;
+    sq->overused = -1;
     int rc = put_index(&s->queue_index, sq->name, s->nqueues);
     if (rc < 0)
       return rc;

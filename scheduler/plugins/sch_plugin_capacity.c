@@ -820,10 +820,18 @@ static int capacity_open(sch_session *ssn, const sch_plugin_conf *conf, void **s
 }
 
 static void capacity_close(sch_session *ssn, void *state) {
-  (void)ssn;
   cap_state *st = state;
   if (!st)
     return;
+  /* The queue metrics, for every queue as the capacity plugin publishes them. */
+  sch_snapshot *snap = sch_session_snapshot(ssn);
+  for (int32_t i = 0; st->q && i < st->n && i < snap->nqueues; i++) {
+    sch_queue *q = &snap->queues[i];
+    q->has_share = true;
+    q->share = st->q[i].share;
+    q->request = st->q[i].request;
+    q->inqueue = st->q[i].inqueue;
+  }
   free(st->pool);
   free(st->scratch);
   free(st->q);

@@ -558,6 +558,12 @@ static void drf_close(sch_session *ssn, void *state) {
   drf_state *st = state;
   if (st == NULL)
     return;
+  sch_snapshot *snap = sch_session_snapshot(ssn);
+  /* Volcano sets job_share for every job at open and on every allocation: the last value. */
+  for (int32_t j = 0; st->jobs && j < st->njobs && j < snap->njobs; j++) {
+    snap->jobs[j].has_share = true;
+    snap->jobs[j].share = st->jobs[j].share;
+  }
   for (int32_t i = 0; st->qpath && st->qweights && i < sch_session_snapshot(ssn)->nqueues; i++) {
     free(st->qpath[i]);
     free(st->qweights[i]);

@@ -212,6 +212,7 @@ static void gang_close(sch_session *ssn, void *state) {
       continue;
     }
     int32_t unready = j->min_available - sch_job_ready_num(j);
+    j->retried = true; /* Volcano's gang counts a retry (job_retry_counts) */
     char detail[768];
     sch__why_detail(ssn, j, detail, sizeof(detail));
     if (!detail[0])

@@ -187,6 +187,7 @@ static bool overused(sch_session *ssn, void *ctx, const sch_queue *q) {
   if (a == NULL)
     return false;
   bool over = sch_resource_less_equal(&a->deserved, &a->allocated);
+  sch_session_snapshot(ssn)->queues[q - sch_session_snapshot(ssn)->queues].overused = over;
   if (over)
     KC_V(3, "proportion: queue %s is overused (share %.2f)", q->name, a->share);
   return over;
@@ -383,10 +384,21 @@ static int proportion_open(sch_session *ssn, const sch_plugin_conf *conf, void *
 }
 
 static void proportion_close(sch_session *ssn, void *state) {
-  (void)ssn;
   proportion_state *st = state;
   if (st == NULL)
     return;
+  /* The queue metrics of the queues with jobs, as Volcano's proportion leaves them. */
+  sch_snapshot *snap = sch_session_snapshot(ssn);
+  for (int32_t i = 0; st->queues && i < st->nqueues && i < snap->nqueues; i++) {
+    const queue_attr *a = &st->queues[i];
+    if (!a->active)
+      continue;
+    sch_queue *q = &snap->queues[i];
+    q->has_share = q->has_weight = true;
+    q->share = a->share;
+    q->request = a->request;
+    q->inqueue = a->inqueue;
+  }
   free(st->queues);
   free(st);
 }

@@ -16,7 +16,8 @@ typedef struct bind_req {
   struct bind_req *next;
   struct sch_binder *b;
   char *ns, *name, *uid, *node;
-  uint64_t t0; /* uv_hrtime when handed over */
+  uint64_t t0;       /* uv_hrtime when handed over */
+  int64_t created_s; /* the pod's creation, for on_done */
 } bind_req;
 
 struct sch_binder {
@@ -121,7 +122,7 @@ static void bind_done(const kc_api_result *res, void *data) {
     }
   }
   if (b->opt.on_done)
-    b->opt.on_done(res->err, lat, b->opt.done_ud);
+    b->opt.on_done(res->err, lat, r->created_s, b->opt.done_ud);
   req_free(r);
 }
 
@@ -241,7 +242,7 @@ void sch_binder_free(sch_binder *b) {
 }
 
 int sch_binder_bind(sch_binder *b, const char *ns, const char *name, const char *uid,
-                    const char *node) {
+                    const char *node, int64_t created_s) {
   bind_req *r = calloc(1, sizeof(*r));
   if (r == NULL)
     return KC_ENOMEM;
@@ -251,6 +252,7 @@ int sch_binder_bind(sch_binder *b, const char *ns, const char *name, const char 
   r->uid = uid && uid[0] ? strdup(uid) : NULL;
   r->node = strdup(node);
   r->t0 = uv_hrtime();
+  r->created_s = created_s;
   if (!r->ns || !r->name || !r->node || (uid && uid[0] && !r->uid)) {
     req_free(r);
     return KC_ENOMEM;

@@ -29,8 +29,9 @@ typedef struct {
   /* Gate for every write; NULL allows them. 0 when this process may write. */
   int (*may_write)(void *ud);
   void *ud;
-  /* Called after each bind attempt ends: ok, and the time from hand-over to the answer. */
-  void (*on_done)(int err, uint64_t latency_ns, void *done_ud);
+  /* Called after each bind attempt ends: ok, the time from hand-over to the answer, and the
+   * pod's creation time given to sch_binder_bind. */
+  void (*on_done)(int err, uint64_t latency_ns, int64_t created_s, void *done_ud);
   void *done_ud;
   /* Test aid: hold every bind this long before sending it (0: none). */
   int64_t delay_ms;
@@ -52,10 +53,10 @@ void sch_binder_free(sch_binder *b);
 void sch_pod_unschedulable(kc_client *c, const char *ns, const char *name, const char *reason,
                            const char *message);
 
-/* Queues a bind of pod ns/name (uid may be NULL) to node. Strings are copied. 0 or
- * KC_ENOMEM. */
+/* Queues a bind of pod ns/name (uid may be NULL) to node; created_s (the pod's creation, Unix
+ * seconds, 0 unknown) goes back to on_done. Strings are copied. 0 or KC_ENOMEM. */
 KC_NODISCARD int sch_binder_bind(sch_binder *b, const char *ns, const char *name, const char *uid,
-                                 const char *node);
+                                 const char *node, int64_t created_s);
 
 typedef struct {
   uint64_t sent, bound, failed, gone;

@@ -24,6 +24,7 @@
 #include "sch_evictor.h"
 #include "sch_conf.h"
 #include "sch_framework.h"
+#include "sch_metrics.h"
 
 /* The config file is capped: a Volcano configuration is a few hundred bytes. */
 #define MAX_CONF_BYTES (1u << 20)
@@ -106,7 +107,7 @@ struct sch_shell {
   bool logged_not_synced;
   /* Metrics (NULL without a registry). */
   kc_series *m_e2e, *m_open, *m_attempt_ok, *m_attempt_unsched, *m_attempt_err;
-  kc_series *m_unsched_jobs, *m_bind_latency;
+  kc_series *m_unsched_jobs;
   kc_metric *m_action, *m_unsched_tasks, *m_q_cpu, *m_q_mem;
   /* Volcano's queue_deserved_*, queue_capacity_*, queue_real_capacity_* (cpu, memory). */
   kc_metric *m_q_res[3][2];
@@ -115,6 +116,7 @@ struct sch_shell {
   kc_metric *m_q_scalar[4];
   kc_series *m_preempt_attempts, *m_preempt_victims;
   kc_metric *m_evictions;
+  sch_metrics mx; /* the job, queue, plugin and stage metrics */
   sch_evictor *evictor;
   sch_run *run;         /* the session in flight, or NULL */
   uint64_t binds_stale; /* binds dropped: the pod changed while its session ran */
@@ -231,24 +233,28 @@ static void setup_metrics(sch_shell *sh) {
   kc_metrics *r = sh->metrics;
   if (r == NULL)
     return;
-  double lat[10];
-  kc_metrics_exponential_buckets(5, 2, 10, lat);
+  /* Volcano's buckets: sessions 1 ms .. 5 s, actions 1 ms .. 2 s. */
+  double lat[20], act[20];
+  kc_metrics_exponential_buckets_range(1, 5000, 20, lat);
+  kc_metrics_exponential_buckets_range(1, 2000, 20, act);
   kc_metric *m;
   static const char *const result_l[] = {"result", NULL};
   static const char *const action_l[] = {"action", NULL};
   static const char *const job_l[] = {"job_id", NULL};
   static const char *const queue_l[] = {"queue_name", NULL};
-  static const char *const stage_l[] = {"stage", NULL};
-  if (kc_metrics_histogram(
-          r, "volcano_e2e_scheduling_latency_milliseconds",
-          "E2e scheduling latency in milliseconds (scheduling algorithm + binding)", NULL, lat, 10,
-          &m) == 0)
+  if (kc_metrics_histogram(r, "volcano_e2e_scheduling_latency_milliseconds",
+                           "Duration of a single scheduling session execution in milliseconds. "
+                           "It covers the entire cycle from session open, action executions to "
+                           "session close.",
+                           NULL, lat, 20, &m) == 0)
     kc_metric_series(m, NULL, &sh->m_e2e);
   if (kc_metrics_histogram(r, "volcano_open_session_duration_milliseconds",
-                           "The time spent on opening session", NULL, lat, 10, &m) == 0)
+                           "Duration of opening a scheduling session in milliseconds, including "
+                           "cache snapshot and session initialization.",
+                           NULL, lat, 20, &m) == 0)
     kc_metric_series(m, NULL, &sh->m_open);
   kc_metrics_histogram(r, "volcano_action_scheduling_latency_milliseconds",
-                       "Action scheduling latencies in milliseconds", action_l, lat, 10,
+                       "Action scheduling latency in milliseconds", action_l, act, 20,
                        &sh->m_action);
   if (kc_metrics_counter(r, "volcano_schedule_attempts_total",
                          "Number of attempts to schedule pods, by the result. 'unschedulable' "
@@ -272,7 +278,7 @@ static void setup_metrics(sch_shell *sh) {
       {"volcano_queue_deserved_milli_cpu", "volcano_queue_deserved_memory_bytes"},
       {"volcano_queue_capacity_milli_cpu", "volcano_queue_capacity_memory_bytes"},
       {"volcano_queue_real_capacity_milli_cpu", "volcano_queue_real_capacity_memory_bytes"}};
-  static const char *const qhelp[3] = {"Deserved", "Capability", "Real capability"};
+  static const char *const qhelp[3] = {"Deserved", "Capacity", "Capacity"};
   for (int i = 0; i < 3; i++)
     for (int k = 0; k < 2; k++) {
       char help[96];
@@ -284,8 +290,8 @@ static void setup_metrics(sch_shell *sh) {
       "volcano_queue_deserved_scalar_resources", "volcano_queue_capacity_scalar_resources",
       "volcano_queue_real_capacity_scalar_resources", "volcano_queue_allocated_scalar_resources"};
   static const char *const qscalar_help[4] = {
-      "Deserved scalar resources for one queue", "Capability scalar resources for one queue",
-      "Real capability scalar resources for one queue", "Allocated scalar resources for one queue"};
+      "Deserved scalar resources for one queue", "Capacity scalar resources for one queue",
+      "Capacity scalar resources for one queue", "Allocated scalar resources for one queue"};
   for (int i = 0; i < 4; i++)
     kc_metrics_gauge(r, qscalar[i], qscalar_help[i], queue_res_l, &sh->m_q_scalar[i]);
   if (kc_metrics_gauge(r, "volcano_pod_preemption_victims", "Number of selected preemption victims",
@@ -297,15 +303,14 @@ static void setup_metrics(sch_shell *sh) {
   kc_metrics_counter(r, "volcano_eviction_transactions_total",
                      "Evictions the scheduler started, by the action that chose the victim",
                      action_l, &sh->m_evictions);
-  if (kc_metrics_histogram(r, "volcano_task_scheduling_latency_milliseconds",
-                           "Task scheduling latency in milliseconds", stage_l, lat, 10, &m) == 0)
-    kc_metric_series(m, (const char *const[]){"Bound"}, &sh->m_bind_latency);
+  int rc = sch_metrics_init(&sh->mx, r);
+  if (rc < 0)
+    KC_ERROR("cannot register the job and queue metrics: %s", kc_strerror(rc));
 }
 
-static void bind_done(int err, uint64_t latency_ns, void *ud) {
+static void bind_done(int err, uint64_t latency_ns, int64_t created_s, void *ud) {
   sch_shell *sh = ud;
-  if (err == 0 && sh->m_bind_latency)
-    kc_histogram_observe(sh->m_bind_latency, (double)latency_ns / 1e6);
+  sch_metrics_bound(&sh->mx, err, latency_ns, created_s, kc_clock_wall_ms());
 }
 
 /* ---- status writes ---- */
@@ -784,7 +789,7 @@ static void apply_binds(sch_shell *sh, const sch_snapshot *snap, const sch_resul
       continue;
     }
     if (sch_cache_assume(sh->cache, key, node) != 0 ||
-        sch_binder_bind(sh->binder, p->namespace_, p->name, p->uid, node) != 0) {
+        sch_binder_bind(sh->binder, p->namespace_, p->name, p->uid, node, p->creation_time) != 0) {
       sch_cache_forget(sh->cache, key);
       KC_ERROR("cannot queue the bind of %s to %s: out of memory", key, node);
     }
@@ -908,6 +913,7 @@ static void apply_rest(sch_shell *sh, const sch_snapshot *snap, const sch_result
   record_events(sh, snap, res, &foreign, foreign_unknown);
   kc_strmap_close(&foreign, NULL);
   explain_all(sh, snap, res);
+  sch_metrics_session(&sh->mx, snap, res, kc_clock_wall_ms());
 }
 
 /* ---- the session, off the loop thread ---- */
@@ -1086,6 +1092,11 @@ static sch_run *run_new(sch_shell *sh, int *rc) {
   r->sopt.minimum_percentage_nodes_to_find = sh->opt.minimum_percentage_nodes_to_find;
   r->sopt.minimum_feasible_nodes = sh->opt.minimum_feasible_nodes;
   r->sopt.carry = sh->carry;
+  if (sh->mx.reg) {
+    r->sopt.clock_ns = kc_clock_mono_ns;
+    r->sopt.stage_bounds = sh->mx.stage_bounds;
+    r->sopt.nstage_bounds = SCH_METRICS_STAGE_BUCKETS;
+  }
   *rc = sch_cache_snapshot_deferred(sh->cache, &r->cs);
   r->snap_ns = uv_hrtime() - r->t0;
   if (*rc == 0)
@@ -1225,6 +1236,7 @@ static void free_parts(sch_shell *sh) {
   kc_strmap_close(&sh->why_last, free_explained);
   kc_strmap_close(&sh->ev_last, free_str);
   kc_strmap_close(&sh->unsched_jobs, NULL);
+  sch_metrics_close(&sh->mx);
 }
 
 int sch_shell_new(uv_loop_t *loop, kc_client *c, kc_event_recorder *events, kc_metrics *metrics,
@@ -1237,6 +1249,7 @@ int sch_shell_new(uv_loop_t *loop, kc_client *c, kc_event_recorder *events, kc_m
   sh->client = c;
   sh->events = events;
   sh->metrics = metrics;
+  (void)sch_metrics_init(&sh->mx, NULL); /* inert until setup_metrics */
   sh->opt = *o;
   sh->carry = (sch_carry)SCH_CARRY_INIT;
   if (sh->opt.schedule_period_ns <= 0)

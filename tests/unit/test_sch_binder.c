@@ -58,7 +58,8 @@ typedef struct {
   bool leader;
 } fixture;
 
-static void on_done(int err, uint64_t latency_ns, void *ud) {
+static void on_done(int err, uint64_t latency_ns, int64_t created_s, void *ud) {
+  (void)created_s;
   fixture *f = ud;
   if (err)
     f->done_err++;
@@ -112,7 +113,7 @@ static void assume_and_bind(fixture *f, const char *name, const char *uid, const
   char key[64];
   snprintf(key, sizeof(key), "ns/%s", name);
   assert_int_equal(sch_cache_assume(f->cache, key, node), 0);
-  assert_int_equal(sch_binder_bind(f->binder, "ns", name, uid, node), 0);
+  assert_int_equal(sch_binder_bind(f->binder, "ns", name, uid, node, 0), 0);
 }
 
 /* ---- tests ---- */

@@ -1,0 +1,342 @@
+/* The scheduler's job, queue, plugin and stage metrics (see sch_metrics.h). */
+#include "sch_metrics.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kc_error.h"
+
+/* One job's series: the ones named by its namespace and name alone are kept (they are its
+ * own); job_retry_counts is named by the job's name only (Volcano's job_id), shared by jobs
+ * of that name in other namespaces, so it is looked up when it moves. */
+typedef struct job_series {
+  char *ns, *name, *queue;
+  kc_series *share;           /* job_share, NULL until drf reports one */
+  kc_series *duration, *last; /* e2e_job_scheduling_*, NULL until a bind */
+  bool seen;
+} job_series;
+
+static void job_series_free(void *p) {
+  job_series *j = p;
+  if (!j)
+    return;
+  free(j->ns);
+  free(j->name);
+  free(j->queue);
+  free(j);
+}
+
+static int bucket_range(double min, double max, size_t n, double *out) {
+  return kc_metrics_exponential_buckets_range(min, max, n, out);
+}
+
+static int init_jobs(sch_metrics *m, kc_metrics *r) {
+  static const char *const e2e_l[] = {"job_name", "queue", "job_namespace", NULL};
+  static const char *const share_l[] = {"job_ns", "job_id", NULL};
+  static const char *const id_l[] = {"job_id", NULL};
+  double b[30];
+  kc_metric *f;
+  int rc;
+  if ((rc = bucket_range(100, 120000, 30, b)) < 0 ||
+      (rc = kc_metrics_histogram(r, "volcano_e2e_job_scheduling_latency_milliseconds",
+                                 "End-to-end job scheduling latency in milliseconds (histogram of "
+                                 "per-job duration from creation to last task assumed)",
+                                 NULL, b, 30, &f)) < 0 ||
+      (rc = kc_metric_series(f, NULL, &m->job_latency)) < 0 ||
+      (rc = kc_metrics_gauge(r, "volcano_e2e_job_scheduling_duration",
+                             "Per-job duration from job creation to last task assumed in "
+                             "scheduler cache, in milliseconds",
+                             e2e_l, &m->job_duration)) < 0 ||
+      (rc = kc_metrics_gauge(r, "volcano_e2e_job_scheduling_start_time",
+                             "E2E job scheduling start time", e2e_l, &m->job_start)) < 0 ||
+      (rc = kc_metrics_gauge(r, "volcano_e2e_job_scheduling_last_time",
+                             "E2E job scheduling last time", e2e_l, &m->job_last)) < 0 ||
+      (rc = kc_metrics_gauge(r, "volcano_job_share", "Share for one job", share_l, &m->job_share)) <
+          0 ||
+      (rc = kc_metrics_counter(r, "volcano_job_retry_counts", "Number of retry counts for one job",
+                               id_l, &m->job_retry)) < 0)
+    return rc;
+  return 0;
+}
+
+static int init_queues(sch_metrics *m, kc_metrics *r) {
+  static const char *const q_l[] = {"queue_name", NULL};
+  static const char *const qr_l[] = {"queue_name", "resource", NULL};
+  static const char *const kind[2] = {"request", "inqueue"};
+  static const char *const kind_help[2] = {"Request", "Inqueue"};
+  kc_metric **fam[2] = {m->q_request, m->q_inqueue};
+  int rc;
+  for (int k = 0; k < 2; k++) {
+    char name[96], help[96];
+    snprintf(name, sizeof(name), "volcano_queue_%s_milli_cpu", kind[k]);
+    snprintf(help, sizeof(help), "%s CPU count for one queue", kind_help[k]);
+    if ((rc = kc_metrics_gauge(r, name, help, q_l, &fam[k][0])) < 0)
+      return rc;
+    snprintf(name, sizeof(name), "volcano_queue_%s_memory_bytes", kind[k]);
+    snprintf(help, sizeof(help), "%s memory for one queue", kind_help[k]);
+    if ((rc = kc_metrics_gauge(r, name, help, q_l, &fam[k][1])) < 0)
+      return rc;
+    snprintf(name, sizeof(name), "volcano_queue_%s_scalar_resources", kind[k]);
+    snprintf(help, sizeof(help), "%s scalar resources for one queue", kind_help[k]);
+    if ((rc = kc_metrics_gauge(r, name, help, qr_l, &fam[k][2])) < 0)
+      return rc;
+  }
+  if ((rc = kc_metrics_gauge(r, "volcano_queue_share", "Share for one queue", q_l, &m->q_share)) <
+          0 ||
+      (rc = kc_metrics_gauge(r, "volcano_queue_weight", "Weight for one queue", q_l,
+                             &m->q_weight)) < 0 ||
+      (rc = kc_metrics_gauge(r, "volcano_queue_overused", "If one queue is overused", q_l,
+                             &m->q_overused)) < 0)
+    return rc;
+  return 0;
+}
+
+/* Registered as Volcano registers them; their series come only from what Kiln does not do
+ * (drf's namespace order, kube-scheduler's goroutine accounting), as in Volcano's release. */
+static int init_unfilled(kc_metrics *r) {
+  static const char *const ns_l[] = {"namespace_name", NULL};
+  static const char *const op_l[] = {"operation", NULL};
+  kc_metric *f;
+  int rc;
+  if ((rc = kc_metrics_gauge(r, "volcano_namespace_share", "Share for one namespace", ns_l, &f)) <
+          0 ||
+      (rc = kc_metrics_gauge(r, "volcano_namespace_weight", "Weight for one namespace", ns_l, &f)) <
+          0 ||
+      (rc = kc_metrics_gauge(r, "volcano_namespace_weighted_share",
+                             "Weighted share for one namespace", ns_l, &f)) < 0 ||
+      (rc = kc_metrics_gauge(r, "volcano_goroutines",
+                             "Number of running goroutines split by the work they do such as "
+                             "binding.",
+                             op_l, &f)) < 0)
+    return rc;
+  return 0;
+}
+
+static int init_timings(sch_metrics *m, kc_metrics *r) {
+  static const char *const plugin_l[] = {"plugin", "OnSession", NULL};
+  static const char *const stage_l[] = {"stage", NULL};
+  static const double reclaim_b[] = {0, 1, 2, 5, 10, 20, 50};
+  double pb[15], tb[30];
+  kc_metric *f;
+  int rc;
+  if ((rc = bucket_range(0.1, 100, 15, pb)) < 0 || (rc = bucket_range(50, 60000, 30, tb)) < 0 ||
+      (rc = bucket_range(0.1, 500, SCH_METRICS_STAGE_BUCKETS, m->stage_bounds)) < 0 ||
+      (rc = kc_metrics_histogram(r, "volcano_plugin_scheduling_latency_milliseconds",
+                                 "Plugin scheduling latency in milliseconds", plugin_l, pb, 15,
+                                 &m->plugin)) < 0 ||
+      (rc = kc_metrics_histogram(
+           r, "volcano_task_scheduling_latency_milliseconds",
+           "Task scheduling latency from creation to various stages in milliseconds", stage_l, tb,
+           30, &m->task_latency)) < 0 ||
+      (rc = kc_metrics_histogram(r, "volcano_scheduling_stage_duration_milliseconds",
+                                 "Duration of per-task scheduling stages (Predicate, Scoring, "
+                                 "PreBind, Bind) in milliseconds",
+                                 stage_l, m->stage_bounds, SCH_METRICS_STAGE_BUCKETS, &m->stage)) <
+          0 ||
+      (rc = kc_metrics_histogram(
+           r, "volcano_pod_reclaim_victims",
+           "Distribution of reclaim victims actually evicted per successful task reclaim", NULL,
+           reclaim_b, sizeof(reclaim_b) / sizeof(reclaim_b[0]), &f)) < 0 ||
+      (rc = kc_metric_series(f, NULL, &m->reclaim_victims)) < 0 ||
+      (rc = kc_metrics_counter(r, "volcano_total_reclaim_attempts",
+                               "Total task-level reclaim attempts by this scheduler instance "
+                               "since start",
+                               NULL, &f)) < 0 ||
+      (rc = kc_metric_series(f, NULL, &m->reclaim_attempts)) < 0)
+    return rc;
+  return 0;
+}
+
+int sch_metrics_init(sch_metrics *m, kc_metrics *reg) {
+  memset(m, 0, sizeof(*m));
+  kc_strmap_init(&m->jobs, KC_STRMAP_COPY_KEYS);
+  if (reg == NULL)
+    return 0;
+  int rc;
+  if ((rc = init_jobs(m, reg)) < 0 || (rc = init_queues(m, reg)) < 0 ||
+      (rc = init_unfilled(reg)) < 0 || (rc = init_timings(m, reg)) < 0)
+    return rc;
+  m->reg = reg;
+  return 0;
+}
+
+void sch_metrics_close(sch_metrics *m) {
+  kc_strmap_close(&m->jobs, job_series_free);
+}
+
+/* ---- per session ---- */
+
+static void observe_named(kc_metric *f, const char *const *labels, double ms) {
+  kc_series *s;
+  if (kc_metric_series(f, labels, &s) == 0)
+    kc_histogram_observe(s, ms);
+}
+
+static void timings(sch_metrics *m, const sch_result *res) {
+  for (size_t i = 0; i < res->nplugin_times; i++) {
+    const sch_plugin_time *pt = &res->plugin_times[i];
+    if (!pt->plugin || !pt->plugin[0])
+      continue;
+    observe_named(m->plugin, (const char *const[]){pt->plugin, "OnSessionOpen"},
+                  (double)pt->open_ns / 1e6);
+    observe_named(m->plugin, (const char *const[]){pt->plugin, "OnSessionClose"},
+                  (double)pt->close_ns / 1e6);
+  }
+  static const char *const stage_names[SCH_STAGE__COUNT] = {"Predicate", "Scoring"};
+  for (int st = 0; st < SCH_STAGE__COUNT; st++) {
+    const sch_hist *h = &res->stages[st];
+    kc_series *s;
+    if (h->n && kc_metric_series(m->stage, (const char *const[]){stage_names[st]}, &s) == 0)
+      (void)kc_histogram_merge(s, h->counts, SCH_METRICS_STAGE_BUCKETS + 1, h->n, h->sum);
+  }
+}
+
+static job_series *job_of(sch_metrics *m, const sch_snapshot *snap, const sch_job *j) {
+  job_series *e = kc_strmap_get(&m->jobs, j->key);
+  if (e)
+    return e;
+  e = calloc(1, sizeof(*e));
+  const char *queue = j->queue >= 0 ? snap->queues[j->queue].name : "";
+  if (!e || !(e->ns = strdup(j->namespace)) || !(e->name = strdup(j->name)) ||
+      !(e->queue = strdup(queue)) || kc_strmap_put(&m->jobs, j->key, e, NULL) < 0) {
+    job_series_free(e);
+    return NULL;
+  }
+  return e;
+}
+
+static void job_values(sch_metrics *m, const sch_snapshot *snap) {
+  for (int32_t ji = 0; ji < snap->njobs; ji++) {
+    const sch_job *j = &snap->jobs[ji];
+    if (j->retried) {
+      kc_series *s;
+      if (kc_metric_series(m->job_retry, (const char *const[]){j->name}, &s) == 0)
+        kc_counter_inc(s);
+    }
+    if (!j->has_share)
+      continue;
+    job_series *e = job_of(m, snap, j);
+    if (e && !e->share &&
+        kc_metric_series(m->job_share, (const char *const[]){e->ns, e->name}, &e->share) < 0)
+      e->share = NULL;
+    if (e && e->share)
+      kc_gauge_set(e->share, j->share);
+  }
+}
+
+/* Volcano sets these as each task of a job is allocated: the duration since the job's
+ * creation (its gauge and the histogram) and the time. Kiln's allocations are the binds. */
+static void job_binds(sch_metrics *m, const sch_snapshot *snap, const sch_result *res,
+                      int64_t now_ms) {
+  for (size_t i = 0; i < res->nbinds; i++) {
+    int32_t ji = snap->tasks[res->binds[i].task].job;
+    if (ji < 0)
+      continue;
+    const sch_job *j = &snap->jobs[ji];
+    double ms = j->creation_time > 0 ? (double)(now_ms - j->creation_time * 1000) : 0;
+    if (ms < 0)
+      ms = 0;
+    kc_histogram_observe(m->job_latency, ms);
+    job_series *e = job_of(m, snap, j);
+    if (!e)
+      continue;
+    const char *const l[] = {e->name, e->queue, e->ns};
+    if (!e->duration && kc_metric_series(m->job_duration, l, &e->duration) < 0)
+      e->duration = NULL;
+    if (!e->last && kc_metric_series(m->job_last, l, &e->last) < 0)
+      e->last = NULL;
+    if (e->duration)
+      kc_gauge_set(e->duration, ms);
+    if (e->last)
+      kc_gauge_set(e->last, (double)(now_ms / 1000));
+  }
+}
+
+/* Volcano's DeleteJobMetrics for the jobs that left. */
+static void drop_job(sch_metrics *m, job_series *e) {
+  const char *const e2e[] = {e->name, e->queue, e->ns};
+  kc_metric_remove(m->job_duration, e2e);
+  kc_metric_remove(m->job_start, e2e);
+  kc_metric_remove(m->job_last, e2e);
+  kc_metric_remove(m->job_share, (const char *const[]){e->ns, e->name});
+  kc_metric_remove(m->job_retry, (const char *const[]){e->name});
+}
+
+static void drop_gone(sch_metrics *m, const sch_snapshot *snap) {
+  size_t n = kc_strmap_len(&m->jobs), k = 0, pos = 0;
+  if (n == 0)
+    return;
+  const char **gone = malloc(n * sizeof(*gone));
+  if (!gone)
+    return; /* next session */
+  kc_strmap_slot *sl;
+  while ((sl = kc_strmap_next(&m->jobs, &pos)))
+    if (sch_snapshot_job(snap, sl->key) < 0)
+      gone[k++] = sl->key;
+  for (size_t i = 0; i < k; i++) {
+    void *old = NULL;
+    char *key = strdup(gone[i]);
+    if (key && kc_strmap_del(&m->jobs, key, &old) == 0) {
+      drop_job(m, old);
+      job_series_free(old);
+    }
+    free(key);
+  }
+  free(gone);
+}
+
+static void set_named(kc_metric *f, const char *q, double v) {
+  kc_series *s;
+  if (kc_metric_series(f, (const char *const[]){q}, &s) == 0)
+    kc_gauge_set(s, v);
+}
+
+static void queue_resources(kc_metric *const f[3], const sch_snapshot *snap, const sch_queue *q,
+                            const sch_resource *r) {
+  set_named(f[0], q->name, (double)r->milli_cpu);
+  set_named(f[1], q->name, (double)r->memory);
+  for (int k = 0; k < snap->nscalars; k++) {
+    kc_series *s;
+    if (r->scalar[k] > 0 &&
+        kc_metric_series(f[2], (const char *const[]){q->name, snap->scalar_names[k]}, &s) == 0)
+      kc_gauge_set(s, (double)r->scalar[k]);
+  }
+}
+
+static void queue_values(sch_metrics *m, const sch_snapshot *snap) {
+  for (int32_t i = 0; i < snap->nqueues; i++) {
+    const sch_queue *q = &snap->queues[i];
+    if (q->has_share) {
+      set_named(m->q_share, q->name, q->share);
+      queue_resources(m->q_request, snap, q, &q->request);
+      queue_resources(m->q_inqueue, snap, q, &q->inqueue);
+    }
+    if (q->has_weight)
+      set_named(m->q_weight, q->name, (double)q->weight);
+    if (q->overused >= 0)
+      set_named(m->q_overused, q->name, q->overused ? 1 : 0);
+  }
+}
+
+void sch_metrics_session(sch_metrics *m, const sch_snapshot *snap, const sch_result *res,
+                         int64_t now_ms) {
+  if (!m->reg || !snap || !res)
+    return;
+  timings(m, res);
+  job_values(m, snap);
+  job_binds(m, snap, res, now_ms);
+  queue_values(m, snap);
+  drop_gone(m, snap);
+}
+
+void sch_metrics_bound(sch_metrics *m, int err, uint64_t latency_ns, int64_t created_s,
+                       int64_t now_ms) {
+  if (!m->reg)
+    return;
+  observe_named(m->stage, (const char *const[]){"Bind"}, (double)latency_ns / 1e6);
+  if (err == 0 && created_s > 0) {
+    double ms = (double)(now_ms - created_s * 1000);
+    observe_named(m->task_latency, (const char *const[]){"Bound"}, ms > 0 ? ms : 0);
+  }
+}
