@@ -523,6 +523,23 @@ static void phase_metrics(exec *x) {
     kc_counter_inc(se);
 }
 
+/* Volcano's controller_job_e2e_creation_duration_milliseconds: once a sync has created the
+ * Job's pods without an error, the time from the Job's creation. */
+static void creation_metrics(exec *x) {
+  const ctl_exec_env *env = x->env;
+  if (!env->m_e2e || x->count.pods_created == 0 || x->create_errors || !x->job->metadata ||
+      !x->job->metadata->creation_timestamp)
+    return;
+  int64_t t;
+  if (kc_time_parse(x->job->metadata->creation_timestamp, &t) != 0)
+    return;
+  double ms = (double)(kc_clock_wall_ns() - t * 1000000000) / 1e6;
+  const char *vals[] = {x->name, ctl__queue(x->job), x->ns};
+  kc_series *se;
+  if (kc_metric_series(env->m_e2e, vals, &se) == 0)
+    kc_gauge_set(se, ms < 0 ? 0 : ms);
+}
+
 static void exec_free(exec *x) {
   ctl_plan_close(&x->plan);
   kc_msg_free(x->job);
@@ -544,8 +561,10 @@ static void finish(exec *x) {
       for (size_t i = 0; i < p->nevents; i++)
         ctl_exec_record_event(env, x->job, p->events[i].type, p->events[i].reason,
                               p->events[i].message ? p->events[i].message : "");
-    if (!x->err)
+    if (!x->err) {
       phase_metrics(x);
+      creation_metrics(x);
+    }
   }
   ctl_exec_result r = {
       .key = x->key, .err = x->err, .conflict = x->conflict, .plan = p, .count = x->count};

@@ -45,6 +45,7 @@ typedef struct {
   kc_strmap *jobs_written;          /* write-through of Jobs (ctl_overlay.h) */
   kc_strmap *pgs_written;           /* and of PodGroups */
   kc_metric *m_latency, *m_completed, *m_failed; /* may be NULL */
+  kc_metric *m_e2e; /* controller_job_e2e_creation_duration_milliseconds; may be NULL */
   /* Set by the caller when it stops: no further stage or follow-up write starts, and the
    * plan's Events are not recorded. */
   bool stopping;

@@ -378,6 +378,10 @@ static void on_job_delete(const char *key, void *obj, void *ud) {
     kc_metric_remove(s->exec.m_completed, vals);
   if (s->exec.m_failed)
     kc_metric_remove(s->exec.m_failed, vals);
+  const char *e2e[] = {meta_name(j->metadata), ctl__queue(j),
+                       j->metadata && j->metadata->namespace_ ? j->metadata->namespace_ : ""};
+  if (s->exec.m_e2e)
+    kc_metric_remove(s->exec.m_e2e, e2e);
 }
 
 static void pod_job_key(const ctl_spod *p, char *key) {
@@ -964,20 +968,24 @@ static int register_metrics(ctl_shell *s) {
   if (!m)
     return 0;
   static const char *const job_labels[] = {"job_name", "queue_name", NULL};
-  double buckets[16];
-  int rc = kc_metrics_exponential_buckets(5, 2, 16, buckets);
+  static const char *const e2e_labels[] = {"job_name", "queue", "job_namespace", NULL};
+  double buckets[15];
+  int rc = kc_metrics_exponential_buckets(5, 2, 15, buckets);
   if (rc == 0)
     rc = kc_metrics_histogram(m, "volcano_controller_job_to_pod_creation_latency_milliseconds",
-                              "Job to pod creation latency in milliseconds", NULL, buckets, 16,
-                              &s->exec.m_latency);
+                              "Latency from VCJob creation to pod created in milliseconds", NULL,
+                              buckets, 15, &s->exec.m_latency);
   if (rc == 0)
-    rc = kc_metrics_counter(m, "volcano_job_completed_phase_count",
-                            "Number of jobs that reached the Completed phase", job_labels,
-                            &s->exec.m_completed);
+    rc = kc_metrics_gauge(m, "volcano_controller_job_e2e_creation_duration_milliseconds",
+                          "End-to-end duration from VCJob creation to all pods created, in "
+                          "milliseconds",
+                          e2e_labels, &s->exec.m_e2e);
   if (rc == 0)
-    rc = kc_metrics_counter(m, "volcano_job_failed_phase_count",
-                            "Number of jobs that reached the Failed phase", job_labels,
-                            &s->exec.m_failed);
+    rc = kc_metrics_counter(m, "volcano_job_completed_phase_count", "Number of job completed phase",
+                            job_labels, &s->exec.m_completed);
+  if (rc == 0)
+    rc = kc_metrics_counter(m, "volcano_job_failed_phase_count", "Number of job failed phase",
+                            job_labels, &s->exec.m_failed);
   /* volcano_queue_pod_group_*_count are the queue controller's (ctl_ctrl_queue.c). */
   if (rc == 0)
     rc = kc_workqueue_use_metrics(s->queue, m);

@@ -414,6 +414,18 @@ static const char *next_phase(const char *phase, const json_t *st, size_t nflows
   return phase;
 }
 
+/* Volcano's states count a flow as they decide it: the pending state both ways (a flow whose
+ * Jobs all completed before a sync saw one running succeeds from Pending), the running state
+ * only a success. */
+static const char *counted_phase(const char *phase, const char *next) {
+  bool pending = !*phase || !strcmp(phase, "Pending");
+  if (!strcmp(next, "Succeed") && (pending || !strcmp(phase, "Running")))
+    return "Succeed";
+  if (!strcmp(next, "Failed") && pending)
+    return "Failed";
+  return NULL;
+}
+
 static int fail_flow(const json_t *old, const char *msg, ctl_jf_plan *p) {
   NOTE(p, "Warning", "InvalidJobFlow", "%s", msg);
   p->status = json_is_object(old) ? json_deep_copy(old) : json_object();
@@ -464,7 +476,9 @@ int ctl_jobflow_sync(const json_t *flow, const ctl_jf_job *const *jobs, size_t n
   if (!st)
     return KC_ENOMEM;
   size_t nflows = json_array_size(json_object_get(spec, "flows"));
-  json_object_set_new(st, "state", json_pack("{s:s}", "phase", next_phase(phase, st, nflows)));
+  const char *next = next_phase(phase, st, nflows);
+  p->counted = counted_phase(phase, next);
+  json_object_set_new(st, "state", json_pack("{s:s}", "phase", next));
   if (json_is_object(old) && json_equal(st, (json_t *)old))
     json_decref(st);
   else

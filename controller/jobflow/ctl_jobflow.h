@@ -53,6 +53,10 @@ typedef struct {
   json_t *status; /* new: the status to write, or NULL when unchanged */
   ctl_jf_event ev[CTL_JF_MAX_EVENTS];
   size_t nev;
+  /* "Succeed" or "Failed" when Volcano's state machine counts this sync in its
+   * jobflow_succeed_phase_count / jobflow_failed_phase_count (a Pending or Running flow
+   * found succeeded, a Pending one found failed), else NULL. Static. */
+  const char *counted;
   int err; /* nonzero: retry with backoff (a template is missing, ...) */
   char errmsg[300];
   char cycle[300]; /* the flow failed on this cycle ("a -> b -> a"), for the log */

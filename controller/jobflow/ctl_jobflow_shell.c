@@ -20,6 +20,7 @@
 #include "ctl_inf.h"
 #include "kc_leader.h"
 #include "kc_log.h"
+#include "kc_metrics.h"
 #include "kc_strmap.h"
 #include "kc_workqueue.h"
 
@@ -34,6 +35,8 @@ typedef struct {
   int inflight;
   ctl_drain drain;
   uint64_t syncs, created, deleted, status_writes, errors;
+  /* jobflow_succeed_phase_count and jobflow_failed_phase_count; NULL without metrics. */
+  kc_metric *m_succeed, *m_failed;
 } flow_ctl;
 
 typedef struct {
@@ -353,6 +356,25 @@ static void run_writes(flow_op *op) {
     write_status(op);
 }
 
+/* Volcano's jobflow_*_phase_count, by the flow's namespace. */
+static void count_phase(flow_ctl *c, const json_t *flow, const char *phase) {
+  kc_metric *m = !strcmp(phase, "Succeed") ? c->m_succeed : c->m_failed;
+  const char *ns = ctl_jstr(json_object_get(flow, "metadata"), "namespace");
+  kc_series *se;
+  if (m && kc_metric_series(m, (const char *const[]){ns}, &se) == 0)
+    kc_counter_inc(se);
+}
+
+static int register_metrics(flow_ctl *c, kc_metrics *m) {
+  static const char *const labels[] = {"jobflow_namespace", NULL};
+  int rc = kc_metrics_counter(m, "volcano_jobflow_succeed_phase_count",
+                              "Number of jobflow succeed phase", labels, &c->m_succeed);
+  if (rc == 0)
+    rc = kc_metrics_counter(m, "volcano_jobflow_failed_phase_count",
+                            "Number of jobflow failed phase", labels, &c->m_failed);
+  return rc;
+}
+
 static int plan_op(flow_ctl *c, flow_op *op) {
   const json_t *m = json_object_get(op->obj, "metadata");
   size_t n = 0;
@@ -364,6 +386,8 @@ static int plan_op(flow_ctl *c, flow_op *op) {
   if (c->flows) {
     ctl_jf_lookup lk = {.job = lk_job, .template = lk_template, .ud = c};
     rc = ctl_jobflow_sync(op->obj, jobs, n, &lk, kc_clock_wall_ms(), &op->plan);
+    if (rc == 0 && op->plan.counted)
+      count_phase(c, op->obj, op->plan.counted);
     if (rc == 0 && *op->plan.cycle)
       KC_WARN("%s: %s is not a DAG, the cycle: %s", c->name, op->key, op->plan.cycle);
     for (size_t i = 0; rc == 0 && i < op->plan.nev; i++)
@@ -437,6 +461,8 @@ static int flow_init(const ctl_env *env, bool flows, void **out) {
     goto fail;
   if (env->metrics)
     kc_workqueue_use_metrics(c->q, env->metrics);
+  if (flows && env->metrics && (rc = register_metrics(c, env->metrics)) < 0)
+    goto fail;
   kc_informer_handlers fh = {
       .on_add = on_main_add, .on_update = on_flow_update, .on_synced = on_synced, .ud = c};
   kc_informer_handlers th = {.on_add = flows ? NULL : on_main_add, .on_synced = on_synced, .ud = c};

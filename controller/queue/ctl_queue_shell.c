@@ -643,7 +643,9 @@ static int register_metrics(queue_ctl *qc, kc_metrics *m) {
   for (int i = 0; rc == 0 && i < CTL_QC_COUNT; i++) {
     char name[96], help[128];
     snprintf(name, sizeof(name), "volcano_queue_pod_group_%s_count", count_fields[i]);
-    snprintf(help, sizeof(help), "The number of %s PodGroups in this queue", count_fields[i]);
+    /* Volcano's help: "The number of Inqueue PodGroup in this queue". */
+    snprintf(help, sizeof(help), "The number of %c%s PodGroup in this queue",
+             count_fields[i][0] - 'a' + 'A', count_fields[i] + 1);
     rc = kc_metrics_gauge(m, name, help, labels, &qc->m_pg[i]);
   }
   return rc ? rc : kc_metrics_add_collector(m, collect, qc);

@@ -211,6 +211,7 @@ static void test_states(void **state) {
   sync(f, &c, &p);
   assert_string_equal(
       json_string_value(json_object_get(json_object_get(p.status, "state"), "phase")), "Failed");
+  assert_string_equal(p.counted, "Failed");              /* Volcano's pending state counts it */
   assert_null(json_object_get(p.status, "runningJobs")); /* empty lists are left out */
   ctl_jf_plan_free(&p);
   json_decref(f);
@@ -223,12 +224,14 @@ static void test_states(void **state) {
       json_string_value(json_object_get(json_object_get(p.status, "state"), "phase")), "Failed");
   assert_string_equal(json_string_value(json_array_get(json_object_get(p.status, "unKnowJobs"), 0)),
                       "dia-b");
+  assert_null(p.counted); /* the running state counts no failure */
   ctl_jf_plan_free(&p);
   json_decref(f);
   /* Failed does nothing. */
   f = flow("", "{\"state\":{\"phase\":\"Failed\"}}");
   sync(f, &c, &p);
   assert_null(p.status);
+  assert_null(p.counted);
   assert_int_equal(p.ncreate, 0);
   ctl_jf_plan_free(&p);
   json_decref(f);
@@ -267,6 +270,7 @@ static void test_pending_states(void **state) {
   json_t *f = flow("", "{\"state\":{\"phase\":\"Pending\"}}");
   sync(f, &c, &p);
   assert_string_equal(phase_of(&p), "Succeed");
+  assert_string_equal(p.counted, "Succeed");
   ctl_jf_plan_free(&p);
   json_decref(f);
   /* No phase yet counts as Pending. */
@@ -280,6 +284,21 @@ static void test_pending_states(void **state) {
   f = flow("", "{\"state\":{\"phase\":\"Pending\"}}");
   sync(f, &c, &p);
   assert_string_equal(phase_of(&p), "Running");
+  assert_null(p.counted);
+  ctl_jf_plan_free(&p);
+  json_decref(f);
+  /* Running, all four completed: Succeed, counted by the running state. */
+  snprintf(c.jobs[3].phase, sizeof(c.jobs[3].phase), "Completed");
+  f = flow("", "{\"state\":{\"phase\":\"Running\"}}");
+  sync(f, &c, &p);
+  assert_string_equal(phase_of(&p), "Succeed");
+  assert_string_equal(p.counted, "Succeed");
+  ctl_jf_plan_free(&p);
+  json_decref(f);
+  /* Succeed stays: nothing more is counted. */
+  f = flow("", "{\"state\":{\"phase\":\"Succeed\"}}");
+  sync(f, &c, &p);
+  assert_null(p.counted);
   ctl_jf_plan_free(&p);
   json_decref(f);
   snprintf(c.jobs[3].phase, sizeof(c.jobs[3].phase), "Terminated");
