@@ -36,6 +36,19 @@ static size_t candidates(const sch_snapshot *snap, const sch_task *t, int32_t ni
   return n;
 }
 
+/* A successful task reclaim and how many victims it evicted (pod_reclaim_victims). */
+static int count_victims(sch_session *ssn, size_t n) {
+  sch_result *r = ssn->res;
+  if (r->nreclaimed % 16 == 0) {
+    int32_t *v = realloc(r->reclaim_victims, (r->nreclaimed + 16) * sizeof(*v));
+    if (!v)
+      return KC_ENOMEM;
+    r->reclaim_victims = v;
+  }
+  r->reclaim_victims[r->nreclaimed++] = (int32_t)n;
+  return 0;
+}
+
 /* Evicts on ni until the victims' resources cover t, then pipelines t there. */
 static int reclaim_on(sch_session *ssn, int32_t ti, int32_t ni, int32_t *v, size_t nv,
                       bool *placed) {
@@ -61,6 +74,7 @@ static int reclaim_on(sch_session *ssn, int32_t ti, int32_t ni, int32_t *v, size
   }
   rc = 0;
   *placed = false;
+  size_t nevicted = sch_statement_len(st);
   if (sch_resource_less_equal(&t->init_resreq, &reclaimed)) {
     /* Volcano ignores a pipeline error here: the next session corrects it. */
     if ((rc = sch_statement_pipeline_nominate(st, ti, ni)) == KC_ENOMEM)
@@ -69,6 +83,8 @@ static int reclaim_on(sch_session *ssn, int32_t ti, int32_t ni, int32_t *v, size
     *placed = true;
   }
   rc = sch_statement_commit(st);
+  if (rc == 0 && *placed)
+    rc = count_victims(ssn, nevicted);
 out:
   sch_statement_free(st);
   return rc;
@@ -79,6 +95,7 @@ static int reclaim_task(sch_session *ssn, reclaim_work *w, int32_t ti, bool *ass
   sch_snapshot *snap = ssn->snap;
   const sch_task *t = &snap->tasks[ti];
   *assigned = false;
+  ssn->res->reclaim_attempts++; /* total_reclaim_attempts: one per task tried */
   for (int32_t k = 0; k < ssn->nnode_list && !*assigned; k++) {
     int32_t ni = ssn->node_list[k];
     sch_fit why = {0};

@@ -690,8 +690,11 @@ typedef struct sch_result {
   size_t nevicts;
   sch_bind *nominations; /* pipelined preemptors and the node freed for them */
   size_t nnominations;
-  int64_t preempt_attempts;  /* nodes the preempt action tried victims on */
-  int32_t last_victims;      /* victims the last of those tries chose */
+  int64_t preempt_attempts; /* nodes the preempt action tried victims on */
+  int32_t last_victims;     /* victims the last of those tries chose */
+  int64_t reclaim_attempts; /* tasks the reclaim action tried to place */
+  int32_t *reclaim_victims; /* per task it placed, the victims it evicted (nreclaimed) */
+  size_t nreclaimed;
   sch_pg_status *pod_groups; /* every non-shadow job */
   size_t npod_groups;
   sch_queue_status *queues;

@@ -784,6 +784,7 @@ void sch_result_free(sch_result *r) {
     free(r->why[i].message);
   free(r->why);
   free(r->plugin_times);
+  free(r->reclaim_victims);
   for (size_t i = 0; i < r->nstrings; i++)
     free(r->strings[i]);
   free(r->strings);

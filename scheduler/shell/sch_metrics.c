@@ -324,6 +324,9 @@ void sch_metrics_session(sch_metrics *m, const sch_snapshot *snap, const sch_res
   if (!m->reg || !snap || !res)
     return;
   timings(m, res);
+  kc_counter_add(m->reclaim_attempts, (double)res->reclaim_attempts);
+  for (size_t i = 0; i < res->nreclaimed; i++)
+    kc_histogram_observe(m->reclaim_victims, (double)res->reclaim_victims[i]);
   job_values(m, snap);
   job_binds(m, snap, res, now_ms);
   queue_values(m, snap);

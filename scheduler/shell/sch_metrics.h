@@ -42,7 +42,8 @@ typedef struct sch_metrics {
 KC_NODISCARD int sch_metrics_init(sch_metrics *m, kc_metrics *reg);
 void sch_metrics_close(sch_metrics *m);
 
-/* After a session, on the loop thread: the plugin timings and stages, the jobs' shares and
+/* After a session, on the loop thread: the plugin timings and stages, the reclaim attempts
+ * and victims, the jobs' shares and
  * retries, the e2e job latency of the jobs with binds, the queue metrics; drops the series of
  * jobs no longer in snap. now_ms: the wall clock. */
 void sch_metrics_session(sch_metrics *m, const sch_snapshot *snap, const sch_result *res,

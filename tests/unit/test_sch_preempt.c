@@ -101,6 +101,8 @@ static void test_preempt_keeps_min_available(void **state) {
   sch_result *r = fx_run(f);
   assert_int_equal(r->nevicts, 0);
   assert_int_equal(r->nnominations, 0);
+  assert_int_equal(r->nreclaimed, 0);
+  assert_true(r->reclaim_attempts >= 1);
   sch_result_free(r);
   fx_free(f);
   /* minMember 3: one pod may go, but the gang needs two places: all or nothing */
@@ -236,6 +238,11 @@ static void test_reclaim_half(void **state) {
     assert_int_equal(f->snap->tasks[r->evicts[i].task].job, fx_job(f, "a") - f->snap->jobs);
   }
   assert_int_equal(r->nnominations, 2);
+  /* The reclaim metrics: two tasks placed with one victim each, and every try counted. */
+  assert_int_equal(r->nreclaimed, 2);
+  assert_int_equal(r->reclaim_victims[0], 1);
+  assert_int_equal(r->reclaim_victims[1], 1);
+  assert_true(r->reclaim_attempts >= 2);
   sch_result_free(r);
   fx_free(f);
 }
