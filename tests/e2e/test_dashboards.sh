@@ -207,7 +207,8 @@ EOF
     "succeeded flows"
   expect_match "volcano_jobflow_failed_phase_count\{jobflow_namespace=\"$ns\"\} 1" "$ctl" \
     "failed flows"
-  expect_match 'volcano_job_retry_counts\{job_id="nowhere"\} [1-9]' "$sch" "retries"
+  # (A scheduler job is a PodGroup: Volcano's job_id is the PodGroup's name, <job>-<uid>.)
+  expect_match 'volcano_job_retry_counts\{job_id="nowhere-[^"]*"\} [1-9]' "$sch" "retries"
   expect_match 'volcano_queue_weight\{queue_name="default"\} 1' "$sch" "queue weight"
   expect_match 'volcano_plugin_scheduling_latency_milliseconds_count\{(plugin="drf",OnSession="OnSessionOpen"|OnSession="OnSessionOpen",plugin="drf")\} [1-9]' \
     "$sch" "plugin latency"
