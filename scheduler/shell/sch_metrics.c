@@ -337,9 +337,16 @@ void sch_metrics_bound(sch_metrics *m, int err, uint64_t latency_ns, int64_t cre
                        int64_t now_ms) {
   if (!m->reg)
     return;
-  observe_named(m->stage, (const char *const[]){"Bind"}, (double)latency_ns / 1e6);
-  if (err == 0 && created_s > 0) {
+  /* Kept: a bind costs no lookup. */
+  if (!m->bind_stage &&
+      kc_metric_series(m->stage, (const char *const[]){"Bind"}, &m->bind_stage) < 0)
+    m->bind_stage = NULL;
+  if (!m->bound && kc_metric_series(m->task_latency, (const char *const[]){"Bound"}, &m->bound) < 0)
+    m->bound = NULL;
+  if (m->bind_stage)
+    kc_histogram_observe(m->bind_stage, (double)latency_ns / 1e6);
+  if (err == 0 && created_s > 0 && m->bound) {
     double ms = (double)(now_ms - created_s * 1000);
-    observe_named(m->task_latency, (const char *const[]){"Bound"}, ms > 0 ? ms : 0);
+    kc_histogram_observe(m->bound, ms > 0 ? ms : 0);
   }
 }

@@ -34,6 +34,7 @@ typedef struct sch_metrics {
   kc_metric *q_request[3], *q_inqueue[3]; /* milli cpu, memory bytes, scalar resources */
   kc_metric *q_share, *q_weight, *q_overused;
   kc_series *reclaim_attempts, *reclaim_victims;
+  kc_series *bind_stage, *bound; /* the per-bind series, made at the first bind */
   double stage_bounds[SCH_METRICS_STAGE_BUCKETS];
   kc_strmap jobs; /* "ns/name" -> the job's series (owned) */
 } sch_metrics;
