@@ -14,7 +14,6 @@ typedef struct job_series {
   char *ns, *name, *queue;
   kc_series *share;           /* job_share, NULL until drf reports one */
   kc_series *duration, *last; /* e2e_job_scheduling_*, NULL until a bind */
-  bool seen;
 } job_series;
 
 static void job_series_free(void *p) {
@@ -198,8 +197,9 @@ static job_series *job_of(sch_metrics *m, const sch_snapshot *snap, const sch_jo
     return e;
   e = calloc(1, sizeof(*e));
   const char *queue = j->queue >= 0 ? snap->queues[j->queue].name : "";
-  if (!e || !(e->ns = strdup(j->namespace)) || !(e->name = strdup(j->name)) ||
-      !(e->queue = strdup(queue)) || kc_strmap_put(&m->jobs, j->key, e, NULL) < 0) {
+  if (!e || !(e->ns = strdup(j->namespace ? j->namespace : "")) ||
+      !(e->name = strdup(j->name ? j->name : "")) || !(e->queue = strdup(queue)) ||
+      kc_strmap_put(&m->jobs, j->key, e, NULL) < 0) {
     job_series_free(e);
     return NULL;
   }
@@ -211,7 +211,7 @@ static void job_values(sch_metrics *m, const sch_snapshot *snap) {
     const sch_job *j = &snap->jobs[ji];
     if (j->retried) {
       kc_series *s;
-      if (kc_metric_series(m->job_retry, (const char *const[]){j->name}, &s) == 0)
+      if (j->name && kc_metric_series(m->job_retry, (const char *const[]){j->name}, &s) == 0)
         kc_counter_inc(s);
     }
     if (!j->has_share)
