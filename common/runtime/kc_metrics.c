@@ -189,16 +189,6 @@ int kc_metrics_exponential_buckets(double start, double factor, size_t count, do
   return 0;
 }
 
-int kc_metrics_exponential_buckets_range(double min, double max, size_t count, double *out) {
-  if (!(min > 0) || !(max > min) || count < 2)
-    return KC_EINVAL;
-  /* As Go's client computes them: a growth factor, then min * factor^i for each bucket. */
-  double factor = pow(max / min, 1.0 / (double)(count - 1));
-  for (size_t i = 0; i < count; i++)
-    out[i] = min * pow(factor, (double)i);
-  return 0;
-}
-
 /* ---- series ---- */
 
 /* Joins label values with 0xff, a byte that never occurs in UTF-8, so

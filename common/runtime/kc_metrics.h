@@ -30,10 +30,6 @@ extern const double kc_metrics_default_buckets[11];
  * factor > 1, count >= 1. */
 int kc_metrics_exponential_buckets(double start, double factor, size_t count, double *out);
 
-/* Fills out[0..count) with count bounds from min to max growing by one factor, as Go's
- * prometheus.ExponentialBucketsRange. KC_EINVAL unless 0 < min < max, count >= 2. */
-int kc_metrics_exponential_buckets_range(double min, double max, size_t count, double *out);
-
 KC_NODISCARD int kc_metrics_new(kc_metrics **out);
 void kc_metrics_free(kc_metrics *r); /* NULL is a no-op */
 

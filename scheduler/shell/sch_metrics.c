@@ -26,22 +26,157 @@ static void job_series_free(void *p) {
   free(j);
 }
 
-static int bucket_range(double min, double max, size_t n, double *out) {
-  return kc_metrics_exponential_buckets_range(min, max, n, out);
-}
+const double sch_metrics_buckets_session[20] = {1,
+                                                1.5656065579430964,
+                                                2.45112389427443,
+                                                3.8374956432070686,
+                                                6.008008345083047,
+                                                9.406177265238869,
+                                                14.726372811633231,
+                                                23.055705848607904,
+                                                36.09616427458753,
+                                                56.51239150488555,
+                                                88.47617074509654,
+                                                138.51887314021627,
+                                                216.86605618721043,
+                                                339.5269197619527,
+                                                531.5655721775325,
+                                                832.2225457779193,
+                                                1302.933075338009,
+                                                2039.8805673101535,
+                                                3193.65039360146,
+                                                4999.999999999997};
+
+const double sch_metrics_buckets_action[20] = {1,
+                                               1.4918955578206108,
+                                               2.2257523554448713,
+                                               3.3205900518969647,
+                                               4.953973547768393,
+                                               7.390811129476477,
+                                               11.026318292757086,
+                                               16.45011528008044,
+                                               24.541853911988955,
+                                               36.6138828319787,
+                                               54.624089151593346,
+                                               81.49343595525913,
+                                               121.57969509318953,
+                                               181.38420703071378,
+                                               270.60629272793585,
+                                               403.71632603911144,
+                                               602.3025934374076,
+                                               898.5725636131018,
+                                               1340.5764160338647,
+                                               1999.9999999999977};
+
+const double sch_metrics_buckets_job[30] = {100,
+                                            127.6964028795552,
+                                            163.06371308377672,
+                                            208.22649600982146,
+                                            265.8977452466826,
+                                            339.54185601785707,
+                                            433.582736405282,
+                                            553.6695578962887,
+                                            707.0161092726969,
+                                            902.8341393202192,
+                                            1152.886719880512,
+                                            1472.1948705635073,
+                                            1879.9398930869224,
+                                            2400.6156197697555,
+                                            3065.4997934107178,
+                                            3914.532966465682,
+                                            4998.717787711021,
+                                            6383.182805007454,
+                                            8151.09483122081,
+                                            10408.654894770323,
+                                            13291.477888768455,
+                                            16972.739153488765,
+                                            21673.57736913502,
+                                            27676.378675702752,
+                                            35341.74001619669,
+                                            45130.13071572749,
+                                            57629.55353882527,
+                                            73590.86686462727,
+                                            93972.88983401153,
+                                            119999.99999999991};
+
+const double sch_metrics_buckets_plugin[15] = {0.1,
+                                               0.16378937069540644,
+                                               0.2682695795279726,
+                                               0.4393970560760792,
+                                               0.7196856730011522,
+                                               1.1787686347935875,
+                                               1.9306977288832508,
+                                               3.1622776601683804,
+                                               5.1794746792312125,
+                                               8.483428982440724,
+                                               13.894954943731381,
+                                               22.758459260747898,
+                                               37.27593720314942,
+                                               61.054022965853314,
+                                               100.00000000000006};
+
+const double sch_metrics_buckets_task[30] = {50,
+                                             63.8482014397776,
+                                             81.53185654188836,
+                                             104.11324800491073,
+                                             132.9488726233413,
+                                             169.77092800892854,
+                                             216.791368202641,
+                                             276.83477894814433,
+                                             353.50805463634845,
+                                             451.4170696601096,
+                                             576.443359940256,
+                                             736.0974352817536,
+                                             939.9699465434612,
+                                             1200.3078098848778,
+                                             1532.7498967053589,
+                                             1957.266483232841,
+                                             2499.3588938555104,
+                                             3191.591402503727,
+                                             4075.547415610405,
+                                             5204.327447385162,
+                                             6645.738944384228,
+                                             8486.369576744382,
+                                             10836.78868456751,
+                                             13838.189337851376,
+                                             17670.870008098344,
+                                             22565.065357863747,
+                                             28814.776769412634,
+                                             36795.433432313635,
+                                             46986.44491700576,
+                                             59999.999999999956};
+
+const double sch_metrics_buckets_stage[20] = {0.1,
+                                              0.15656065579430967,
+                                              0.245112389427443,
+                                              0.3837495643207069,
+                                              0.6008008345083047,
+                                              0.9406177265238869,
+                                              1.4726372811633233,
+                                              2.3055705848607904,
+                                              3.609616427458753,
+                                              5.651239150488555,
+                                              8.847617074509655,
+                                              13.851887314021628,
+                                              21.686605618721046,
+                                              33.95269197619527,
+                                              53.15655721775326,
+                                              83.22225457779194,
+                                              130.2933075338009,
+                                              203.98805673101538,
+                                              319.36503936014606,
+                                              499.9999999999998};
 
 static int init_jobs(sch_metrics *m, kc_metrics *r) {
   static const char *const e2e_l[] = {"job_name", "queue", "job_namespace", NULL};
   static const char *const share_l[] = {"job_ns", "job_id", NULL};
   static const char *const id_l[] = {"job_id", NULL};
-  double b[30];
   kc_metric *f;
   int rc;
-  if ((rc = bucket_range(100, 120000, 30, b)) < 0 ||
-      (rc = kc_metrics_histogram(r, "volcano_e2e_job_scheduling_latency_milliseconds",
+  if ((rc = kc_metrics_histogram(r, "volcano_e2e_job_scheduling_latency_milliseconds",
                                  "End-to-end job scheduling latency in milliseconds (histogram of "
                                  "per-job duration from creation to last task assumed)",
-                                 NULL, b, 30, &f)) < 0 ||
+                                 NULL, sch_metrics_buckets_job, 30, &f)) < 0 ||
       (rc = kc_metric_series(f, NULL, &m->job_latency)) < 0 ||
       (rc = kc_metrics_gauge(r, "volcano_e2e_job_scheduling_duration",
                              "Per-job duration from job creation to last task assumed in "
@@ -116,23 +251,20 @@ static int init_timings(sch_metrics *m, kc_metrics *r) {
   static const char *const plugin_l[] = {"plugin", "OnSession", NULL};
   static const char *const stage_l[] = {"stage", NULL};
   static const double reclaim_b[] = {0, 1, 2, 5, 10, 20, 50};
-  double pb[15], tb[30];
   kc_metric *f;
   int rc;
-  if ((rc = bucket_range(0.1, 100, 15, pb)) < 0 || (rc = bucket_range(50, 60000, 30, tb)) < 0 ||
-      (rc = bucket_range(0.1, 500, SCH_METRICS_STAGE_BUCKETS, m->stage_bounds)) < 0 ||
-      (rc = kc_metrics_histogram(r, "volcano_plugin_scheduling_latency_milliseconds",
-                                 "Plugin scheduling latency in milliseconds", plugin_l, pb, 15,
-                                 &m->plugin)) < 0 ||
+  if ((rc = kc_metrics_histogram(r, "volcano_plugin_scheduling_latency_milliseconds",
+                                 "Plugin scheduling latency in milliseconds", plugin_l,
+                                 sch_metrics_buckets_plugin, 15, &m->plugin)) < 0 ||
       (rc = kc_metrics_histogram(
            r, "volcano_task_scheduling_latency_milliseconds",
-           "Task scheduling latency from creation to various stages in milliseconds", stage_l, tb,
-           30, &m->task_latency)) < 0 ||
+           "Task scheduling latency from creation to various stages in milliseconds", stage_l,
+           sch_metrics_buckets_task, 30, &m->task_latency)) < 0 ||
       (rc = kc_metrics_histogram(r, "volcano_scheduling_stage_duration_milliseconds",
                                  "Duration of per-task scheduling stages (Predicate, Scoring, "
                                  "PreBind, Bind) in milliseconds",
-                                 stage_l, m->stage_bounds, SCH_METRICS_STAGE_BUCKETS, &m->stage)) <
-          0 ||
+                                 stage_l, sch_metrics_buckets_stage, SCH_METRICS_STAGE_BUCKETS,
+                                 &m->stage)) < 0 ||
       (rc = kc_metrics_histogram(
            r, "volcano_pod_reclaim_victims",
            "Distribution of reclaim victims actually evicted per successful task reclaim", NULL,

@@ -21,8 +21,18 @@
 #include "kc_strmap.h"
 #include "sch_framework.h"
 
-/* Volcano's bucket counts (prometheus.ExponentialBucketsRange). */
-#define SCH_METRICS_STAGE_BUCKETS 20 /* scheduling_stage_duration: 0.1 .. 500 ms */
+/* Volcano's bucket bounds in milliseconds, prometheus.ExponentialBucketsRange(min, max, n) as
+ * Go computes them: the numbers its client prints, from a Go program's output (C's pow rounds
+ * some of them a unit in the last place apart, and the le labels would differ). */
+extern const double sch_metrics_buckets_session[20]; /* 1 ms to 5 s: sessions, opening one */
+extern const double sch_metrics_buckets_action[20];  /* 1 ms to 2 s: actions */
+extern const double
+    sch_metrics_buckets_job[30]; /* 100 ms to 120 s: a job's creation to its tasks' allocation */
+extern const double sch_metrics_buckets_plugin[15]; /* 0.1 ms to 100 ms: a plugin's open or close */
+extern const double sch_metrics_buckets_task[30];   /* 50 ms to 60 s: a pod's creation to a stage */
+extern const double
+    sch_metrics_buckets_stage[20];   /* 0.1 ms to 500 ms: one scheduling stage of a task */
+#define SCH_METRICS_STAGE_BUCKETS 20 /* the length of sch_metrics_buckets_stage */
 
 typedef struct sch_metrics {
   kc_metrics *reg; /* borrowed; NULL: everything is a no-op */
@@ -35,8 +45,7 @@ typedef struct sch_metrics {
   kc_metric *q_share, *q_weight, *q_overused;
   kc_series *reclaim_attempts, *reclaim_victims;
   kc_series *bind_stage, *bound; /* the per-bind series, made at the first bind */
-  double stage_bounds[SCH_METRICS_STAGE_BUCKETS];
-  kc_strmap jobs; /* "ns/name" -> the job's series (owned) */
+  kc_strmap jobs;                /* "ns/name" -> the job's series (owned) */
 } sch_metrics;
 
 /* Registers the families in reg (borrowed; NULL leaves m inert). 0 or KC_E*. */

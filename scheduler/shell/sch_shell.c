@@ -233,10 +233,7 @@ static void setup_metrics(sch_shell *sh) {
   kc_metrics *r = sh->metrics;
   if (r == NULL)
     return;
-  /* Volcano's buckets: sessions 1 ms .. 5 s, actions 1 ms .. 2 s. */
-  double lat[20], act[20];
-  kc_metrics_exponential_buckets_range(1, 5000, 20, lat);
-  kc_metrics_exponential_buckets_range(1, 2000, 20, act);
+  const double *lat = sch_metrics_buckets_session, *act = sch_metrics_buckets_action;
   kc_metric *m;
   static const char *const result_l[] = {"result", NULL};
   static const char *const action_l[] = {"action", NULL};
@@ -1094,7 +1091,7 @@ static sch_run *run_new(sch_shell *sh, int *rc) {
   r->sopt.carry = sh->carry;
   if (sh->mx.reg) {
     r->sopt.clock_ns = kc_clock_mono_ns;
-    r->sopt.stage_bounds = sh->mx.stage_bounds;
+    r->sopt.stage_bounds = sch_metrics_buckets_stage;
     r->sopt.nstage_bounds = SCH_METRICS_STAGE_BUCKETS;
   }
   *rc = sch_cache_snapshot_deferred(sh->cache, &r->cs);
@@ -1249,7 +1246,6 @@ int sch_shell_new(uv_loop_t *loop, kc_client *c, kc_event_recorder *events, kc_m
   sh->client = c;
   sh->events = events;
   sh->metrics = metrics;
-  (void)sch_metrics_init(&sh->mx, NULL); /* inert until setup_metrics */
   sh->opt = *o;
   sh->carry = (sch_carry)SCH_CARRY_INIT;
   if (sh->opt.schedule_period_ns <= 0)
@@ -1266,7 +1262,7 @@ int sch_shell_new(uv_loop_t *loop, kc_client *c, kc_event_recorder *events, kc_m
   kc_strmap_init(&sh->why_last, KC_STRMAP_COPY_KEYS);
   kc_strmap_init(&sh->ev_last, KC_STRMAP_COPY_KEYS);
   kc_strmap_init(&sh->unsched_jobs, KC_STRMAP_COPY_KEYS);
-  int rc = 0;
+  int rc = sch_metrics_init(&sh->mx, NULL); /* inert until setup_metrics; 0 without a registry */
   if (sh->opt.scheduler_conf && sh->opt.scheduler_conf[0])
     check_conf(sh);
   if (sh->conf == NULL) {
