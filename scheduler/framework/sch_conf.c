@@ -307,7 +307,55 @@ static int ext_by_key(const char *key) {
   return -1;
 }
 
-static int parse_plugin(parser *p, yaml_node_t *m, sch_plugin_conf *pc, bool *skip) {
+/* Appends a copy of s to the list *v of *n names, once. */
+static int note(char ***v, size_t *n, const char *s) {
+  for (size_t i = 0; i < *n; i++)
+    if (strcmp((*v)[i], s) == 0)
+      return 0;
+  char **nv = realloc(*v, (*n + 1) * sizeof(*nv));
+  if (!nv)
+    return KC_ENOMEM;
+  *v = nv;
+  if (!(nv[*n] = strdup(s)))
+    return KC_ENOMEM;
+  (*n)++;
+  return 1;
+}
+
+/* Volcano's session skips a plugin it has no builder for ("Failed to get plugin %s.") and
+ * runs the others; the file's other plugins, their arguments and the actions stay in force. */
+static int skip_plugin(sch_conf *c, const char *name) {
+  int rc = note(&c->skipped_plugins, &c->nskipped_plugins, name);
+  if (rc > 0)
+    KC_ERROR("scheduler config: plugin \"%s\" is not implemented by kiln-scheduler; skipping "
+             "it, the rest of the configuration applies",
+             name);
+  return rc < 0 ? rc : 0;
+}
+
+/* Volcano's plugins read the arguments they know and pass over the rest in silence; Kiln
+ * names each argument its plugin does not read, so a setting that changes nothing is seen. */
+static int check_args(sch_conf *c, const sch_plugin_conf *pc) {
+  for (size_t i = 0; i < pc->args.n; i++) {
+    const char *key = pc->args.items[i].key;
+    if (sch_plugin_reads_arg(pc->plugin, key))
+      continue;
+    char *what = NULL;
+    if (asprintf(&what, "%s: %s", pc->plugin->name, key) < 0)
+      return KC_ENOMEM;
+    int rc = note(&c->ignored_args, &c->nignored_args, what);
+    free(what);
+    if (rc < 0)
+      return rc;
+    if (rc > 0)
+      KC_WARN("scheduler config: plugin %s: argument \"%s\" is not read by kiln-scheduler's %s; "
+              "ignoring it",
+              pc->plugin->name, key, pc->plugin->name);
+  }
+  return 0;
+}
+
+static int parse_plugin(parser *p, sch_conf *c, yaml_node_t *m, sch_plugin_conf *pc, bool *skip) {
   *skip = false;
   if (m->type != YAML_MAPPING_NODE)
     return fail(p, KC_EPARSE, "tiers: each plugin must be a mapping with a name");
@@ -317,14 +365,10 @@ static int parse_plugin(parser *p, yaml_node_t *m, sch_plugin_conf *pc, bool *sk
       name = scalar(node(p, kv->value));
   if (!name || !*name)
     return fail(p, KC_EPARSE, "tiers: a plugin has no name");
+  /* A plugin Kiln does not have is still parsed, so that a malformed entry refuses the file
+   * as Volcano's YAML decoding does; the caller then drops it. */
   pc->plugin = sch_plugin_find(name);
-  if (!pc->plugin) {
-    if (p->lenient) {
-      *skip = true;
-      return 0;
-    }
-    return fail(p, KC_ENOENT, "unknown plugin \"%s\"", name);
-  }
+  *skip = pc->plugin == NULL;
   /* Every switch defaults to on (ApplyPluginConfDefaults) except enableHierarchy, which
    * only drf reads and which must be asked for. */
   pc->enabled = ((1u << SCH_EXT__COUNT) - 1) & ~(1u << SCH_EXT_HIERARCHY);
@@ -357,7 +401,9 @@ static int parse_plugin(parser *p, yaml_node_t *m, sch_plugin_conf *pc, bool *sk
     else
       pc->enabled &= ~(1u << e);
   }
-  return 0;
+  if (*skip)
+    return p->lenient ? 0 : skip_plugin(c, name);
+  return check_args(c, pc);
 }
 
 static int parse_tiers(parser *p, yaml_node_t *seq, sch_conf *c) {
@@ -390,11 +436,15 @@ static int parse_tiers(parser *p, yaml_node_t *seq, sch_conf *c) {
       yaml_node_t *pn = node(p, *pi);
       if (!pn)
         return fail(p, KC_EPARSE, "tiers: bad plugin entry");
-      int rc = parse_plugin(p, pn, pc, &skip);
+      int rc = parse_plugin(p, c, pn, pc, &skip);
       if (!skip || rc < 0)
         tier->nplugins++; /* counted so that sch_conf_free releases its args */
       if (rc < 0)
         return rc;
+      if (skip) {
+        args_free(&pc->args);
+        memset(pc, 0, sizeof(*pc));
+      }
       for (size_t k = 0; k + 1 < tier->nplugins; k++)
         if (!skip && tier->plugins[k].plugin == pc->plugin)
           return fail(p, KC_EINVAL, "plugin \"%s\" appears twice in a tier", pc->plugin->name);
@@ -619,5 +669,11 @@ void sch_conf_free(sch_conf *c) {
   for (size_t i = 0; i < c->nskipped; i++)
     free(c->skipped[i]);
   free(c->skipped);
+  for (size_t i = 0; i < c->nskipped_plugins; i++)
+    free(c->skipped_plugins[i]);
+  free(c->skipped_plugins);
+  for (size_t i = 0; i < c->nignored_args; i++)
+    free(c->ignored_args[i]);
+  free(c->ignored_args);
   free(c);
 }

@@ -14,8 +14,10 @@
 extern const char sch_conf_default_yaml[];
 
 /* Parses len bytes of YAML. Returns 0 and a *new* configuration, or KC_EPARSE (malformed
- * YAML or a wrong shape) / KC_ENOENT (an unknown action or plugin) / KC_EINVAL (a bad
- * value) with a message naming the culprit in err (may be NULL). */
+ * YAML or a wrong shape) / KC_ENOENT (an action Volcano does not have either) / KC_EINVAL (a
+ * bad value) with a message naming the culprit in err (may be NULL). As in Volcano, a plugin
+ * kiln-scheduler does not have is skipped and the rest applies (conf->skipped_plugins), and
+ * an argument no plugin reads changes nothing (conf->ignored_args); each is logged once. */
 KC_NODISCARD int sch_conf_parse(const char *yaml, size_t len, sch_conf **out, char *err,
                                 size_t errlen);
 /* A changed file: parses len bytes of YAML and, when they load, frees *cur and stores the

@@ -353,6 +353,14 @@ typedef struct sch_conf {
    * were skipped, each with an error in the log. */
   char **skipped;
   size_t nskipped;
+  /* Plugins the file lists that kiln-scheduler does not have (owned names): skipped, as
+   * Volcano skips a plugin it cannot find, each named once in the log when the file loads. */
+  char **skipped_plugins;
+  size_t nskipped_plugins;
+  /* Plugin arguments no kiln-scheduler plugin reads, as "plugin: key" (owned): kept in the
+   * plugin's args (they change nothing) and named once in the log when the file loads. */
+  char **ignored_args;
+  size_t nignored_args;
 } sch_conf;
 
 /* ------------------------------------------------------------------------------------ */
@@ -621,6 +629,8 @@ const sch_plugin *sch_plugin_find(const char *name);
 const sch_action *sch_action_find(const char *name);
 /* Whether Volcano registers an action of that name (implemented here or not). */
 bool sch_action_volcano(const char *name);
+/* Whether plugin p reads the argument key (its table in sch_registry.c). */
+bool sch_plugin_reads_arg(const sch_plugin *p, const char *key);
 
 /* ------------------------------------------------------------------------------------ */
 /* Session lifecycle and output                                                         */

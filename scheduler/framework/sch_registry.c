@@ -1,5 +1,7 @@
 /* The registry of plugins and actions. A new plugin or action adds one extern line and one
- * table entry here; the configuration parser refuses names that are not listed. */
+ * table entry here (and a plugin the arguments it reads, in plugin_args); the configuration
+ * parser skips plugin names that are not listed, as Volcano does, and names them in the log. */
+#include <fnmatch.h>
 #include <string.h>
 
 #include "sch_framework.h"
@@ -70,6 +72,46 @@ bool sch_action_volcano(const char *name) {
   for (size_t i = 0; i < sizeof(volcano_actions) / sizeof(volcano_actions[0]); i++)
     if (strcmp(volcano_actions[i], name) == 0)
       return true;
+  return false;
+}
+
+/* The arguments each plugin reads, as fnmatch(3) patterns ('*' also matches '.' and '/', so
+ * "binpack.resources.*" covers "binpack.resources.nvidia.com/gpu"). An argument a plugin does
+ * not list here is named in the log when the configuration loads (it changes nothing), so a
+ * plugin that starts reading a new argument lists it here too. Plugins not in this table
+ * read no arguments. */
+static const struct {
+  const char *plugin;
+  const char *const *keys; /* NULL-terminated */
+} plugin_args[] = {
+    {"binpack", (const char *const[]){"binpack.weight", "binpack.cpu", "binpack.memory",
+                                      "binpack.resources", "binpack.resources.*", NULL}},
+    {"capacity", (const char *const[]){"ancestorReclaimLevel", NULL}},
+    {"nodeorder", (const char *const[]){"leastrequested.weight", "mostrequested.weight",
+                                        "balancedresource.weight", "nodeaffinity.weight",
+                                        "tainttoleration.weight", "podaffinity.weight",
+                                        "podtopologyspread.weight", NULL}},
+    {"overcommit", (const char *const[]){"overcommit-factor", "overcommit-factor.*", NULL}},
+    {"predicates",
+     (const char *const[]){"predicate.PodAffinityEnable", "predicate.PodTopologySpreadEnable",
+                           "predicate.NodeAffinityEnable", "predicate.NodePortsEnable",
+                           "predicate.TaintTolerationEnable", NULL}},
+    {"rescheduling",
+     (const char *const[]){"interval", "strategies.*.name", "strategies.*.params.thresholds.cpu",
+                           "strategies.*.params.thresholds.memory",
+                           "strategies.*.params.targetThresholds.cpu",
+                           "strategies.*.params.targetThresholds.memory", NULL}},
+    {"sla", (const char *const[]){"sla-waiting-time", NULL}},
+};
+
+bool sch_plugin_reads_arg(const sch_plugin *p, const char *key) {
+  for (size_t i = 0; i < sizeof(plugin_args) / sizeof(plugin_args[0]); i++) {
+    if (strcmp(plugin_args[i].plugin, p->name) != 0)
+      continue;
+    for (const char *const *k = plugin_args[i].keys; *k; k++)
+      if (fnmatch(*k, key, 0) == 0)
+        return true;
+  }
   return false;
 }
 

@@ -149,7 +149,14 @@ static void test_conf_invalid(void **state) {
     const char *needle;
   } cases[] = {
       {"actions: \"enqueue, allocat\"\n", KC_ENOENT, "allocat"},
-      {"actions: allocate\ntiers:\n- plugins:\n  - name: gangg\n", KC_ENOENT, "gangg"},
+      /* a plugin Kiln does not have is skipped, but its entry must still be well formed */
+      {"actions: allocate\ntiers:\n- plugins:\n  - name: deviceshare\n    arguments: [1, 2]\n",
+       KC_EPARSE, "plugin deviceshare: arguments must be a mapping"},
+      {"actions: allocate\ntiers:\n- plugins:\n  - name: deviceshare\n"
+       "    enablePredicate: maybe\n",
+       KC_EINVAL, "plugin deviceshare: enablePredicate"},
+      {"actions: \"enqueue, allocate, teleport\"\ntiers:\n- plugins:\n  - name: deviceshare\n",
+       KC_ENOENT, "unknown action \"teleport\""},
       {"actions: allocate\ntiers: [\n", KC_EPARSE, "malformed"},
       {"actions: allocate\ntiers:\n- plugins:\n  - name: gang\n    enableJobReady: maybe\n",
        KC_EINVAL, "enableJobReady"},
@@ -334,6 +341,93 @@ static void test_conf_skips_unbuilt_action(void **state) {
   assert_true(sch_action_volcano("shuffle"));
   assert_false(sch_action_volcano("shufle"));
   sch_conf_free(c);
+}
+
+/* Issue 28: Volcano's chart configuration with two plugins Kiln does not have (deviceshare,
+ * network-topology-aware) and arguments no Kiln plugin reads. As in Volcano the unknown plugins
+ * are skipped and everything else stays in force: the tiers, the known plugins with their
+ * switches and arguments, the actions. Before, the whole file was refused. */
+static void test_conf_skips_unknown_plugins(void **state) {
+  (void)state;
+  static const char y[] = "actions: \"enqueue, allocate, backfill\"\n"
+                          "tiers:\n"
+                          "- plugins:\n"
+                          "  - name: priority\n"
+                          "  - name: gang\n"
+                          "    enablePreemptable: false\n"
+                          "  - name: conformance\n"
+                          "- plugins:\n"
+                          "  - name: overcommit\n"
+                          "  - name: drf\n"
+                          "    enablePreemptable: false\n"
+                          "  - name: deviceshare\n"
+                          "    arguments:\n"
+                          "      deviceshare.VGPUEnable: true\n"
+                          "      deviceshare.SchedulePolicy: binpack\n"
+                          "  - name: predicates\n"
+                          "    arguments:\n"
+                          "      predicate.NodeAffinityEnable: false\n"
+                          "      predicate.GPUSharingEnable: true\n"
+                          "  - name: proportion\n"
+                          "  - name: nodeorder\n"
+                          "  - name: binpack\n"
+                          "    arguments:\n"
+                          "      binpack.weight: 10\n"
+                          "      binpack.resources: nvidia.com/gpu\n"
+                          "      binpack.resources.nvidia.com/gpu: 4\n"
+                          "      binpack.typo: 1\n"
+                          "  - name: network-topology-aware\n"
+                          "    arguments:\n"
+                          "      weight: 10\n"
+                          "  - name: deviceshare\n";
+  sch_conf *c = NULL;
+  char err[256] = "";
+  assert_int_equal(sch_conf_parse(y, strlen(y), &c, err, sizeof(err)), 0);
+  assert_int_equal(c->nactions, 3);
+  assert_int_equal(c->ntiers, 2);
+  assert_int_equal(c->tiers[0].nplugins, 3);
+  assert_false(c->tiers[0].plugins[1].enabled & (1u << SCH_EXT_PREEMPTABLE));
+  static const char *const second[] = {"overcommit", "drf",       "predicates",
+                                       "proportion", "nodeorder", "binpack"};
+  assert_int_equal(c->tiers[1].nplugins, 6);
+  for (size_t i = 0; i < 6; i++)
+    assert_string_equal(c->tiers[1].plugins[i].plugin->name, second[i]);
+  assert_false(c->tiers[1].plugins[1].enabled & (1u << SCH_EXT_PREEMPTABLE));
+  const sch_args *pred = &c->tiers[1].plugins[2].args;
+  assert_false(sch_args_bool(pred, "predicate.NodeAffinityEnable", true));
+  const sch_args *bp = &c->tiers[1].plugins[5].args;
+  assert_int_equal(sch_args_int(bp, "binpack.weight", 1), 10);
+  assert_int_equal(sch_args_int(bp, "binpack.resources.nvidia.com/gpu", 1), 4);
+  /* Each unknown plugin once, in the file's order. */
+  assert_int_equal(c->nskipped_plugins, 2);
+  assert_string_equal(c->skipped_plugins[0], "deviceshare");
+  assert_string_equal(c->skipped_plugins[1], "network-topology-aware");
+  /* Arguments of known plugins that they do not read; a skipped plugin's are not listed. */
+  assert_int_equal(c->nignored_args, 2);
+  assert_string_equal(c->ignored_args[0], "predicates: predicate.GPUSharingEnable");
+  assert_string_equal(c->ignored_args[1], "binpack: binpack.typo");
+  sch_conf_free(c);
+  /* A reload with such a file replaces the configuration in force. */
+  static const char first[] = "actions: allocate\n";
+  sch_conf *cur = NULL;
+  assert_int_equal(sch_conf_reload(&cur, first, strlen(first), err, sizeof(err)), 0);
+  assert_int_equal(sch_conf_reload(&cur, y, strlen(y), err, sizeof(err)), 0);
+  assert_int_equal(cur->nactions, 3);
+  assert_int_equal(cur->nskipped_plugins, 2);
+  sch_conf_free(cur);
+}
+
+/* The argument table names what each plugin reads (patterns included). */
+static void test_plugin_args_table(void **state) {
+  (void)state;
+  const sch_plugin *bp = sch_plugin_find("binpack"), *rs = sch_plugin_find("rescheduling");
+  const sch_plugin *gang = sch_plugin_find("gang"), *oc = sch_plugin_find("overcommit");
+  assert_true(sch_plugin_reads_arg(bp, "binpack.resources.example.com/foo"));
+  assert_false(sch_plugin_reads_arg(bp, "binpack.weights"));
+  assert_true(sch_plugin_reads_arg(rs, "strategies.3.params.targetThresholds.memory"));
+  assert_false(sch_plugin_reads_arg(rs, "strategies.0.params.thresholds.pods"));
+  assert_true(sch_plugin_reads_arg(oc, "overcommit-factor"));
+  assert_false(sch_plugin_reads_arg(gang, "anything"));
 }
 
 /* ---- snapshot ---- */
@@ -941,6 +1035,8 @@ int main(void) {
       cmocka_unit_test(test_conf_alias_bounds),
       cmocka_unit_test(test_conf_reload_keeps_previous),
       cmocka_unit_test(test_conf_skips_unbuilt_action),
+      cmocka_unit_test(test_conf_skips_unknown_plugins),
+      cmocka_unit_test(test_plugin_args_table),
       cmocka_unit_test(test_snapshot_accounting),
       cmocka_unit_test(test_statement_discard_and_commit),
       cmocka_unit_test(test_enqueue_gating),
