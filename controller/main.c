@@ -28,6 +28,9 @@ static const char summary[] =
 
 #define SHUTDOWN_DEADLINE_MS 10000
 
+/* Why Volcano's sharding-controller flags change nothing here (kc_flag.inert). */
+#define CTL_NO_SHARDING "Kiln has no sharding-controller (NodeShards are not managed)"
+
 typedef struct {
   kc_app app;
   ctl_manager *mgr;
@@ -106,6 +109,13 @@ int main(int argc, char **argv) {
   double cron_speed = 1;
   const char *listen = ":8081", *healthz = ":11251", *content_type = KC_PB_CONTENT_TYPE;
   bool enable_healthz = false, enable_metrics = false, inherit = true;
+  /* Volcano's sharding controller's flags (not built here: rows with an inert text). */
+  static const char *shard_def[] = {"volcano:volcano:0.0:0.6:false:2:100",
+                                    "agent-scheduler:agent:0.7:1.0:true:2:100"};
+  kc_strv shard_configs = {.v = shard_def, .n = 2};
+  int64_t shard_sync_ns = 60000000000LL;
+  bool node_event_trigger = true;
+  const char *shard_cm = "volcano-sharding-configmap", *shard_cm_ns = "volcano-system";
   const kc_flag flags[] = {
       KC_CLI_COMMON_FLAGS(&common),
       KC_CLIENT_FLAGS(&copt, "50", "100"),
@@ -164,9 +174,25 @@ int main(int argc, char **argv) {
        "pods, application/vnd.kubernetes.protobuf or application/json; Volcano's resources are "
        "always JSON",
        KC_PB_CONTENT_TYPE, NULL, false, NULL},
+      {"scheduler-configs", KC_FLAG_STRINGS, &shard_configs,
+       "Deprecated: use a sharding ConfigMap (--sharding-configmap) instead. Format: "
+       "name:type:min_util:max_util:prefer_warmup:min_nodes:max_nodes.",
+       "[volcano:volcano:0.0:0.6:false:2:100,agent-scheduler:agent:0.7:1.0:true:2:100]", NULL, true,
+       NULL, CTL_NO_SHARDING},
+      {"shard-sync-period", KC_FLAG_DURATION, &shard_sync_ns, "Period for shard synchronization",
+       "1m0s", NULL, false, NULL, CTL_NO_SHARDING},
+      {"enable-node-event-trigger", KC_FLAG_BOOL, &node_event_trigger,
+       "Enable node event trigger for shard updates", "true", NULL, false, NULL, CTL_NO_SHARDING},
+      {"sharding-configmap", KC_FLAG_STRING, &shard_cm,
+       "Name of the ConfigMap that contains sharding configuration (key: sharding.yaml).",
+       "volcano-sharding-configmap", NULL, false, NULL, CTL_NO_SHARDING},
+      {"sharding-configmap-namespace", KC_FLAG_STRING, &shard_cm_ns,
+       "Namespace of the sharding configuration ConfigMap.", "volcano-system", NULL, false, NULL,
+       CTL_NO_SHARDING},
   };
   int rc = kc_cli_parse("kiln-controller", summary, flags, sizeof(flags) / sizeof(flags[0]),
                         &common, argc, argv);
+  kc_strv_free(&shard_configs);
   if (rc >= 0)
     return rc;
   char err[512];

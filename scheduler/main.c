@@ -54,6 +54,12 @@ typedef struct {
   int64_t bind_delay_ns;
   bool session_on_loop;
   const char *content_type;
+  bool disable_default_conf;
+  /* Volcano's flags for features kiln-scheduler does not have (rows with an inert text). */
+  kc_strv node_selector, ignored_provisioners;
+  int gate_removal_workers, job_updater_workers, task_updater_workers;
+  int64_t resource_sync_timeout_ns;
+  const char *sharding_mode, *sharding_name;
   kc_client_options client;
   kc_leader_options leader;
 } sched_flags;
@@ -91,6 +97,10 @@ static void stop(kc_app *app, int signum) {
 
 static void on_usr2(uv_signal_t *h, int signum) {
   sched *s = h->data;
+  if (!s->f->cache_dumper) {
+    KC_INFO("SIGUSR2: the cache dumper is off (--cache-dumper=false); nothing written");
+    return;
+  }
   sch_shell_dump(s->shell, s->dump_path);
 }
 
@@ -101,6 +111,12 @@ static void on_started_leading(kc_app *app) {
 static void on_new_leader(kc_app *app, const char *identity) {
   if (app->leader && strcmp(identity, kc_leader_identity(app->leader)) != 0)
     KC_INFO("the leader is now %s", identity[0] ? identity : "<none>");
+}
+
+/* --disable-default-scheduler-config and a changed file that does not load: Volcano exits. */
+static void conf_fatal(void *ud) {
+  sched *s = ud;
+  kc_app_stop(&s->app, 1);
 }
 
 static const kc_app_hooks hooks = {
@@ -186,6 +202,8 @@ static int run(sched *s, kc_cli_common *common) {
   so.protobuf = strcmp(f->content_type, KC_PB_CONTENT_TYPE) == 0;
   so.may_write = may_write;
   so.ud = s;
+  so.no_default_conf = f->disable_default_conf;
+  so.on_fatal = conf_fatal;
   if (rc == 0)
     rc = sch_shell_new(&s->app.loop, s->app.client, s->app.events, s->app.metrics, &so, &s->shell);
   if (rc == 0)
@@ -238,6 +256,12 @@ int main(int argc, char **argv) {
       .client = KC_CLIENT_OPTIONS_INIT(2000, 2000),
       .leader = KC_LEADER_OPTIONS_INIT("volcano"),
       .content_type = KC_PB_CONTENT_TYPE,
+      .gate_removal_workers = 5,
+      .job_updater_workers = 1,
+      .task_updater_workers = 1,
+      .resource_sync_timeout_ns = 60000000000LL,
+      .sharding_mode = "none",
+      .sharding_name = "volcano",
   };
   /* clang-format off */
   const kc_flag flags[] = {
@@ -252,8 +276,8 @@ int main(int argc, char **argv) {
     {"schedule-period", KC_FLAG_DURATION, &f.schedule_period_ns,
      "The period between each scheduling cycle", "1s", NULL, false, NULL},
     {"resync-period", KC_FLAG_DURATION, &f.resync_period_ns,
-     "The default resync period for k8s native informer factory (accepted; watches do not "
-     "need it)", "0s", NULL, false, NULL},
+     "The default resync period for k8s native informer factory", "0s", NULL, false, NULL,
+     "informers resume their watches and relist on 410; nothing is replayed on a timer"},
     {"default-queue", KC_FLAG_STRING, &f.default_queue,
      "The default queue name of the job", "default", NULL, false, NULL},
     {"listen-address", KC_FLAG_STRING, &f.listen_address,
@@ -270,8 +294,8 @@ int main(int argc, char **argv) {
      "Enable PriorityClass to provide the capacity of preemption at pod group level",
      "true", NULL, false, NULL},
     {"csi-storage", KC_FLAG_BOOL, &f.csi_storage,
-     "Enable tracking of available storage capacity (accepted; has no effect)", "true", NULL,
-     false, NULL},
+     "Enable tracking of available storage capacity", "true", NULL, false, NULL,
+     "kiln-scheduler does not watch CSIDriver or CSIStorageCapacity objects"},
     {"cache-dumper", KC_FLAG_BOOL, &f.cache_dumper,
      "Enable the cache dumper (SIGUSR2 writes the cache as a protobuf Snapshot)", "true",
      NULL, false, NULL},
@@ -289,8 +313,8 @@ int main(int argc, char **argv) {
     {"minimum-feasible-nodes", KC_FLAG_INT, &f.minimum_feasible_nodes,
      "The minimum feasible nodes to find and score", "100", NULL, false, NULL},
     {"node-worker-threads", KC_FLAG_INT, &f.node_worker_threads,
-     "The number of threads syncing node operations (accepted; one loop thread)", "20", NULL,
-     false, NULL},
+     "The number of threads syncing node operations.", "20", NULL, false, NULL,
+     "node events are handled on the one event loop thread"},
     {"dump-snapshot", KC_FLAG_STRING, &f.dump_snapshot,
      "Kiln: the file SIGUSR2 writes the cache to, as a protobuf kiln.Snapshot (default: "
      "<cache-dump-dir>/volcano-scheduler-<pid>.snapshot.pb)", NULL, NULL, false, NULL},
@@ -307,6 +331,40 @@ int main(int argc, char **argv) {
     {"session-on-loop", KC_FLAG_BOOL, &f.session_on_loop,
      "Kiln test aid: run each session on the event loop thread instead of a worker thread "
      "(the benchmark's before)", "false", NULL, false, NULL},
+    {"disable-default-scheduler-config", KC_FLAG_BOOL, &f.disable_default_conf,
+     "The flag indicates whether the scheduler should avoid using the default configuration "
+     "if the provided scheduler configuration is invalid.", "false", NULL, false, NULL},
+    {"node-selector", KC_FLAG_STRINGS, &f.node_selector,
+     "volcano only work with the labeled node, like: --node-selector=volcano.sh/role:train "
+     "--node-selector=volcano.sh/role:serving", NULL, NULL, true, NULL,
+     "kiln-scheduler considers every node; keep its pods off nodes with taints or node "
+     "affinity instead"},
+    {"ignored-provisioners", KC_FLAG_STRINGS, &f.ignored_provisioners,
+     "The provisioners that will be ignored during pod pvc request computation and "
+     "preemption.", NULL, NULL, true, NULL,
+     "kiln-scheduler does not count PVCs against CSI node limits, so there is nothing to "
+     "leave out"},
+    {"gate-removal-worker-num", KC_FLAG_INT, &f.gate_removal_workers,
+     "The number of async workers for scheduling gate removal (used when "
+     "SchedulingGatesQueueAdmission is enabled).", "5", NULL, false, NULL,
+     "kiln-scheduler does not remove scheduling gates (SchedulingGatesQueueAdmission)"},
+    {"job-updater-worker-num", KC_FLAG_INT, &f.job_updater_workers,
+     "The number of workers writing PodGroup status at session close.", NULL, NULL, false, NULL,
+     "status writes go out from the event loop, all in flight at once"},
+    {"task-updater-worker-num", KC_FLAG_INT, &f.task_updater_workers,
+     "The number of workers writing pod conditions at session close.", NULL, NULL, false, NULL,
+     "status writes go out from the event loop, all in flight at once"},
+    {"resource-sync-timeout", KC_FLAG_DURATION, &f.resource_sync_timeout_ns,
+     "timeout on waiting for handler handling initial resources synchronization before "
+     "starting scheduler, default is 60s, 0 skip waiting", "1m0s", NULL, false, NULL,
+     "kiln-scheduler always waits until every informer has listed before its first session"},
+    {"scheduler-sharding-mode", KC_FLAG_STRING, &f.sharding_mode,
+     "The node sharding mode for scheduling, none(default)|hard|soft mode is supported",
+     "none", NULL, false, NULL,
+     "there is no node sharding; kiln-scheduler runs as in mode none"},
+    {"scheduler-sharding-name", KC_FLAG_STRING, &f.sharding_name,
+     "The name of shard used for this scheduler", "volcano", NULL, false, NULL,
+     "there is no node sharding (NodeShards are not read)"},
   };
   /* clang-format on */
   int rc = kc_cli_parse("kiln-scheduler", summary, flags, sizeof(flags) / sizeof(flags[0]), &common,
@@ -322,9 +380,20 @@ int main(int argc, char **argv) {
     kc_strv_free(&f.scheduler_names);
     return 2;
   }
-  if (f.scheduler_names.n == 0) {
-    fprintf(stderr, "kiln-scheduler: --scheduler-name must not be empty\n");
+  const char *bad = NULL;
+  if (f.scheduler_names.n == 0)
+    bad = "--scheduler-name must not be empty";
+  else if (strchr(f.default_queue, '/'))
+    bad = "default-queue must be a cluster Queue name";
+  else if (f.job_updater_workers <= 0)
+    bad = "job-updater-worker-num must be greater than 0";
+  else if (f.task_updater_workers <= 0)
+    bad = "task-updater-worker-num must be greater than 0";
+  if (bad) {
+    fprintf(stderr, "kiln-scheduler: %s\n", bad);
     kc_strv_free(&f.scheduler_names);
+    kc_strv_free(&f.node_selector);
+    kc_strv_free(&f.ignored_provisioners);
     return 2;
   }
   if (!f.priority_class)
@@ -341,6 +410,8 @@ int main(int argc, char **argv) {
   s.f = &f;
   rc = run(&s, &common);
   kc_strv_free(&f.scheduler_names);
+  kc_strv_free(&f.node_selector);
+  kc_strv_free(&f.ignored_provisioners);
   KC_INFO("kiln-scheduler stopped");
   return rc ? 1 : 0;
 }

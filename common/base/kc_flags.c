@@ -45,9 +45,24 @@ static int strv_push(kc_strv *sv, const char *s) {
   return 0;
 }
 
-static const kc_flag *find(const kc_flag *flags, size_t n, const char *name, size_t len) {
+/* With word_sep, names compare with '_' and '-' as one character (WordSepNormalizeFunc). */
+static bool same_name(const char *flag, const char *name, size_t len, bool word_sep) {
+  if (strlen(flag) != len)
+    return false;
+  if (!word_sep)
+    return strncmp(flag, name, len) == 0;
+  for (size_t i = 0; i < len; i++) {
+    char a = flag[i] == '_' ? '-' : flag[i], b = name[i] == '_' ? '-' : name[i];
+    if (a != b)
+      return false;
+  }
+  return true;
+}
+
+static const kc_flag *find(const kc_flag *flags, size_t n, const char *name, size_t len,
+                           bool word_sep) {
   for (size_t i = 0; i < n; i++)
-    if (strlen(flags[i].name) == len && strncmp(flags[i].name, name, len) == 0)
+    if (same_name(flags[i].name, name, len, word_sep))
       return &flags[i];
   return NULL;
 }
@@ -129,6 +144,11 @@ bad:;
 
 int kc_flags_parse(const kc_flag *flags, size_t nflags, int argc, char **argv, int *nargs,
                    char *err, size_t errlen) {
+  return kc_flags_parse_given(flags, nflags, argc, argv, nargs, false, NULL, err, errlen);
+}
+
+int kc_flags_parse_given(const kc_flag *flags, size_t nflags, int argc, char **argv, int *nargs,
+                         bool word_sep, bool *given, char *err, size_t errlen) {
   int npos = 0;
   bool only_args = false;
   for (int i = 1; i < argc; i++) {
@@ -156,7 +176,7 @@ int kc_flags_parse(const kc_flag *flags, size_t nflags, int argc, char **argv, i
                (int)(len + 1), a, (int)(len + 1), a);
       return KC_EINVAL;
     }
-    const kc_flag *f = find(flags, nflags, name, len);
+    const kc_flag *f = find(flags, nflags, name, len, word_sep);
     if (f == NULL) {
       if (dbl)
         snprintf(err, errlen, "unknown flag: --%.*s", (int)len, name);
@@ -181,6 +201,8 @@ int kc_flags_parse(const kc_flag *flags, size_t nflags, int argc, char **argv, i
         snprintf(err, errlen, "out of memory");
       return rc;
     }
+    if (given)
+      given[f - flags] = true;
   }
   if (nargs)
     *nargs = npos;
@@ -201,6 +223,8 @@ void kc_flags_usage(FILE *out, const char *prog, const char *summary, const kc_f
     fprintf(out, "  %-38s %s", head, f->usage);
     if (f->def && f->def[0])
       fprintf(out, " (default %s)", f->def);
+    if (f->inert)
+      fprintf(out, " [accepted; no effect in Kiln: %s]", f->inert);
     fputc('\n', out);
   }
 }

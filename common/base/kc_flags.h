@@ -39,6 +39,9 @@ typedef struct {
   kc_flag_set_fn set; /* KC_FLAG_FUNC only */
   bool split_commas;  /* KC_FLAG_STRINGS: also split each value at commas (StringSlice) */
   bool *seen;         /* optional: set to true when the flag is given */
+  /* A Volcano flag whose feature Kiln does not have: the value is checked as Volcano checks
+   * it, and kc_cli logs this reason once at startup when the flag is given. */
+  const char *inert;
 } kc_flag;
 
 /* Parses argv[1..argc-1]. Positional arguments are collected at the front of argv
@@ -46,6 +49,12 @@ typedef struct {
  * On error returns KC_EINVAL with a message such as "unknown flag: --foo" in err. */
 KC_NODISCARD int kc_flags_parse(const kc_flag *flags, size_t nflags, int argc, char **argv,
                                 int *nargs, char *err, size_t errlen);
+/* kc_flags_parse, and given[i] (nflags entries, may be NULL) set when flags[i] was given.
+ * With word_sep, '_' and '-' in a name are one character, as after Kubernetes'
+ * cliflag.InitFlags (WordSepNormalizeFunc): --log_dir and --log-dir name one flag. */
+KC_NODISCARD int kc_flags_parse_given(const kc_flag *flags, size_t nflags, int argc, char **argv,
+                                      int *nargs, bool word_sep, bool *given, char *err,
+                                      size_t errlen);
 
 /* Prints a usage page: "Usage:\n  prog [flags]\n\nFlags:\n  --name type  usage (default x)". */
 void kc_flags_usage(FILE *out, const char *prog, const char *summary, const kc_flag *flags,

@@ -165,7 +165,15 @@ static void log_conf(const char *what, const sch_conf *conf) {
   for (size_t i = 0; i < conf->nskipped && off < sizeof(skipped); i++)
     off += (size_t)snprintf(skipped + off, sizeof(skipped) - off, "%s%s",
                             i ? ", " : "; not implemented, skipped: ", conf->skipped[i]);
-  KC_INFO("%s: actions \"%s\"%s, %zu tiers, %zu plugins", what, acts, skipped, conf->ntiers, np);
+  char plugins[256] = "";
+  off = 0;
+  for (size_t i = 0; i < conf->nskipped_plugins && off < sizeof(plugins); i++)
+    off += (size_t)snprintf(plugins + off, sizeof(plugins) - off, "%s%s",
+                            i ? ", " : " (not implemented, skipped: ", conf->skipped_plugins[i]);
+  if (off && off < sizeof(plugins) - 1)
+    snprintf(plugins + off, sizeof(plugins) - off, ")");
+  KC_INFO("%s: actions \"%s\"%s, %zu tiers, %zu plugins%s", what, acts, skipped, conf->ntiers, np,
+          plugins);
 }
 
 /* Reads and parses the file; on success replaces sh->conf. */
@@ -211,6 +219,11 @@ static void check_conf(sch_shell *sh) {
       KC_WARN("scheduler configuration %s: %s; keeping the %s configuration", path, strerror(errno),
               sh->conf ? "current" : "default");
     sh->conf_seen = false;
+    if (sh->opt.no_default_conf && sh->conf) {
+      KC_ERROR("Failed to read scheduler config and default configuration fallback is disabled");
+      if (sh->opt.on_fatal)
+        sh->opt.on_fatal(sh->opt.ud);
+    }
     return;
   }
   if (sh->conf_seen && st.st_mtim.tv_sec == sh->conf_mtime.tv_sec &&
@@ -224,7 +237,33 @@ static void check_conf(sch_shell *sh) {
   sh->conf_ino = st.st_ino;
   if (!first)
     KC_INFO("scheduler configuration %s changed; reloading", path);
-  load_conf_file(sh, path);
+  if (load_conf_file(sh, path) != 0 && sh->opt.no_default_conf && !first) {
+    KC_ERROR("Invalid scheduler configuration and default configuration fallback is disabled");
+    if (sh->opt.on_fatal)
+      sh->opt.on_fatal(sh->opt.ud);
+  }
+}
+
+/* The configuration at start: the file's, else Volcano's default (unless
+ * --disable-default-scheduler-config, which makes a missing or bad file fatal). */
+static int initial_conf(sch_shell *sh) {
+  bool have_path = sh->opt.scheduler_conf && sh->opt.scheduler_conf[0];
+  if (have_path)
+    check_conf(sh);
+  if (sh->conf == NULL && sh->opt.no_default_conf) {
+    KC_ERROR("%s", have_path ? "Invalid scheduler configuration and default configuration "
+                               "fallback is disabled"
+                             : "No --scheduler-conf path provided and default configuration "
+                               "fallback is disabled");
+    return KC_EINVAL;
+  }
+  if (sh->conf == NULL) {
+    int rc = sch_conf_default(&sh->conf);
+    if (rc)
+      return rc;
+    log_conf("using the default scheduler configuration", sh->conf);
+  }
+  return 0;
 }
 
 /* ---- metrics ---- */
@@ -1263,14 +1302,10 @@ int sch_shell_new(uv_loop_t *loop, kc_client *c, kc_event_recorder *events, kc_m
   kc_strmap_init(&sh->ev_last, KC_STRMAP_COPY_KEYS);
   kc_strmap_init(&sh->unsched_jobs, KC_STRMAP_COPY_KEYS);
   int rc = sch_metrics_init(&sh->mx, NULL); /* inert until setup_metrics; 0 without a registry */
-  if (sh->opt.scheduler_conf && sh->opt.scheduler_conf[0])
-    check_conf(sh);
-  if (sh->conf == NULL) {
-    rc = sch_conf_default(&sh->conf);
-    if (rc)
-      goto fail;
-    log_conf("using the default scheduler configuration", sh->conf);
-  }
+  if (rc == 0)
+    rc = initial_conf(sh);
+  if (rc)
+    goto fail;
   sch_cache_options co = {.default_queue = sh->opt.default_queue,
                           .may_write = shell_may_write,
                           .ud = sh,

@@ -67,6 +67,12 @@ typedef struct {
   /* Gate: sessions run and writes go out only while this returns 0 (leader election). */
   int (*may_write)(void *ud);
   void *ud;
+  /* --disable-default-scheduler-config: no fallback to Volcano's default configuration.
+   * Without --scheduler-conf, or with a file that cannot be read or does not load, at start
+   * sch_shell_new fails, and on a later change on_fatal (may be NULL) is called with ud: the
+   * process should exit, as Volcano's does (klog.Fatalf). */
+  bool no_default_conf;
+  void (*on_fatal)(void *ud);
 } sch_shell_options;
 
 /* *out is new. c, events and metrics (may be NULL) are borrowed; o's strings too. Loads

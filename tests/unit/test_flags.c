@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "kc_error.h"
+#include "kc_cli.h"
 #include "kc_flags.h"
 
 struct opts {
@@ -152,6 +153,84 @@ static void test_duration(void **state) {
   }
 }
 
+/* Issue 28: as Kubernetes' cliflag.InitFlags normalizes names, '_' and '-' are one
+ * character (--log_dir is --log-dir, --leader_elect is --leader-elect). */
+static void test_word_separators(void **state) {
+  (void)state;
+  const char *dir = NULL;
+  bool leader = false;
+  const kc_flag flags[] = {
+      {"log_dir", KC_FLAG_STRING, &dir, "", NULL, NULL, false, NULL, NULL},
+      {"leader-elect", KC_FLAG_BOOL, &leader, "", NULL, NULL, false, NULL, NULL},
+  };
+  char a1[] = "--log-dir=/x", a2[] = "--leader_elect";
+  char *argv[] = {"prog", a1, a2, NULL};
+  char err[256] = "";
+  assert_int_equal(kc_flags_parse_given(flags, 2, 3, argv, NULL, true, NULL, err, sizeof(err)), 0);
+  assert_string_equal(dir, "/x");
+  assert_true(leader);
+  char a3[] = "--leader.elect";
+  char *bad[] = {"prog", a3, NULL};
+  assert_int_equal(kc_flags_parse_given(flags, 2, 2, bad, NULL, true, NULL, err, sizeof(err)),
+                   KC_EINVAL);
+  /* Without word_sep (vcctl's own parsing) the names are exact. */
+  char a4[] = "--leader_elect";
+  char *exact[] = {"prog", a4, NULL};
+  assert_int_equal(kc_flags_parse(flags, 2, 2, exact, NULL, err, sizeof(err)), KC_EINVAL);
+}
+
+/* Which flags were given, for kc_cli's once-at-startup report of the inert ones, and the
+ * arguments that are not flags (Volcano's chart passes "2>&1"), collected rather than
+ * refused when the caller takes them. */
+static void test_given_and_positional(void **state) {
+  (void)state;
+  int v = 0;
+  const char *mode = "none";
+  const kc_flag flags[] = {
+      {"v", KC_FLAG_INT, &v, "", NULL, NULL, false, NULL, NULL},
+      {"scheduler-sharding-mode", KC_FLAG_STRING, &mode, "", "none", NULL, false, NULL,
+       "no sharding"},
+  };
+  char a1[] = "-v=3", a2[] = "--scheduler-sharding-mode=hard", a3[] = "2>&1";
+  char *argv[] = {"prog", a1, a2, a3, NULL};
+  bool given[2] = {false, false};
+  int nargs = -1;
+  char err[256] = "";
+  assert_int_equal(kc_flags_parse_given(flags, 2, 4, argv, &nargs, true, given, err, sizeof(err)),
+                   0);
+  assert_true(given[0] && given[1]);
+  assert_string_equal(mode, "hard");
+  assert_int_equal(nargs, 1);
+  assert_string_equal(argv[0], "2>&1");
+}
+
+/* The value syntax of klog's and component-base's flag types, checked as Volcano's
+ * processes check it even where the flag changes nothing in Kiln. */
+static void test_klog_and_gate_values(void **state) {
+  (void)state;
+  const char *t = NULL;
+  char err[128];
+  static const char *const sev_ok[] = {"INFO", "warning", "Error", "FATAL", "2", "-1"};
+  for (size_t i = 0; i < 6; i++)
+    assert_int_equal(kc_cli_set_severity(&t, sev_ok[i], err, sizeof(err)), 0);
+  assert_int_equal(kc_cli_set_severity(&t, "LOUD", err, sizeof(err)), KC_EINVAL);
+  assert_int_equal(kc_cli_set_trace_location(&t, "", err, sizeof(err)), 0);
+  assert_int_equal(kc_cli_set_trace_location(&t, "gang.go:42", err, sizeof(err)), 0);
+  assert_int_equal(kc_cli_set_trace_location(&t, "gang:42", err, sizeof(err)), KC_EINVAL);
+  assert_string_equal(err, "syntax error: expect file.go:234");
+  assert_int_equal(kc_cli_set_trace_location(&t, "a.go:0", err, sizeof(err)), KC_EINVAL);
+  assert_int_equal(kc_cli_set_uint64(&t, "1800", err, sizeof(err)), 0);
+  assert_int_equal(kc_cli_set_uint64(&t, "-1", err, sizeof(err)), KC_EINVAL);
+  assert_int_equal(
+      kc_cli_set_feature_gates(&t, "PodDisruptionBudgetsSupport=false, VolcanoJobSupport=true", err,
+                               sizeof(err)),
+      0);
+  assert_int_equal(kc_cli_set_feature_gates(&t, "", err, sizeof(err)), 0);
+  assert_int_equal(kc_cli_set_feature_gates(&t, "NamespaceQueue", err, sizeof(err)), KC_EINVAL);
+  assert_string_equal(err, "missing bool value for NamespaceQueue");
+  assert_int_equal(kc_cli_set_feature_gates(&t, "A=yes", err, sizeof(err)), KC_EINVAL);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_volcano_deployment_args),
@@ -159,6 +238,9 @@ int main(void) {
       cmocka_unit_test(test_bool_false_and_errors),
       cmocka_unit_test(test_positional_rejected),
       cmocka_unit_test(test_duration),
+      cmocka_unit_test(test_word_separators),
+      cmocka_unit_test(test_given_and_positional),
+      cmocka_unit_test(test_klog_and_gate_values),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
