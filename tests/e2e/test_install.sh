@@ -416,6 +416,196 @@ YAML
   kubectl delete vcjob -n "$1" low high-a high-b >/dev/null
 }
 
+# Issue 28: Volcano's own Deployment arguments, copied from its chart, start both processes,
+# with a scheduler configuration that names plugins Kiln does not have. The arguments are
+# those of volcano-sh/volcano's installer/helm/chart/volcano/templates/scheduler.yaml at
+# commit 0069b395d2a5 rendered with the chart's values.yaml, plus every optional value the
+# template can add (pprof, plugins dir, feature gates with namespace_queue_enable, ignored
+# provisioners, sharding mode); the controller's are its chart's (logtostderr, healthz,
+# metrics, leader election off, qps/burst, worker threads, the sharding ConfigMap, -v=4,
+# 2>&1). Then come the rest of Volcano's flags that issue 28 lists, and last the changes this
+# machine needs (kubeconfig, the config file's path, loopback ports): with pflag, the last
+# value of a flag wins, so the copied arguments stay as they are.
+VOLCANO_SCHEDULER_ARGS=(
+  --logtostderr
+  --scheduler-conf=/volcano.scheduler/volcano-scheduler.conf
+  --enable-healthz=true
+  --enable-metrics=true
+  --enable-pprof=true
+  --leader-elect=false
+  --kube-api-qps=2000
+  --kube-api-burst=2000
+  --schedule-period=1s
+  --node-worker-threads=20
+  --percentage-nodes-to-find=0
+  --plugins-dir=/custom-plugins
+  --feature-gates=NamespaceQueue=true
+  --ignored-provisioners=rancher.io/local-path,hostpath.csi.k8s.io
+  --scheduler-sharding-mode=none
+  -v=3
+  '2>&1'
+)
+VOLCANO_SCHEDULER_MORE=(
+  --scheduler-sharding-name=volcano --gate-removal-worker-num=5 --resource-sync-timeout=60s
+  --disable-default-scheduler-config --log-flush-frequency=5s --stderrthreshold=INFO
+  --node-selector=kiln.test/unused:x --ca-cert-file=/nonexistent/ca.crt
+  --tls-cert-file=/nonexistent/tls.crt --tls-private-key-file=/nonexistent/tls.key
+  --job-updater-worker-num=4 --task-updater-worker-num=4 --log_file_max_size=1800
+  --alsologtostderr --add_dir_header=false --log_backtrace_at=scheduler.go:1
+)
+VOLCANO_CONTROLLER_ARGS=(
+  --logtostderr
+  --enable-healthz=true
+  --enable-metrics=true
+  --leader-elect=false
+  --kube-api-qps=50
+  --kube-api-burst=100
+  --worker-threads=3
+  --worker-threads-for-gc=5
+  --worker-threads-for-podgroup=5
+  --sharding-configmap=volcano-sharding-configmap
+  --sharding-configmap-namespace=volcano-system
+  -v=4
+  '2>&1'
+)
+VOLCANO_CONTROLLER_MORE=(
+  --feature-gates=NamespaceQueue=true,VolcanoJobSupport=true --ca-cert-file=/nonexistent/ca.crt
+  --tls-cert-file=/nonexistent/tls.crt --tls-private-key-file=/nonexistent/tls.key
+  --log-flush-frequency=5s --stderrthreshold=2 --scheduler-configs=volcano:volcano:0.0:0.6:false:2:100
+  --shard-sync-period=60s --enable-node-event-trigger=true --controllers='*'
+)
+
+# stop_started NAME: stop the process this suite started as kiln-NAME (pid files in $D/pids).
+stop_started() {
+  local f=$D/pids/kiln-$1.pid pid
+  [ -f "$f" ] || return 0
+  pid=$(cat "$f")
+  if kill -0 "$pid" 2>/dev/null && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q "kiln-"; then
+    kill -TERM "$pid" 2>/dev/null
+    wait_for 30 "kiln-$1 stopped" exited "$pid"
+  fi
+  rm -f "$f" "$D/pids/kiln-$1.exe"
+}
+
+# start_volcano_args PROCESS ARGS...: kiln-PROCESS as kiln-vchart-PROCESS, logging to its own file.
+start_volcano_args() {
+  local p=$1
+  shift
+  setsid "$KILN_BUILD/$p/kiln-$p" "$@" >"$D/logs/kiln-vchart-$p.log" 2>&1 </dev/null &
+  echo $! >"$D/pids/kiln-vchart-$p.pid"
+  echo "$KILN_BUILD/$p/kiln-$p" >"$D/pids/kiln-vchart-$p.exe"
+}
+
+test_volcano_chart_args_verbatim() {
+  installed
+  # Volcano's chart configuration, with two plugins Kiln does not have (each with arguments),
+  # an argument Kiln's predicates does not read and binpack's own arguments.
+  cat >"$D/vchart-scheduler.conf" <<'CONF'
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+    enablePreemptable: false
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+    enablePreemptable: false
+  - name: deviceshare
+    arguments:
+      deviceshare.GPUSharingEnable: true
+      deviceshare.SchedulePolicy: binpack
+  - name: predicates
+    arguments:
+      predicate.GPUSharingEnable: true
+  - name: proportion
+  - name: nodeorder
+  - name: binpack
+    arguments:
+      binpack.weight: 10
+      binpack.cpu: 2
+  - name: network-topology-aware
+    arguments:
+      weight: 10
+CONF
+  # The suite's own processes step aside (installed() starts them again for the next test).
+  stop_started scheduler
+  stop_started controller
+  local slog=$D/logs/kiln-vchart-scheduler.log clog=$D/logs/kiln-vchart-controller.log
+  local here=(--kubeconfig="$KUBECONFIG" --healthz-address=127.0.0.1:0
+              --listen-address=127.0.0.1:0)
+  start_volcano_args scheduler "${VOLCANO_SCHEDULER_ARGS[@]}" "${VOLCANO_SCHEDULER_MORE[@]}" \
+    "${here[@]}" --scheduler-conf="$D/vchart-scheduler.conf" --cache-dump-dir="$D"
+  start_volcano_args controller "${VOLCANO_CONTROLLER_ARGS[@]}" "${VOLCANO_CONTROLLER_MORE[@]}" \
+    "${here[@]}"
+  local sport cport
+  sport=$(served_port "$slog" metrics)
+  cport=$(served_port "$clog" metrics)
+  wait_for 60 "kiln-scheduler ready" curl -sf "http://127.0.0.1:$sport/readyz"
+  wait_for 60 "kiln-controller ready" curl -sf "http://127.0.0.1:$cport/readyz"
+  # The configuration applies without the two plugins: 9 plugins in 2 tiers.
+  expect_match 'loaded scheduler configuration .*vchart-scheduler.conf: actions "enqueue, allocate, backfill", 2 tiers, 9 plugins \(not implemented, skipped: deviceshare, network-topology-aware\)' \
+    "$(cat "$slog")" "the configuration in force"
+  # A Job runs to the end under these processes.
+  local ns
+  ns=$(new_namespace vchart)
+  kubectl create -n "$ns" -f "$M/examples/job-single.yaml" >/dev/null
+  if ! wait_jsonpath 90 vcjob/hello '{.status.state.phase}' Completed "$ns"; then
+    tail -n 30 "$slog" "$clog" >&2
+    fail "the example Job did not complete under Volcano's arguments"
+  fi
+  # Each unknown plugin and ignored argument is logged once, not once per session.
+  wait_sessions 3 "$sport"
+  local name n
+  for name in '"deviceshare" is not implemented by kiln-scheduler' \
+      '"network-topology-aware" is not implemented by kiln-scheduler' \
+      'plugin predicates: argument "predicate.GPUSharingEnable" is not read'; do
+    n=$(grep -cF "$name" "$slog")
+    expect_eq 1 "$n" "log lines with: $name"
+  done
+  ! grep -q 'argument "binpack\.' "$slog" || fail "binpack's own arguments reported as unknown"
+  # The flags without effect are named once at startup; "2>&1" is passed over.
+  for name in feature-gates ignored-provisioners scheduler-sharding-mode node-selector \
+      resource-sync-timeout ca-cert-file log-flush-frequency stderrthreshold; do
+    expect_eq 1 "$(grep -c "flag --$name is accepted for compatibility with Volcano and has no effect" "$slog")" \
+      "scheduler: --$name logged once"
+  done
+  for name in feature-gates sharding-configmap sharding-configmap-namespace scheduler-configs \
+      tls-cert-file; do
+    expect_eq 1 "$(grep -c "flag --$name is accepted for compatibility with Volcano and has no effect" "$clog")" \
+      "controller: --$name logged once"
+  done
+  expect_match 'ignoring the argument "2>&1"' "$(cat "$slog")" "scheduler: 2>&1"
+  expect_match 'ignoring the argument "2>&1"' "$(cat "$clog")" "controller: 2>&1"
+  ! grep -q -- '--disable-default-scheduler-config is accepted' "$slog" ||
+    fail "--disable-default-scheduler-config is implemented, not inert"
+  stop_started vchart-scheduler
+  stop_started vchart-controller
+  kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1 || true
+}
+
+# --disable-default-scheduler-config as in Volcano: with a file that does not load, the
+# process exits instead of scheduling with the default configuration.
+test_disable_default_scheduler_config() {
+  installed
+  printf 'actions: "enqueue, allocate"\ntiers: [\n' >"$D/vchart-bad.conf"
+  local out rc=0
+  out=$(timeout 30 "$KILN_BUILD/scheduler/kiln-scheduler" --kubeconfig="$KUBECONFIG" \
+    --leader-elect=false --scheduler-name=vchart-none --healthz-address=127.0.0.1:0 \
+    --scheduler-conf="$D/vchart-bad.conf" --disable-default-scheduler-config 2>&1) || rc=$?
+  [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "exit status $rc: $(tail -3 <<<"$out")"
+  expect_match 'Invalid scheduler configuration and default configuration fallback is disabled' \
+    "$out" "the reason"
+  rc=0
+  out=$(timeout 30 "$KILN_BUILD/scheduler/kiln-scheduler" --kubeconfig="$KUBECONFIG" \
+    --leader-elect=false --scheduler-name=vchart-none --disable-default-scheduler-config 2>&1) ||
+    rc=$?
+  [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "exit status $rc without --scheduler-conf"
+  expect_match 'No --scheduler-conf path provided and default configuration fallback is disabled' \
+    "$out" "the reason without a file"
+}
+
 # From the API server's audit log: no request of either ServiceAccount was refused, and every
 # rule they are granted was used (tests/e2e/rbac_audit.py says which were not).
 finally_rbac_least_privilege() {
