@@ -231,7 +231,9 @@ EOF
   expect_match 'Unsupported value: "Sleeping"' "$out"
   out=$(kubectl patch vcjob upd -n "$ns" --subresource=status --type=merge \
         -p '{"status":{"running":-1}}' 2>&1) && fail "negative status count accepted"
-  expect_match 'status.running in body should be greater than or equal to 0' "$out"
+  # The status subresource is validated against the status schema: the path in the message
+  # is relative to it.
+  expect_match 'status.running: Invalid value: -1: running in body should be greater than or equal to 0' "$out"
   # A Command cannot be retargeted.
   kubectl create -n "$ns" -f - >/dev/null <<EOF
 apiVersion: bus.volcano.sh/v1alpha1
