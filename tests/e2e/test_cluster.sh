@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The control plane is real: etcd, kube-apiserver, kube-controller-manager, kwok and kubectl
 # each do their part, and a pod goes from bound to Running to Succeeded or Failed as its
-# annotations say.
+# annotations or its containers' commands say.
 source "$(dirname "$0")/lib.sh"
 SUITE=cluster
 
@@ -13,7 +13,8 @@ bindpod() { # ns pod node
     --cert "$PKI/admin.crt" --key "$PKI/admin.key" "$@"
 }
 
-# pod_yaml NAME [ANNOTATIONS]: a pod no scheduler will pick up (the test binds it).
+# pod_yaml NAME [ANNOTATIONS] [COMMAND] [RESTART_POLICY]: a pod no scheduler will pick up (the
+# test binds it); COMMAND is its container's command as a YAML flow list.
 pod_yaml() {
   cat <<POD
 apiVersion: v1
@@ -23,8 +24,9 @@ metadata:
   annotations: {${2:-}}
 spec:
   schedulerName: e2e-none
+  restartPolicy: ${4:-Always}
   containers:
-  - {name: main, image: busybox}
+  - {name: main, image: busybox${3:+, command: $3}}
 POD
 }
 
@@ -113,6 +115,47 @@ test_pod_fails_with_annotated_exit_code() {
   wait_jsonpath 30 pod/bad '{.status.phase}' Failed "$ns"
   expect_eq 3 "$(jsonpath pod/bad '{.status.containerStatuses[0].state.terminated.exitCode}' "$ns")" \
     "exit code"
+}
+
+# terminated STATE_FIELD POD NS: a field of the pod's first container's terminated state.
+terminated() {
+  jsonpath "pod/$2" "{.status.containerStatuses[0].state.terminated.$1}" "$3"
+}
+
+# Without annotations, a pod ends as its containers' commands would on a node
+# (tests/cluster/kwok-stages.yaml, kiln-pod-command).
+test_pod_follows_its_command() {
+  local ns node=kwok-node-1 p
+  ns=$(new_namespace cmd)
+  {
+    # On a node the kubelet restarts this one's container (restartPolicy Always): it never ends.
+    pod_yaml again '' '[sh, -c, "exit 3"]'
+    echo ---; pod_yaml three '' '[sh, -c, "exit 3"]' Never
+    echo ---; pod_yaml nap '' '[sleep, "2"]' Never
+    echo ---; pod_yaml yes '' '[/bin/true]' Never
+    echo ---; pod_yaml no '' '[false]' Never
+  } | kubectl apply -n "$ns" -f - >/dev/null
+  for p in again three nap yes no; do bindpod "$ns" "$p" "$node" >/dev/null; done
+  wait_jsonpath 30 pod/three '{.status.phase}' Failed "$ns"
+  expect_eq "3 Error" "$(terminated exitCode three "$ns") $(terminated reason three "$ns")" \
+    "sh -c 'exit 3'"
+  [ "$(jsonpath pod/nap '{.status.phase}' "$ns")" != Succeeded ] \
+    || fail "sleep 2 was over as soon as exit 3, bound just before it"
+  wait_jsonpath 30 pod/yes '{.status.phase}' Succeeded "$ns"
+  expect_eq "0 Completed" "$(terminated exitCode yes "$ns") $(terminated reason yes "$ns")" true
+  wait_jsonpath 30 pod/no '{.status.phase}' Failed "$ns"
+  expect_eq 1 "$(terminated exitCode no "$ns")" false
+  wait_jsonpath 30 pod/nap '{.status.phase}' Succeeded "$ns"
+  expect_eq 0 "$(terminated exitCode nap "$ns")" "sleep 2"
+  # The container ran 2 s: its start (when kwok made it Running) and finish, to the second
+  # the API keeps, are at least 2 s apart, and not much more.
+  local ran started finished
+  started=$(date -d "$(terminated startedAt nap "$ns")" +%s)
+  finished=$(date -d "$(terminated finishedAt nap "$ns")" +%s)
+  ran=$((finished - started))
+  [ "$ran" -ge 2 ] && [ "$ran" -le 10 ] || fail "sleep 2 ran for ${ran}s"
+  # `again` was bound first and exits at once on a node; it is still Running here.
+  expect_eq Running "$(jsonpath pod/again '{.status.phase}' "$ns")" "restartPolicy Always"
 }
 
 test_binding_an_unknown_pod_fails() {

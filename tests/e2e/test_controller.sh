@@ -142,7 +142,10 @@ $2
 JOB
 }
 
-# task NAME REPLICAS [ANNOTATIONS] [EXTRA]: one task of a Job (indented for job_yaml).
+# task NAME REPLICAS [ANNOTATIONS] [EXTRA] [COMMAND]: one task of a Job (indented for job_yaml).
+# COMMAND is the container's command as a YAML flow list; kwok runs it as a node would
+# (tests/cluster/kwok-stages.yaml: sleep N, exit N, true, false). Without it a pod runs until
+# deleted, or as its kwok.kiln.dev annotations say.
 task() {
   cat <<TASK
   - name: $1
@@ -154,7 +157,7 @@ ${4:-}
       spec:
         restartPolicy: Never
         containers:
-        - {name: main, image: busybox}
+        - {name: main, image: busybox${5:+, command: $5}}
 TASK
 }
 
@@ -262,7 +265,8 @@ test_exit_code_restarts_job_until_max_retry() {
   local ns
   ns=$(new_namespace ctl3)
   with_scheduler "$ns"
-  job_yaml rj "$(task main 2 '"kwok.kiln.dev/run-for": "1s", "kwok.kiln.dev/exit-code": "3"')" \
+  # Each pod's container exits with 3 after a second, and the Job's policy on that code acts.
+  job_yaml rj "$(task main 2 '' '' '[sh, -c, "sleep 1; exit 3"]')" \
     "  minAvailable: 2
   maxRetry: 2
   policies:
@@ -309,8 +313,8 @@ test_task_completed_completes_job() {
   local ns
   ns=$(new_namespace ctl5)
   with_scheduler "$ns"
-  job_yaml tc "$(task master 1 '"kwok.kiln.dev/run-for": "3s"' '    policies:
-    - {event: TaskCompleted, action: CompleteJob}')
+  job_yaml tc "$(task master 1 '' '    policies:
+    - {event: TaskCompleted, action: CompleteJob}' '[sleep, "3"]')
 $(task worker 2)" "  minAvailable: 3" | kubectl apply -n "$ns" -f - >/dev/null
   wait_phase 60 "$ns" tc Completed
   wait_for 60 "workers gone" bash -c "[ \$(kubectl get pods -n $ns -l volcano.sh/task-spec=worker --no-headers 2>/dev/null | wc -l) = 0 ]"
@@ -396,7 +400,7 @@ test_describe_shows_events() {
   local ns
   ns=$(new_namespace ctl10)
   with_scheduler "$ns"
-  job_yaml de "$(task main 1 '"kwok.kiln.dev/run-for": "1s", "kwok.kiln.dev/exit-code": "2"')" \
+  job_yaml de "$(task main 1 '' '' '[sh, -c, "sleep 1 && exit 2"]')" \
     "  minAvailable: 1
   policies:
   - {event: PodFailed, action: AbortJob}" | kubectl apply -n "$ns" -f - >/dev/null
