@@ -132,19 +132,19 @@ test_pod_follows_its_command() {
     pod_yaml again '' '[sh, -c, "exit 3"]'
     echo ---; pod_yaml three '' '[sh, -c, "exit 3"]' Never
     echo ---; pod_yaml nap '' '[sleep, "2"]' Never
-    echo ---; pod_yaml yes '' '[/bin/true]' Never
-    echo ---; pod_yaml no '' '[false]' Never
+    echo ---; pod_yaml ok '' '[/bin/true]' Never
+    echo ---; pod_yaml bad '' '["false"]' Never
   } | kubectl apply -n "$ns" -f - >/dev/null
-  for p in again three nap yes no; do bindpod "$ns" "$p" "$node" >/dev/null; done
+  for p in again three nap ok bad; do bindpod "$ns" "$p" "$node" >/dev/null; done
   wait_jsonpath 30 pod/three '{.status.phase}' Failed "$ns"
   expect_eq "3 Error" "$(terminated exitCode three "$ns") $(terminated reason three "$ns")" \
     "sh -c 'exit 3'"
   [ "$(jsonpath pod/nap '{.status.phase}' "$ns")" != Succeeded ] \
     || fail "sleep 2 was over as soon as exit 3, bound just before it"
-  wait_jsonpath 30 pod/yes '{.status.phase}' Succeeded "$ns"
-  expect_eq "0 Completed" "$(terminated exitCode yes "$ns") $(terminated reason yes "$ns")" true
-  wait_jsonpath 30 pod/no '{.status.phase}' Failed "$ns"
-  expect_eq 1 "$(terminated exitCode no "$ns")" false
+  wait_jsonpath 30 pod/ok '{.status.phase}' Succeeded "$ns"
+  expect_eq "0 Completed" "$(terminated exitCode ok "$ns") $(terminated reason ok "$ns")" true
+  wait_jsonpath 30 pod/bad '{.status.phase}' Failed "$ns"
+  expect_eq 1 "$(terminated exitCode bad "$ns")" false
   wait_jsonpath 30 pod/nap '{.status.phase}' Succeeded "$ns"
   expect_eq 0 "$(terminated exitCode nap "$ns")" "sleep 2"
   # The container ran 2 s: its start (when kwok made it Running) and finish, to the second
