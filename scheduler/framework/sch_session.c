@@ -625,15 +625,18 @@ int sch_session_run(sch_session *ssn) {
   return 0;
 }
 
-/* Volcano getPodGroupPhase. */
+/* Volcano getPodGroupPhase: pods count once they are bound (ScheduledStatus: Bound,
+ * Running, Succeeded, Failed), not while this session allocates or binds them, so the
+ * session that enqueues a group and binds its pods leaves it Inqueue; Running follows once
+ * the binds are seen. Completed when every such pod has finished. A group with no pod
+ * counted stays as it is (Volcano would call a minMember 0 group with none Completed). */
 static sch_pg_phase pg_phase(const sch_job *j, bool unschedulable_now) {
   if (j->count[SCH_TASK_RUNNING] > 0 && unschedulable_now)
     return SCH_PG_UNKNOWN;
-  int32_t allocated = sch_job_ready_num(j);
-  if (allocated >= j->min_available && allocated > 0) {
-    int32_t live = allocated - j->count[SCH_TASK_SUCCEEDED];
-    return live == 0 ? SCH_PG_COMPLETED : SCH_PG_RUNNING;
-  }
+  int32_t completed = j->count[SCH_TASK_SUCCEEDED] + j->count[SCH_TASK_FAILED];
+  int32_t scheduled = j->count[SCH_TASK_BOUND] + j->count[SCH_TASK_RUNNING] + completed;
+  if (scheduled >= j->min_available && scheduled > 0)
+    return scheduled == completed ? SCH_PG_COMPLETED : SCH_PG_RUNNING;
   return j->phase == SCH_PG_INQUEUE ? SCH_PG_INQUEUE : SCH_PG_PENDING;
 }
 

@@ -610,7 +610,9 @@ static void test_allocate_gang_fits(void **state) {
   assert_int_equal(r->nbinds, 3);
   assert_non_null(bound_node(f, r, "p0"));
   const sch_pg_status *ps = fx_pg_status(f, r, "pg");
-  assert_int_equal(ps->phase, SCH_PG_RUNNING);
+  /* Volcano counts a pod once it is bound: the session that binds the gang leaves it
+   * Inqueue, and Running follows when the binds are seen. */
+  assert_int_equal(ps->phase, SCH_PG_INQUEUE);
   assert_true(ps->has_condition);
   assert_string_equal(ps->condition.type, "Scheduled");
   /* the node accounting of the session matches the binds */
@@ -961,6 +963,12 @@ static void test_pg_phases(void **state) {
   fx_pg(f, "running", "default", 1, "Inqueue");
   fx_pod(f, "x0", "running", 500, 0, "n1");
   fx_pg(f, "waiting", "default", 1, "Inqueue"); /* no pods yet */
+  /* Failed pods count as scheduled and completed (Volcano ScheduledStatus, CompletedStatus) */
+  fx_pg(f, "failed", "default", 2, "Running");
+  Kiln__Pod *f0 = fx_pod(f, "f0", "failed", 100, 0, "n1");
+  Kiln__Pod *f1 = fx_pod(f, "f1", "failed", 100, 0, "n1");
+  f0->phase = KILN__POD_PHASE__POD_PHASE_FAILED;
+  f1->phase = KILN__POD_PHASE__POD_PHASE_SUCCEEDED;
   fx_open(f, core_conf);
   sch_result *r = fx_run(f);
   assert_int_equal(fx_pg_status(f, r, "done")->phase, SCH_PG_COMPLETED);
@@ -968,6 +976,8 @@ static void test_pg_phases(void **state) {
   assert_int_equal(fx_pg_status(f, r, "partial")->phase, SCH_PG_UNKNOWN);
   assert_int_equal(fx_pg_status(f, r, "partial")->running, 1);
   assert_int_equal(fx_pg_status(f, r, "running")->phase, SCH_PG_RUNNING);
+  assert_int_equal(fx_pg_status(f, r, "failed")->phase, SCH_PG_COMPLETED);
+  assert_int_equal(fx_pg_status(f, r, "failed")->failed, 1);
   const sch_pg_status *w = fx_pg_status(f, r, "waiting");
   assert_int_equal(w->phase, SCH_PG_INQUEUE);
   assert_string_equal(w->condition.message,
