@@ -11,9 +11,10 @@
 #include "kc_error.h"
 #include "kc_log.h"
 #include "kc_pb.h"
+#include "kc_strmap.h"
 
 typedef struct bind_req {
-  struct bind_req *next;
+  struct bind_req *next; /* in the delay queue, or behind a gate */
   struct sch_binder *b;
   char *ns, *name, *uid, *node;
   uint64_t t0;       /* uv_hrtime when handed over */
@@ -25,6 +26,7 @@ struct sch_binder {
   sch_binder_options opt;
   uv_timer_t timer;      /* the delay (test aid) */
   bind_req *head, *tail; /* waiting out the delay */
+  kc_strmap gates;       /* group "ns/name" -> gate (owned): binds behind a closed gate */
   size_t waiting, in_flight;
   uint64_t sent, bound, failed, gone;
   bool closing, timer_closed;
@@ -48,6 +50,12 @@ static void maybe_release(sch_binder *b) {
 static void pod_key(const bind_req *r, char *buf, size_t cap) {
   snprintf(buf, cap, "%s/%s", r->ns, r->name);
 }
+
+/* The binds waiting for a group's gate to open, in the order they came. */
+typedef struct {
+  bind_req *head, **tail;
+  size_t n;
+} gate;
 
 /* A condition patch's callback: only logs. data is the pod key (owned). */
 static void condition_done(const kc_api_result *res, void *data) {
@@ -210,12 +218,26 @@ int sch_binder_new(uv_loop_t *loop, const sch_binder_options *o, sch_binder **ou
     return KC_ENOMEM;
   b->loop = loop;
   b->opt = *o;
+  kc_strmap_init(&b->gates, KC_STRMAP_COPY_KEYS);
   if (uv_timer_init(loop, &b->timer) != 0) {
     free(b);
     return KC_EIO;
   }
   *out = b;
   return 0;
+}
+
+/* A gate's binds are not sent: their assumptions are forgotten (sch_binder_free). */
+static void drop_gate(sch_binder *b, gate *g) {
+  while (g->head) {
+    bind_req *r = g->head;
+    g->head = r->next;
+    char key[512];
+    pod_key(r, key, sizeof(key));
+    sch_cache_forget(b->opt.cache, key);
+    req_free(r);
+  }
+  free(g);
 }
 
 static void timer_closed(uv_handle_t *h) {
@@ -238,14 +260,19 @@ void sch_binder_free(sch_binder *b) {
   }
   b->tail = NULL;
   b->waiting = 0;
+  size_t pos = 0;
+  kc_strmap_slot *s;
+  while ((s = kc_strmap_next(&b->gates, &pos)))
+    drop_gate(b, s->val);
+  kc_strmap_close(&b->gates, NULL);
   uv_close((uv_handle_t *)&b->timer, timer_closed);
 }
 
-int sch_binder_bind(sch_binder *b, const char *ns, const char *name, const char *uid,
-                    const char *node, int64_t created_s) {
+static bind_req *req_new(sch_binder *b, const char *ns, const char *name, const char *uid,
+                         const char *node, int64_t created_s) {
   bind_req *r = calloc(1, sizeof(*r));
   if (r == NULL)
-    return KC_ENOMEM;
+    return NULL;
   r->b = b;
   r->ns = strdup(ns);
   r->name = strdup(name);
@@ -255,11 +282,16 @@ int sch_binder_bind(sch_binder *b, const char *ns, const char *name, const char 
   r->created_s = created_s;
   if (!r->ns || !r->name || !r->node || (uid && uid[0] && !r->uid)) {
     req_free(r);
-    return KC_ENOMEM;
+    return NULL;
   }
+  return r;
+}
+
+/* Sends r now, or after the delay (test aid). */
+static void go(sch_binder *b, bind_req *r) {
   if (b->opt.delay_ms <= 0) {
     send_one(b, r);
-    return 0;
+    return;
   }
   if (b->tail)
     b->tail->next = r;
@@ -268,7 +300,59 @@ int sch_binder_bind(sch_binder *b, const char *ns, const char *name, const char 
   b->tail = r;
   b->waiting++;
   arm(b);
+}
+
+int sch_binder_bind(sch_binder *b, const char *ns, const char *name, const char *uid,
+                    const char *node, int64_t created_s) {
+  bind_req *r = req_new(b, ns, name, uid, node, created_s);
+  if (r == NULL)
+    return KC_ENOMEM;
+  go(b, r);
   return 0;
+}
+
+int sch_binder_close_gate(sch_binder *b, const char *group) {
+  if (kc_strmap_has(&b->gates, group))
+    return 1;
+  gate *g = calloc(1, sizeof(*g));
+  if (g == NULL)
+    return KC_ENOMEM;
+  g->tail = &g->head;
+  if (kc_strmap_put(&b->gates, group, g, NULL) < 0) {
+    free(g);
+    return KC_ENOMEM;
+  }
+  return 0;
+}
+
+int sch_binder_bind_in(sch_binder *b, const char *group, const char *ns, const char *name,
+                       const char *uid, const char *node, int64_t created_s) {
+  gate *g = group && kc_strmap_len(&b->gates) ? kc_strmap_get(&b->gates, group) : NULL;
+  if (g == NULL)
+    return sch_binder_bind(b, ns, name, uid, node, created_s);
+  bind_req *r = req_new(b, ns, name, uid, node, created_s);
+  if (r == NULL)
+    return KC_ENOMEM;
+  *g->tail = r;
+  g->tail = &r->next;
+  g->n++;
+  b->waiting++;
+  return 0;
+}
+
+void sch_binder_open(sch_binder *b, const char *group) {
+  void *v = NULL;
+  if (b->closing || kc_strmap_del(&b->gates, group, &v) != 0)
+    return;
+  gate *g = v;
+  b->waiting -= g->n;
+  while (g->head) {
+    bind_req *r = g->head;
+    g->head = r->next;
+    r->next = NULL;
+    go(b, r);
+  }
+  free(g);
 }
 
 void sch_binder_get_stats(const sch_binder *b, sch_binder_stats *st) {

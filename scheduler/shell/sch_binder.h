@@ -58,6 +58,17 @@ void sch_pod_unschedulable(kc_client *c, const char *ns, const char *name, const
 KC_NODISCARD int sch_binder_bind(sch_binder *b, const char *ns, const char *name, const char *uid,
                                  const char *node, int64_t created_s);
 
+/* Gates: the binds of PodGroup group (its "ns/name") wait behind a closed gate until
+ * sch_binder_open opens it, so that a status write sent first is answered before any of its
+ * pods is bound. sch_binder_close_gate closes group's gate: 0, 1 when it was closed already,
+ * or KC_ENOMEM; sch_binder_bind_in is sch_binder_bind, behind group's gate while that is
+ * closed; sch_binder_open sends what waited and forgets the gate (no gate: no-op). */
+KC_NODISCARD int sch_binder_close_gate(sch_binder *b, const char *group);
+KC_NODISCARD int sch_binder_bind_in(sch_binder *b, const char *group, const char *ns,
+                                    const char *name, const char *uid, const char *node,
+                                    int64_t created_s);
+void sch_binder_open(sch_binder *b, const char *group);
+
 typedef struct {
   uint64_t sent, bound, failed, gone;
   size_t in_flight, waiting;

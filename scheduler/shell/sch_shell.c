@@ -356,6 +356,7 @@ typedef struct {
   kc_strmap *map; /* where the write is remembered */
   char *key;
   char *what;
+  bool gate; /* the binds of PodGroup key wait for this answer (sch_binder_close_gate) */
 } write_ctx;
 
 static void write_done(const kc_api_result *res, void *data) {
@@ -382,6 +383,8 @@ static void write_done(const kc_api_result *res, void *data) {
       wr->fails = 0;
     KC_V(4, "updated %s", w->what);
   }
+  if (w->gate && !sh->closing)
+    sch_binder_open(sh->binder, w->key); /* answered, written or not: the binds go */
   free(w->key);
   free(w->what);
   free(w);
@@ -391,9 +394,11 @@ static void write_done(const kc_api_result *res, void *data) {
 
 /* Whether a status write to the object under key may go now: one write per object per
  * cached version rv, a failed one after its backoff, and at most SCH_STATUS_WRITES_MAX in
- * flight (the next period tries again). Asked before the body is built: while a write is in
- * flight or its echo has not come back, every session wants the same status again. */
-static bool write_due(const sch_shell *sh, const kc_strmap *map, const char *key, const char *rv) {
+ * flight (the next period tries again) unless binds wait for it (gate). Asked before the
+ * body is built: while a write is in flight or its echo has not come back, every session
+ * wants the same status again. */
+static bool write_due(const sch_shell *sh, const kc_strmap *map, const char *key, const char *rv,
+                      bool gate) {
   const written *prev = kc_strmap_get(map, key);
   if (prev) {
     bool same_version = prev->rv && strcmp(prev->rv, rv ? rv : "") == 0;
@@ -401,12 +406,13 @@ static bool write_due(const sch_shell *sh, const kc_strmap *map, const char *key
     if (prev->in_flight || same_version || backing_off)
       return false;
   }
-  return sh->writes_in_flight < SCH_STATUS_WRITES_MAX;
+  return gate || sh->writes_in_flight < SCH_STATUS_WRITES_MAX;
 }
 
-/* Sends a merge patch of body to ref (write_due said it may go). */
-static void patch_status(sch_shell *sh, kc_strmap *map, const char *key, const char *rv,
-                         const kc_ref *ref, json_t *body, const char *what) {
+/* Sends a merge patch of body to ref (write_due said it may go); gate: its answer opens the
+ * binder's gate of key. 0 when sent. */
+static int patch_status(sch_shell *sh, kc_strmap *map, const char *key, const char *rv,
+                        const kc_ref *ref, json_t *body, const char *what, bool gate) {
   written *prev = kc_strmap_get(map, key);
   unsigned fails = prev ? prev->fails : 0;
   written *nw = calloc(1, sizeof(*nw));
@@ -418,20 +424,21 @@ static void patch_status(sch_shell *sh, kc_strmap *map, const char *key, const c
       free(w->key);
       free(w);
     }
-    return;
+    return KC_ENOMEM;
   }
   nw->in_flight = true;
   nw->fails = fails;
   nw->sent_ms = uv_now(sh->loop);
   w->sh = sh;
   w->map = map;
+  w->gate = gate;
   void *old = NULL;
   if (kc_strmap_put(map, key, nw, &old) < 0) {
     free_written(nw);
     free(w->key);
     free(w->what);
     free(w);
-    return;
+    return KC_ENOMEM;
   }
   free_written(old);
   /* write_done reads the outcome only; the watch brings the new object. */
@@ -444,9 +451,10 @@ static void patch_status(sch_shell *sh, kc_strmap *map, const char *key, const c
     free(w->key);
     free(w->what);
     free(w);
-    return;
+    return rc;
   }
   sh->writes_in_flight++;
+  return 0;
 }
 
 /* Whether a job has pods whose bind is in flight (assumed when the session's snapshot was
@@ -481,12 +489,13 @@ int sch_shell_pg_zero_counts(json_t *status, const sch_pg_status *ps) {
   return 0;
 }
 
-/* Sends the PodGroup's new status (phase, counts, conditions) as a merge patch. */
-static void send_pod_group(sch_shell *sh, const sch_job *j, const sch_pg_status *ps,
-                           const char *phase, Kiln__PodGroupCondition **cptr, size_t n) {
+/* Sends the PodGroup's new status (phase, counts, conditions) as a merge patch; gate: the
+ * binder's gate of the PodGroup opens on its answer. Whether it was sent. */
+static bool send_pod_group(sch_shell *sh, const sch_job *j, const sch_pg_status *ps,
+                           const char *phase, Kiln__PodGroupCondition **cptr, size_t n, bool gate) {
   const char *rv = j->pod_group->metadata->resource_version;
-  if (!write_due(sh, &sh->pg_written, j->key, rv))
-    return;
+  if (!write_due(sh, &sh->pg_written, j->key, rv, gate))
+    return false;
   Kiln__PodGroupStatus st = KILN__POD_GROUP_STATUS__INIT;
   st.phase = (char *)phase;
   st.n_conditions = n;
@@ -503,24 +512,27 @@ static void send_pod_group(sch_shell *sh, const sch_job *j, const sch_pg_status 
       sch_shell_pg_zero_counts(json_object_get(body, "status"), ps) != 0) {
     KC_ERROR("cannot encode the status of PodGroup %s: %s", j->key, body ? "out of memory" : err);
     json_decref(body);
-    return;
+    return false;
   }
   kc_ref ref = {"scheduling.volcano.sh", "v1beta1", "podgroups", j->namespace, j->name, NULL};
   char what[600];
   snprintf(what, sizeof(what), "PodGroup %s status (phase %s)", j->key, phase);
-  patch_status(sh, &sh->pg_written, j->key, rv, &ref, body, what);
+  bool sent = patch_status(sh, &sh->pg_written, j->key, rv, &ref, body, what, gate) == 0;
   json_decref(body);
+  return sent;
 }
 
 /* The PodGroup's status as the session wants it; written when it differs from the cached
  * one (conditions compared by type, status, reason and message: times do not count), and
- * not while its pods are settling (sch_shell_pg_hold; next_held remembers since when). */
-static void write_pod_group(sch_shell *sh, const sch_snapshot *snap, const sch_pg_status *ps,
-                            kc_strmap *next_held, kc_strmap *next_invalid, uint64_t now_ms) {
+ * not while its pods are settling (sch_shell_pg_hold; next_held remembers since when)
+ * unless its binds wait for it (gate: the maps are not used). Whether it was sent. */
+static bool write_pod_group(sch_shell *sh, const sch_snapshot *snap, const sch_pg_status *ps,
+                            kc_strmap *next_held, kc_strmap *next_invalid, uint64_t now_ms,
+                            bool gate) {
   const sch_job *j = &snap->jobs[ps->job];
   const Kiln__PodGroup *pg = j->pod_group;
   if (pg == NULL || pg->metadata == NULL)
-    return;
+    return false;
   const Kiln__PodGroupStatus *cur = pg->status;
   const char *phase = sch_pg_phase_str(ps->phase);
   size_t ncur = cur ? cur->n_conditions : 0;
@@ -529,7 +541,7 @@ static void write_pod_group(sch_shell *sh, const sch_snapshot *snap, const sch_p
   if (conds == NULL || cptr == NULL) {
     free(conds);
     free(cptr);
-    return;
+    return false;
   }
   bool changed = !cur || !kc_str_eq(cur->phase, phase) || cur->running != ps->running ||
                  cur->succeeded != ps->succeeded || cur->failed != ps->failed;
@@ -540,7 +552,7 @@ static void write_pod_group(sch_shell *sh, const sch_snapshot *snap, const sch_p
                  ts);
   size_t n = sch_shell_pg_conditions(cur, ps, ts, conds, cptr, &cond_changed);
   changed = changed || cond_changed;
-  if (changed && only_conditions && j->invalid) {
+  if (!gate && changed && only_conditions && j->invalid) {
     /* JobValid's verdict on a gang whose pods are still being created: its counts change
      * every period until the gang is complete, minutes of writes for a large gang. Volcano
      * drops such a job from the session and writes nothing; a gang that stays invalid gets
@@ -549,7 +561,7 @@ static void write_pod_group(sch_shell *sh, const sch_snapshot *snap, const sch_p
                                  SCH_SHELL_INVALID_QUIET_MS))
       changed = false;
   }
-  if (changed) {
+  if (!gate && changed) {
     /* Pods being bound, or bound and not Running yet: Running and the counts follow; one
      * write then says both. The wait for Running starts once the binds are confirmed. */
     bool binding, starting;
@@ -558,10 +570,10 @@ static void write_pod_group(sch_shell *sh, const sch_snapshot *snap, const sch_p
                                 sh->period_ms))
       changed = false;
   }
-  if (changed)
-    send_pod_group(sh, j, ps, phase, cptr, n);
+  bool sent = changed && send_pod_group(sh, j, ps, phase, cptr, n, gate);
   free(conds);
   free(cptr);
+  return sent;
 }
 
 static bool resource_matches(const sch_snapshot *snap, const sch_resource *want,
@@ -643,7 +655,7 @@ static void write_queue(sch_shell *sh, const sch_snapshot *snap, const sch_queue
   const written *prev = kc_strmap_get(&sh->q_written, q->name);
   if (prev && prev->fails == 0 && uv_now(sh->loop) < prev->sent_ms + sh->period_ms)
     return;
-  if (!write_due(sh, &sh->q_written, q->name, q->queue->metadata->resource_version))
+  if (!write_due(sh, &sh->q_written, q->name, q->queue->metadata->resource_version, false))
     return;
   Kiln__Resource res = KILN__RESOURCE__INIT;
   Kiln__ResourceQuantity sq[SCH_MAX_SCALARS];
@@ -688,7 +700,8 @@ static void write_queue(sch_shell *sh, const sch_snapshot *snap, const sch_queue
   kc_ref ref = {"scheduling.volcano.sh", "v1beta1", "queues", NULL, q->name, "status"};
   char what[300];
   snprintf(what, sizeof(what), "Queue %s status", q->name);
-  patch_status(sh, &sh->q_written, q->name, q->queue->metadata->resource_version, &ref, body, what);
+  patch_status(sh, &sh->q_written, q->name, q->queue->metadata->resource_version, &ref, body, what,
+               false);
   json_decref(body);
 }
 
@@ -824,12 +837,47 @@ static void apply_binds(sch_shell *sh, const sch_snapshot *snap, const sch_resul
       KC_V(4, "not binding %s: it changed while the session ran", key);
       continue;
     }
+    const char *group = t->job >= 0 ? snap->jobs[t->job].key : NULL;
     if (sch_cache_assume(sh->cache, key, node) != 0 ||
-        sch_binder_bind(sh->binder, p->namespace_, p->name, p->uid, node, p->creation_time) != 0) {
+        sch_binder_bind_in(sh->binder, group, p->namespace_, p->name, p->uid, node,
+                           p->creation_time) != 0) {
       sch_cache_forget(sh->cache, key);
       KC_ERROR("cannot queue the bind of %s to %s: out of memory", key, node);
     }
   }
+}
+
+/* A PodGroup that the API server shows Pending and whose pods this session binds: its
+ * status (the phase the session decided, Inqueue or later) is written first and its binds
+ * wait behind the binder's gate until the answer, so no client ever reads it Pending with
+ * a pod of it bound. Volcano writes that status at session close while the binds are on
+ * their way. It is the write a later session would have made anyway (held while the pods
+ * settle), made earlier: the count of writes stays; a write that is not due (in flight,
+ * failed and backing off) leaves the binds to go at once. */
+static void gate_writes(sch_shell *sh, const sch_snapshot *snap, const sch_result *res) {
+  if (res->nbinds == 0 || may_write(sh) != 0)
+    return;
+  bool *binds = calloc((size_t)snap->njobs + 1, sizeof(*binds));
+  if (binds == NULL)
+    return; /* out of memory: the binds go as they would have */
+  for (size_t i = 0; i < res->nbinds; i++) {
+    int32_t job = snap->tasks[res->binds[i].task].job;
+    if (job >= 0)
+      binds[job] = true;
+  }
+  uint64_t now_ms = uv_now(sh->loop);
+  for (size_t i = 0; i < res->npod_groups; i++) {
+    const sch_pg_status *ps = &res->pod_groups[i];
+    const sch_job *j = &snap->jobs[ps->job];
+    if (!binds[ps->job] || !sch_shell_pg_leads(j->pod_group, ps->phase))
+      continue;
+    /* Closed already: an earlier write of it is unanswered and these binds join its wait. */
+    if (sch_binder_close_gate(sh->binder, j->key) != 0)
+      continue;
+    if (!write_pod_group(sh, snap, ps, NULL, NULL, now_ms, true))
+      sch_binder_open(sh->binder, j->key);
+  }
+  free(binds);
 }
 
 /* Whether the PodGroup of job j is another scheduler's to write (see apply_result). */
@@ -846,7 +894,7 @@ static void write_statuses(sch_shell *sh, const sch_snapshot *snap, const sch_re
   for (size_t i = 0; i < res->npod_groups; i++) {
     const sch_job *j = &snap->jobs[res->pod_groups[i].job];
     if (!foreign_job(j, foreign, foreign_unknown))
-      write_pod_group(sh, snap, &res->pod_groups[i], &next_held, &next_invalid, now_ms);
+      write_pod_group(sh, snap, &res->pod_groups[i], &next_held, &next_invalid, now_ms, false);
   }
   kc_strmap_close(&sh->pg_held, NULL);
   sh->pg_held = next_held;
@@ -1049,6 +1097,8 @@ static void run_finish(sch_shell *sh, sch_run *r) {
  * rest of the result once they are all queued. */
 static void apply_step(sch_shell *sh, sch_run *r) {
   uint64_t t = uv_hrtime();
+  if (r->next_bind == 0)
+    gate_writes(sh, r->snap, r->res);
   size_t n = r->res->nbinds, to = sch_shell_slice_end(r->next_bind, n, SCH_SHELL_BIND_SLICE);
   apply_binds(sh, r->snap, r->res, r->next_bind, to);
   r->next_bind = to;
@@ -1176,6 +1226,7 @@ int sch_shell_run_once(sch_shell *sh) {
     if (r->rc == 0) {
       observe_run(sh, r);
       uint64_t t = uv_hrtime();
+      gate_writes(sh, r->snap, r->res);
       apply_binds(sh, r->snap, r->res, 0, r->res->nbinds);
       apply_rest(sh, r->snap, r->res);
       r->apply_ns = uv_hrtime() - t;

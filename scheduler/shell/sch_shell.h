@@ -9,7 +9,10 @@
  * being bound, or are bound and not Running yet, is written once they are (at most one
  * period after the binds are confirmed), so Running and its count go out in one PATCH; the
  * JobValid condition of a gang whose pods are still being created is not written (for
- * SCH_SHELL_INVALID_QUIET_MS); a Queue's status is written at most once per period.
+ * SCH_SHELL_INVALID_QUIET_MS); a Queue's status is written at most once per period. One
+ * exception to the wait: a PodGroup still Pending on the API server whose pods the session
+ * binds is written first, and its binds wait for the answer (sch_shell_pg_leads), so it is
+ * never read Pending with a pod bound.
  *
  The session runs on a libuv worker thread over a snapshot of the cache, which is held
  * (sch_cache_hold) so that the objects the snapshot points to stay as they were while the
@@ -122,6 +125,11 @@ uint64_t sch_shell_early_delay(uint64_t now_ms, uint64_t last_session_ms, uint64
  * bounds how long the status waits after the binds are confirmed. */
 bool sch_shell_pg_hold(bool binding, bool starting, uint64_t held_since_ms, uint64_t now_ms,
                        uint64_t hold_ms);
+
+/* Whether a PodGroup's status is written before the binds of its pods, which wait for the
+ * answer: the cached object pg still reads Pending (or has no phase) and the session decided
+ * phase, another one. Asked only for a PodGroup whose pods the session binds. */
+bool sch_shell_pg_leads(const Kiln__PodGroup *pg, sch_pg_phase phase);
 
 #define SCH_SHELL_INVALID_QUIET_MS 30000
 /* Whether a PodGroup whose only change is JobValid's condition (a gang that has fewer pods

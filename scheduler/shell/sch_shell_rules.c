@@ -134,6 +134,10 @@ static bool pg_pending(const Kiln__PodGroup *pg) {
   return ph == NULL || ph[0] == '\0' || strcmp(ph, "Pending") == 0;
 }
 
+bool sch_shell_pg_leads(const Kiln__PodGroup *pg, sch_pg_phase phase) {
+  return pg != NULL && pg->metadata != NULL && pg_pending(pg) && phase != SCH_PG_PENDING;
+}
+
 bool sch_shell_is_new_work(sch_cache_kind kind, const void *old_obj, const void *new_obj,
                            const char *const *names, size_t n) {
   if (new_obj == NULL)

@@ -393,4 +393,48 @@ EOF
   kubectl delete namespace "$ns" --wait=false >/dev/null
 }
 
+# A one-pod ReplicationController (issue 35): the pg-controller gives its pod a PodGroup,
+# and one session enqueues the group and binds the pod. Volcano writes the session's phase
+# (Inqueue) at session close; Kiln writes it before the bind is sent and binds once it is
+# answered, so from the moment the pod has a node its PodGroup never reads Pending. Polled
+# as fast as kubectl answers, the pod first and then its PodGroup, until the group runs.
+test_one_pod_rc_podgroup_never_pending_once_bound() {
+  local ns
+  ns=$(new_namespace cf-rc)
+  nodes cf-rc 1 --cpu 4
+  kubectl apply -n "$ns" -f - >/dev/null <<EOF || fail "cannot create the ReplicationController"
+apiVersion: v1
+kind: ReplicationController
+metadata: {name: rc}
+spec:
+  replicas: 1
+  selector: {app: rc}
+  template:
+    metadata: {labels: {app: rc}}
+    spec:
+      schedulerName: volcano
+      nodeSelector: {grp: cf-rc}
+      containers: [{name: c, image: fake, resources: {requests: {cpu: 100m}}}]
+EOF
+  local deadline=$((SECONDS + 90)) reads=0 bound=0 node phase seen=""
+  while :; do
+    [ $SECONDS -lt $deadline ] ||
+      fail "the PodGroup did not run in 90s (reads $reads, bound in $bound; phases seen:$seen)"
+    node=$(kubectl get pods -n "$ns" -l app=rc -o 'jsonpath={.items[*].spec.nodeName}' 2>/dev/null) ||
+      node=""
+    phase=$(kubectl get podgroups -n "$ns" -o 'jsonpath={.items[*].status.phase}' 2>/dev/null) ||
+      phase="?"
+    reads=$((reads + 1))
+    [[ " $seen " == *" ${phase:-none} "* ]] || seen="$seen ${phase:-none}"
+    [ -n "$node" ] || continue
+    bound=$((bound + 1))
+    case $phase in
+      "" | Pending) fail "PodGroup read '${phase}' with its pod bound to $node (read $reads)" ;;
+    esac
+    [ "$phase" != Running ] || break
+  done
+  echo "REPORT $reads reads, $bound with the pod bound; PodGroup phases seen:$seen"
+  kubectl delete namespace "$ns" --wait=false >/dev/null
+}
+
 e2e_main "$@"

@@ -234,6 +234,44 @@ static void test_bind_protobuf(void **state) {
   assert_string_equal(sch_cache_assumed_node(f->cache, "ns/p"), "n3");
 }
 
+/* Behind a closed gate the binds of that group wait (counted as waiting) while others go;
+ * opening it sends them in order, and a second close of a closed gate says so. Gated binds
+ * left at the end are not sent and their assumptions go. */
+static void test_gate_holds_its_group_binds(void **state) {
+  fixture *f = *state;
+  assert_int_equal(sch_binder_close_gate(f->binder, "ns/g"), 0);
+  assert_int_equal(sch_binder_close_gate(f->binder, "ns/g"), 1);
+  assert_int_equal(sch_cache_assume(f->cache, "ns/g0", "n1"), 0);
+  assert_int_equal(sch_binder_bind_in(f->binder, "ns/g", "ns", "g0", "u-g0", "n1", 0), 0);
+  assert_int_equal(sch_cache_assume(f->cache, "ns/g1", "n2"), 0);
+  assert_int_equal(sch_binder_bind_in(f->binder, "ns/g", "ns", "g1", NULL, "n2", 0), 0);
+  assert_int_equal(sch_cache_assume(f->cache, "ns/o0", "n1"), 0);
+  assert_int_equal(sch_binder_bind_in(f->binder, "ns/other", "ns", "o0", NULL, "n1", 0), 0);
+  assert_int_equal(fake_ncalls, 1);
+  assert_string_equal(fake_calls[0].path, "ns/o0/binding");
+  sch_binder_stats st;
+  sch_binder_get_stats(f->binder, &st);
+  assert_int_equal(st.waiting, 2);
+  sch_binder_open(f->binder, "ns/g");
+  assert_int_equal(fake_ncalls, 3);
+  assert_string_equal(fake_calls[1].path, "ns/g0/binding");
+  assert_string_equal(fake_calls[2].path, "ns/g1/binding");
+  sch_binder_get_stats(f->binder, &st);
+  assert_int_equal(st.waiting, 0);
+  sch_binder_open(f->binder, "ns/g"); /* open already: nothing */
+  assert_int_equal(fake_ncalls, 3);
+  for (size_t i = 0; i < 3; i++)
+    answer(i, 0, NULL);
+  /* Closed at the end: not sent, and the pod is Pending again for the cache. */
+  assert_int_equal(sch_binder_close_gate(f->binder, "ns/h"), 0);
+  assert_int_equal(sch_cache_assume(f->cache, "ns/h0", "n1"), 0);
+  assert_int_equal(sch_binder_bind_in(f->binder, "ns/h", "ns", "h0", NULL, "n1", 0), 0);
+  sch_binder_free(f->binder);
+  f->binder = NULL;
+  assert_int_equal(fake_ncalls, 3);
+  assert_null(sch_cache_assumed_node(f->cache, "ns/h0"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_bind_success, setup, teardown),
@@ -242,6 +280,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_not_leader_sends_nothing, setup, teardown),
       cmocka_unit_test_setup_teardown(test_call_not_sent, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bind_protobuf, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_gate_holds_its_group_binds, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -404,7 +404,9 @@ static void test_gated_gang_admitted_then_runs(void **state) {
     fx_open(f, core_conf);
     sch_result *r = fx_run(f);
     assert_int_equal(r->nbinds, gated ? 0 : 4);
-    assert_int_equal(fx_pg_status(f, r, "pg")->phase, gated ? SCH_PG_INQUEUE : SCH_PG_RUNNING);
+    /* Inqueue both times: the session binding the 4 leaves it so (Volcano counts a pod once
+     * its bind is seen; Running comes in the session after). */
+    assert_int_equal(fx_pg_status(f, r, "pg")->phase, SCH_PG_INQUEUE);
     sch_result_free(r);
     fx_free(f);
   }
