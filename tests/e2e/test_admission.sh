@@ -11,6 +11,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 MANIFESTS=$KILN_ROOT/manifests
 POLICIES=(validatingadmissionpolicy/kiln-job-template validatingadmissionpolicy/kiln-job-update
+          validatingadmissionpolicy/kiln-job-queue
           validatingadmissionpolicy/kiln-queue
           validatingadmissionpolicy/kiln-queue-delete
           validatingadmissionpolicy/kiln-pod-budget mutatingadmissionpolicy/kiln-job-defaults
@@ -197,6 +198,79 @@ EOF
   out=$(kubectl patch queue "$q" --type=merge -p '{"spec":{"capability":{"cpu":"3"}}}' 2>&1) ||
     fail "a change of another queue's capability was refused: $out"
   out=$(kubectl delete queue "$q" --timeout=120s 2>&1) || fail "deleting $q was refused: $out"
+}
+
+# job_to NAMESPACE QUEUE [NAME]: a server dry run of a Job in QUEUE; prints what the API server
+# says.
+job_to() {
+  kubectl create --dry-run=server -n "$1" -f - 2>&1 <<EOF
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: ${3:-to-$2}}
+spec:
+  queue: $2
+  tasks: [{name: t, replicas: 1, template: {spec: {containers: [{name: c, image: "busybox:1.36"}]}}}]
+EOF
+}
+
+# job_refused NAMESPACE QUEUE: a Job to QUEUE is refused (for wait_for: the API server reads the
+# Queues from its own cache, a moment behind their writes).
+job_refused() {
+  ! job_to "$1" "$2" probe >/dev/null
+}
+
+# Volcano's job webhook refuses a Job whose queue is not Open or has child queues, at create,
+# in its words (kiln-job-queue, one evaluation per Queue). A Job to an Open leaf, to a queue
+# that does not exist (kiln-controller's QueueNotFound) or to one with no state yet is
+# accepted, and a Job already created is not refused an update when its queue closes.
+test_job_queue_closed_or_parent_refused() {
+  ensure_installed
+  local p=adm-jq-$RANDOM ns out st q
+  ns=$(new_namespace adm-jq)
+  for q in closed closing open parent; do
+    printf -- '---\n%s\n%s\nmetadata: {name: %s}\n' "apiVersion: scheduling.volcano.sh/v1beta1" \
+      "kind: Queue" "$p-$q"
+  done | kubectl create -f - >/dev/null || fail "cannot create the queues"
+  kubectl create -f - >/dev/null <<EOF || fail "cannot create $p-child"
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: $p-child}
+spec: {parent: $p-parent}
+EOF
+  for st in Closed Closing Open; do
+    kubectl patch queue "$p-${st,,}" --subresource=status --type=merge \
+      -p "{\"status\":{\"state\":\"$st\"}}" >/dev/null || fail "cannot set $p-${st,,} $st"
+  done
+  wait_for 30 "$p-closing refused" job_refused "$ns" "$p-closing"
+  wait_for 30 "$p-parent refused" job_refused "$ns" "$p-parent"
+  for st in Closed Closing; do
+    out=$(job_to "$ns" "$p-${st,,}") && fail "a Job to the $st queue was accepted"
+    expect_match "denied request: can only submit job to queue with state \`Open\`, queue \`$p-${st,,}\` status is \`$st\`;" \
+      "$out" "Job to a $st queue"
+  done
+  out=$(job_to "$ns" "$p-parent") && fail "a Job to the parent queue was accepted"
+  expect_match "denied request: can only submit job to leaf queue, queue \`$p-parent\` has child queues \(one is \`$p-child\`\);" \
+    "$out" "Job to a parent queue"
+  for q in open child missing; do
+    out=$(job_to "$ns" "$p-$q") || fail "a Job to $p-$q was refused: $out"
+  done
+  # CREATE only: a Job stays updatable once its queue closes.
+  kubectl create -n "$ns" -f - >/dev/null <<EOF || fail "cannot create a Job in $p-open"
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: early}
+spec:
+  queue: $p-open
+  minAvailable: 1
+  tasks: [{name: t, replicas: 2, template: {spec: {containers: [{name: c, image: "busybox:1.36"}]}}}]
+EOF
+  kubectl patch queue "$p-open" --subresource=status --type=merge \
+    -p '{"status":{"state":"Closed"}}' >/dev/null || fail "cannot close $p-open"
+  wait_for 30 "$p-open refused once closed" job_refused "$ns" "$p-open"
+  out=$(kubectl patch vcjob early -n "$ns" --type=merge -p '{"spec":{"minAvailable":2}}' 2>&1) ||
+    fail "an update of a Job whose queue closed was refused: $out"
+  kubectl delete ns "$ns" --timeout=120s >/dev/null
+  kubectl delete queue "$p-closed" "$p-closing" "$p-open" "$p-child" "$p-parent" --timeout=120s >/dev/null
 }
 
 test_podgroup_queue_from_namespace() {
