@@ -158,11 +158,12 @@ spec:
 EOF
 }
 
-# missing_from PAGE NAMES...: the names PAGE does not export, space-separated.
+# missing_from PAGE NAMES...: the families PAGE does not export (no "# TYPE NAME" line: a
+# labelled family is on the page only once it has a series), space-separated.
 missing_from() {
   local page=$1 n out=()
   shift
-  for n in "$@"; do exported "$n" "$page" || out+=("$n"); done
+  for n in "$@"; do grep -q "^# TYPE $n " <<<"$page" || out+=("$n"); done
   echo "${out[*]}"
 }
 
