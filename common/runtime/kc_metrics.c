@@ -264,6 +264,40 @@ int kc_metric_remove(kc_metric *m, const char *const *values) {
   return rc;
 }
 
+int kc_metric_remove_matching(kc_metric *m, const char *label, const char *value) {
+  size_t li = 0;
+  while (li < m->nlabels && strcmp(m->labels[li], label) != 0)
+    li++;
+  if (li == m->nlabels)
+    return KC_EINVAL;
+  size_t n = kc_strmap_len(&m->series), k = 0, pos = 0;
+  if (n == 0)
+    return 0;
+  char **keys = calloc(n, sizeof(*keys));
+  if (keys == NULL)
+    return KC_ENOMEM;
+  int rc = 0;
+  kc_strmap_slot *sl;
+  while ((sl = kc_strmap_next(&m->series, &pos))) {
+    const kc_series *s = sl->val;
+    if (strcmp(s->values[li], value) == 0 && (keys[k++] = strdup(sl->key)) == NULL) {
+      rc = KC_ENOMEM;
+      break;
+    }
+  }
+  for (size_t i = 0; i < k; i++) {
+    void *old = NULL;
+    if (keys[i] && kc_strmap_del(&m->series, keys[i], &old) == 0) {
+      series_free(old);
+      if (rc >= 0)
+        rc++;
+    }
+    free(keys[i]);
+  }
+  free(keys);
+  return rc;
+}
+
 void kc_counter_add(kc_series *s, double v) {
   if (v > 0)
     s->value += v;

@@ -57,6 +57,9 @@ kc_metric_type kc_metric_get_type(const kc_metric *m);
 int kc_metric_series(kc_metric *m, const char *const *values, kc_series **out);
 /* Drops a series (for example a deleted job's). 0 or KC_ENOENT. */
 int kc_metric_remove(kc_metric *m, const char *const *values);
+/* Drops every series whose label called label is value (Go's DeletePartialMatch with one
+ * label): the number dropped, KC_EINVAL when the family has no such label, or KC_ENOMEM. */
+int kc_metric_remove_matching(kc_metric *m, const char *label, const char *value);
 
 /* Counters only go up: a negative or NaN add is ignored. */
 void kc_counter_add(kc_series *s, double v);

@@ -282,6 +282,7 @@ static int init_timings(sch_metrics *m, kc_metrics *r) {
 int sch_metrics_init(sch_metrics *m, kc_metrics *reg) {
   memset(m, 0, sizeof(*m));
   kc_strmap_init(&m->jobs, KC_STRMAP_COPY_KEYS);
+  kc_strmap_init(&m->queues, KC_STRMAP_COPY_KEYS);
   if (reg == NULL)
     return 0;
   int rc;
@@ -294,6 +295,7 @@ int sch_metrics_init(sch_metrics *m, kc_metrics *reg) {
 
 void sch_metrics_close(sch_metrics *m) {
   kc_strmap_close(&m->jobs, job_series_free);
+  kc_strmap_close(&m->queues, NULL);
 }
 
 /* ---- per session ---- */
@@ -451,6 +453,50 @@ static void queue_values(sch_metrics *m, const sch_snapshot *snap) {
   }
 }
 
+/* Volcano's DeleteQueueMetrics: a queue gone takes its series with it, in every queue family
+ * of the registry (the shell's allocated, deserved and capacity ones too). */
+static void drop_queue(sch_metrics *m, const char *name) {
+  static const char *const kinds[] = {"allocated", "request",  "deserved",
+                                      "inqueue",   "capacity", "real_capacity"};
+  static const char *const dims[] = {"milli_cpu", "memory_bytes", "scalar_resources"};
+  static const char *const single[] = {"share", "weight", "overused"};
+  char fam[96];
+  for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
+    for (size_t d = 0; d < sizeof(dims) / sizeof(dims[0]); d++) {
+      snprintf(fam, sizeof(fam), "volcano_queue_%s_%s", kinds[k], dims[d]);
+      kc_metric *f = kc_metrics_find(m->reg, fam);
+      if (f)
+        kc_metric_remove_matching(f, "queue_name", name);
+    }
+  for (size_t i = 0; i < sizeof(single) / sizeof(single[0]); i++) {
+    snprintf(fam, sizeof(fam), "volcano_queue_%s", single[i]);
+    kc_metric *f = kc_metrics_find(m->reg, fam);
+    if (f)
+      kc_metric_remove_matching(f, "queue_name", name);
+  }
+}
+
+static void queues_gone(sch_metrics *m, const sch_snapshot *snap) {
+  for (int32_t i = 0; i < snap->nqueues; i++)
+    if (!kc_strmap_has(&m->queues, snap->queues[i].name) &&
+        kc_strmap_put(&m->queues, snap->queues[i].name, NULL, NULL) < 0)
+      return; /* out of memory: tried again next session */
+  size_t n = kc_strmap_len(&m->queues), k = 0, pos = 0;
+  char **gone = n ? calloc(n, sizeof(*gone)) : NULL;
+  if (!gone)
+    return;
+  kc_strmap_slot *sl;
+  while ((sl = kc_strmap_next(&m->queues, &pos)))
+    if (sch_snapshot_queue(snap, sl->key) < 0 && (gone[k] = strdup(sl->key)))
+      k++;
+  for (size_t i = 0; i < k; i++) {
+    drop_queue(m, gone[i]);
+    kc_strmap_del(&m->queues, gone[i], NULL);
+    free(gone[i]);
+  }
+  free(gone);
+}
+
 void sch_metrics_session(sch_metrics *m, const sch_snapshot *snap, const sch_result *res,
                          int64_t now_ms) {
   if (!m->reg || !snap || !res)
@@ -463,6 +509,18 @@ void sch_metrics_session(sch_metrics *m, const sch_snapshot *snap, const sch_res
   job_binds(m, snap, res, now_ms);
   queue_values(m, snap);
   drop_gone(m, snap);
+  queues_gone(m, snap);
+}
+
+void sch_metrics_assumed(sch_metrics *m, int64_t created_s, int64_t now_ms) {
+  if (!m->reg || created_s <= 0)
+    return;
+  if (!m->assumed &&
+      kc_metric_series(m->task_latency, (const char *const[]){"Assumed"}, &m->assumed) < 0)
+    m->assumed = NULL;
+  double ms = (double)(now_ms - created_s * 1000);
+  if (m->assumed)
+    kc_histogram_observe(m->assumed, ms > 0 ? ms : 0);
 }
 
 void sch_metrics_bound(sch_metrics *m, int err, uint64_t latency_ns, int64_t created_s,

@@ -44,8 +44,9 @@ typedef struct sch_metrics {
   kc_metric *q_request[3], *q_inqueue[3]; /* milli cpu, memory bytes, scalar resources */
   kc_metric *q_share, *q_weight, *q_overused;
   kc_series *reclaim_attempts, *reclaim_victims;
-  kc_series *bind_stage, *bound; /* the per-bind series, made at the first bind */
-  kc_strmap jobs;                /* "ns/name" -> the job's series (owned) */
+  kc_series *bind_stage, *bound, *assumed; /* the per-bind series, made at the first bind */
+  kc_strmap jobs;                          /* "ns/name" -> the job's series (owned) */
+  kc_strmap queues;                        /* names of the queues seen, whose series go with them */
 } sch_metrics;
 
 /* Registers the families in reg (borrowed; NULL leaves m inert). 0 or KC_E*. */
@@ -58,6 +59,9 @@ void sch_metrics_close(sch_metrics *m);
  * jobs no longer in snap. now_ms: the wall clock. */
 void sch_metrics_session(sch_metrics *m, const sch_snapshot *snap, const sch_result *res,
                          int64_t now_ms);
+/* A pod was assumed on its node (its bind handed over): the Assumed task latency since its
+ * creation (created_s, Unix seconds; 0 unknown). */
+void sch_metrics_assumed(sch_metrics *m, int64_t created_s, int64_t now_ms);
 /* A bind ended: the Bind stage (the call's latency) and, when it succeeded, the Bound task
  * latency since the pod's creation (created_s, Unix seconds; 0 unknown). */
 void sch_metrics_bound(sch_metrics *m, int err, uint64_t latency_ns, int64_t created_s,

@@ -826,6 +826,7 @@ static void timer_cb(uv_timer_t *t);
 static void apply_binds(sch_shell *sh, const sch_snapshot *snap, const sch_result *res, size_t from,
                         size_t to) {
   char key[512];
+  int64_t now_ms = kc_clock_wall_ms();
   for (size_t i = from; i < to; i++) {
     const sch_task *t = &snap->tasks[res->binds[i].task];
     const Kiln__Pod *p = t->pod;
@@ -843,7 +844,9 @@ static void apply_binds(sch_shell *sh, const sch_snapshot *snap, const sch_resul
                            p->creation_time) != 0) {
       sch_cache_forget(sh->cache, key);
       KC_ERROR("cannot queue the bind of %s to %s: out of memory", key, node);
+      continue;
     }
+    sch_metrics_assumed(&sh->mx, p->creation_time, now_ms);
   }
 }
 

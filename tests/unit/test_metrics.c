@@ -248,6 +248,30 @@ static void test_histogram_merge(void **state) {
   kc_metrics_free(r);
 }
 
+/* Go's DeletePartialMatch with one label: a deleted queue's series, whatever the resource. */
+static void test_remove_matching(void **state) {
+  (void)state;
+  kc_metrics *r;
+  assert_int_equal(kc_metrics_new(&r), 0);
+  static const char *const labels[] = {"queue_name", "resource", NULL};
+  kc_metric *m;
+  kc_series *s;
+  assert_int_equal(kc_metrics_gauge(r, "g", "help", labels, &m), 0);
+  assert_int_equal(kc_metric_series(m, (const char *const[]){"a", "gpu"}, &s), 0);
+  assert_int_equal(kc_metric_series(m, (const char *const[]){"a", "fpga"}, &s), 0);
+  assert_int_equal(kc_metric_series(m, (const char *const[]){"b", "gpu"}, &s), 0);
+  assert_int_equal(kc_metric_remove_matching(m, "queue_name", "a"), 2);
+  assert_int_equal(kc_metric_remove_matching(m, "queue_name", "a"), 0);
+  assert_int_equal(kc_metric_remove_matching(m, "nope", "a"), KC_EINVAL);
+  char *text;
+  size_t len;
+  assert_int_equal(kc_metrics_render(r, &text, &len), 0);
+  assert_null(strstr(text, "queue_name=\"a\""));
+  assert_non_null(strstr(text, "g{queue_name=\"b\",resource=\"gpu\"} 0"));
+  free(text);
+  kc_metrics_free(r);
+}
+
 static void test_empty_registry(void **state) {
   (void)state;
   kc_metrics *r;
@@ -265,7 +289,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_format_value),    cmocka_unit_test(test_registration_errors),
       cmocka_unit_test(test_exact_output),    cmocka_unit_test(test_empty_registry),
-      cmocka_unit_test(test_histogram_merge),
+      cmocka_unit_test(test_histogram_merge), cmocka_unit_test(test_remove_matching),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

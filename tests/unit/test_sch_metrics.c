@@ -179,16 +179,26 @@ static void test_metrics_written(void **state) {
   assert_int_equal(count(reg, "volcano_scheduling_stage_duration_milliseconds", L("Bind")), 1);
   assert_true(value(reg, "volcano_scheduling_stage_duration_milliseconds", L("Bind")) == 4);
   assert_true(value(reg, "volcano_task_scheduling_latency_milliseconds", L("Bound")) == 10000);
+  sch_metrics_assumed(&m, 1795953600LL - 3, now_ms);
+  assert_true(value(reg, "volcano_task_scheduling_latency_milliseconds", L("Assumed")) == 3000);
   /* A second session: the counter counts on. */
   sch_metrics_session(&m, f->snap, r, now_ms);
   assert_true(value(reg, "volcano_job_retry_counts", L("big")) == 2);
   sch_result_free(r);
   fx_free(f);
 
-  /* Without the jobs, their series go (Volcano's cleanMetrics). */
+  /* Without the jobs, their series go (Volcano's cleanMetrics); without queue q, its series
+   * go from every queue family (DeleteQueueMetrics), the shell's allocated ones included. */
+  kc_metric *alloc;
+  kc_series *as;
+  assert_int_equal(kc_metrics_gauge(reg, "volcano_queue_allocated_milli_cpu", "h",
+                                    L("queue_name", NULL), &alloc),
+                   0);
+  assert_int_equal(kc_metric_series(alloc, L("q"), &as), 0);
+  assert_true(rendered(reg, "queue_name=\"q\""));
   fx *g = fx_new();
   fx_node(g, "n1", 2000, 8 * GI, 110);
-  fx_queue(g, "q", 3);
+  fx_queue(g, "other", 3);
   fx_open(g, conf);
   r = fx_run(g);
   assert_true(rendered(reg, "volcano_job_share{"));
@@ -196,6 +206,7 @@ static void test_metrics_written(void **state) {
   assert_false(rendered(reg, "volcano_job_share{"));
   assert_false(rendered(reg, "volcano_job_retry_counts{"));
   assert_false(rendered(reg, "volcano_e2e_job_scheduling_duration{"));
+  assert_false(rendered(reg, "queue_name=\"q\""));
   sch_result_free(r);
   fx_free(g);
   sch_metrics_close(&m);
