@@ -55,8 +55,9 @@ typedef struct {
   bool session_on_loop;
   const char *content_type;
   bool disable_default_conf;
+  kc_strv node_selector; /* nodes sessions see (sch_cache_node_selected) */
   /* Volcano's flags for features kiln-scheduler does not have (rows with an inert text). */
-  kc_strv node_selector, ignored_provisioners;
+  kc_strv ignored_provisioners;
   int gate_removal_workers, job_updater_workers, task_updater_workers;
   int64_t resource_sync_timeout_ns;
   const char *sharding_mode, *sharding_name;
@@ -203,6 +204,8 @@ static int run(sched *s, kc_cli_common *common) {
   so.may_write = may_write;
   so.ud = s;
   so.no_default_conf = f->disable_default_conf;
+  so.node_selector = f->node_selector.v;
+  so.nnode_selector = f->node_selector.n;
   so.on_fatal = conf_fatal;
   if (rc == 0)
     rc = sch_shell_new(&s->app.loop, s->app.client, s->app.events, s->app.metrics, &so, &s->shell);
@@ -336,9 +339,7 @@ int main(int argc, char **argv) {
      "if the provided scheduler configuration is invalid.", "false", NULL, false, NULL},
     {"node-selector", KC_FLAG_STRINGS, &f.node_selector,
      "volcano only work with the labeled node, like: --node-selector=volcano.sh/role:train "
-     "--node-selector=volcano.sh/role:serving", NULL, NULL, true, NULL,
-     "kiln-scheduler considers every node; keep its pods off nodes with taints or node "
-     "affinity instead"},
+     "--node-selector=volcano.sh/role:serving", NULL, NULL, true, NULL},
     {"ignored-provisioners", KC_FLAG_STRINGS, &f.ignored_provisioners,
      "The provisioners that will be ignored during pod pvc request computation and "
      "preemption.", NULL, NULL, true, NULL,

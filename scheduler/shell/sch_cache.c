@@ -3,6 +3,7 @@
 
 #include "kc_pb.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -540,6 +541,63 @@ static void overlay_evicting(sch_cache *cache, sch_cache_snap *out, size_t cap, 
   out->overlay[out->noverlay++] = (sch_cache_overlay){.pod = p, .evicting = true};
 }
 
+/* One --node-selector entry as Volcano reads it: name and value around the first ':', each
+ * trimmed; false when there is no ':' or nothing after it. */
+static bool selector_entry(const char *e, const char **k, size_t *klen, const char **v,
+                           size_t *vlen) {
+  const char *colon = strchr(e, ':');
+  if (!colon || !colon[1])
+    return false;
+  *k = e;
+  *klen = (size_t)(colon - e);
+  *v = colon + 1;
+  *vlen = strlen(*v);
+  while (*klen && isspace((unsigned char)**k))
+    (*k)++, (*klen)--;
+  while (*klen && isspace((unsigned char)(*k)[*klen - 1]))
+    (*klen)--;
+  while (*vlen && isspace((unsigned char)**v))
+    (*v)++, (*vlen)--;
+  while (*vlen && isspace((unsigned char)(*v)[*vlen - 1]))
+    (*vlen)--;
+  return true;
+}
+
+static bool has_label(const Kiln__Node *n, const char *k, size_t klen, const char *v, size_t vlen) {
+  for (size_t i = 0; i < n->n_labels; i++) {
+    const char *lk = n->labels[i]->key, *lv = n->labels[i]->value;
+    if (lk && lv && strlen(lk) == klen && strlen(lv) == vlen && !memcmp(lk, k, klen) &&
+        !memcmp(lv, v, vlen))
+      return true;
+  }
+  return false;
+}
+
+bool sch_cache_node_selected(const Kiln__Node *n, const char *const *sel, size_t nsel) {
+  bool any = false;
+  for (size_t i = 0; i < nsel; i++) {
+    const char *k, *v;
+    size_t klen, vlen;
+    if (!selector_entry(sel[i], &k, &klen, &v, &vlen))
+      continue;
+    any = true;
+    if (has_label(n, k, klen, v, vlen))
+      return true;
+  }
+  return !any;
+}
+
+/* Leaves out of the message the nodes --node-selector does not select. */
+static void select_nodes(const sch_cache *cache, Kiln__Snapshot *m) {
+  if (cache->opt.nnode_selector == 0)
+    return;
+  size_t n = 0;
+  for (size_t i = 0; i < m->n_nodes; i++)
+    if (sch_cache_node_selected(m->nodes[i], cache->opt.node_selector, cache->opt.nnode_selector))
+      m->nodes[n++] = m->nodes[i];
+  m->n_nodes = n;
+}
+
 int sch_cache_snapshot_deferred(sch_cache *cache, sch_cache_snap *out) {
   memset(out, 0, sizeof(*out));
   Kiln__Snapshot init = KILN__SNAPSHOT__INIT;
@@ -564,6 +622,8 @@ int sch_cache_snapshot_deferred(sch_cache *cache, sch_cache_snap *out) {
   int rc = 0;
   for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]) && rc == 0; i++)
     rc = store_array(kc_informer_store(cache->inf[kinds[i]]), arrays[i], counts[i]);
+  if (rc == 0)
+    select_nodes(cache, m);
   /* Assumed pods and pods being evicted: listed here (a lookup each), applied to the
    * message by sch_cache_snap_finish, which may run on another thread. */
   size_t cap = kc_strmap_len(&cache->assumed) + kc_strmap_len(&cache->evicting);

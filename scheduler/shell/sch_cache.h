@@ -56,7 +56,16 @@ typedef struct {
    * deletes, so that what is kept per object elsewhere (the event recorder's correlation,
    * the last status written) goes too. Both borrowed for the call. May be NULL. */
   void (*on_gone)(sch_cache_kind kind, const char *key, const char *uid, void *ud);
+  /* --node-selector: "key:value" entries (borrowed); when one is valid, sessions see only
+   * the nodes carrying at least one of those labels (Volcano's nodeCanAddCache). */
+  const char *const *node_selector;
+  size_t nnode_selector;
 } sch_cache_options;
+
+/* Whether node n is one the scheduler works with under --node-selector entries sel: true
+ * when no entry is valid ("key:value", value not empty, spaces trimmed, as Volcano reads
+ * them) or n has one of the labels. Pure. */
+bool sch_cache_node_selected(const Kiln__Node *n, const char *const *sel, size_t nsel);
 
 /* *out is new; c and o's strings are borrowed and must outlive the cache. */
 int sch_cache_new(kc_client *c, const sch_cache_options *o, sch_cache **out);

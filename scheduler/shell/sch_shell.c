@@ -1360,7 +1360,9 @@ int sch_shell_new(uv_loop_t *loop, kc_client *c, kc_event_recorder *events, kc_m
     rc = initial_conf(sh);
   if (rc)
     goto fail;
-  sch_cache_options co = {.default_queue = sh->opt.default_queue,
+  sch_cache_options co = {.node_selector = sh->opt.node_selector,
+                          .nnode_selector = sh->opt.nnode_selector,
+                          .default_queue = sh->opt.default_queue,
                           .may_write = shell_may_write,
                           .ud = sh,
                           .protobuf = sh->opt.protobuf,

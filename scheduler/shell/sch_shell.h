@@ -76,6 +76,9 @@ typedef struct {
    * process should exit, as Volcano's does (klog.Fatalf). */
   bool no_default_conf;
   void (*on_fatal)(void *ud);
+  /* --node-selector "key:value" entries (borrowed): see sch_cache_options. */
+  const char *const *node_selector;
+  size_t nnode_selector;
 } sch_shell_options;
 
 /* *out is new. c, events and metrics (may be NULL) are borrowed; o's strings too. Loads

@@ -448,7 +448,8 @@ VOLCANO_SCHEDULER_ARGS=(
 VOLCANO_SCHEDULER_MORE=(
   --scheduler-sharding-name=volcano --gate-removal-worker-num=5 --resource-sync-timeout=60s
   --disable-default-scheduler-config --log-flush-frequency=5s --stderrthreshold=INFO
-  --node-selector=kiln.test/unused:x --ca-cert-file=/nonexistent/ca.crt
+  --node-selector=kiln.test/unused:x --node-selector=kubernetes.io/hostname:install-0
+  --ca-cert-file=/nonexistent/ca.crt
   --tls-cert-file=/nonexistent/tls.crt --tls-private-key-file=/nonexistent/tls.key
   --job-updater-worker-num=4 --task-updater-worker-num=4 --log_file_max_size=1800
   --alsologtostderr --add_dir_header=false --log_backtrace_at=scheduler.go:1
@@ -555,6 +556,9 @@ CONF
     tail -n 30 "$slog" "$clog" >&2
     fail "the example Job did not complete under Volcano's arguments"
   fi
+  # --node-selector works as in Volcano: only the node with one of the labels is used.
+  expect_eq install-0 "$(kubectl get pods -n "$ns" -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | sort -u)" \
+    "the nodes the Job's pods ran on
   # Each unknown plugin and ignored argument is logged once, not once per session.
   wait_sessions 3 "$sport"
   local name n
@@ -566,7 +570,7 @@ CONF
   done
   ! grep -q 'argument "binpack\.' "$slog" || fail "binpack's own arguments reported as unknown"
   # The flags without effect are named once at startup; "2>&1" is passed over.
-  for name in feature-gates ignored-provisioners scheduler-sharding-mode node-selector \
+  for name in feature-gates ignored-provisioners scheduler-sharding-mode \
       resource-sync-timeout ca-cert-file log-flush-frequency stderrthreshold; do
     expect_eq 1 "$(grep -c "flag --$name is accepted for compatibility with Volcano and has no effect" "$slog")" \
       "scheduler: --$name logged once"

@@ -22,6 +22,7 @@
 #include "kc_codec.h"
 #include "kc_config.h"
 #include "kc_error.h"
+#include "kc_pb.h"
 #include "kc_store.h"
 #include "sch_cache.h"
 #include "sch_shell.h"
@@ -520,6 +521,28 @@ static void test_pod_group_zero_counts_are_removed(void **state) {
   json_decref(st);
 }
 
+/* --node-selector (issue 28): a node is used when it carries one of the "key:value" labels,
+ * or when no entry is valid (Volcano passes over an entry without ':' or value). */
+static void test_node_selector(void **state) {
+  (void)state;
+  json_t *j = json_loads("{\"metadata\":{\"name\":\"n1\",\"labels\":{\"volcano.sh/role\":"
+                         "\"train\",\"zone\":\"a\"}}}",
+                         0, NULL);
+  Kiln__Node *n = NULL;
+  char err[256];
+  assert_int_equal(kc_node_decode(j, &n, err, sizeof(err)), 0);
+  json_decref(j);
+  const char *train[] = {"volcano.sh/role:serving", " volcano.sh/role : train "};
+  const char *serving[] = {"volcano.sh/role:serving", "zone:b"};
+  const char *invalid[] = {"volcano.sh/role", "zone:", ""};
+  assert_true(sch_cache_node_selected(n, train, 2));
+  assert_false(sch_cache_node_selected(n, serving, 2));
+  assert_true(sch_cache_node_selected(n, invalid, 3));
+  assert_false(sch_cache_node_selected(n, (const char *[]){"zone:a:b"}, 1));
+  assert_true(sch_cache_node_selected(n, NULL, 0));
+  kc_pb_free(n);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_pod_group_zero_counts_are_removed),
@@ -540,6 +563,7 @@ int main(void) {
       cmocka_unit_test(test_bind_only_a_pod_still_pending),
       cmocka_unit_test(test_foreign_groups_are_those_of_pods_without_our_job),
       cmocka_unit_test(test_pod_group_conditions_merge),
+      cmocka_unit_test(test_node_selector),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
