@@ -719,6 +719,78 @@ static void test_backfill_best_effort(void **state) {
   fx_free(f);
 }
 
+/* A pending best-effort pod in PodGroup group (Running, minMember 1) of queue q. */
+static Kiln__Pod *be_pod(fx *f, const char *name, const char *group, const char *q) {
+  bool have = false;
+  for (size_t i = 0; i < f->msg->n_pod_groups; i++)
+    have = have || strcmp(f->msg->pod_groups[i]->metadata->name, group) == 0;
+  if (!have)
+    fx_pg(f, group, q, 1, "Running");
+  return fx_pod(f, name, group, 0, 0, NULL);
+}
+
+/* Backfill walks Volcano's order (pickUpPendingTasks), not the snapshot's: queues by the
+ * queue order, jobs by the job order, tasks by the task order. */
+static void test_backfill_order(void **state) {
+  (void)state;
+  /* queues: qb is older, so its job goes first although qa's job comes first in the
+   * snapshot; the node holds one pod */
+  fx *f = fx_new();
+  fx_node(f, "n1", 1000, GI, 1);
+  Kiln__Queue *qa = fx_queue(f, "qa", 1);
+  free(qa->metadata->creation_timestamp);
+  qa->metadata->creation_timestamp = fx_str("2026-11-29T11:00:00Z");
+  fx_queue(f, "qb", 1);
+  be_pod(f, "a-pod", "a", "qa");
+  be_pod(f, "b-pod", "b", "qb");
+  fx_open(f, core_conf);
+  sch_result *r = fx_run(f);
+  assert_int_equal(r->nbinds, 1);
+  assert_non_null(bound_node(f, r, "b-pod"));
+  sch_result_free(r);
+  fx_free(f);
+
+  /* jobs by priority, then tasks by pod priority: room for two pods */
+  f = fx_new();
+  fx_node(f, "n1", 1000, GI, 2);
+  Kiln__PriorityClass *pc = fx_alloc(sizeof(*pc));
+  kiln__priority_class__init(pc);
+  pc->metadata = fx_meta(NULL, "high");
+  pc->has_value = 1;
+  pc->value = 1000;
+  FX_APPEND(f->msg->priority_classes, f->msg->n_priority_classes, pc);
+  be_pod(f, "low-pod", "a-low", "default");
+  fx_pg(f, "b-high", "default", 1, "Running")->spec->priority_class_name = fx_str("high");
+  be_pod(f, "first", "b-high", "default")->priority = 1;
+  be_pod(f, "urgent", "b-high", "default")->priority = 50;
+  be_pod(f, "middle", "b-high", "default")->priority = 10;
+  fx_open(f, core_conf);
+  r = fx_run(f);
+  assert_int_equal(r->nbinds, 2);
+  assert_non_null(bound_node(f, r, "urgent"));
+  assert_non_null(bound_node(f, r, "middle"));
+  sch_result_free(r);
+  fx_free(f);
+
+  /* the first task no node accepts ends backfill, as in Volcano: the tolerating pod of the
+   * younger job is not tried */
+  f = fx_new();
+  fx_node_taint(fx_node(f, "n1", 1000, GI, 110), "gpu", "true",
+                KILN__TAINT_EFFECT__TAINT_EFFECT_NO_SCHEDULE);
+  Kiln__PodGroup *old = fx_pg(f, "a-old", "default", 1, "Running");
+  free(old->metadata->creation_timestamp);
+  old->metadata->creation_timestamp = fx_str("2026-01-01T00:00:00Z");
+  be_pod(f, "intolerant", "a-old", "default");
+  fx_pod_toleration(be_pod(f, "tolerant", "b-young", "default"), "gpu",
+                    KILN__TOLERATION_OPERATOR__TOLERATION_OPERATOR_EQUAL, "true",
+                    KILN__TAINT_EFFECT__TAINT_EFFECT_NO_SCHEDULE);
+  fx_open(f, core_conf);
+  r = fx_run(f);
+  assert_int_equal(r->nbinds, 0);
+  sch_result_free(r);
+  fx_free(f);
+}
+
 static void test_priority_order(void **state) {
   (void)state;
   fx *f = fx_new();
@@ -1054,6 +1126,7 @@ int main(void) {
       cmocka_unit_test(test_allocate_gang_does_not_fit),
       cmocka_unit_test(test_allocate_pipelines_onto_releasing),
       cmocka_unit_test(test_backfill_best_effort),
+      cmocka_unit_test(test_backfill_order),
       cmocka_unit_test(test_priority_order),
       cmocka_unit_test(test_gang_not_enough_tasks),
       cmocka_unit_test(test_victims),
