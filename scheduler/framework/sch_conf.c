@@ -506,6 +506,116 @@ static int parse_actions(parser *p, const char *s, sch_conf *c) {
   return rc;
 }
 
+/* ---- action arguments ---- */
+
+/* Why an argument Volcano's action reads changes nothing in Kiln with the values given, or
+ * NULL when Kiln does what Volcano does with them. */
+typedef const char *(*inert_fn)(const sch_args *a, const char *key);
+
+static const char *same_outcome(const sch_args *a, const char *key) {
+  (void)sch_args_bool(a, key, true); /* a value that is not a boolean is named, as in Volcano */
+  return NULL;
+}
+
+static const char *no_gate_removal(const sch_args *a, const char *key) {
+  (void)a;
+  (void)key;
+  return "kiln-scheduler does not remove scheduling gates (SchedulingGatesQueueAdmission is not "
+         "built)";
+}
+
+static const char *topology_aware(const sch_args *a, const char *key) {
+  if (!sch_args_bool(a, "enableTopologyAwarePreemption", false))
+    return NULL; /* Volcano reads it only for topology-aware preemption, off here */
+  return strcmp(key, "enableTopologyAwarePreemption") == 0
+             ? "topology-aware preemption is not built; preempt tries the nodes one by one, as "
+               "Volcano does without it"
+             : "it shapes topology-aware preemption only, which is not built";
+}
+
+static const char *gang_retries(const sch_args *a, const char *key) {
+  return sch_args_int(a, key, 0) > 0 ? "preempt does not retry a gang's placement on other nodes"
+                                     : NULL;
+}
+
+/* The arguments each action's parseArguments reads in Volcano. predicateErrorCacheEnable
+ * (default true) spares re-running predicates that failed for a sibling task of the same role
+ * on a node: allocate and backfill only add pods, so such a node cannot pass later and the
+ * placements are the same either way; Kiln's search asks every node each time. */
+static const struct action_arg {
+  const char *action, *key;
+  inert_fn inert;
+} action_args[] = {
+    {"allocate", "predicateErrorCacheEnable", same_outcome},
+    {"allocate", "gateRemovalWorkerNum", no_gate_removal},
+    {"backfill", "predicateErrorCacheEnable", same_outcome},
+    {"reclaim", "predicateErrorCacheEnable", same_outcome},
+    {"preempt", "predicateErrorCacheEnable", same_outcome},
+    {"preempt", "enableTopologyAwarePreemption", topology_aware},
+    {"preempt", "enableNodeOrderScoreInPreemption", topology_aware},
+    {"preempt", "topologyAwarePreemptWorkerNum", topology_aware},
+    {"preempt", "minCandidateNodesPercentage", topology_aware},
+    {"preempt", "minCandidateNodesAbsolute", topology_aware},
+    {"preempt", "maxCandidateNodesAbsolute", topology_aware},
+    {"preempt", "gangPlacementRetries", gang_retries},
+};
+
+static const struct action_arg *action_arg_find(const char *action, const char *key) {
+  for (size_t i = 0; i < sizeof(action_args) / sizeof(action_args[0]); i++)
+    if (strcmp(action_args[i].action, action) == 0 && strcmp(action_args[i].key, key) == 0)
+      return &action_args[i];
+  return NULL;
+}
+
+/* Names, once each, the arguments of a built action that change nothing in kiln-scheduler:
+ * one the action does not read (Volcano passes over it in silence), or one whose behaviour
+ * is not built (a warning with the reason). */
+static int check_action_args(sch_conf *c, const sch_action_conf *ac) {
+  if (!sch_action_find(ac->name))
+    return 0; /* an action Kiln does not build is skipped, and logged, already */
+  for (size_t i = 0; i < ac->args.n; i++) {
+    const char *key = ac->args.items[i].key;
+    const struct action_arg *known = action_arg_find(ac->name, key);
+    const char *why = known ? known->inert(&ac->args, key) : NULL;
+    if (known && !why)
+      continue;
+    char *what = NULL;
+    if (asprintf(&what, "%s: %s", ac->name, key) < 0)
+      return KC_ENOMEM;
+    int rc = note(&c->ignored_action_args, &c->nignored_action_args, what);
+    free(what);
+    if (rc < 0)
+      return rc;
+    if (rc > 0 && why)
+      KC_WARN("scheduler config: action %s: argument \"%s\" is accepted for compatibility with "
+              "Volcano and has no effect in Kiln: %s",
+              ac->name, key, why);
+    else if (rc > 0)
+      KC_WARN("scheduler config: action %s: argument \"%s\" is not read by kiln-scheduler's %s; "
+              "ignoring it",
+              ac->name, key, ac->name);
+  }
+  return 0;
+}
+
+/* Volcano's `metrics` is a map of strings (type, address, interval, tls settings) from which
+ * its cache fetches node usage for the usage plugin; anything else refuses the file. */
+static int parse_metrics(parser *p, yaml_node_t *m, sch_conf *c) {
+  if (m->type == YAML_SCALAR_NODE && !*scalar(m))
+    return 0; /* "metrics:" with nothing */
+  if (m->type != YAML_MAPPING_NODE)
+    return fail(p, KC_EPARSE, "metrics must be a mapping of strings");
+  for (yaml_node_pair_t *kv = m->data.mapping.pairs.start; kv < m->data.mapping.pairs.top; kv++) {
+    const char *k = scalar(node(p, kv->key)), *v = scalar(node(p, kv->value));
+    if (!k || !v)
+      return fail(p, KC_EPARSE, "metrics: %s must be a string", k ? k : "each key");
+    int rc = args_add(p, &c->metrics, k, v, "metrics");
+    if (rc < 0)
+      return rc;
+  }
+  return 0;
+}
+
 static int parse_configurations(parser *p, yaml_node_t *seq, sch_conf *c) {
   if (seq->type != YAML_SEQUENCE_NODE)
     return fail(p, KC_EPARSE, "configurations must be a list");
@@ -539,6 +649,11 @@ static int parse_configurations(parser *p, yaml_node_t *seq, sch_conf *c) {
     if (!sch_action_find(ac->name) && !sch_action_volcano(ac->name))
       return fail(p, KC_ENOENT, "configurations: unknown action \"%s\"", ac->name);
   }
+  for (size_t i = 0; i < c->nconfigurations; i++) {
+    int rc = check_action_args(c, &c->configurations[i]);
+    if (rc < 0)
+      return rc;
+  }
   return 0;
 }
 
@@ -561,7 +676,7 @@ static int parse_root(parser *p, yaml_node_t *root, sch_conf *c) {
   if (!root || root->type != YAML_MAPPING_NODE)
     return fail(p, KC_EPARSE, "the configuration must be a YAML mapping");
   const char *actions = NULL;
-  bool seen_tiers = false, seen_conf = false;
+  bool seen_tiers = false, seen_conf = false, seen_metrics = false;
   for (yaml_node_pair_t *kv = root->data.mapping.pairs.start; kv < root->data.mapping.pairs.top;
        kv++) {
     const char *k = scalar(node(p, kv->key));
@@ -572,6 +687,7 @@ static int parse_root(parser *p, yaml_node_t *root, sch_conf *c) {
      * is parsed into arrays sized for one occurrence. */
     bool *seen = strcmp(k, "tiers") == 0            ? &seen_tiers
                  : strcmp(k, "configurations") == 0 ? &seen_conf
+                 : strcmp(k, "metrics") == 0        ? &seen_metrics
                                                     : NULL;
     if (seen && *seen)
       return fail(p, KC_EPARSE, "%s is given twice", k);
@@ -585,7 +701,9 @@ static int parse_root(parser *p, yaml_node_t *root, sch_conf *c) {
       rc = parse_tiers(p, v, c);
     } else if (strcmp(k, "configurations") == 0) {
       rc = parse_configurations(p, v, c);
-    } else if (strcmp(k, "metrics") != 0) {
+    } else if (strcmp(k, "metrics") == 0) {
+      rc = parse_metrics(p, v, c);
+    } else {
       KC_V(2, "scheduler config: ignoring unknown field %s", k);
     }
     if (rc < 0)
@@ -598,6 +716,10 @@ static int parse_root(parser *p, yaml_node_t *root, sch_conf *c) {
     return rc;
   if (hdrf_with_proportion(c))
     return fail(p, KC_EINVAL, "drf with enableHierarchy cannot be used together with proportion");
+  if (c->metrics.n)
+    KC_WARN("scheduler config: metrics: accepted for compatibility with Volcano and has no effect "
+            "in Kiln: kiln-scheduler has no node-usage metrics source (in Volcano only the usage "
+            "plugin reads it, and kiln-scheduler does not have that plugin)");
   return 0;
 }
 
@@ -675,5 +797,9 @@ void sch_conf_free(sch_conf *c) {
   for (size_t i = 0; i < c->nignored_args; i++)
     free(c->ignored_args[i]);
   free(c->ignored_args);
+  for (size_t i = 0; i < c->nignored_action_args; i++)
+    free(c->ignored_action_args[i]);
+  free(c->ignored_action_args);
+  args_free(&c->metrics);
   free(c);
 }

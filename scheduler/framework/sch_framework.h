@@ -361,6 +361,14 @@ typedef struct sch_conf {
    * plugin's args (they change nothing) and named once in the log when the file loads. */
   char **ignored_args;
   size_t nignored_args;
+  /* Action arguments (`configurations`) that change nothing in kiln-scheduler, as
+   * "action: key" (owned): ones its action does not read, and ones Volcano reads for a
+   * behaviour Kiln does not build, with the value given; each named once in the log. */
+  char **ignored_action_args;
+  size_t nignored_action_args;
+  /* The `metrics` section (Volcano's map of strings: type, address, interval, ...), kept as
+   * given; kiln-scheduler has no node-usage metrics source, so it has no effect (logged). */
+  sch_args metrics;
 } sch_conf;
 
 /* ------------------------------------------------------------------------------------ */
