@@ -444,6 +444,92 @@ static void test_ssh_without_randomness(void **state) {
   fx_close(&f);
 }
 
+static char *secret_key(fx *f, const char *key) {
+  json_t *sec = find_obj(f->plan.objects_create, "Secret");
+  assert_non_null(sec);
+  return unb64(json_string_value(json_object_get(json_object_get(sec, "data"), key)));
+}
+
+static void assert_secret_key(fx *f, const char *key, const char *want) {
+  char *got = secret_key(f, key);
+  assert_string_equal(got, want);
+  free(got);
+}
+
+/* --ssh-private-key and --ssh-public-key (Volcano withUserProvidedRsaKey): a non-empty
+ * private key puts the user's keys in the Secret verbatim (id_rsa; id_rsa.pub and
+ * authorized_keys the public key) and nothing is generated; a public key alone is ignored;
+ * keys bigger than a Secret holds are refused with a PluginError saying so. */
+static void test_ssh_user_keys(void **state) {
+  ctl_request req = {.event = CTL_EV_OUT_OF_SYNC};
+  static const char *const forms[] = {
+      "{\"ssh\":[\"--ssh-private-key=-----BEGIN RSA PRIVATE KEY-----\\nMIIu\\n-----END RSA "
+      "PRIVATE KEY-----\\n\",\"--ssh-public-key=ssh-rsa AAAAuser me@host\"]}",
+      "{\"ssh\":[\"--ssh-public-key\",\"ssh-rsa AAAAuser me@host\",\"--ssh-private-key\","
+      "\"-----BEGIN RSA PRIVATE KEY-----\\nMIIu\\n-----END RSA PRIVATE KEY-----\\n\"]}",
+  };
+  for (size_t i = 0; i < 2; i++) {
+    fx f;
+    json_t *j = fx_file("job-svc-ssh.json");
+    json_object_set_new(json_object_get(j, "spec"), "plugins", fx_parse(forms[i]));
+    fx_init_json(&f, j, NULL);
+    fx_ops.ssh_keygen = failing_keygen; /* not called */
+    assert_int_equal(fx_sync(&f, &req), 0);
+    assert_secret_key(&f, "id_rsa",
+                      "-----BEGIN RSA PRIVATE KEY-----\nMIIu\n-----END RSA PRIVATE KEY-----\n");
+    assert_secret_key(&f, "id_rsa.pub", "ssh-rsa AAAAuser me@host");
+    assert_secret_key(&f, "authorized_keys", "ssh-rsa AAAAuser me@host");
+    char *cfg = secret_key(&f, "config");
+    assert_non_null(strstr(cfg, "Host cluster-job-node-0\n"));
+    free(cfg);
+    assert_string_equal(json_string_value(json_object_get(f.plan.status.controlled, "plugin-ssh")),
+                        "ssh");
+    fx_close(&f);
+  }
+
+  /* a public key alone, or an empty private key: a generated pair */
+  fx f;
+  json_t *j = fx_file("job-svc-ssh.json");
+  json_object_set_new(json_object_get(j, "spec"), "plugins",
+                      fx_parse("{\"ssh\":[\"--ssh-private-key=\",\"--ssh-public-key=ssh-rsa "
+                               "AAAAuser\"]}"));
+  fx_init_json(&f, j, NULL);
+  assert_int_equal(fx_sync(&f, &req), 0);
+  assert_secret_key(&f, "authorized_keys", "ssh-rsa AAAAfake\n");
+  char *priv = secret_key(&f, "id_rsa");
+  assert_non_null(strstr(priv, "BEGIN RSA PRIVATE KEY"));
+  free(priv);
+  fx_close(&f);
+
+  /* a private key of 1 MiB cannot go in a Secret; one a little smaller leaves no room for
+   * the ssh config */
+  static const char *const why[] = {
+      "ssh: --ssh-private-key and --ssh-public-key take 1048576 bytes; Secret cluster-job-ssh "
+      "holds at most 1 MiB",
+      "ssh: an ssh config naming 3 hosts does not fit in Secret cluster-job-ssh (a Secret holds "
+      "at most 1 MiB)"};
+  for (size_t k = 0; k < 2; k++) {
+    size_t n = 18 + 1024 * 1024 - k * 64;
+    char *big = malloc(n + 1);
+    assert_non_null(big);
+    memset(big, 'k', n);
+    memcpy(big, "--ssh-private-key=", 18);
+    big[n] = '\0';
+    j = fx_file("job-svc-ssh.json");
+    json_object_set_new(json_object_get(j, "spec"), "plugins", json_pack("{s:[s]}", "ssh", big));
+    free(big);
+    fx_init_json(&f, j, NULL);
+    assert_int_equal(fx_sync(&f, &req), KC_ETOOBIG);
+    assert_string_equal(f.plan.failure_reason, "PluginError");
+    assert_int_equal(
+        strncmp(f.plan.failure_message, "Execute plugin when job add failed, err: ", 41), 0);
+    assert_string_equal(f.plan.failure_message + 41, why[k]);
+    assert_null(find_obj(f.plan.objects_create, "Secret"));
+    assert_int_equal(json_array_size(f.plan.pods_create), 0);
+    fx_close(&f);
+  }
+}
+
 static json_t *ssh_job(int64_t replicas, const char *hostname) {
   char text[1024];
   snprintf(text, sizeof(text),
@@ -601,6 +687,7 @@ int main(void) {
       cmocka_unit_test(test_default_ops),
       cmocka_unit_test(test_default_ops_broken_source),
       cmocka_unit_test(test_ssh_without_randomness),
+      cmocka_unit_test(test_ssh_user_keys),
       cmocka_unit_test(test_ssh_config_bounded),
       cmocka_unit_test(test_svc_hosts_bounded),
       cmocka_unit_test(test_ssh_key_not_ready),

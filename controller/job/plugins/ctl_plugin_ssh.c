@@ -1,5 +1,7 @@
-/* ssh (Volcano pkg/controllers/job/plugins/ssh): a Secret with a key pair (made through
- * the injected ops) and an ssh config naming every pod, mounted in every container. */
+/* ssh (Volcano pkg/controllers/job/plugins/ssh): a Secret with a key pair and an ssh config
+ * naming every pod, mounted in every container. The pair is the user's when the plugin has
+ * a non-empty --ssh-private-key (with --ssh-public-key for id_rsa.pub and authorized_keys,
+ * both taken verbatim, as Volcano does); otherwise it is made through the injected ops. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,9 +22,10 @@ static json_t *b64(const char *s) {
 }
 
 /* The API server refuses a Secret whose data passes 1 MiB; the config gets what the key
- * pair (a 2048-bit PEM and its public key, twice) leaves with room to spare. */
-#define SSH_SECRET_MAX (1024u * 1024u)
-#define SSH_CONFIG_MAX (SSH_SECRET_MAX - 16u * 1024u)
+ * pair (a generated 2048-bit PEM and its public key, twice, with room to spare; or the
+ * user's keys as given) leaves. */
+#define SSH_SECRET_MAX     (1024u * 1024u)
+#define SSH_GENERATED_KEYS (16u * 1024u)
 
 /* Hosts the config names: one per replica, or one for a task with a fixed hostname. */
 static uint64_t ssh_hosts(const Kiln__Job *job) {
@@ -39,14 +42,14 @@ static uint64_t ssh_hosts(const Kiln__Job *job) {
 #define HOST_FMT "Host %s\n  HostName %s.%s\n  Port %s\n"
 
 /* Appends one Host entry to *out (len bytes used of cap); 0, KC_ETOOBIG when the config
- * would pass SSH_CONFIG_MAX, or KC_ENOMEM. */
-static int put_host(char **out, size_t *cap, size_t *len, const char *h, const char *sub,
-                    const char *port) {
+ * would pass max bytes, or KC_ENOMEM. */
+static int put_host(char **out, size_t *cap, size_t *len, size_t max, const char *h,
+                    const char *sub, const char *port) {
   int w = snprintf(NULL, 0, HOST_FMT, h, h, sub, port);
   if (w < 0)
     return KC_EINVAL;
   size_t need = *len + (size_t)w + 1;
-  if (need > SSH_CONFIG_MAX)
+  if (need > max)
     return KC_ETOOBIG;
   if (need > *cap) {
     size_t nc = *cap;
@@ -63,10 +66,10 @@ static int put_host(char **out, size_t *cap, size_t *len, const char *h, const c
   return 0;
 }
 
-/* Volcano's generateSSHConfig (plus the port): a Host entry per replica, in at most
- * SSH_CONFIG_MAX bytes, so the work ends with the buffer however many replicas there are.
+/* Volcano's generateSSHConfig (plus the port): a Host entry per replica, in at most max
+ * bytes, so the work ends with the buffer however many replicas there are.
  * New string, or NULL with *rc KC_ETOOBIG (it would not fit) or KC_ENOMEM. */
-static char *ssh_config(const Kiln__Job *job, const char *port, int *rc) {
+static char *ssh_config(const Kiln__Job *job, const char *port, size_t max, int *rc) {
   size_t cap = 4096, len;
   char *out = malloc(cap);
   *rc = out ? 0 : KC_ENOMEM;
@@ -82,7 +85,7 @@ static char *ssh_config(const Kiln__Job *job, const char *port, int *rc) {
         snprintf(h, sizeof(h), "%s", host);
       else
         snprintf(h, sizeof(h), "%s-%s-%d", ctl__job_name(job), t->name ? t->name : "", (int)i);
-      *rc = put_host(&out, &cap, &len, h, sub[0] ? sub : ctl__job_name(job), port);
+      *rc = put_host(&out, &cap, &len, max, h, sub[0] ? sub : ctl__job_name(job), port);
       if (host[0])
         break;
     }
@@ -94,17 +97,49 @@ static char *ssh_config(const Kiln__Job *job, const char *port, int *rc) {
   return out;
 }
 
+/* The key pair into *priv and *pub (new strings): the user's from --ssh-private-key and
+ * --ssh-public-key, or a generated one; *room gets what it leaves of the Secret for the
+ * config. 0, or an error with c->errmsg saying why. */
+static int ssh_keys(ctl_ctx *c, const Kiln__StringList *args, const char *secret, char **priv,
+                    char **pub, size_t *room) {
+  const char *upriv = ctl__plugin_arg(args, "--ssh-private-key");
+  if (!upriv || !*upriv) {
+    int rc = c->v->ops->ssh_keygen(c->v->ops->ctx, priv, pub);
+    if (rc)
+      snprintf(c->errmsg, sizeof(c->errmsg), "ssh: cannot generate the key pair: %s",
+               rc == KC_EIO ? "the random source failed" : kc_strerror(rc));
+    *room = SSH_SECRET_MAX - SSH_GENERATED_KEYS;
+    return rc;
+  }
+  const char *upub = ctl__plugin_arg(args, "--ssh-public-key");
+  upub = upub ? upub : "";
+  size_t used = strlen(upriv) + 2 * strlen(upub); /* id_rsa.pub and authorized_keys */
+  if (used >= SSH_SECRET_MAX) {
+    if (snprintf(c->errmsg, sizeof(c->errmsg),
+                 "ssh: --ssh-private-key and --ssh-public-key take %zu bytes; Secret %s holds "
+                 "at most 1 MiB",
+                 used, secret) < 0)
+      c->errmsg[0] = '\0';
+    return KC_ETOOBIG;
+  }
+  *room = SSH_SECRET_MAX - used;
+  *priv = strdup(upriv);
+  *pub = strdup(upub);
+  return *priv && *pub ? 0 : KC_ENOMEM;
+}
+
 int ctl__ssh_job_add(ctl_ctx *c, const Kiln__StringList *args) {
   const Kiln__Job *job = c->v->job;
   if (ctl__plugin_marked(c, "ssh"))
     return 0;
   char *priv = NULL, *pub = NULL, *cfg = NULL;
-  int rc = c->v->ops->ssh_keygen(c->v->ops->ctx, &priv, &pub);
-  if (rc) {
-    snprintf(c->errmsg, sizeof(c->errmsg), "ssh: cannot generate the key pair: %s",
-             rc == KC_EIO ? "the random source failed" : kc_strerror(rc));
-    return rc;
-  }
+  char name[CTL_NAME_MAX + 8];
+  snprintf(name, sizeof(name), "%s-ssh", ctl__job_name(job));
+  size_t room = 0;
+  json_t *data = NULL;
+  int rc = ssh_keys(c, args, name, &priv, &pub, &room);
+  if (rc)
+    goto out;
   /* The port goes into every Host entry: accept only a real port number. */
   const char *parg = ctl__plugin_arg(args, "--ssh-port");
   char port[8] = "22";
@@ -112,16 +147,14 @@ int ctl__ssh_job_add(ctl_ctx *c, const Kiln__StringList *args) {
   long pv = parg ? strtol(parg, &end, 10) : 0;
   if (parg && end && !*end && pv > 0 && pv < 65536)
     snprintf(port, sizeof(port), "%ld", pv);
-  char name[CTL_NAME_MAX + 8];
-  snprintf(name, sizeof(name), "%s-ssh", ctl__job_name(job));
-  cfg = ssh_config(job, port, &rc);
+  cfg = ssh_config(job, port, room, &rc);
   if (rc == KC_ETOOBIG &&
       snprintf(c->errmsg, sizeof(c->errmsg),
                "ssh: an ssh config naming %" PRIu64 " hosts does not fit in Secret %s (a Secret "
                "holds at most 1 MiB)",
                ssh_hosts(job), name) < 0)
     c->errmsg[0] = '\0';
-  json_t *data = rc ? NULL : json_object();
+  data = rc ? NULL : json_object();
   if (!data) {
     rc = rc ? rc : KC_ENOMEM;
     goto out;
