@@ -154,11 +154,13 @@ typedef struct sch_job {
   int32_t queue_message; /* reason index of "queue ... insufficient", -1 none */
   int32_t why_message;   /* reason index of the actionable explanation (sch_why.c), -1 none */
   bool why_too_big;      /* it says a pod fits no node even when empty */
-  /* For the job metrics: the drf plugin's last dominant share (job_share), and whether the
-   * gang plugin found the job not ready at close (a retry, job_retry_counts). */
+  /* For the job metrics: the drf plugin's last dominant share (job_share), whether the gang
+   * plugin found the job not ready at close (a retry, job_retry_counts), and the tasks it
+   * found missing then (unschedule_task_count: 0 when ready, -1 when gang did not look). */
   bool has_share;
   double share;
   bool retried;
+  int32_t unready;
 } sch_job;
 
 typedef struct sch_queue {

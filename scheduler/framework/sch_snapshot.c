@@ -340,6 +340,7 @@ static int add_job(sch_snapshot *s, size_t *cap, sch_job **out) {
   j->fit_message = -1;
   j->queue_message = -1;
   j->why_message = -1;
+  j->unready = -1;
   *out = j;
   return 0;
 }

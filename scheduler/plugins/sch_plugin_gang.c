@@ -207,12 +207,14 @@ static void gang_close(sch_session *ssn, void *state) {
       continue;
     }
     if (job_level_ready(j)) {
+      j->unready = 0;
       if (sch__job_condition(ssn, j, false, "tasks in gang are ready to be scheduled", "") < 0)
         return;
       continue;
     }
     int32_t unready = j->min_available - sch_job_ready_num(j);
     j->retried = true; /* Volcano's gang counts a retry (job_retry_counts) */
+    j->unready = unready;
     char detail[768];
     sch__why_detail(ssn, j, detail, sizeof(detail));
     if (!detail[0])

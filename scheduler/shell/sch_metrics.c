@@ -189,7 +189,13 @@ static int init_jobs(sch_metrics *m, kc_metrics *r) {
       (rc = kc_metrics_gauge(r, "volcano_job_share", "Share for one job", share_l, &m->job_share)) <
           0 ||
       (rc = kc_metrics_counter(r, "volcano_job_retry_counts", "Number of retry counts for one job",
-                               id_l, &m->job_retry)) < 0)
+                               id_l, &m->job_retry)) < 0 ||
+      (rc = kc_metrics_gauge(r, "volcano_unschedule_task_count",
+                             "Number of tasks could not be scheduled", id_l, &m->unsched_tasks)) <
+          0 ||
+      (rc = kc_metrics_gauge(r, "volcano_unschedule_job_count",
+                             "Number of jobs could not be scheduled", NULL, &f)) < 0 ||
+      (rc = kc_metric_series(f, NULL, &m->unsched_jobs)) < 0)
     return rc;
   return 0;
 }
@@ -340,14 +346,29 @@ static job_series *job_of(sch_metrics *m, const sch_snapshot *snap, const sch_jo
   return e;
 }
 
-static void job_values(sch_metrics *m, const sch_snapshot *snap) {
+/* Volcano's gang sets, at close, every job's missing tasks (0 when ready) and counts a retry
+ * of each job not ready; the job count is of those. Both are named by the job's name alone. */
+static void gang_values(sch_metrics *m, const sch_snapshot *snap) {
+  int64_t unready_jobs = 0;
   for (int32_t ji = 0; ji < snap->njobs; ji++) {
     const sch_job *j = &snap->jobs[ji];
-    if (j->retried) {
-      kc_series *s;
-      if (j->name && kc_metric_series(m->job_retry, (const char *const[]){j->name}, &s) == 0)
-        kc_counter_inc(s);
-    }
+    kc_series *s;
+    if (j->unready < 0 || !j->name || !job_of(m, snap, j))
+      continue; /* job_of: its series go with it */
+    if (j->unready > 0)
+      unready_jobs++;
+    if (kc_metric_series(m->unsched_tasks, (const char *const[]){j->name}, &s) == 0)
+      kc_gauge_set(s, (double)j->unready);
+    if (j->retried && kc_metric_series(m->job_retry, (const char *const[]){j->name}, &s) == 0)
+      kc_counter_inc(s);
+  }
+  kc_gauge_set(m->unsched_jobs, (double)unready_jobs);
+}
+
+static void job_values(sch_metrics *m, const sch_snapshot *snap) {
+  gang_values(m, snap);
+  for (int32_t ji = 0; ji < snap->njobs; ji++) {
+    const sch_job *j = &snap->jobs[ji];
     if (!j->has_share)
       continue;
     job_series *e = job_of(m, snap, j);
@@ -395,6 +416,7 @@ static void drop_job(sch_metrics *m, job_series *e) {
   kc_metric_remove(m->job_last, e2e);
   kc_metric_remove(m->job_share, (const char *const[]){e->ns, e->name});
   kc_metric_remove(m->job_retry, (const char *const[]){e->name});
+  kc_metric_remove(m->unsched_tasks, (const char *const[]){e->name});
 }
 
 static void drop_gone(sch_metrics *m, const sch_snapshot *snap) {

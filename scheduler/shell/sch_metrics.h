@@ -41,6 +41,8 @@ typedef struct sch_metrics {
   kc_metric *task_latency;
   kc_series *job_latency;
   kc_metric *job_duration, *job_start, *job_last, *job_share, *job_retry;
+  kc_metric *unsched_tasks;               /* unschedule_task_count{job_id} */
+  kc_series *unsched_jobs;                /* unschedule_job_count */
   kc_metric *q_request[3], *q_inqueue[3]; /* milli cpu, memory bytes, scalar resources */
   kc_metric *q_share, *q_weight, *q_overused;
   kc_series *reclaim_attempts, *reclaim_victims;

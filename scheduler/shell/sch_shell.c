@@ -96,19 +96,17 @@ struct sch_shell {
   sch_carry carry;          /* what the last session hands the next one */
   uint64_t period_ms;
   size_t writes_in_flight;
-  kc_strmap pg_written;   /* "ns/name" -> written */
-  kc_strmap q_written;    /* name -> written */
-  kc_strmap pg_held;      /* "ns/name" -> uv_now() + 1 when its changed status was first held */
-  kc_strmap pg_invalid;   /* "ns/name" -> uv_now() + 1 since when its job fails JobValid */
-  kc_strmap why_last;     /* pod "ns/name" -> explained (owned) */
-  kc_strmap ev_last;      /* "kind\x1fkey\x1freason" -> last message (owned) */
-  kc_strmap unsched_jobs; /* job keys with an unschedule_task_count series */
+  kc_strmap pg_written; /* "ns/name" -> written */
+  kc_strmap q_written;  /* name -> written */
+  kc_strmap pg_held;    /* "ns/name" -> uv_now() + 1 when its changed status was first held */
+  kc_strmap pg_invalid; /* "ns/name" -> uv_now() + 1 since when its job fails JobValid */
+  kc_strmap why_last;   /* pod "ns/name" -> explained (owned) */
+  kc_strmap ev_last;    /* "kind\x1fkey\x1freason" -> last message (owned) */
   uint64_t sessions;
   bool logged_not_synced;
   /* Metrics (NULL without a registry). */
   kc_series *m_e2e, *m_open, *m_attempt_ok, *m_attempt_unsched, *m_attempt_err;
-  kc_series *m_unsched_jobs;
-  kc_metric *m_action, *m_unsched_tasks, *m_q_cpu, *m_q_mem;
+  kc_metric *m_action, *m_q_cpu, *m_q_mem;
   /* Volcano's queue_deserved_*, queue_capacity_*, queue_real_capacity_* (cpu, memory). */
   kc_metric *m_q_res[3][2];
   /* ... and their scalar_resources series (GPUs and other extended resources), with
@@ -276,7 +274,6 @@ static void setup_metrics(sch_shell *sh) {
   kc_metric *m;
   static const char *const result_l[] = {"result", NULL};
   static const char *const action_l[] = {"action", NULL};
-  static const char *const job_l[] = {"job_id", NULL};
   static const char *const queue_l[] = {"queue_name", NULL};
   if (kc_metrics_histogram(r, "volcano_e2e_scheduling_latency_milliseconds",
                            "Duration of a single scheduling session execution in milliseconds. "
@@ -301,11 +298,6 @@ static void setup_metrics(sch_shell *sh) {
     kc_metric_series(m, (const char *const[]){"unschedulable"}, &sh->m_attempt_unsched);
     kc_metric_series(m, (const char *const[]){"error"}, &sh->m_attempt_err);
   }
-  kc_metrics_gauge(r, "volcano_unschedule_task_count", "Number of tasks could not be scheduled",
-                   job_l, &sh->m_unsched_tasks);
-  if (kc_metrics_gauge(r, "volcano_unschedule_job_count", "Number of jobs could not be scheduled",
-                       NULL, &m) == 0)
-    kc_metric_series(m, NULL, &sh->m_unsched_jobs);
   kc_metrics_gauge(r, "volcano_queue_allocated_milli_cpu", "Allocated CPU count for one queue",
                    queue_l, &sh->m_q_cpu);
   kc_metrics_gauge(r, "volcano_queue_allocated_memory_bytes", "Allocated memory for one queue",
@@ -935,39 +927,15 @@ static void record_events(sch_shell *sh, const sch_snapshot *snap, const sch_res
   swap_map(&sh->ev_last, &next_ev);
 }
 
-/* The unschedulable gauges from this session's per-job counts. */
-static void set_unsched_gauges(sch_shell *sh, kc_strmap *jobs_now) {
-  kc_gauge_set(sh->m_unsched_jobs, (double)kc_strmap_len(jobs_now));
-  size_t pos = 0;
-  kc_strmap_slot *s;
-  while ((s = kc_strmap_next(jobs_now, &pos))) {
-    kc_series *se;
-    if (kc_metric_series(sh->m_unsched_tasks, (const char *const[]){s->key}, &se) == 0)
-      kc_gauge_set(se, (double)(intptr_t)s->val);
-  }
-  pos = 0;
-  while ((s = kc_strmap_next(&sh->unsched_jobs, &pos)))
-    if (!kc_strmap_has(jobs_now, s->key))
-      kc_metric_remove(sh->m_unsched_tasks, (const char *const[]){s->key});
-}
-
-/* Explanations, and the unschedulable metrics. */
+/* Explanations, and the attempts counter (the unschedulable gauges are sch_metrics'). */
 static void explain_all(sch_shell *sh, const sch_snapshot *snap, const sch_result *res) {
-  kc_strmap jobs_now, next_why;
-  kc_strmap_init(&jobs_now, KC_STRMAP_COPY_KEYS);
+  kc_strmap next_why;
   kc_strmap_init(&next_why, KC_STRMAP_COPY_KEYS);
-  bool counts_short = false; /* out of memory counting: the per-job gauges keep their values */
   int budget = EXPLAIN_BUDGET;
   uint64_t now = uv_hrtime();
   for (size_t i = 0; i < res->nwhy; i++) {
     const sch_task *t = &snap->tasks[res->why[i].task];
     explain_pod(sh, &next_why, t->pod, res->why[i].message, &budget, now);
-    if (t->job >= 0) {
-      const char *jk = snap->jobs[t->job].key;
-      intptr_t c = (intptr_t)kc_strmap_get(&jobs_now, jk);
-      if (kc_strmap_put(&jobs_now, jk, (void *)(c + 1), NULL) < 0)
-        counts_short = true;
-    }
   }
   kc_strmap_close(&sh->why_last, free_explained);
   sh->why_last = next_why;
@@ -975,15 +943,6 @@ static void explain_all(sch_shell *sh, const sch_snapshot *snap, const sch_resul
     kc_counter_add(sh->m_attempt_ok, (double)res->nbinds);
     kc_counter_add(sh->m_attempt_unsched, (double)res->nwhy);
   }
-  if (counts_short) {
-    /* The per-job gauges keep last period's values rather than show a partial count. */
-    kc_strmap_close(&jobs_now, NULL);
-    return;
-  }
-  if (sh->m_attempt_ok)
-    set_unsched_gauges(sh, &jobs_now);
-  kc_strmap_close(&sh->unsched_jobs, NULL);
-  sh->unsched_jobs = jobs_now;
 }
 
 /* Everything but the binds. */
@@ -1325,7 +1284,6 @@ static void free_parts(sch_shell *sh) {
   kc_strmap_close(&sh->pg_invalid, NULL);
   kc_strmap_close(&sh->why_last, free_explained);
   kc_strmap_close(&sh->ev_last, free_str);
-  kc_strmap_close(&sh->unsched_jobs, NULL);
   sch_metrics_close(&sh->mx);
 }
 
@@ -1354,7 +1312,6 @@ int sch_shell_new(uv_loop_t *loop, kc_client *c, kc_event_recorder *events, kc_m
   kc_strmap_init(&sh->q_written, KC_STRMAP_COPY_KEYS);
   kc_strmap_init(&sh->why_last, KC_STRMAP_COPY_KEYS);
   kc_strmap_init(&sh->ev_last, KC_STRMAP_COPY_KEYS);
-  kc_strmap_init(&sh->unsched_jobs, KC_STRMAP_COPY_KEYS);
   int rc = sch_metrics_init(&sh->mx, NULL); /* inert until setup_metrics; 0 without a registry */
   if (rc == 0)
     rc = initial_conf(sh);

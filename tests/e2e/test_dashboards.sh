@@ -210,6 +210,7 @@ EOF
     "failed flows"
   # (A scheduler job is a PodGroup: Volcano's job_id is the PodGroup's name, <job>-<uid>.)
   expect_match 'volcano_job_retry_counts\{job_id="nowhere-[^"]*"\} [1-9]' "$sch" "retries"
+  expect_match 'volcano_unschedule_task_count\{job_id="nowhere-[^"]*"\} 1' "$sch" "missing tasks"
   expect_match 'volcano_queue_weight\{queue_name="default"\} 1' "$sch" "queue weight"
   expect_match 'volcano_plugin_scheduling_latency_milliseconds_count\{(plugin="drf",OnSession="OnSessionOpen"|OnSession="OnSessionOpen",plugin="drf")\} [1-9]' \
     "$sch" "plugin latency"

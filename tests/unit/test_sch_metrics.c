@@ -88,6 +88,8 @@ static void test_session_decides_the_values(void **state) {
   /* gang: big was not ready at close, a retry; small was. */
   assert_true(big->retried);
   assert_false(small->retried);
+  assert_int_equal(big->unready, 2);
+  assert_int_equal(small->unready, 0);
   /* proportion: the queue's request is every pod's, its weight is reported, big's
    * minResources are inqueue (its PodGroup is Inqueue), and allocate asked whether it is
    * overused (deserved 4 cpu, nothing allocated yet: no). */
@@ -157,6 +159,9 @@ static void test_metrics_written(void **state) {
   assert_true(fabs(value(reg, "volcano_job_share", L("ns", "small")) - 0.25) < 1e-9);
   assert_true(value(reg, "volcano_job_share", L("ns", "big")) == 0);
   assert_true(value(reg, "volcano_job_retry_counts", L("big")) == 1);
+  assert_true(value(reg, "volcano_unschedule_task_count", L("big")) == 2);
+  assert_true(value(reg, "volcano_unschedule_task_count", L("small")) == 0);
+  assert_true(value(reg, "volcano_unschedule_job_count", NULL) == 1);
   assert_true(value(reg, "volcano_queue_request_milli_cpu", L("q")) == 7000);
   assert_true(value(reg, "volcano_queue_request_memory_bytes", L("q")) == (double)(3 * GI));
   assert_true(value(reg, "volcano_queue_weight", L("q")) == 3);
@@ -205,6 +210,8 @@ static void test_metrics_written(void **state) {
   sch_metrics_session(&m, g->snap, r, now_ms);
   assert_false(rendered(reg, "volcano_job_share{"));
   assert_false(rendered(reg, "volcano_job_retry_counts{"));
+  assert_false(rendered(reg, "volcano_unschedule_task_count{"));
+  assert_true(value(reg, "volcano_unschedule_job_count", NULL) == 0);
   assert_false(rendered(reg, "volcano_e2e_job_scheduling_duration{"));
   assert_false(rendered(reg, "queue_name=\"q\""));
   sch_result_free(r);
@@ -235,6 +242,8 @@ static void test_every_volcano_family(void **state) {
       {"volcano_total_reclaim_attempts", KC_METRIC_COUNTER},
       {"volcano_job_share", KC_METRIC_GAUGE},
       {"volcano_job_retry_counts", KC_METRIC_COUNTER},
+      {"volcano_unschedule_task_count", KC_METRIC_GAUGE},
+      {"volcano_unschedule_job_count", KC_METRIC_GAUGE},
       {"volcano_queue_request_milli_cpu", KC_METRIC_GAUGE},
       {"volcano_queue_request_memory_bytes", KC_METRIC_GAUGE},
       {"volcano_queue_request_scalar_resources", KC_METRIC_GAUGE},
