@@ -47,11 +47,23 @@ void sch_resource_set_max(sch_resource *r, const sch_resource *a) {
       r->scalar[i] = a->scalar[i];
 }
 
+int64_t sch_resource_scale(int64_t v, double ratio) {
+  double x = (double)v * ratio;
+  if (x != x)
+    return v;
+  /* 2^63 is exact as a double; anything at or past it does not convert. */
+  if (x >= 9223372036854775808.0)
+    return INT64_MAX;
+  if (x <= -9223372036854775808.0)
+    return INT64_MIN;
+  return (int64_t)x;
+}
+
 void sch_resource_multi(sch_resource *r, double ratio) {
-  r->milli_cpu = (int64_t)((double)r->milli_cpu * ratio);
-  r->memory = (int64_t)((double)r->memory * ratio);
+  r->milli_cpu = sch_resource_scale(r->milli_cpu, ratio);
+  r->memory = sch_resource_scale(r->memory, ratio);
   for (int i = 0; i < SCH_MAX_SCALARS; i++)
-    r->scalar[i] = (int64_t)((double)r->scalar[i] * ratio);
+    r->scalar[i] = sch_resource_scale(r->scalar[i], ratio);
 }
 
 /* Volcano's lessEqualFunc: l < r, or |l - r| < epsilon. */
@@ -88,16 +100,21 @@ bool sch_resource_less(const sch_resource *l, const sch_resource *r) {
   return true;
 }
 
-unsigned sch_resource_insufficient(const sch_resource *req, const sch_resource *avail) {
+unsigned sch_resource_exceeds_in(const sch_resource *l, const sch_resource *r,
+                                 const sch_resource *dims_of) {
   unsigned m = 0;
-  if (req->milli_cpu > 0 && !le(req->milli_cpu, avail->milli_cpu, SCH_MIN_MILLI_CPU))
+  if (dims_of->milli_cpu > 0 && !le(l->milli_cpu, r->milli_cpu, SCH_MIN_MILLI_CPU))
     m |= SCH_DIM_CPU;
-  if (req->memory > 0 && !le(req->memory, avail->memory, SCH_MIN_MEMORY))
+  if (dims_of->memory > 0 && !le(l->memory, r->memory, SCH_MIN_MEMORY))
     m |= SCH_DIM_MEMORY;
   for (int i = 0; i < SCH_MAX_SCALARS; i++)
-    if (req->scalar[i] > 0 && !le(req->scalar[i], avail->scalar[i], SCH_MIN_SCALAR))
+    if (dims_of->scalar[i] > 0 && !le(l->scalar[i], r->scalar[i], SCH_MIN_SCALAR))
       m |= SCH_DIM_SCALAR(i);
   return m;
+}
+
+unsigned sch_resource_insufficient(const sch_resource *req, const sch_resource *avail) {
+  return sch_resource_exceeds_in(req, avail, req);
 }
 
 bool sch_resource_is_empty(const sch_resource *r) {

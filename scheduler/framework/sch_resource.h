@@ -45,8 +45,10 @@ void sch_resource_add(sch_resource *r, const sch_resource *a);
 void sch_resource_sub(sch_resource *r, const sch_resource *a);
 /* r = max(r, a) per dimension (Volcano SetMaxResource). */
 void sch_resource_set_max(sch_resource *r, const sch_resource *a);
-/* r *= ratio, per dimension, rounded down (Volcano Multi). */
+/* r *= ratio, per dimension, rounded down (Volcano Multi), saturating at the int64 bounds. */
 void sch_resource_multi(sch_resource *r, double ratio);
+/* One dimension times ratio, rounded down and saturating (a NaN ratio leaves v). */
+int64_t sch_resource_scale(int64_t v, double ratio);
 
 /* Volcano LessEqual(r, Zero): every dimension of l is below r or within the epsilon. */
 bool sch_resource_less_equal(const sch_resource *l, const sch_resource *r);
@@ -55,6 +57,10 @@ bool sch_resource_less(const sch_resource *l, const sch_resource *r);
 /* The dimensions in which req does not fit into avail (SCH_DIM_* bits), 0 when it fits:
  * only the dimensions req asks for (> 0) count, like LessEqualWithResourcesName. */
 unsigned sch_resource_insufficient(const sch_resource *req, const sch_resource *avail);
+/* The dimensions in which l exceeds r (beyond the epsilon), counting only the dimensions
+ * dims_of asks for (> 0): Volcano LessEqualWithDimension(l, r, dims_of) is "== 0". */
+unsigned sch_resource_exceeds_in(const sch_resource *l, const sch_resource *r,
+                                 const sch_resource *dims_of);
 /* Volcano IsEmpty: every dimension below its epsilon. */
 bool sch_resource_is_empty(const sch_resource *r);
 /* All fields exactly zero. */

@@ -211,6 +211,69 @@ static void test_overcommit(void **state) {
   fx_free(f);
 }
 
+/* An admitted gang that holds a saturated amount of a resource (example.com/x: 8E, past what
+ * Kiln keeps) leaves the cluster's room in that resource at the int64 floor; a gang that asks
+ * only for cpu and memory is still compared in cpu and memory alone (Volcano
+ * LessEqualWithDimension). Before, every later gang was refused. */
+static void test_overcommit_other_dimension(void **state) {
+  (void)state;
+  fx *f = fx_new();
+  fx_queue(f, "default", 1);
+  fx_node(f, "n1", 4000, 8 * GI, 110);
+  Kiln__PodGroup *huge = fx_pg(f, "huge", "default", 1, "Inqueue");
+  fx_pg_min_resources(huge, 0, 0);
+  fx_res_scalar(huge->spec->min_resources, "example.com/x", INT64_MAX);
+  Kiln__PodGroup *plain = fx_pg(f, "plain", "default", 1, "Pending");
+  fx_pg_min_resources(plain, 1000, GI);
+  Kiln__PodGroup *wants_x = fx_pg(f, "wants-x", "default", 1, "Pending");
+  fx_pg_min_resources(wants_x, 1000, GI);
+  fx_res_scalar(wants_x->spec->min_resources, "example.com/x", 1000);
+  fx_open(f, "actions: \"enqueue\"\ntiers:\n- plugins:\n  - name: overcommit\n");
+  assert_true(sch_session_job_enqueueable(f->ssn, fx_job(f, "plain")));
+  /* The resource the huge gang holds is still refused to a gang that asks for it. */
+  assert_false(sch_session_job_enqueueable(f->ssn, fx_job(f, "wants-x")));
+  fx_free(f);
+}
+
+/* overcommit-factor.<resource> scales one resource, overcommit-factor the others; nodes whose
+ * allocatable is near the int64 bound scale without overflow (saturating). */
+static void test_overcommit_resource_factors(void **state) {
+  (void)state;
+  fx *f = fx_new();
+  fx_queue(f, "default", 1);
+  fx_node(f, "n1", 10000, INT64_MAX - 1, 110);
+  Kiln__PodGroup *cpu = fx_pg(f, "cpu", "default", 1, "Pending");
+  fx_pg_min_resources(cpu, 11000, GI);
+  Kiln__PodGroup *mem = fx_pg(f, "mem", "default", 1, "Pending");
+  fx_pg_min_resources(mem, 1000, INT64_MAX / 2);
+  fx_open(f, "actions: \"enqueue\"\n"
+             "tiers:\n"
+             "- plugins:\n"
+             "  - name: overcommit\n"
+             "    arguments:\n"
+             "      overcommit-factor: 2.0\n"
+             "      overcommit-factor.cpu: 1.0\n");
+  /* cpu: 10 * 1.0 = 10 < 11; memory: 2 * (2^63 - 2) saturates, so half of it fits. */
+  assert_false(sch_session_job_enqueueable(f->ssn, fx_job(f, "cpu")));
+  assert_true(sch_session_job_enqueueable(f->ssn, fx_job(f, "mem")));
+  fx_free(f);
+
+  /* A factor below 1 for one resource falls back to 1.2 (logged), as Volcano's validate. */
+  f = fx_new();
+  fx_queue(f, "default", 1);
+  fx_node(f, "n1", 10000, 10 * GI, 110);
+  cpu = fx_pg(f, "cpu", "default", 1, "Pending");
+  fx_pg_min_resources(cpu, 11500, GI);
+  fx_open(f, "actions: \"enqueue\"\n"
+             "tiers:\n"
+             "- plugins:\n"
+             "  - name: overcommit\n"
+             "    arguments:\n"
+             "      overcommit-factor.cpu: 0.5\n");
+  assert_true(sch_session_job_enqueueable(f->ssn, fx_job(f, "cpu")));
+  fx_free(f);
+}
+
 /* The whole default configuration on a saturated cluster: the allocate action honours the
  * 1:3 split proportion computes (2 and 6 of 8 one-cpu slots). */
 static void test_weights_split_binds(void **state) {
@@ -373,6 +436,8 @@ int main(void) {
       cmocka_unit_test(test_proportion_request_bound),
       cmocka_unit_test(test_proportion_enqueue),
       cmocka_unit_test(test_overcommit),
+      cmocka_unit_test(test_overcommit_other_dimension),
+      cmocka_unit_test(test_overcommit_resource_factors),
       cmocka_unit_test(test_weights_split_binds),
       cmocka_unit_test(test_fit_message),
       cmocka_unit_test(test_drf_preemptable),
