@@ -38,6 +38,8 @@ typedef struct {
   ctl_plan plan;
   stage st;
   int outstanding;
+  size_t create_next;    /* the plan's next pod to create */
+  int creates_in_flight; /* pod creations sent and not answered */
   int err;
   bool conflict, commands_ok;
   json_t *create_errors, *delete_errors; /* arrays of messages */
@@ -51,11 +53,16 @@ typedef struct {
   char uid[CTL_UID_MAX];
   bool harmless_exists;   /* AlreadyExists is success */
   bool harmless_notfound; /* NotFound is success */
+  bool windowed;          /* a pod creation of the window (stage_pod_create) */
   const json_t *body;     /* what was sent (the plan's), for the owner read of CTL_W_OBJ_CREATE */
   uint64_t sent_ns;
 } call;
 
 static void advance(exec *x);
+static void send_creates(exec *x);
+
+/* Pod creations in flight at once (stage_pod_create). */
+#define CREATE_WINDOW 100
 
 static uint64_t now_ns(void) {
   return uv_hrtime();
@@ -92,13 +99,14 @@ static int issue(exec *x, call *c, kc_verb verb, const kc_ref *ref, const kc_que
   return rc;
 }
 
-/* Starts a call owned by the stage; a call that cannot start counts as failed now. */
-static void start(exec *x, ctl_write_kind kind, const char *name, kc_verb verb, const kc_ref *ref,
-                  const kc_query *q, json_t *body, bool ok_exists, bool ok_notfound) {
+/* Starts a call owned by the stage; a call that cannot start counts as failed now. Returns
+ * the call on its way, NULL when it could not start. */
+static call *start(exec *x, ctl_write_kind kind, const char *name, kc_verb verb, const kc_ref *ref,
+                   const kc_query *q, json_t *body, bool ok_exists, bool ok_notfound) {
   call *c = calloc(1, sizeof(*c));
   if (!c) {
     note_error(x, KC_ENOMEM, false);
-    return;
+    return NULL;
   }
   c->x = x;
   c->kind = kind;
@@ -114,7 +122,9 @@ static void start(exec *x, ctl_write_kind kind, const char *name, kc_verb verb, 
     note_error(x, rc, false);
     x->outstanding--;
     free(c);
+    return NULL;
   }
+  return c;
 }
 
 static void append_msg(json_t **arr, const char *a, const char *b) {
@@ -279,6 +289,10 @@ static void on_result(const kc_api_result *res, void *data) {
   }
   if (o.err)
     report_failure(x, c, &o, o.in_the_way ? why : res->message);
+  if (c->windowed) {
+    x->creates_in_flight--;
+    send_creates(x); /* before call_done: the stage stays open while creations remain */
+  }
   call_done(c);
 }
 
@@ -435,13 +449,19 @@ static void stage_pod_delete(exec *x) {
   json_decref(patch);
 }
 
-static void stage_pod_create(exec *x) {
-  size_t i;
-  json_t *o;
+/* Sends the plan's pod creations, at most CREATE_WINDOW in flight: each answer sends the
+ * next, so that one loop turn serializes and sends a window, not a burst of 1,000 (which ran
+ * the loop past 100 ms on a loaded machine). After a creation fails the rest wait for the
+ * next sync, as Kubernetes' controllers stop a batch at its first error: a tenant's exhausted
+ * pod quota costs one window of refusals, not a thousand. */
+static void send_creates(exec *x) {
+  size_t n = json_array_size(x->plan.pods_create);
   /* The created pod is not read back (the watch brings it): in protobuf its reply costs the
    * API server less to encode and nothing to parse here. */
   kc_query q = {.accept = x->env->protobuf ? KC_PB_CONTENT_TYPE : NULL};
-  json_array_foreach(x->plan.pods_create, i, o) {
+  while (x->create_next < n && x->creates_in_flight < CREATE_WINDOW && !x->err &&
+         !x->env->stopping) {
+    json_t *o = json_array_get(x->plan.pods_create, x->create_next++);
     ctl_pod p;
     if (ctl_pod_from_json(o, &p) != 0)
       continue;
@@ -449,8 +469,22 @@ static void stage_pod_create(exec *x) {
     if (ctl_expect_add(x->env->expect, x->key, &p, true, uv_hrtime()) < 0)
       KC_WARN("%s: pod %s: its creation is not expected (out of memory)", x->key, p.name);
     kc_ref ref = {.version = "v1", .resource = "pods", .namespace = x->ns};
-    start(x, CTL_W_POD_CREATE, p.name, KC_CREATE, &ref, &q, o, true, false);
+    call *c = start(x, CTL_W_POD_CREATE, p.name, KC_CREATE, &ref, &q, o, true, false);
+    if (c) {
+      c->windowed = true;
+      x->creates_in_flight++;
+    } else {
+      ctl_expect_del(x->env->expect, x->key, p.name);
+    }
   }
+  if (x->create_next < n && x->creates_in_flight == 0)
+    KC_V(2, "job %s: %zu pod creations left for the next sync after an error", x->key,
+         n - x->create_next);
+}
+
+static void stage_pod_create(exec *x) {
+  x->create_next = 0;
+  send_creates(x);
 }
 
 static void stage_status(exec *x) {

@@ -19,7 +19,7 @@ typedef struct {
   void *data;
 } fake_call;
 
-static fake_call fake_calls[16];
+static fake_call fake_calls[256];
 static size_t fake_ncalls;
 static int fake_refuse_with; /* non-zero: kc_api_call fails with it, nothing sent */
 

@@ -281,6 +281,40 @@ static void test_failed_create_stops_the_plan(void **state) {
   assert_int_equal(f->count.pods_created, 1);
 }
 
+/* A burst of 150 creations goes out 100 at a time: each answer sends the next (one loop turn
+ * never serializes the whole burst); after a refusal no further creation is sent, and the
+ * ones never sent are not expected. Before, all 150 went at once, and a tenant whose quota
+ * refuses them all cost 150 refusals per sync. */
+static void test_creates_go_in_a_window(void **state) {
+  fixture *f = *state;
+  ctl_plan p;
+  ctl_plan_init(&p);
+  p.pods_create = json_array();
+  char name[32];
+  for (int i = 0; i < 150; i++) {
+    snprintf(name, sizeof(name), "j-w-%d", i);
+    json_array_append_new(p.pods_create, pod_json(name));
+  }
+  p.status_changed = true;
+  start_plan(f, &p);
+  assert_int_equal(fake_ncalls, 100);
+  assert_false(expected(f, "j-w-100"));
+  answer(0, 0, NULL);
+  assert_int_equal(fake_ncalls, 101);
+  assert_true(expected(f, "j-w-100"));
+  answer(1, KC_EFORBIDDEN, NULL);
+  assert_int_equal(fake_ncalls, 101); /* nothing more after the refusal */
+  for (size_t i = 2; i < 101; i++)
+    answer(i, 0, NULL);
+  assert_int_equal(fake_ncalls, 101); /* and no status write */
+  assert_int_equal(f->ndone, 1);
+  assert_int_equal(f->done_err, KC_EFORBIDDEN);
+  assert_int_equal(f->count.pods_created, 100);
+  assert_false(expected(f, "j-w-1"));
+  assert_false(expected(f, "j-w-101"));
+  assert_false(expected(f, "j-w-149"));
+}
+
 static void on_stopped_leading(void *ud) {
   (void)ud;
 }
@@ -430,6 +464,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_delete_of_a_pod_gone, setup, teardown),
       cmocka_unit_test_setup_teardown(test_status_conflict_reads_the_job, setup, teardown),
       cmocka_unit_test_setup_teardown(test_failed_create_stops_the_plan, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_creates_go_in_a_window, setup, teardown),
       cmocka_unit_test_setup_teardown(test_not_the_leader_writes_nothing, setup, teardown),
       cmocka_unit_test_setup_teardown(test_podgroup_kept_and_dropped, setup, teardown),
       cmocka_unit_test_setup_teardown(test_planted_secret_stops_the_plan, setup, teardown),
