@@ -154,4 +154,17 @@ test_hostile_batches_leave_both_processes_working() {
   echo "REPORT $BATCHES batches of $COUNT: $total_c objects created, $total_r refused; both processes alive and ready after each"
 }
 
+# Pass or fail, what the tenant made goes before the next suite: its namespaces (their Jobs,
+# PodGroups and pods with them) and its queues, waited for, so that a batch that failed half
+# way leaves nothing for the suites after it to trip on.
+finally_tenant_objects_removed() {
+  local left
+  kubectl get namespace -o name | grep -E '^namespace/(hostile|tenant)-' |
+    xargs -r kubectl delete --timeout=180s >/dev/null 2>&1 || true
+  kubectl get queue -o name | grep -E '^queue.scheduling.volcano.sh/h[0-9]+-' |
+    xargs -r kubectl delete --timeout=60s >/dev/null 2>&1 || true
+  left=$(kubectl get namespace -o name | grep -cE '^namespace/(hostile|tenant)-' || true)
+  [ "$left" = 0 ] || fail "$left tenant namespaces are still there after 180 s"
+}
+
 e2e_main "$@"
