@@ -132,20 +132,20 @@ static unsigned req_dims(const sch_resource *r) {
 static inline unsigned short_dims(const sch_resource *req, unsigned reqmask, const sch_node *n) {
   unsigned m = 0;
   if (reqmask & SCH_DIM_CPU) {
-    int64_t fut = n->idle.milli_cpu + n->releasing.milli_cpu - n->pipelined.milli_cpu;
-    if (req->milli_cpu > fut && req->milli_cpu - fut >= SCH_MIN_MILLI_CPU)
+    if (sch_short_of(req->milli_cpu, n->idle.milli_cpu, n->releasing.milli_cpu,
+                     n->pipelined.milli_cpu, SCH_MIN_MILLI_CPU))
       m |= SCH_DIM_CPU;
   }
   if (reqmask & SCH_DIM_MEMORY) {
-    int64_t fut = n->idle.memory + n->releasing.memory - n->pipelined.memory;
-    if (req->memory > fut && req->memory - fut >= SCH_MIN_MEMORY)
+    if (sch_short_of(req->memory, n->idle.memory, n->releasing.memory, n->pipelined.memory,
+                     SCH_MIN_MEMORY))
       m |= SCH_DIM_MEMORY;
   }
   for (int i = 0; (reqmask >> 2) >> i; i++) {
     if (!(reqmask & SCH_DIM_SCALAR(i)))
       continue;
-    int64_t fut = n->idle.scalar[i] + n->releasing.scalar[i] - n->pipelined.scalar[i];
-    if (req->scalar[i] > fut && req->scalar[i] - fut >= SCH_MIN_SCALAR)
+    if (sch_short_of(req->scalar[i], n->idle.scalar[i], n->releasing.scalar[i],
+                     n->pipelined.scalar[i], SCH_MIN_SCALAR))
       m |= SCH_DIM_SCALAR(i);
   }
   return m;

@@ -10,6 +10,7 @@
 
 #include "kc_error.h"
 #include "kc_str.h"
+#include "sch_resource.h"
 
 static bool str_empty(const char *s) {
   return s == NULL || s[0] == '\0';
@@ -248,7 +249,8 @@ void sch_reason_taint(char *buf, size_t len, const Kiln__Taint *taint) {
 int64_t sch_least_requested_score(int64_t requested, int64_t capacity) {
   if (capacity <= 0 || requested > capacity)
     return 0;
-  return ((capacity - requested) * SCH_MAX_NODE_SCORE) / capacity;
+  /* In 128 bits: capacity may be near 2^63 (a node reporting a saturated amount). */
+  return (int64_t)(((__int128)capacity - requested) * SCH_MAX_NODE_SCORE / capacity);
 }
 
 int64_t sch_most_requested_score(int64_t requested, int64_t capacity) {
@@ -258,7 +260,7 @@ int64_t sch_most_requested_score(int64_t requested, int64_t capacity) {
    * past capacity; the score saturates instead of exceeding 100. */
   if (requested > capacity)
     requested = capacity;
-  return (requested * SCH_MAX_NODE_SCORE) / capacity;
+  return (int64_t)((__int128)requested * SCH_MAX_NODE_SCORE / capacity);
 }
 
 int64_t sch_allocated_score(const int64_t *requested, const int64_t *allocatable,
@@ -269,8 +271,8 @@ int64_t sch_allocated_score(const int64_t *requested, const int64_t *allocatable
       continue;
     int64_t s = most ? sch_most_requested_score(requested[i], allocatable[i])
                      : sch_least_requested_score(requested[i], allocatable[i]);
-    score += s * weights[i];
-    weight_sum += weights[i];
+    score = sch_add_sat(score, sch_mul_sat(s, weights[i]));
+    weight_sum = sch_add_sat(weight_sum, weights[i]);
   }
   if (weight_sum == 0)
     return 0;
@@ -393,6 +395,8 @@ void sch_pod_key_close(sch_pod_key *k) {
 
 const char *sch_pod_label(const Kiln__Pod *pod, const char *key) {
   const char *s = (const char *)pod->packed_labels.data;
+  if (s == NULL)
+    return NULL;
   const char *end = s + pod->packed_labels.len;
   /* key NUL value NUL ...; a truncated tail (never written by the codec) ends the scan. */
   while (s != NULL && s < end) {

@@ -5,23 +5,12 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Saturating: amounts come from users (a PodGroup's minResources may say 1e21 bytes), and a
- * sum that wrapped would turn a queue's remaining room negative, or a gang that fits nowhere
- * into one that fits (and signed overflow is undefined). Below the int64 bounds add and sub
- * stay exact inverses, which statements rely on. */
-static inline int64_t sat_add(int64_t a, int64_t b) {
-  int64_t r;
-  if (__builtin_add_overflow(a, b, &r))
-    return b > 0 ? INT64_MAX : INT64_MIN;
-  return r;
-}
-
-static inline int64_t sat_sub(int64_t a, int64_t b) {
-  int64_t r;
-  if (__builtin_sub_overflow(a, b, &r))
-    return b < 0 ? INT64_MAX : INT64_MIN;
-  return r;
-}
+/* Saturating (sch_add_sat, sch_sub_sat): amounts come from users (a PodGroup's minResources
+ * may say 1e21 bytes), and a sum that wrapped would turn a queue's remaining room negative,
+ * or a gang that fits nowhere into one that fits (and signed overflow is undefined). Below the
+ * int64 bounds add and sub stay exact inverses, which statements rely on. */
+#define sat_add sch_add_sat
+#define sat_sub sch_sub_sat
 
 void sch_resource_add(sch_resource *r, const sch_resource *a) {
   r->milli_cpu = sat_add(r->milli_cpu, a->milli_cpu);

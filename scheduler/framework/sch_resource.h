@@ -35,6 +35,37 @@ typedef struct sch_resource {
   int64_t scalar[SCH_MAX_SCALARS];
 } sch_resource;
 
+/* Saturating int64 arithmetic for amounts users write (a node may report 2^63-1 bytes, a pod
+ * ask for 1e21): a sum past the bounds stays at the bound instead of being undefined. */
+static inline int64_t sch_add_sat(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r))
+    return b > 0 ? INT64_MAX : INT64_MIN;
+  return r;
+}
+
+static inline int64_t sch_sub_sat(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_sub_overflow(a, b, &r))
+    return b < 0 ? INT64_MAX : INT64_MIN;
+  return r;
+}
+
+static inline int64_t sch_mul_sat(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r))
+    return (a < 0) != (b < 0) ? INT64_MIN : INT64_MAX;
+  return r;
+}
+
+/* req does not fit into idle + releasing - pipelined by at least eps (Volcano's FutureIdle
+ * and minResource), in saturating arithmetic. */
+static inline bool sch_short_of(int64_t req, int64_t idle, int64_t releasing, int64_t pipelined,
+                                int64_t eps) {
+  int64_t fut = sch_sub_sat(sch_add_sat(idle, releasing), pipelined);
+  return req > 0 && req > fut && sch_sub_sat(req, fut) >= eps;
+}
+
 static inline void sch_resource_clear(sch_resource *r) {
   *r = (sch_resource){0};
 }

@@ -95,7 +95,8 @@ int sch_add_event_handler(sch_session *ssn, sch_task_event_fn allocate,
 /* ---- dispatch ---- */
 
 #define EACH(ssn, kind, cb)                                                                        \
-  for (sch_cb *cb = (ssn)->cbs[kind].v, *cb##_end = cb + (ssn)->cbs[kind].n; cb < cb##_end; cb++)
+  for (sch_cb *cb = (ssn)->cbs[kind].v, *cb##_end = cb ? cb + (ssn)->cbs[kind].n : cb;             \
+       cb < cb##_end; cb++)
 
 static int cmp_i64(int64_t a, int64_t b) {
   return a < b ? -1 : a > b;

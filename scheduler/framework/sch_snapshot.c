@@ -107,7 +107,7 @@ static void res_from(sch_snapshot *s, const Kiln__Resource *r, sch_resource *out
       continue;
     int k = scalar_slot(s, q->name);
     if (k >= 0)
-      out->scalar[k] += q->milli_value;
+      out->scalar[k] = sch_add_sat(out->scalar[k], q->milli_value);
   }
 }
 
@@ -220,9 +220,11 @@ void sch__node_add_task(sch_snapshot *snap, int32_t ti, int32_t ni) {
   n->task_head = ti;
   n->ntasks++;
   sch_resource_add(&n->requested, &t->init_resreq);
-  n->nonzero_milli_cpu +=
-      t->init_resreq.milli_cpu ? t->init_resreq.milli_cpu : SCH_NONZERO_MILLI_CPU;
-  n->nonzero_memory += t->init_resreq.memory ? t->init_resreq.memory : SCH_NONZERO_MEMORY;
+  n->nonzero_milli_cpu =
+      sch_add_sat(n->nonzero_milli_cpu,
+                  t->init_resreq.milli_cpu ? t->init_resreq.milli_cpu : SCH_NONZERO_MILLI_CPU);
+  n->nonzero_memory = sch_add_sat(n->nonzero_memory, t->init_resreq.memory ? t->init_resreq.memory
+                                                                           : SCH_NONZERO_MEMORY);
   switch (t->status) {
   case SCH_TASK_RELEASING:
     sch_resource_sub(&n->idle, &t->resreq);
@@ -252,9 +254,11 @@ void sch__node_remove_task(sch_snapshot *snap, int32_t ti) {
     snap->tasks[t->node_next].node_prev = t->node_prev;
   n->ntasks--;
   sch_resource_sub(&n->requested, &t->init_resreq);
-  n->nonzero_milli_cpu -=
-      t->init_resreq.milli_cpu ? t->init_resreq.milli_cpu : SCH_NONZERO_MILLI_CPU;
-  n->nonzero_memory -= t->init_resreq.memory ? t->init_resreq.memory : SCH_NONZERO_MEMORY;
+  n->nonzero_milli_cpu =
+      sch_sub_sat(n->nonzero_milli_cpu,
+                  t->init_resreq.milli_cpu ? t->init_resreq.milli_cpu : SCH_NONZERO_MILLI_CPU);
+  n->nonzero_memory = sch_sub_sat(n->nonzero_memory, t->init_resreq.memory ? t->init_resreq.memory
+                                                                           : SCH_NONZERO_MEMORY);
   switch (t->status) {
   case SCH_TASK_RELEASING:
     sch_resource_add(&n->idle, &t->resreq);

@@ -86,10 +86,17 @@ static int first_dim(unsigned mask) {
   return -1;
 }
 
-/* "pod requests 40 cpu; the largest node allocates 32" */
+/* "pod requests 40 cpu; the largest node allocates 32". With no dimension short of the
+ * largest amounts (each node lacks another: one the cpu, one the memory) it is "pod requests
+ * 8 cpu, 64Gi memory; no node allocates all of it". */
 static int32_t too_big(sch_session *ssn, const sch_task *t, const sch_resource *largest,
                        unsigned short_mask) {
   int d = first_dim(short_mask);
+  if (d < 0) {
+    char all[256];
+    sch_resource_human(ssn->snap, &t->init_resreq, 0, all, sizeof(all));
+    return sch_session_reasonf(ssn, "pod requests %s; no node allocates all of it", all);
+  }
   char req[160], big[32];
   amount_named(ssn->snap, d, dim_value(&t->init_resreq, d), req, sizeof(req));
   sch__why_amount(d, dim_value(largest, d), big, sizeof(big));

@@ -76,8 +76,8 @@ static int64_t nonzero(int64_t v, int64_t def) {
 static double resource_score(const nodeorder_state *st, const sch_task *t, const sch_node *n) {
   double score = 0;
   const sch_resource *p = &t->init_resreq;
-  int64_t nz[2] = {n->nonzero_milli_cpu + nonzero(p->milli_cpu, SCH_NONZERO_MILLI_CPU),
-                   n->nonzero_memory + nonzero(p->memory, SCH_NONZERO_MEMORY)};
+  int64_t nz[2] = {sch_add_sat(n->nonzero_milli_cpu, nonzero(p->milli_cpu, SCH_NONZERO_MILLI_CPU)),
+                   sch_add_sat(n->nonzero_memory, nonzero(p->memory, SCH_NONZERO_MEMORY))};
   int64_t alloc[3] = {n->allocatable.milli_cpu, n->allocatable.memory,
                       st->gpu >= 0 ? n->allocatable.scalar[st->gpu] : 0};
   if (st->least != 0) {
@@ -89,11 +89,12 @@ static double resource_score(const nodeorder_state *st, const sch_task *t, const
     score += (double)(sch_allocated_score(nz, alloc, w, 2, true) * st->most);
   }
   if (st->balanced != 0) {
-    int64_t req[3] = {n->requested.milli_cpu + p->milli_cpu, n->requested.memory + p->memory, 0};
+    int64_t req[3] = {sch_add_sat(n->requested.milli_cpu, p->milli_cpu),
+                      sch_add_sat(n->requested.memory, p->memory), 0};
     int64_t bal_alloc[3] = {alloc[0], alloc[1], 0};
     /* An extended resource the pod does not ask for is left out of the balance. */
     if (st->gpu >= 0 && p->scalar[st->gpu] != 0) {
-      req[2] = n->requested.scalar[st->gpu] + p->scalar[st->gpu];
+      req[2] = sch_add_sat(n->requested.scalar[st->gpu], p->scalar[st->gpu]);
       bal_alloc[2] = alloc[2];
     }
     score += (double)(sch_balanced_score(req, bal_alloc, 3) * st->balanced);

@@ -117,8 +117,12 @@ static int job_enqueueable(sch_session *ssn, void *ctx, const sch_job *j) {
 static void job_enqueued(sch_session *ssn, void *ctx, const sch_job *j) {
   (void)ssn;
   overcommit_state *st = ctx;
-  if (j->has_min_resources)
-    sch_resource_add(&st->inqueue, &j->min_resources);
+  if (!j->has_min_resources)
+    return;
+  /* What its gated pods ask for is not held until their gates go (DeductSchGatedResources). */
+  sch_resource held = j->min_resources;
+  sch_job_deduct_gated(j, &held);
+  sch_resource_add(&st->inqueue, &held);
 }
 
 static int overcommit_open(sch_session *ssn, const sch_plugin_conf *conf, void **state) {

@@ -90,8 +90,7 @@ static bool ports_conflict(const sch_snapshot *snap, const sch_task *t, const sc
  * predicate runs once per task and node. */
 static inline bool short_of(int64_t req, int64_t idle, int64_t releasing, int64_t pipelined,
                             int64_t min) {
-  int64_t fut = idle + releasing - pipelined;
-  return req > 0 && req > fut && req - fut >= min;
+  return sch_short_of(req, idle, releasing, pipelined, min);
 }
 
 static unsigned requested_dims(const sch_resource *req) {

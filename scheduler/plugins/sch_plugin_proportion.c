@@ -97,12 +97,12 @@ static void min_zero(sch_resource *r, const sch_resource *req) {
 /* l <= r per dimension with Volcano's epsilons, where a zero dimension of r is unlimited
  * (LessEqual with Infinity). */
 static bool fits_capped(const sch_resource *l, const sch_resource *r) {
-  if (r->milli_cpu != 0 && l->milli_cpu > r->milli_cpu + SCH_MIN_MILLI_CPU)
+  if (r->milli_cpu != 0 && l->milli_cpu > sch_add_sat(r->milli_cpu, SCH_MIN_MILLI_CPU))
     return false;
-  if (r->memory != 0 && l->memory > r->memory + SCH_MIN_MEMORY)
+  if (r->memory != 0 && l->memory > sch_add_sat(r->memory, SCH_MIN_MEMORY))
     return false;
   for (int i = 0; i < SCH_MAX_SCALARS; i++) {
-    if (r->scalar[i] != 0 && l->scalar[i] > r->scalar[i] + SCH_MIN_SCALAR)
+    if (r->scalar[i] != 0 && l->scalar[i] > sch_add_sat(r->scalar[i], SCH_MIN_SCALAR))
       return false;
   }
   return true;

@@ -62,6 +62,23 @@ static void test_pod_bigger_than_every_node(void **state) {
   fx_free(f);
 }
 
+/* Found by fuzz_session: each node lacks another resource (one the cpu, one the memory), so
+ * no dimension is short of the largest amounts; the explanation read a resource name before
+ * the table and crashed kiln-scheduler. Now it says no node allocates all of it. */
+static void test_each_node_lacks_another_resource(void **state) {
+  (void)state;
+  fx *f = fx_new();
+  fx_node(f, "cpu-rich", 64000, 8 * GI, 110);
+  fx_node(f, "mem-rich", 8000, 256 * GI, 110);
+  fx_pg(f, "both", "default", 1, "Inqueue");
+  fx_pod(f, "p", "both", 16000, 64 * GI, NULL);
+  sch_result *r;
+  assert_string_equal(run_condition(f, &r), "1/1 tasks in gang unschedulable: pod requests 16 "
+                                            "cpu, 64Gi memory; no node allocates all of it");
+  sch_result_free(r);
+  fx_free(f);
+}
+
 static void test_gpu_and_memory(void **state) {
   (void)state;
   fx *f = fx_new();
@@ -198,6 +215,7 @@ static void test_amounts(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_pod_bigger_than_every_node),
+      cmocka_unit_test(test_each_node_lacks_another_resource),
       cmocka_unit_test(test_gpu_and_memory),
       cmocka_unit_test(test_largest_usable_node),
       cmocka_unit_test(test_cluster_full),
