@@ -28,10 +28,11 @@ typedef struct {
   const ctl_request *req;
   ctl_plan *plan;
   ctl_action action;
-  bool initiated;   /* status was just initialised (phase was empty) */
-  bool blocked;     /* initiation failed: keep the phase, create nothing */
-  char errmsg[192]; /* why an effect failed, for the event that reports it */
-  char *tf_cluster; /* the tensorflow plugin's cluster JSON, made once per sync (owned) */
+  bool initiated;     /* status was just initialised (phase was empty) */
+  bool blocked;       /* initiation failed: keep the phase, create nothing */
+  char errmsg[192];   /* why an effect failed, for the event that reports it */
+  char *tf_cluster;   /* the tensorflow plugin's cluster JSON, made once per sync (owned) */
+  size_t built_bytes; /* the pods built this sync, by their templates' size (the burst) */
 } ctl_ctx;
 
 /* A state's status update (Volcano UpdateStatusFn): true when the phase changed. */

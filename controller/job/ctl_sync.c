@@ -732,6 +732,13 @@ static bool pg_admitted(const Kiln__PodGroup *pg) {
  * bounded the same way. Kubernetes' ReplicaSet controller bounds its creates per sync too
  * (burstReplicas, 500); twice that keeps a 1,000-pod gang to one sync. */
 #define CTL_CREATE_BURST 1000
+/* And at most this much pod template text per sync (each pod counted by its task's template
+ * plus what the controller adds): building and sending the pods costs in proportion to their
+ * size, and a burst of 1,000 pods of 3 KiB held kiln-controller's loop past 100 ms. A
+ * template of up to ~500 bytes still gives 1,000 pods a sync, one of 4 KiB about 220; at
+ * least one pod is always built. */
+#define CTL_CREATE_BYTES (1024u * 1024u)
+#define CTL_POD_OVERHEAD 512u
 
 /* How many of the view's pods the walk of task t meets: those named <job>-<task>-<index> for an
  * index below its replicas (one per name). A pod of the task under another name is never met,
@@ -801,6 +808,7 @@ static int walk_task(ctl_ctx *c, pod_walk *w, const Kiln__TaskSpec *t, json_t *t
   const char *tname = t->name ? t->name : "";
   bool can_create = depends_ready(v, t);
   size_t have = pods_to_meet(v, w->byname, tname, t->replicas), met = 0;
+  size_t cost = (t->template_json ? strlen(t->template_json) : 0) + CTL_POD_OVERHEAD;
   char name[CTL_NAME_MAX * 2];
   int rc;
   for (int32_t i = 0; i < t->replicas; i++) {
@@ -813,10 +821,13 @@ static int walk_task(ctl_ctx *c, pod_walk *w, const Kiln__TaskSpec *t, json_t *t
         return rc;
       continue;
     }
-    bool burst = json_array_size(c->plan->pods_create) >= CTL_CREATE_BURST;
+    size_t built = json_array_size(c->plan->pods_create);
+    bool burst =
+        built >= CTL_CREATE_BURST || (built > 0 && c->built_bytes + cost > CTL_CREATE_BYTES);
     if (can_create && !burst) {
       if ((rc = build_pod(c, t, tmpl, (int)i, w->claims)))
         return rc;
+      c->built_bytes += cost;
       continue;
     }
     /* dependency pods also requeue on update; past the burst, the rest in the next sync */

@@ -895,6 +895,35 @@ static void test_unnamed_tasks(void **state) {
   fx_close(&f);
 }
 
+/* Pods of a large template come fewer to a sync: 1,000 pods of ~4 KiB made kiln-controller's
+ * loop run past 100 ms (the hostile campaign's batch 2). At most 1 MiB of template text is
+ * built per sync, and the plan asks for the next sync at once. */
+static void test_burst_bounded_by_template_size(void **state) {
+  char big[4096];
+  memset(big, 'x', sizeof(big) - 1);
+  big[sizeof(big) - 1] = '\0';
+  char *text = NULL;
+  assert_true(asprintf(&text,
+                       "{\"metadata\":{\"name\":\"x\",\"namespace\":\"default\",\"uid\":\"u\"},"
+                       "\"spec\":{\"minAvailable\":1,\"tasks\":[{\"name\":\"t\",\"replicas\":1000,"
+                       "\"template\":{\"metadata\":{\"annotations\":{\"a\":\"%s\"}},\"spec\":{"
+                       "\"containers\":[{\"name\":\"c\"}]}}}]}}",
+                       big) > 0);
+  fx f;
+  fx_init_json(&f, fx_parse(text), "{\"state\":{\"phase\":\"Pending\"},\"minAvailable\":1}");
+  free(text);
+  fx_pg(&f, "Inqueue", NULL);
+  ctl_request req = {.event = CTL_EV_OUT_OF_SYNC};
+  assert_int_equal(fx_sync(&f, &req), 0);
+  size_t n = json_array_size(f.plan.pods_create);
+  /* (4095 + ~70 template bytes + 512 per pod) into 1 MiB: 224 pods. */
+  assert_true(n >= 215 && n <= 230);
+  assert_int_equal(f.plan.requeue_after, 1);
+  assert_non_null(fx_created_pod(&f, "x-t-0"));
+  assert_null(fx_created_pod(&f, "x-t-999"));
+  fx_close(&f);
+}
+
 /* A pod of a task under a name no index gives (made by another hand, with the task's
  * annotation) is never met by the walk over the task's indexes: the walk stops past the burst
  * all the same and the pod is deleted as foreign, where it walked all 2^31-1 replicas looking
@@ -937,6 +966,7 @@ int main(void) {
       cmocka_unit_test(test_min_resources_past_exa),
       cmocka_unit_test(test_replicas_schema_max),
       cmocka_unit_test(test_foreign_pod_name_bounded),
+      cmocka_unit_test(test_burst_bounded_by_template_size),
       cmocka_unit_test(test_partition_podgroup_and_pods),
       cmocka_unit_test(test_restart_partition),
       cmocka_unit_test(test_unnamed_tasks),
