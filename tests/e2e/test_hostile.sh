@@ -164,7 +164,18 @@ finally_tenant_objects_removed() {
   kubectl get queue -o name | grep -E '^queue.scheduling.volcano.sh/h[0-9]+-' |
     xargs -r kubectl delete --timeout=60s >/dev/null 2>&1 || true
   left=$(kubectl get namespace -o name | grep -cE '^namespace/(hostile|tenant)-' || true)
-  [ "$left" = 0 ] || fail "$left tenant namespaces are still there after 180 s"
+  if [ "$left" != 0 ]; then
+    # What holds them: the namespace controller's conditions name the kinds it still waits on.
+    kubectl get namespace -o json | python3 -c '
+import json, sys
+for ns in json.load(sys.stdin)["items"]:
+    n = ns["metadata"]["name"]
+    if n.startswith(("hostile-", "tenant-")):
+        for c in ns.get("status", {}).get("conditions", []):
+            if c.get("status") == "True":
+                print(n, c["type"], c.get("message", ""))'
+    fail "$left tenant namespaces are still there after 180 s"
+  fi
 }
 
 e2e_main "$@"
