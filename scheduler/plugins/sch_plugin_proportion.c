@@ -128,6 +128,12 @@ static queue_attr *job_attr(proportion_state *st, const sch_snapshot *snap, int3
   return q >= 0 && q < st->nqueues ? &st->queues[q] : NULL;
 }
 
+/* Rounds of the deserved-share loop at most. Volcano's loop has no bound; with extreme
+ * weights, capabilities and guarantees (found by fuzz_session) its remaining room shrinks
+ * by a sliver a round and the loop ran for minutes. Ordinary clusters settle in a few
+ * rounds. */
+#define MAX_ROUNDS 1000
+
 static void compute_deserved(proportion_state *st) {
   sch_resource remaining = st->total;
   bool *met = calloc(st->nqueues > 0 ? (size_t)st->nqueues : 1, sizeof(*met));
@@ -135,7 +141,12 @@ static void compute_deserved(proportion_state *st) {
     KC_WARN("proportion: out of memory computing deserved shares");
     return;
   }
-  for (;;) {
+  for (int round = 0;; round++) {
+    if (round == MAX_ROUNDS) {
+      KC_V(2, "proportion: deserved shares not settled after %d rounds; using them as they are",
+           MAX_ROUNDS);
+      break;
+    }
     int64_t total_weight = 0;
     for (int32_t i = 0; i < st->nqueues; i++) {
       if (st->queues[i].active && !met[i])

@@ -503,6 +503,45 @@ static void check_result(const sch_snapshot *snap, const sch_result *res, const 
   }
 }
 
+static void debug_resource(const char *what, const Kiln__Resource *r) {
+  if (!r)
+    return;
+  fprintf(stderr, "  %s: cpu %lld mem %lld pods %lld", what, (long long)r->milli_cpu,
+          (long long)r->memory, (long long)r->pods);
+  for (size_t i = 0; i < r->n_scalar; i++)
+    fprintf(stderr, " %s %lld", r->scalar[i]->name, (long long)r->scalar[i]->milli_value);
+  fprintf(stderr, "\n");
+}
+
+/* FZ_DEBUG=1: the generated world, to turn a finding into a unit test. */
+static void debug_snapshot(const Kiln__Snapshot *s) {
+  for (size_t i = 0; i < s->n_nodes; i++) {
+    fprintf(stderr, "node %s ready %d\n", s->nodes[i]->name, s->nodes[i]->ready);
+    debug_resource("allocatable", s->nodes[i]->allocatable);
+  }
+  for (size_t i = 0; i < s->n_queues; i++) {
+    const Kiln__QueueSpec *q = s->queues[i]->spec;
+    fprintf(stderr, "queue %s weight %d(%d) parent %s state %s\n", s->queues[i]->metadata->name,
+            q->weight, q->has_weight, q->parent ? q->parent : "-",
+            s->queues[i]->status->state ? s->queues[i]->status->state : "-");
+    debug_resource("capability", q->capability);
+    debug_resource("guarantee", q->guarantee ? q->guarantee->resource : NULL);
+    debug_resource("deserved", q->deserved);
+  }
+  for (size_t i = 0; i < s->n_pod_groups; i++) {
+    const Kiln__PodGroup *pg = s->pod_groups[i];
+    fprintf(stderr, "podgroup %s queue %s min %d phase %s\n", pg->metadata->name, pg->spec->queue,
+            pg->spec->min_member, pg->status->phase);
+    debug_resource("minResources", pg->spec->min_resources);
+  }
+  for (size_t i = 0; i < s->n_pods; i++) {
+    const Kiln__Pod *p = s->pods[i];
+    fprintf(stderr, "pod %s group %s phase %d node %s\n", p->name,
+            p->group_name ? p->group_name : "-", p->phase, p->node_name ? p->node_name : "-");
+    debug_resource("requests", p->requests);
+  }
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc;
   (void)argv;
@@ -532,6 +571,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (getenv("FZ_DEBUG"))
     fprintf(stderr, "configuration %zu\n", ci);
   Kiln__Snapshot *msg = gen_snapshot(&r);
+  if (getenv("FZ_DEBUG"))
+    debug_snapshot(msg);
   sch_snapshot *snap = NULL;
   int rc = sch_snapshot_new(msg, NULL, &snap);
   if (rc > 0)
