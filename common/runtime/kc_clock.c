@@ -59,6 +59,13 @@ uint64_t kc_clock_mono_ns(void) {
   return (uint64_t)ts.tv_sec * (uint64_t)NS_PER_S + (uint64_t)ts.tv_nsec;
 }
 
+uint64_t kc_clock_thread_cpu_ns(void) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+    return 0;
+  return (uint64_t)ts.tv_sec * (uint64_t)NS_PER_S + (uint64_t)ts.tv_nsec;
+}
+
 void kc_clock_rfc3339(char buf[KC_TIME_LEN]) {
   kc_time_format(kc_clock_wall_s(), buf);
 }

@@ -26,6 +26,9 @@ int64_t kc_clock_wall_ms(void);
 int64_t kc_clock_wall_s(void);
 /* Nanoseconds since an arbitrary origin that never moves backwards (not the wall clock). */
 uint64_t kc_clock_mono_ns(void);
+/* CPU time the calling thread has used, in nanoseconds (never faked: what a stretch of work
+ * cost, however long the machine kept the thread waiting). 0 if unknown. */
+uint64_t kc_clock_thread_cpu_ns(void);
 
 /* The wall time as metav1.Time ("2026-11-29T16:01:51Z") and metav1.MicroTime
  * ("2026-11-29T16:01:51.123456Z") into buf. */

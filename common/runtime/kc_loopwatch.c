@@ -3,13 +3,14 @@
 
 #include <stdlib.h>
 
+#include "kc_clock.h"
 #include "kc_error.h"
 
 struct kc_loopwatch {
   uv_prepare_t prepare;
-  uint64_t t0, idle0; /* at the previous prepare */
-  uint64_t longest;
-  kc_series *hist, *gauge;
+  uint64_t t0, idle0, cpu0; /* at the previous prepare */
+  uint64_t longest, longest_cpu;
+  kc_series *hist, *gauge, *hist_cpu, *gauge_cpu;
 };
 
 uint64_t kc_loop_busy_ns(uint64_t t0, uint64_t t1, uint64_t idle0, uint64_t idle1) {
@@ -36,6 +37,16 @@ static void on_prepare(uv_prepare_t *h) {
   }
   if (w->hist)
     kc_histogram_observe(w->hist, (double)busy / 1e6);
+  uint64_t cpu = kc_clock_thread_cpu_ns();
+  uint64_t busy_cpu = cpu > w->cpu0 ? cpu - w->cpu0 : 0;
+  w->cpu0 = cpu;
+  if (busy_cpu > w->longest_cpu) {
+    w->longest_cpu = busy_cpu;
+    if (w->gauge_cpu)
+      kc_gauge_set(w->gauge_cpu, (double)busy_cpu / 1e6);
+  }
+  if (w->hist_cpu)
+    kc_histogram_observe(w->hist_cpu, (double)busy_cpu / 1e6);
 }
 
 static void setup_metrics(kc_loopwatch *w, kc_metrics *r) {
@@ -52,6 +63,17 @@ static void setup_metrics(kc_loopwatch *w, kc_metrics *r) {
                        "since the process started, in milliseconds",
                        NULL, &m) == 0)
     kc_metric_series(m, NULL, &w->gauge);
+  if (kc_metrics_histogram(r, "volcano_event_loop_busy_cpu_duration_milliseconds",
+                           "CPU time the event loop thread used per loop iteration, in "
+                           "milliseconds (the busy stretch less the time the kernel kept the "
+                           "thread waiting)",
+                           NULL, b, sizeof(b) / sizeof(b[0]), &m) == 0)
+    kc_metric_series(m, NULL, &w->hist_cpu);
+  if (kc_metrics_gauge(r, "volcano_event_loop_longest_busy_cpu_milliseconds",
+                       "The most CPU time the event loop thread used in one loop iteration "
+                       "since the process started, in milliseconds",
+                       NULL, &m) == 0)
+    kc_metric_series(m, NULL, &w->gauge_cpu);
 }
 
 int kc_loopwatch_new(uv_loop_t *loop, kc_metrics *metrics, kc_loopwatch **out) {
@@ -67,6 +89,7 @@ int kc_loopwatch_new(uv_loop_t *loop, kc_metrics *metrics, kc_loopwatch **out) {
   w->prepare.data = w;
   w->t0 = uv_hrtime();
   w->idle0 = uv_metrics_idle_time(loop);
+  w->cpu0 = kc_clock_thread_cpu_ns();
   if (metrics)
     setup_metrics(w, metrics);
   uv_prepare_start(&w->prepare, on_prepare);

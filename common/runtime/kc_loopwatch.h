@@ -11,6 +11,11 @@
  *   volcano_event_loop_busy_duration_milliseconds   histogram of every stretch
  *   volcano_event_loop_longest_busy_milliseconds    gauge, the longest since the start
  *
+ * and the same two in the loop thread's CPU time (..._busy_cpu_duration_milliseconds,
+ * ..._longest_busy_cpu_milliseconds): on a loaded machine the kernel keeps a running thread
+ * waiting for tens of milliseconds, which the wall-clock figure counts and the CPU figure
+ * does not; the CPU figure is what the process's own work cost.
+ *
  * Everything runs on the loop thread. */
 #ifndef KC_LOOPWATCH_H
 #define KC_LOOPWATCH_H

@@ -6,7 +6,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <uv.h>
 
@@ -20,9 +22,15 @@ static void test_busy_is_wall_minus_idle(void **state) {
   assert_int_equal(kc_loop_busy_ns(300, 100, 0, 0), 0);
 }
 
+/* Busy for data ms; data above 1000 means blocked in a sleep for (data - 1000) ms. */
 static void spin(uv_timer_t *t) {
-  uint64_t ms = (uint64_t)(uintptr_t)t->data, end = uv_hrtime() + ms * 1000000;
-  while (uv_hrtime() < end) {
+  uint64_t ms = (uint64_t)(uintptr_t)t->data;
+  if (ms > 1000) {
+    usleep((useconds_t)((ms - 1000) * 1000));
+  } else {
+    uint64_t end = uv_hrtime() + ms * 1000000;
+    while (uv_hrtime() < end) {
+    }
   }
   uv_close((uv_handle_t *)t, NULL);
 }
@@ -68,6 +76,30 @@ static void test_a_spinning_callback_is_a_long_stretch(void **state) {
   free(page);
 }
 
+/* The value after `name ` on the metrics page. */
+static double metric(const char *page, const char *name) {
+  char key[128];
+  snprintf(key, sizeof(key), "\n%s ", name);
+  const char *at = strstr(page, key);
+  assert_non_null(at);
+  return strtod(at + strlen(key), NULL);
+}
+
+/* A callback that blocks without using the CPU (as a thread the kernel keeps waiting on a
+ * loaded machine): a long stretch in wall-clock time, a short one in the loop thread's CPU
+ * time. A spin is long in both. */
+static void test_cpu_stretch_leaves_out_waiting(void **state) {
+  (void)state;
+  char *page = NULL;
+  double longest = run_one(10, 1080, &page);
+  assert_true(longest >= 80.0);
+  assert_true(metric(page, "volcano_event_loop_longest_busy_milliseconds") >= 80.0);
+  assert_true(metric(page, "volcano_event_loop_longest_busy_cpu_milliseconds") < 40.0);
+  assert_non_null(
+      strstr(page, "volcano_event_loop_busy_cpu_duration_milliseconds_bucket{le=\"20\"}"));
+  free(page);
+}
+
 static void test_waiting_is_not_busy(void **state) {
   (void)state;
   char *page = NULL;
@@ -82,6 +114,7 @@ int main(void) {
       cmocka_unit_test(test_busy_is_wall_minus_idle),
       cmocka_unit_test(test_a_spinning_callback_is_a_long_stretch),
       cmocka_unit_test(test_waiting_is_not_busy),
+      cmocka_unit_test(test_cpu_stretch_leaves_out_waiting),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
