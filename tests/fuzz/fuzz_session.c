@@ -139,6 +139,20 @@ static Kiln__Resource *gen_resource(fz_rd *r, bool pods) {
   return res;
 }
 
+static Kiln__Resource *half_of(const Kiln__Resource *r) {
+  Kiln__Resource *h = ALLOC(Kiln__Resource);
+  *h = *r;
+  h->milli_cpu /= 2;
+  h->memory /= 2;
+  h->scalar = ARRAY(Kiln__ResourceQuantity *, r->n_scalar);
+  for (size_t i = 0; i < r->n_scalar; i++) {
+    h->scalar[i] = ALLOC(Kiln__ResourceQuantity);
+    *h->scalar[i] = *r->scalar[i];
+    h->scalar[i]->milli_value /= 2;
+  }
+  return h;
+}
+
 static Kiln__ObjectMeta *gen_meta(const char *ns, const char *name) {
   Kiln__ObjectMeta *m = ALLOC(Kiln__ObjectMeta);
   kiln__object_meta__init(m);
@@ -372,7 +386,9 @@ static void gen_pod(fz_rd *r, Kiln__Pod *p, size_t i, size_t npgs, size_t nnodes
   p->priority = FZ_PICK(r, priorities);
   p->requests = gen_resource(r, false);
   p->requests->pods = 1;
-  p->container_requests = b & 8 ? gen_resource(r, false) : p->requests;
+  /* What the app containers ask for (held once running) is at most the pod's request (what
+   * must fit to start: init containers and overhead included), as the codec derives both. */
+  p->container_requests = b & 8 ? half_of(p->requests) : p->requests;
   p->best_effort =
       p->requests->milli_cpu == 0 && p->requests->memory == 0 && p->requests->n_scalar == 0;
   p->phase = (Kiln__PodPhase)fz_pick(r, 6);
