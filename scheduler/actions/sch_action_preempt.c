@@ -15,7 +15,10 @@
  *
  * Never victims: tasks not Running or Bound, pods marked volcano.sh/preemptable "false",
  * other schedulers' pods, and any non-best-effort task when the preemptor is best-effort.
- * A preemptor whose pod says preemptionPolicy: Never does not preempt. */
+ * A preemptor whose pod says preemptionPolicy: Never does not preempt.
+ *
+ * Arguments (`configurations`): predicateErrorCacheEnable (default true), Volcano's predicate
+ * error cache, below. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,18 +56,71 @@ void sch__sort_victims(sch_session *ssn, int32_t *v, size_t n) {
   qsort_r(v, n, sizeof(*v), victim_cmp, ssn);
 }
 
-/* The nodes t may go on once resources are freed (predicates only), with their scores. */
-static int ranked_nodes(sch_session *ssn, const sch_task *t, int32_t *out, double *scores,
-                        size_t *n) {
+/* Volcano's predicate error cache (predicateErrorCacheEnable, default true), one for the
+ * whole action: a node that failed the predicates for a task is kept out of the search for
+ * every later task of the same job and role (volcano.sh/task-spec), even once evictions or
+ * a discarded statement would let it pass. A task without a role is never cached. */
+typedef struct err_group {
+  int32_t job;
+  const char *role; /* borrowed from the pod */
+  uint8_t *failed;  /* per snapshot node */
+} err_group;
+
+typedef struct err_cache {
+  bool on;
+  err_group *v;
+  size_t n;
+} err_cache;
+
+/* The failed-node set of t's group, made empty on first use; NULL when t is not cached. */
+static uint8_t *err_failed(sch_session *ssn, err_cache *c, const sch_task *t, int *rc) {
+  const char *role = t->pod->task_name;
+  *rc = 0;
+  if (!c->on || !role || !*role)
+    return NULL;
+  for (size_t i = 0; i < c->n; i++)
+    if (c->v[i].job == t->job && strcmp(c->v[i].role, role) == 0)
+      return c->v[i].failed;
+  err_group *v = realloc(c->v, (c->n + 1) * sizeof(*v));
+  uint8_t *failed = calloc((size_t)ssn->snap->nnodes + 1, 1);
+  if (v)
+    c->v = v;
+  if (!v || !failed) {
+    free(failed);
+    *rc = KC_ENOMEM;
+    return NULL;
+  }
+  c->v[c->n++] = (err_group){t->job, role, failed};
+  return failed;
+}
+
+static void err_cache_close(err_cache *c) {
+  for (size_t i = 0; i < c->n; i++)
+    free(c->v[i].failed);
+  free(c->v);
+}
+
+/* The nodes t may go on once resources are freed (predicates only), with their scores.
+ * 0 or KC_ENOMEM. */
+static int ranked_nodes(sch_session *ssn, err_cache *c, const sch_task *t, int32_t *out,
+                        double *scores, size_t *n) {
   sch_snapshot *snap = ssn->snap;
   *n = 0;
+  int rc;
+  uint8_t *failed = err_failed(ssn, c, t, &rc);
+  if (rc < 0)
+    return rc;
   ssn->preempting = true;
   uint64_t t0 = sch__clock(ssn);
   for (int32_t k = 0; k < ssn->nnode_list; k++) {
     int32_t ni = ssn->node_list[k];
     sch_fit why = {0};
+    if (failed && failed[ni])
+      continue;
     if (sch_session_predicate(ssn, t, &snap->nodes[ni], &why) == SCH_FIT)
       out[(*n)++] = ni;
+    else if (failed)
+      failed[ni] = 1;
   }
   sch__stage_done(ssn, SCH_STAGE_PREDICATE, t0);
   ssn->preempting = false;
@@ -198,6 +254,7 @@ typedef struct work {
   int32_t *nodes, *cands, *victims;
   double *scores;
   ranked *sorted;
+  err_cache cache;
 } work;
 
 /* One preemptor task: the first node where victims make room. Volcano's preempt(). */
@@ -209,7 +266,9 @@ static int preempt_task(sch_session *ssn, work *w, sch_statement *st, int32_t ti
   if (never_preempts(t))
     return 0;
   size_t nn;
-  ranked_nodes(ssn, t, w->nodes, w->scores, &nn);
+  int err = ranked_nodes(ssn, &w->cache, t, w->nodes, w->scores, &nn);
+  if (err < 0)
+    return err;
   for (size_t k = 0; k < nn && !*assigned; k++) {
     take_best(w->nodes, w->scores, k, nn, w->sorted);
     int32_t ni = w->nodes[k];
@@ -300,7 +359,7 @@ static int preempt_execute(sch_session *ssn) {
   size_t cap = (size_t)(snap->ntasks > snap->nnodes ? snap->ntasks : snap->nnodes) + 1;
   work w = {malloc(cap * sizeof(int32_t)), malloc(cap * sizeof(int32_t)),
             malloc(cap * sizeof(int32_t)), malloc(cap * sizeof(double)),
-            malloc(cap * sizeof(ranked))};
+            malloc(cap * sizeof(ranked)),  {0}};
   int32_t *tasks = malloc(cap * sizeof(*tasks));
   int32_t *starving = malloc((size_t)(snap->njobs + 1) * sizeof(*starving));
   sch__heap *jobs = calloc((size_t)snap->nqueues + 1, sizeof(*jobs));
@@ -309,6 +368,8 @@ static int preempt_execute(sch_session *ssn) {
   if (!w.nodes || !w.cands || !w.victims || !w.scores || !w.sorted || !tasks || !starving || !jobs)
     goto out;
   rc = 0;
+  w.cache.on =
+      sch_args_bool(sch_session_action_args(ssn, "preempt"), "predicateErrorCacheEnable", true);
   for (int32_t ji = 0; ji < snap->njobs; ji++) {
     if (!preemptor_job(ssn, &snap->jobs[ji]))
       continue;
@@ -346,6 +407,7 @@ out:
   free(w.victims);
   free(w.scores);
   free(w.sorted);
+  err_cache_close(&w.cache);
   return rc;
 }
 

@@ -540,8 +540,9 @@ static const char *gang_retries(const sch_args *a, const char *key) {
 
 /* The arguments each action's parseArguments reads in Volcano. predicateErrorCacheEnable
  * (default true) spares re-running predicates that failed for a sibling task of the same role
- * on a node: allocate and backfill only add pods, so such a node cannot pass later and the
- * placements are the same either way; Kiln's search asks every node each time. */
+ * on a node. preempt keeps it for the whole action (sch_action_preempt.c); allocate and
+ * backfill only add pods, so such a node cannot pass later, and Volcano's reclaim starts a
+ * new cache per task: their placements are the same either way. */
 static const struct action_arg {
   const char *action, *key;
   inert_fn inert;

@@ -92,6 +92,61 @@ static void test_preempt_between_jobs(void **state) {
   fx_free(f);
 }
 
+/* Volcano's predicate error cache (predicateErrorCacheEnable, default true): once high-0
+ * fails the predicates on n2 (its host port is taken there), n2 stays out of the search for
+ * every later task of the same job and role (volcano.sh/task-spec), so high-1, which would
+ * fit there, finds no room and the gang gets nothing. With the cache off, or without a
+ * role, high-1 preempts on n2. n1 has room for one of them only (low-0 may not go). */
+static sch_result *run_err_cache(bool role, const char *conf, fx **out) {
+  Kiln__Pod *low[4], *high[2];
+  fx *f = full_cluster(1, low, high);
+  low[0]->not_preemptable = true;
+  fx_pod_host_port(low[2], 8080);
+  fx_pod_host_port(high[0], 8080);
+  high[0]->priority = 1001; /* tried first */
+  if (role) {
+    high[0]->task_name = fx_str("worker");
+    high[1]->task_name = fx_str("worker");
+  }
+  fx_open(f, conf);
+  *out = f;
+  return fx_run(f);
+}
+
+static void test_preempt_predicate_error_cache(void **state) {
+  (void)state;
+  static const char off[] = "actions: \"enqueue, allocate, preempt\"\n"
+                            "configurations:\n"
+                            "- name: preempt\n"
+                            "  arguments:\n"
+                            "    predicateErrorCacheEnable: false\n"
+                            "tiers:\n"
+                            "- plugins:\n"
+                            "  - name: priority\n"
+                            "  - name: gang\n"
+                            "  - name: conformance\n"
+                            "- plugins:\n"
+                            "  - name: predicates\n"
+                            "  - name: nodeorder\n";
+  fx *f;
+  sch_result *r = run_err_cache(true, preempt_conf, &f);
+  assert_int_equal(r->nevicts, 0);
+  assert_int_equal(r->nnominations, 0);
+  sch_result_free(r);
+  fx_free(f);
+  r = run_err_cache(true, off, &f);
+  assert_int_equal(r->nevicts, 2);
+  assert_string_equal(nominated(f, r, "high-0"), "n1");
+  assert_string_equal(nominated(f, r, "high-1"), "n2");
+  sch_result_free(r);
+  fx_free(f);
+  r = run_err_cache(false, preempt_conf, &f);
+  assert_int_equal(r->nevicts, 2);
+  assert_string_equal(nominated(f, r, "high-1"), "n2");
+  sch_result_free(r);
+  fx_free(f);
+}
+
 /* The low gang needs all four of its pods: nobody may take one. */
 static void test_preempt_keeps_min_available(void **state) {
   (void)state;
@@ -595,6 +650,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_preempt_between_jobs),
       cmocka_unit_test(test_preempt_keeps_min_available),
+      cmocka_unit_test(test_preempt_predicate_error_cache),
       cmocka_unit_test(test_preempt_policy_never_and_not_preemptable),
       cmocka_unit_test(test_preempt_needs_lower_priority_same_queue),
       cmocka_unit_test(test_preempt_inside_job),
