@@ -25,6 +25,7 @@
 #include "kc_error.h"
 #include "kc_log.h"
 #include "sch_int.h"
+#include "sch_match.h"
 
 /* Volcano PreemptableStatus. */
 static bool victim_status(sch_task_status s) {
@@ -72,9 +73,17 @@ typedef struct err_cache {
   size_t n;
 } err_cache;
 
+/* Volcano getTaskRole: the volcano.sh/task-spec annotation, else the label (the job
+ * controller sets both); NULL or "" when the pod has neither. */
+static const char *task_role(const Kiln__Pod *pod) {
+  if (pod->task_name && *pod->task_name)
+    return pod->task_name;
+  return sch_pod_label(pod, "volcano.sh/task-spec");
+}
+
 /* The failed-node set of t's group, made empty on first use; NULL when t is not cached. */
 static uint8_t *err_failed(sch_session *ssn, err_cache *c, const sch_task *t, int *rc) {
-  const char *role = t->pod->task_name;
+  const char *role = task_role(t->pod);
   *rc = 0;
   if (!c->on || !role || !*role)
     return NULL;

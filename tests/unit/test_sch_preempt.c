@@ -104,9 +104,9 @@ static sch_result *run_err_cache(bool role, const char *conf, fx **out) {
   fx_pod_host_port(low[2], 8080);
   fx_pod_host_port(high[0], 8080);
   high[0]->priority = 1001; /* tried first */
-  if (role) {
+  if (role) {               /* the annotation, or the label (Volcano reads both) */
     high[0]->task_name = fx_str("worker");
-    high[1]->task_name = fx_str("worker");
+    fx_pod_label(high[1], "volcano.sh/task-spec", "worker");
   }
   fx_open(f, conf);
   *out = f;
