@@ -26,6 +26,8 @@ struct kc_metric {
   char *help;
   char **labels;
   size_t nlabels;
+  /* The labels by name, as Go's client writes a sample's labels and orders the series. */
+  unsigned char order[KC_METRICS_MAX_LABELS];
   double *bounds;
   size_t nbounds;
   kc_strmap series; /* joined label values -> kc_series */
@@ -139,6 +141,12 @@ static int reg(kc_metrics *r, kc_metric_type type, const char *name, const char 
   for (; m->nlabels < nl; m->nlabels++)
     if ((m->labels[m->nlabels] = strdup(labels[m->nlabels])) == NULL)
       goto nomem;
+  for (size_t i = 0; i < nl; i++) { /* insertion sort of the label indexes by name */
+    size_t j = i;
+    for (; j > 0 && strcmp(labels[m->order[j - 1]], labels[i]) > 0; j--)
+      m->order[j] = m->order[j - 1];
+    m->order[j] = (unsigned char)i;
+  }
   if (nbounds)
     memcpy(m->bounds, bounds, nbounds * sizeof(double));
   m->nbounds = nbounds;
@@ -485,8 +493,9 @@ static void ob_sample(outbuf *b, const kc_metric *m, const char *suffix, const k
   ob_str(b, suffix);
   if (m->nlabels > 0 || extra) {
     ob_str(b, "{");
-    for (size_t i = 0; i < m->nlabels; i++) {
-      if (i)
+    for (size_t k = 0; k < m->nlabels; k++) {
+      size_t i = m->order[k];
+      if (k)
         ob_str(b, ",");
       ob_str(b, m->labels[i]);
       ob_str(b, "=\"");
@@ -515,7 +524,8 @@ static int cmp_family(const void *a, const void *b) {
 
 static int cmp_series(const void *a, const void *b) {
   const kc_series *x = *(kc_series *const *)a, *y = *(kc_series *const *)b;
-  for (size_t i = 0; i < x->family->nlabels; i++) {
+  for (size_t k = 0; k < x->family->nlabels; k++) {
+    size_t i = x->family->order[k];
     int c = strcmp(x->values[i], y->values[i]);
     if (c)
       return c;
