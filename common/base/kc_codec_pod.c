@@ -437,6 +437,43 @@ static int pod_affinity(kc__cctx *c, Kiln__Pod *p, const json_t *spec) {
   return rc;
 }
 
+/* spec.initContainers[].image then spec.containers[].image into packed_images, each ended
+ * by a NUL ("" when a container names none), for ImageLocality. */
+static int pod_images(kc__cctx *c, Kiln__Pod *p, const json_t *spec) {
+  static const char *const lists[] = {"initContainers", "containers"};
+  json_t *arr[2];
+  int rc = get_array(c, spec, lists[0], &arr[0]);
+  if (rc == 0)
+    rc = get_array(c, spec, lists[1], &arr[1]);
+  size_t total = 0;
+  for (int pass = 0; rc == 0 && pass < 2; pass++) {
+    if (pass == 1 && (total == 0 || !(p->packed_images.data = malloc(total))))
+      return total == 0 ? 0 : kc__fail(c, KC_ENOMEM, "out of memory");
+    for (int l = 0; l < 2; l++) {
+      for (size_t i = 0; arr[l] && i < json_array_size(arr[l]); i++) {
+        json_t *img = json_object_get(json_array_get(arr[l], i), "image");
+        size_t n = json_is_string(img) ? json_string_length(img) : 0;
+        const char *v = n ? json_string_value(img) : "";
+        if (pass == 0 &&
+            ((img && !json_is_null(img) && !json_is_string(img)) || (n && memchr(v, '\0', n)))) {
+          kc__path_key(c, lists[l]);
+          kc__path_index(c, i);
+          kc__path_key(c, "image");
+          return kc__fail(c, KC_EINVAL,
+                          json_is_string(img) ? "string contains a NUL byte" : "expected string");
+        }
+        if (pass == 0) {
+          total += n + 1;
+          continue;
+        }
+        memcpy(p->packed_images.data + p->packed_images.len, n ? v : "", n + 1);
+        p->packed_images.len += n + 1;
+      }
+    }
+  }
+  return rc;
+}
+
 /* spec.schedulingGates: the names, kept so that the scheduler never places a gated pod (the
  * API server refuses its binding) and the cache sees the gates go. */
 static int scheduling_gates(kc__cctx *c, Kiln__Pod *p, const json_t *spec) {
@@ -481,6 +518,8 @@ static int pod_spec(kc__cctx *c, Kiln__Pod *p, const json_t *spec) {
     rc = tolerations(c, p, spec);
   if (rc == 0)
     rc = scheduling_gates(c, p, spec);
+  if (rc == 0)
+    rc = pod_images(c, p, spec);
   /* The inter-pod terms go into a message of their own that only pods with some keep. */
   if (rc == 0 && !(p->inter_pod = malloc(sizeof(*p->inter_pod))))
     rc = KC_ENOMEM;
@@ -705,6 +744,67 @@ int kc_pod_decode(const json_t *json, Kiln__Pod **out, char *err, size_t errlen)
 
 /* ---- node ---- */
 
+/* One entry of status.images: its names and sizeBytes. */
+static int node_image(kc__cctx *c, Kiln__NodeImage *im, const json_t *j) {
+  json_t *names;
+  if (!json_is_object(j))
+    return kc__fail(c, KC_EINVAL, "expected object");
+  int rc = get_array(c, j, "names", &names);
+  if (rc == 0)
+    rc = get_int(c, j, "sizeBytes", 0, INT64_MAX, &im->size_bytes, NULL);
+  size_t n = names ? json_array_size(names) : 0;
+  if (rc < 0 || n == 0)
+    return rc;
+  if (!(im->names = calloc(n, sizeof(*im->names))))
+    return kc__fail(c, KC_ENOMEM, "out of memory");
+  size_t m0 = kc__path_key(c, "names");
+  for (size_t i = 0; i < n; i++) {
+    size_t m1 = kc__path_index(c, i);
+    if ((rc = kc__dup_string(c, json_array_get(names, i), &im->names[im->n_names])) < 0)
+      return rc;
+    im->n_names++;
+    kc__path_pop(c, m1);
+  }
+  kc__path_pop(c, m0);
+  return 0;
+}
+
+/* status.images, for ImageLocality. */
+static int node_images(kc__cctx *c, Kiln__Node *node, const json_t *status) {
+  json_t *arr;
+  int rc = get_array(c, status, "images", &arr);
+  size_t n = arr ? json_array_size(arr) : 0;
+  if (rc < 0 || n == 0)
+    return rc;
+  size_t m0 = kc__path_key(c, "images");
+  if (!(node->images = calloc(n, sizeof(*node->images))))
+    return kc__fail(c, KC_ENOMEM, "out of memory");
+  for (size_t i = 0; i < n; i++) {
+    size_t m1 = kc__path_index(c, i);
+    Kiln__NodeImage *im = malloc(sizeof(*im));
+    if (!im)
+      return kc__fail(c, KC_ENOMEM, "out of memory");
+    kiln__node_image__init(im);
+    node->images[node->n_images++] = im;
+    if ((rc = node_image(c, im, json_array_get(arr, i))) < 0)
+      return rc;
+    kc__path_pop(c, m1);
+  }
+  kc__path_pop(c, m0);
+  return 0;
+}
+
+/* ready from the Ready condition of status.conditions (may be NULL). */
+static void node_ready(Kiln__Node *n, const json_t *conds) {
+  for (size_t i = 0; conds && i < json_array_size(conds); i++) {
+    json_t *cond = json_array_get(conds, i);
+    const char *type = json_string_value(json_object_get(cond, "type"));
+    const char *st = json_string_value(json_object_get(cond, "status"));
+    if (type && strcmp(type, "Ready") == 0)
+      n->ready = st && strcmp(st, "True") == 0;
+  }
+}
+
 int kc_node_decode(const json_t *json, Kiln__Node **out, char *err, size_t errlen) {
   kc__cctx c;
   kc__cctx_init(&c, err, errlen);
@@ -769,13 +869,10 @@ int kc_node_decode(const json_t *json, Kiln__Node **out, char *err, size_t errle
       if (rc == 0)
         kc__path_pop(&c, m);
     }
-    for (size_t i = 0; rc == 0 && conds && i < json_array_size(conds); i++) {
-      json_t *cond = json_array_get(conds, i);
-      const char *type = json_string_value(json_object_get(cond, "type"));
-      const char *st = json_string_value(json_object_get(cond, "status"));
-      if (type && strcmp(type, "Ready") == 0)
-        n->ready = st && strcmp(st, "True") == 0;
-    }
+    if (rc == 0)
+      node_ready(n, conds);
+    if (rc == 0)
+      rc = node_images(&c, n, status);
     if (rc == 0)
       kc__path_pop(&c, mark);
   }

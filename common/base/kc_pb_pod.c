@@ -336,6 +336,28 @@ static int tolerations(Kiln__Pod *p, K8s__PodSpec *s, char *err, size_t errlen) 
   return 0;
 }
 
+/* The containers' images into packed_images, init containers first, each ended by a NUL
+ * ("" for none), as the JSON decoder does (ImageLocality). */
+static int images(Kiln__Pod *p, K8s__PodSpec *s) {
+  size_t n = s->n_init_containers + s->n_containers, total = 0;
+  for (int pass = 0; pass < 2 && n > 0; pass++) {
+    if (pass == 1 && !(p->packed_images.data = malloc(total)))
+      return KC_ENOMEM;
+    for (size_t k = 0; k < n; k++) {
+      bool init = k < s->n_init_containers;
+      K8s__Container *ct = init ? s->init_containers[k] : s->containers[k - s->n_init_containers];
+      const char *v = ct->image ? ct->image : "";
+      size_t len = strlen(v) + 1;
+      if (pass == 0)
+        total += len;
+      else
+        memcpy(p->packed_images.data + p->packed_images.len, v, len);
+      p->packed_images.len += pass ? len : 0;
+    }
+  }
+  return 0;
+}
+
 static int gates(Kiln__Pod *p, K8s__PodSpec *s) {
   if (s->n_scheduling_gates == 0)
     return 0;
@@ -407,6 +429,8 @@ static int pod_spec(Kiln__Pod *p, K8s__PodSpec *s, char *err, size_t errlen) {
     rc = tolerations(p, s, err, errlen);
   if (rc == 0)
     rc = gates(p, s);
+  if (rc == 0)
+    rc = images(p, s);
   if (rc == 0)
     rc = affinity(p, s);
   if (rc == 0)
@@ -505,6 +529,22 @@ static int node_status(Kiln__Node *n, K8s__NodeStatus *st, char *err, size_t err
     const K8s__NodeCondition *c = st->conditions[i];
     if (c->type && strcmp(c->type, "Ready") == 0)
       n->ready = c->status && strcmp(c->status, "True") == 0;
+  }
+  if (rc == 0 && st->n_images && !(n->images = calloc(st->n_images, sizeof(*n->images))))
+    rc = KC_ENOMEM;
+  for (size_t i = 0; rc == 0 && i < st->n_images; i++) {
+    K8s__ContainerImage *ki = st->images[i];
+    Kiln__NodeImage *im = malloc(sizeof(*im));
+    if (!im)
+      return KC_ENOMEM;
+    kiln__node_image__init(im);
+    n->images[n->n_images++] = im;
+    im->size_bytes = ki->has_size_bytes ? ki->size_bytes : 0;
+    /* the names move over: the k8s message is freed without them */
+    im->names = ki->names;
+    im->n_names = ki->n_names;
+    ki->names = NULL;
+    ki->n_names = 0;
   }
   return rc;
 }

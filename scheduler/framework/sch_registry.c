@@ -90,7 +90,7 @@ static const struct {
     {"nodeorder", (const char *const[]){"leastrequested.weight", "mostrequested.weight",
                                         "balancedresource.weight", "nodeaffinity.weight",
                                         "tainttoleration.weight", "podaffinity.weight",
-                                        "podtopologyspread.weight", NULL}},
+                                        "podtopologyspread.weight", "imagelocality.weight", NULL}},
     {"overcommit", (const char *const[]){"overcommit-factor", "overcommit-factor.*", NULL}},
     {"predicates",
      (const char *const[]){"predicate.PodAffinityEnable", "predicate.PodTopologySpreadEnable",

@@ -8,6 +8,11 @@
  *                               nvidia.com/gpu (the GPU only when the pod asks for it)
  *   nodeaffinity.weight (2)     sum of the weights of the matching preferred terms; Volcano
  *                               does not normalise this one, so neither do we
+ *   imagelocality.weight (1)    ImageLocality: for each container image (a name without a
+ *                               tag gets ":latest") that the node's status.images holds,
+ *                               its size times the share of the session's nodes holding it;
+ *                               the sum, clamped to [23 MiB, 1000 MiB per container], maps
+ *                               linearly onto 0..100
  * Over the candidate nodes (BatchNodeOrderFn):
  *   tainttoleration.weight (3)  intolerable PreferNoSchedule taints, normalised 0..100 and
  *                               reversed (fewest taints scores 100)
@@ -22,7 +27,7 @@
  * The resource scores count what the node would hold with the pod. Least/most allocated use
  * kube-scheduler's non-zero requests (a pod without a cpu or memory request counts as 100m
  * and 200Mi), balanced allocation the real ones, as NodeResourcesFit and BalancedAllocation
- * do. imagelocality.weight is accepted and ignored: the pod view keeps no images. */
+ * do. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,8 +49,18 @@ typedef struct shape_cache {
   int64_t affinity, taints;
 } shape_cache;
 
+/* An image name some node holds and on how many of the session's nodes. */
+typedef struct image_count {
+  const char *name; /* borrowed from a node */
+  int32_t nodes;
+  int32_t last; /* the last node counted: a node naming an image twice counts once */
+} image_count;
+
 typedef struct nodeorder_state {
-  int64_t least, most, balanced, affinity, taint, pod_affinity, spread;
+  int64_t least, most, balanced, affinity, taint, pod_affinity, spread, image;
+  image_count *images; /* sorted by name; NULL: no node holds an image */
+  size_t nimages;
+  int32_t total_nodes;
   sch_ipa *ipa; /* NULL: no pod has inter-pod terms or spread constraints */
   int64_t *ipa_aff, *ipa_spread;
   size_t cap_ipa;
@@ -120,6 +135,94 @@ static shape_cache *shape_of(nodeorder_state *st, const sch_task *t, int32_t ni)
   return st->shape_on && ni >= 0 && ni < st->nnodes ? &st->shapes[ni] : NULL;
 }
 
+static int by_name(const void *a, const void *b) {
+  return strcmp(((const image_count *)a)->name, ((const image_count *)b)->name);
+}
+
+static int by_name_node(const void *a, const void *b) {
+  const image_count *l = a, *r = b;
+  int c = strcmp(l->name, r->name);
+  return c ? c : (l->last > r->last) - (l->last < r->last);
+}
+
+/* Counts, for each image name, the nodes that hold it (kube-scheduler's ImageStateSummary
+ * NumNodes). 0 or KC_ENOMEM. */
+static int count_images(nodeorder_state *st, const sch_snapshot *snap) {
+  size_t n = 0;
+  for (int32_t i = 0; i < snap->nnodes; i++)
+    for (size_t k = 0; snap->nodes[i].node && k < snap->nodes[i].node->n_images; k++)
+      n += snap->nodes[i].node->images[k]->n_names;
+  st->total_nodes = snap->nnodes;
+  if (n == 0)
+    return 0;
+  image_count *all = malloc(n * sizeof(*all));
+  if (!all)
+    return KC_ENOMEM;
+  size_t m = 0;
+  for (int32_t i = 0; i < snap->nnodes; i++)
+    for (size_t k = 0; snap->nodes[i].node && k < snap->nodes[i].node->n_images; k++) {
+      const Kiln__NodeImage *im = snap->nodes[i].node->images[k];
+      for (size_t j = 0; j < im->n_names; j++)
+        all[m++] = (image_count){im->names[j], 1, i};
+    }
+  qsort(all, m, sizeof(*all), by_name_node);
+  size_t u = 0;
+  for (size_t i = 0; i < m; i++) {
+    if (u > 0 && strcmp(all[u - 1].name, all[i].name) == 0) {
+      if (all[u - 1].last != all[i].last)
+        all[u - 1].nodes++;
+      all[u - 1].last = all[i].last;
+      continue;
+    }
+    all[u++] = all[i];
+  }
+  st->images = all;
+  st->nimages = u;
+  return 0;
+}
+
+/* Whether name is img as kube-scheduler normalises it: ":latest" added when the last ':'
+ * does not come after the last '/'. */
+static bool image_is(const char *name, const char *img) {
+  const char *colon = strrchr(img, ':'), *slash = strrchr(img, '/');
+  size_t n = strlen(img);
+  if (colon && (!slash || colon > slash))
+    return strcmp(name, img) == 0;
+  return strncmp(name, img, n) == 0 && strcmp(name + n, ":latest") == 0;
+}
+
+#define MIB                     (1024 * 1024)
+#define IMAGE_MIN               (23 * (int64_t)MIB)
+#define IMAGE_MAX_PER_CONTAINER (1000 * (int64_t)MIB)
+
+/* kube-scheduler's ImageLocality score of node n for the pod of t, 0..100. */
+static int64_t image_score(const nodeorder_state *st, const sch_task *t, const sch_node *n) {
+  const Kiln__Pod *p = t->pod;
+  if (!p || !n->node || p->packed_images.len == 0)
+    return 0;
+  int64_t sum = 0, containers = 0;
+  const char *img = (const char *)p->packed_images.data, *end = img + p->packed_images.len;
+  for (; img < end; img += strlen(img) + 1) {
+    containers++;
+    for (size_t k = 0; k < n->node->n_images; k++) {
+      const Kiln__NodeImage *im = n->node->images[k];
+      size_t j = 0;
+      while (j < im->n_names && !image_is(im->names[j], img))
+        j++;
+      if (j == im->n_names)
+        continue;
+      image_count key = {im->names[j], 0, 0};
+      const image_count *c = bsearch(&key, st->images, st->nimages, sizeof(key), by_name);
+      double spread = c ? (double)c->nodes / (double)st->total_nodes : 0;
+      sum += (int64_t)((double)im->size_bytes * spread);
+      break;
+    }
+  }
+  int64_t max = IMAGE_MAX_PER_CONTAINER * containers;
+  sum = sum < IMAGE_MIN ? IMAGE_MIN : sum > max ? max : sum;
+  return SCH_MAX_NODE_SCORE * (sum - IMAGE_MIN) / (max - IMAGE_MIN);
+}
+
 static double node_order(sch_session *ssn, void *ctx, const sch_task *t, const sch_node *n) {
   nodeorder_state *st = ctx;
   sch_snapshot *snap = sch_session_snapshot(ssn);
@@ -167,6 +270,8 @@ static double node_order(sch_session *ssn, void *ctx, const sch_task *t, const s
     }
     score += (double)(a * st->affinity);
   }
+  if (st->image != 0 && st->images != NULL)
+    score += (double)(image_score(st, t, n) * st->image);
   return score;
 }
 
@@ -248,7 +353,10 @@ static int nodeorder_open(sch_session *ssn, const sch_plugin_conf *conf, void **
   st->balanced = sch_args_int(&conf->args, "balancedresource.weight", 1);
   st->affinity = sch_args_int(&conf->args, "nodeaffinity.weight", 2);
   st->taint = sch_args_int(&conf->args, "tainttoleration.weight", 3);
+  st->image = sch_args_int(&conf->args, "imagelocality.weight", 1);
   sch_snapshot *snap = sch_session_snapshot(ssn);
+  if (st->image != 0 && count_images(st, snap) < 0)
+    return KC_ENOMEM;
   st->gpu = sch_snapshot_scalar(snap, "nvidia.com/gpu");
   if (snap->nnodes > 0) {
     /* Without the cache every node is scored afresh: slower, same result. */
@@ -281,6 +389,7 @@ static void nodeorder_close(sch_session *ssn, void *state) {
     free(st->cache);
     free(st->shapes);
     free(st->counts);
+    free(st->images);
     free(st->ipa_aff);
     free(st->ipa_spread);
     sch_ipa_release(ssn, st->ipa);

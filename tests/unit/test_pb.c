@@ -143,6 +143,10 @@ static void test_bound_pod_same_as_json(void **state) {
   assert_true(b->best_effort);
   /* Admission adds two NoExecute tolerations. */
   assert_int_equal(b->n_tolerations, 2);
+  /* one container: its image, NUL-ended (ImageLocality) */
+  assert_true(b->packed_images.len > 1);
+  assert_int_equal(b->packed_images.data[b->packed_images.len - 1], '\0');
+  assert_int_equal(strlen((const char *)b->packed_images.data) + 1, b->packed_images.len);
   kc_msg_free(a);
   kc_msg_free(b);
 }
@@ -167,6 +171,68 @@ static void test_node_same_as_json(void **state) {
   free(bl.data);
   kc_msg_free(a);
   kc_msg_free(b);
+}
+
+/* status.images (ImageLocality) and the containers' images, init containers first, decode
+ * the same from protobuf as from JSON. */
+static void test_images_same_as_json(void **state) {
+  (void)state;
+  char err[KC_CODEC_ERR_MAX] = "";
+  K8s__Node k = K8S__NODE__INIT;
+  K8s__ObjectMeta m = K8S__OBJECT_META__INIT;
+  K8s__NodeStatus st = K8S__NODE_STATUS__INIT;
+  K8s__ContainerImage im[2] = {K8S__CONTAINER_IMAGE__INIT, K8S__CONTAINER_IMAGE__INIT};
+  char *names[] = {"repo/app:latest", "repo/app@sha256:0123"}, *side[] = {"side:v1"};
+  m.name = "n";
+  k.metadata = &m;
+  k.status = &st;
+  im[0].names = names;
+  im[0].n_names = 2;
+  im[0].has_size_bytes = 1;
+  im[0].size_bytes = 524288000;
+  im[1].names = side;
+  im[1].n_names = 1;
+  K8s__ContainerImage *ims[] = {&im[0], &im[1]};
+  st.images = ims;
+  st.n_images = 2;
+  uint8_t buf[512];
+  size_t len = k8s__node__pack(&k, buf);
+  assert_true(len < sizeof(buf));
+  Kiln__Node *a, *b;
+  assert_int_equal(kc_pb_node_decode(buf, len, &b, err, sizeof(err)), 0);
+  json_t *j = json_loads("{\"metadata\":{\"name\":\"n\"},\"status\":{\"images\":[{\"names\":"
+                         "[\"repo/app:latest\",\"repo/app@sha256:0123\"],\"sizeBytes\":524288000},"
+                         "{\"names\":[\"side:v1\"]}]}}",
+                         0, NULL);
+  assert_int_equal(kc_node_decode(j, &a, err, sizeof(err)), 0);
+  json_decref(j);
+  assert_msg_equal(&a->base, &b->base);
+  assert_int_equal(b->n_images, 2);
+  assert_int_equal(b->images[0]->n_names, 2);
+  assert_string_equal(b->images[0]->names[1], "repo/app@sha256:0123");
+  assert_int_equal(b->images[0]->size_bytes, 524288000);
+  assert_int_equal(b->images[1]->size_bytes, 0);
+  kc_msg_free(a);
+  kc_msg_free(b);
+
+  /* a pod: init container first, "" for a container without an image */
+  j = json_loads("{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"name\":"
+                 "\"a\",\"image\":\"repo/app\"},{\"name\":\"b\"}],\"initContainers\":[{"
+                 "\"name\":\"i\",\"image\":\"init:1\"}]}}",
+                 0, NULL);
+  Kiln__Pod *p;
+  assert_int_equal(kc_pod_decode(j, &p, err, sizeof(err)), 0);
+  json_decref(j);
+  static const char want[] = "init:1\0repo/app\0";
+  assert_int_equal(p->packed_images.len, sizeof(want));
+  assert_memory_equal(p->packed_images.data, want, sizeof(want));
+  kc_msg_free(p);
+  /* a non-string image is refused like any other bad field */
+  j = json_loads("{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"name\":"
+                 "\"a\",\"image\":7}]}}",
+                 0, NULL);
+  assert_true(kc_pod_decode(j, &p, err, sizeof(err)) < 0);
+  json_decref(j);
 }
 
 /* A LIST page: its items are read one by one as bytes, with their keys. */
@@ -399,6 +465,7 @@ int main(void) {
       cmocka_unit_test(test_rich_pod_same_as_json),
       cmocka_unit_test(test_bound_pod_same_as_json),
       cmocka_unit_test(test_node_same_as_json),
+      cmocka_unit_test(test_images_same_as_json),
       cmocka_unit_test(test_list_page),
       cmocka_unit_test(test_watch_stream_any_split),
       cmocka_unit_test(test_bad_frames),

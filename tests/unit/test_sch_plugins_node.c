@@ -190,6 +190,64 @@ static void test_nodeorder_scores(void **state) {
   fx_free(f);
 }
 
+static void node_image(Kiln__Node *n, int64_t mib, const char *name1, const char *name2) {
+  Kiln__NodeImage *im = fx_alloc(sizeof(*im));
+  kiln__node_image__init(im);
+  im->size_bytes = mib * 1024 * 1024;
+  FX_APPEND(im->names, im->n_names, fx_str(name1));
+  if (name2)
+    FX_APPEND(im->names, im->n_names, fx_str(name2));
+  FX_APPEND(n->images, n->n_images, im);
+}
+
+/* imagelocality.weight (kube-scheduler ImageLocality): the images of the pod's containers
+ * that the node holds, by size times the share of nodes holding them, clamped to
+ * [23 MiB, 1000 MiB per container] and mapped onto 0..100; a name without a tag is
+ * ":latest"; a node naming an image twice counts once. */
+static void test_nodeorder_image_locality(void **state) {
+  (void)state;
+  static const char *const weights[] = {"2", "0"};
+  for (int w = 0; w < 2; w++) {
+    fx *f = fx_new();
+    fx_queue(f, "default", 1);
+    fx_pg(f, "pg", "default", 1, "Inqueue");
+    Kiln__Node *a = fx_node(f, "a", 4000, 8 * GI, 110);
+    node_image(a, 500, "repo/app:latest", "repo/app@sha256:0123");
+    node_image(a, 500, "repo/app:latest", NULL);
+    Kiln__Node *b = fx_node(f, "b", 4000, 8 * GI, 110);
+    node_image(b, 500, "repo/app:latest", NULL);
+    node_image(b, 200, "side:v1", NULL);
+    Kiln__Node *c = fx_node(f, "c", 4000, 8 * GI, 110);
+    node_image(c, 900, "repo/app:v2", NULL);
+    Kiln__Pod *p = fx_pod(f, "p", "pg", 1000, GI, NULL);
+    static const char packed[] = "side:v1\0repo/app"; /* two containers */
+    p->packed_images.len = sizeof(packed);
+    p->packed_images.data = fx_alloc(sizeof(packed));
+    memcpy(p->packed_images.data, packed, sizeof(packed));
+    char conf[512];
+    snprintf(conf, sizeof(conf),
+             "actions: \"allocate\"\ntiers:\n- plugins:\n  - name: nodeorder\n    arguments:\n"
+             "      leastrequested.weight: 0\n      balancedresource.weight: 0\n"
+             "      nodeaffinity.weight: 0\n      tainttoleration.weight: 0\n"
+             "      podaffinity.weight: 0\n      podtopologyspread.weight: 0\n"
+             "      imagelocality.weight: %s\n",
+             weights[w]);
+    fx_open(f, conf);
+    assert_int_equal(f->conf->nignored_args, 0); /* the weight is read */
+    /* a: repo/app:latest on 2 of 3 nodes: 500 MiB * 2/3 = 349525333 B, clamped into
+     *    [23 MiB, 2000 MiB] -> 100 * (349525333 - 24117248) / 2073034752 = 15, x2 = 30;
+     * b: plus side:v1 on 1 of 3: 200 MiB / 3 = 69905066 B -> 19, x2 = 38;
+     * c: repo/app:v2 is not repo/app:latest -> 0. */
+    const char *nodes[] = {"a", "b", "c"};
+    double s[3];
+    scores_of(f, "p", nodes, 3, s);
+    assert_true(s[0] == (w == 0 ? 30.0 : 0.0));
+    assert_true(s[1] == (w == 0 ? 38.0 : 0.0));
+    assert_true(s[2] == 0.0);
+    fx_free(f);
+  }
+}
+
 static void test_nodeorder_weights(void **state) {
   (void)state;
   fx *f = fx_new();
@@ -343,6 +401,7 @@ int main(void) {
       cmocka_unit_test(test_predicates_arguments),
       cmocka_unit_test(test_nodeorder_scores),
       cmocka_unit_test(test_nodeorder_weights),
+      cmocka_unit_test(test_nodeorder_image_locality),
       cmocka_unit_test(test_binpack),
       cmocka_unit_test(test_binpack_weight_zero),
       cmocka_unit_test(test_allocate_places_by_rules),
