@@ -430,6 +430,7 @@ static void test_gated_gang_holds_nothing_in_queue(void **state) {
       fx_node(f, "n1", 8000, 16 * GI, 110);
       fx_queue_capability(fx_queue(f, "q", 1), 4000, 8 * GI);
       Kiln__PodGroup *a = fx_pg(f, "a", "q", 4, admitted ? "Inqueue" : "Pending");
+      free(a->metadata->creation_timestamp);
       a->metadata->creation_timestamp = fx_str("2026-11-29T09:00:00Z");
       fx_pg_min_resources(a, 4000, 4 * GI);
       Kiln__PodGroup *b = fx_pg(f, "b", "q", 4, "Pending");
@@ -470,6 +471,8 @@ static void test_queue_gated_pods_hold_their_queue(void **state) {
       snprintf(name, sizeof(name), "a%d", i);
       Kiln__Pod *p = gated_pod(f, name, "a", SCH_QUEUE_ALLOCATION_GATE);
       if (other) {
+        free(p->scheduling_gates[0]);
+        free(p->scheduling_gates);
         p->scheduling_gates = fx_alloc(2 * sizeof(*p->scheduling_gates));
         p->scheduling_gates[0] = fx_str("example.com/wait");
         p->scheduling_gates[1] = fx_str(SCH_QUEUE_ALLOCATION_GATE);
