@@ -558,7 +558,7 @@ CONF
   fi
   # --node-selector works as in Volcano: only the node with one of the labels is used.
   expect_eq install-0 "$(kubectl get pods -n "$ns" -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | sort -u)" \
-    "the nodes the Job's pods ran on
+    "the nodes the Job's pods ran on"
   # Each unknown plugin and ignored argument is logged once, not once per session.
   wait_sessions 3 "$sport"
   local name n
