@@ -448,8 +448,7 @@ VOLCANO_SCHEDULER_ARGS=(
 VOLCANO_SCHEDULER_MORE=(
   --scheduler-sharding-name=volcano --gate-removal-worker-num=5 --resource-sync-timeout=60s
   --disable-default-scheduler-config --log-flush-frequency=5s --stderrthreshold=INFO
-  --node-selector=kiln.test/unused:x --node-selector=kubernetes.io/hostname:install-0
-  --ca-cert-file=/nonexistent/ca.crt
+  --node-selector=kiln.test/unused:x --ca-cert-file=/nonexistent/ca.crt
   --tls-cert-file=/nonexistent/tls.crt --tls-private-key-file=/nonexistent/tls.key
   --job-updater-worker-num=4 --task-updater-worker-num=4 --log_file_max_size=1800
   --alsologtostderr --add_dir_header=false --log_backtrace_at=scheduler.go:1
@@ -536,7 +535,13 @@ CONF
   local slog=$D/logs/kiln-vchart-scheduler.log clog=$D/logs/kiln-vchart-controller.log
   local here=(--kubeconfig="$KUBECONFIG" --healthz-address=127.0.0.1:0
               --listen-address=127.0.0.1:0)
+  # --node-selector keeps one untainted node (a second entry selects none).
+  local node
+  node=$(kubectl get nodes -o json |
+    jq -r '[.items[] | select((.spec.taints // []) | length == 0) | .metadata.name] | sort | .[0]')
+  [ -n "$node" ] && [ "$node" != null ] || fail "no untainted node"
   start_volcano_args scheduler "${VOLCANO_SCHEDULER_ARGS[@]}" "${VOLCANO_SCHEDULER_MORE[@]}" \
+    --node-selector="kubernetes.io/hostname:$node" \
     "${here[@]}" --scheduler-conf="$D/vchart-scheduler.conf" --cache-dump-dir="$D"
   start_volcano_args controller "${VOLCANO_CONTROLLER_ARGS[@]}" "${VOLCANO_CONTROLLER_MORE[@]}" \
     "${here[@]}"
@@ -557,7 +562,7 @@ CONF
     fail "the example Job did not complete under Volcano's arguments"
   fi
   # --node-selector works as in Volcano: only the node with one of the labels is used.
-  expect_eq install-0 "$(kubectl get pods -n "$ns" -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | sort -u)" \
+  expect_eq "$node" "$(kubectl get pods -n "$ns" -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | sort -u)" \
     "the nodes the Job's pods ran on"
   # Each unknown plugin and ignored argument is logged once, not once per session.
   wait_sessions 3 "$sport"
