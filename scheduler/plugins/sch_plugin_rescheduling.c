@@ -55,8 +55,8 @@ static double pct(int64_t used, int64_t total) {
 static void node_uses(const sch_snapshot *snap, node_use *u) {
   for (int32_t n = 0; n < snap->nnodes; n++) {
     const sch_node *nd = &snap->nodes[n];
-    int64_t cpu = nd->used.milli_cpu - nd->releasing.milli_cpu;
-    int64_t mem = nd->used.memory - nd->releasing.memory;
+    int64_t cpu = sch_sub_sat(nd->used.milli_cpu, nd->releasing.milli_cpu);
+    int64_t mem = sch_sub_sat(nd->used.memory, nd->releasing.memory);
     u[n] = (node_use){n, pct(cpu, nd->allocatable.milli_cpu), pct(mem, nd->allocatable.memory)};
   }
 }
