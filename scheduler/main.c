@@ -157,6 +157,31 @@ static int start_http(sched *s) {
   return 0;
 }
 
+/* The shell's options, from the flags. */
+static sch_shell_options shell_options(sched *s) {
+  const sched_flags *f = s->f;
+  sch_shell_options so = {0};
+  so.scheduler_names = f->scheduler_names.v;
+  so.nscheduler_names = f->scheduler_names.n;
+  so.scheduler_conf = f->scheduler_conf;
+  so.schedule_period_ns = f->schedule_period_ns;
+  so.default_queue = f->default_queue;
+  so.percentage_nodes_to_find = f->percentage_nodes_to_find;
+  so.minimum_percentage_nodes_to_find = f->minimum_percentage_nodes_to_find;
+  so.minimum_feasible_nodes = f->minimum_feasible_nodes;
+  so.dump_path = s->dump_path;
+  so.bind_delay_ms = f->bind_delay_ns / 1000000;
+  so.session_on_loop = f->session_on_loop;
+  so.protobuf = strcmp(f->content_type, KC_PB_CONTENT_TYPE) == 0;
+  so.may_write = may_write;
+  so.ud = s;
+  so.no_default_conf = f->disable_default_conf;
+  so.node_selector = f->node_selector.v;
+  so.nnode_selector = f->node_selector.n;
+  so.on_fatal = conf_fatal;
+  return so;
+}
+
 static int run(sched *s, kc_cli_common *common) {
   sched_flags *f = s->f;
   char err[512] = "";
@@ -188,25 +213,7 @@ static int run(sched *s, kc_cli_common *common) {
   uv_timer_init(&s->app.loop, &s->dump_timer);
   s->sig_usr2.data = s->dump_timer.data = s;
   rc = kc_app_open(&s->app, &f->client, f->scheduler_names.v[0]);
-  sch_shell_options so = {0};
-  so.scheduler_names = f->scheduler_names.v;
-  so.nscheduler_names = f->scheduler_names.n;
-  so.scheduler_conf = f->scheduler_conf;
-  so.schedule_period_ns = f->schedule_period_ns;
-  so.default_queue = f->default_queue;
-  so.percentage_nodes_to_find = f->percentage_nodes_to_find;
-  so.minimum_percentage_nodes_to_find = f->minimum_percentage_nodes_to_find;
-  so.minimum_feasible_nodes = f->minimum_feasible_nodes;
-  so.dump_path = s->dump_path;
-  so.bind_delay_ms = f->bind_delay_ns / 1000000;
-  so.session_on_loop = f->session_on_loop;
-  so.protobuf = strcmp(f->content_type, KC_PB_CONTENT_TYPE) == 0;
-  so.may_write = may_write;
-  so.ud = s;
-  so.no_default_conf = f->disable_default_conf;
-  so.node_selector = f->node_selector.v;
-  so.nnode_selector = f->node_selector.n;
-  so.on_fatal = conf_fatal;
+  sch_shell_options so = shell_options(s);
   if (rc == 0)
     rc = sch_shell_new(&s->app.loop, s->app.client, s->app.events, s->app.metrics, &so, &s->shell);
   if (rc == 0)

@@ -5,25 +5,22 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Saturating (sch_add_sat, sch_sub_sat): amounts come from users (a PodGroup's minResources
- * may say 1e21 bytes), and a sum that wrapped would turn a queue's remaining room negative,
- * or a gang that fits nowhere into one that fits (and signed overflow is undefined). Below the
- * int64 bounds add and sub stay exact inverses, which statements rely on. */
-#define sat_add sch_add_sat
-#define sat_sub sch_sub_sat
-
+/* Saturating (sch_add_sat, sch_sub_sat in sch_resource.h): amounts come from users (a PodGroup's
+ * minResources may say 1e21 bytes), and a sum that wrapped would turn a queue's remaining room
+ * negative, or a gang that fits nowhere into one that fits (and signed overflow is undefined).
+ * Below the int64 bounds add and sub stay exact inverses, which statements rely on. */
 void sch_resource_add(sch_resource *r, const sch_resource *a) {
-  r->milli_cpu = sat_add(r->milli_cpu, a->milli_cpu);
-  r->memory = sat_add(r->memory, a->memory);
+  r->milli_cpu = sch_add_sat(r->milli_cpu, a->milli_cpu);
+  r->memory = sch_add_sat(r->memory, a->memory);
   for (int i = 0; i < SCH_MAX_SCALARS; i++)
-    r->scalar[i] = sat_add(r->scalar[i], a->scalar[i]);
+    r->scalar[i] = sch_add_sat(r->scalar[i], a->scalar[i]);
 }
 
 void sch_resource_sub(sch_resource *r, const sch_resource *a) {
-  r->milli_cpu = sat_sub(r->milli_cpu, a->milli_cpu);
-  r->memory = sat_sub(r->memory, a->memory);
+  r->milli_cpu = sch_sub_sat(r->milli_cpu, a->milli_cpu);
+  r->memory = sch_sub_sat(r->memory, a->memory);
   for (int i = 0; i < SCH_MAX_SCALARS; i++)
-    r->scalar[i] = sat_sub(r->scalar[i], a->scalar[i]);
+    r->scalar[i] = sch_sub_sat(r->scalar[i], a->scalar[i]);
 }
 
 void sch_resource_set_max(sch_resource *r, const sch_resource *a) {
@@ -59,7 +56,7 @@ void sch_resource_multi(sch_resource *r, double ratio) {
 static inline bool le(int64_t l, int64_t r, int64_t eps) {
   if (l < r)
     return true;
-  return sat_sub(l, r) < eps; /* l >= r: a difference past int64 is no tie */
+  return sch_sub_sat(l, r) < eps; /* l >= r: a difference past int64 is no tie */
 }
 
 bool sch_resource_less_equal(const sch_resource *l, const sch_resource *r) {
@@ -126,12 +123,12 @@ bool sch_resource_equal(const sch_resource *a, const sch_resource *b) {
 
 void sch_resource_fit_delta(sch_resource *r, const sch_resource *req) {
   if (req->milli_cpu > 0)
-    r->milli_cpu = sat_sub(r->milli_cpu, sat_add(req->milli_cpu, SCH_MIN_MILLI_CPU));
+    r->milli_cpu = sch_sub_sat(r->milli_cpu, sch_add_sat(req->milli_cpu, SCH_MIN_MILLI_CPU));
   if (req->memory > 0)
-    r->memory = sat_sub(r->memory, sat_add(req->memory, SCH_MIN_MEMORY));
+    r->memory = sch_sub_sat(r->memory, sch_add_sat(req->memory, SCH_MIN_MEMORY));
   for (int i = 0; i < SCH_MAX_SCALARS; i++)
     if (req->scalar[i] > 0)
-      r->scalar[i] = sat_sub(r->scalar[i], sat_add(req->scalar[i], SCH_MIN_SCALAR));
+      r->scalar[i] = sch_sub_sat(r->scalar[i], sch_add_sat(req->scalar[i], SCH_MIN_SCALAR));
 }
 
 void sch_resource_format(const sch_resource *r, const char *const *scalar_names, char *buf,
