@@ -128,7 +128,7 @@ static Kiln__TaskSpec *gen_task(fz_rd *r) {
   kiln__task_spec__init(t);
   t->name = fz_str(&arena, pick_task_name(r));
   t->has_replicas = true;
-  t->replicas = fz_i32(r);
+  t->replicas = fz_count(r);
   if ((t->has_min_available = fz_bit(r)))
     t->min_available = fz_i32(r);
   if ((t->has_max_retry = fz_bit(r)))
