@@ -22,6 +22,7 @@ extern const sch_plugin sch_plugin_proportion;
 extern const sch_plugin sch_plugin_capacity;
 extern const sch_plugin sch_plugin_rescheduling;
 extern const sch_plugin sch_plugin_sla;
+extern const sch_plugin sch_plugin_nodegroup;
 
 extern const sch_action sch_action_enqueue;
 extern const sch_action sch_action_allocate;
@@ -46,6 +47,7 @@ static const sch_plugin *const plugins[] = {
     &sch_plugin_capacity,
     &sch_plugin_rescheduling,
     &sch_plugin_sla,
+    &sch_plugin_nodegroup,
 };
 
 static const sch_action *const actions[] = {

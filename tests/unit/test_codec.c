@@ -308,6 +308,13 @@ static void test_roundtrip(void **state) {
   assert_false(q->spec->reclaimable);
   assert_int_equal(q->spec->guarantee->resource->milli_cpu, 8000);
   assert_int_equal(q->status->allocated->pods, 17);
+  /* The nodegroup plugin's node groups. */
+  assert_string_equal(q->spec->affinity->node_group_affinity
+                          ->required_during_scheduling_ignored_during_execution[0],
+                      "gpu-a");
+  assert_int_equal(q->spec->affinity->node_group_anti_affinity
+                       ->n_preferred_during_scheduling_ignored_during_execution,
+                   0);
   kc_msg_free(m);
 
   roundtrip("job.json", &kiln__job__descriptor, &m);
