@@ -23,6 +23,7 @@ extern const sch_plugin sch_plugin_capacity;
 extern const sch_plugin sch_plugin_rescheduling;
 extern const sch_plugin sch_plugin_sla;
 extern const sch_plugin sch_plugin_nodegroup;
+extern const sch_plugin sch_plugin_tasktopology;
 
 extern const sch_action sch_action_enqueue;
 extern const sch_action sch_action_allocate;
@@ -48,6 +49,7 @@ static const sch_plugin *const plugins[] = {
     &sch_plugin_rescheduling,
     &sch_plugin_sla,
     &sch_plugin_nodegroup,
+    &sch_plugin_tasktopology,
 };
 
 static const sch_action *const actions[] = {
@@ -104,6 +106,7 @@ static const struct {
                            "strategies.*.params.targetThresholds.cpu",
                            "strategies.*.params.targetThresholds.memory", NULL}},
     {"sla", (const char *const[]){"sla-waiting-time", NULL}},
+    {"task-topology", (const char *const[]){"task-topology.weight", NULL}},
 };
 
 bool sch_plugin_reads_arg(const sch_plugin *p, const char *key) {
