@@ -24,6 +24,7 @@ extern const sch_plugin sch_plugin_rescheduling;
 extern const sch_plugin sch_plugin_sla;
 extern const sch_plugin sch_plugin_nodegroup;
 extern const sch_plugin sch_plugin_tasktopology;
+extern const sch_plugin sch_plugin_rsf;
 
 extern const sch_action sch_action_enqueue;
 extern const sch_action sch_action_allocate;
@@ -50,6 +51,7 @@ static const sch_plugin *const plugins[] = {
     &sch_plugin_sla,
     &sch_plugin_nodegroup,
     &sch_plugin_tasktopology,
+    &sch_plugin_rsf,
 };
 
 static const sch_action *const actions[] = {
@@ -100,6 +102,11 @@ static const struct {
      (const char *const[]){"predicate.PodAffinityEnable", "predicate.PodTopologySpreadEnable",
                            "predicate.NodeAffinityEnable", "predicate.NodePortsEnable",
                            "predicate.TaintTolerationEnable", NULL}},
+    {"resource-strategy-fit",
+     (const char *const[]){"resourceStrategyFitWeight", "resources.*.type", "resources.*.weight",
+                           "sra.enable", "sra.resources", "sra.weight", "sra.resourceWeight.*",
+                           "proportional.enable", "proportional.resources",
+                           "proportional.resourceProportion.*", NULL}},
     {"rescheduling",
      (const char *const[]){"interval", "strategies.*.name", "strategies.*.params.thresholds.cpu",
                            "strategies.*.params.thresholds.memory",
