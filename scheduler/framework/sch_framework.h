@@ -405,6 +405,16 @@ typedef struct sch_hist {
   double sum;
 } sch_hist;
 
+/* An HTTP client the shell lends the session (the extender plugin): post sends body (len
+ * bytes, JSON) to url and waits at most timeout_ms; it returns the HTTP status and a *new*
+ * *resp (the body, *resp_len bytes; the caller frees it), or a negative KC_E* with a message
+ * in err. It blocks the calling thread: the shell runs sessions off its event loop. */
+typedef struct sch_http {
+  int (*post)(void *ctx, const char *url, const char *body, size_t len, int64_t timeout_ms,
+              char **resp, size_t *resp_len, char *err, size_t errlen);
+  void *ctx;
+} sch_http;
+
 typedef struct sch_session_options {
   int percentage_nodes_to_find;         /* 0: adaptive (Volcano) */
   int minimum_percentage_nodes_to_find; /* 5 */
@@ -418,10 +428,12 @@ typedef struct sch_session_options {
   /* The stages' bucket bounds in milliseconds, increasing (at most SCH_HIST_MAX_BOUNDS). */
   const double *stage_bounds;
   size_t nstage_bounds;
+  /* For the extender plugin; NULL: its calls fail as unreachable (the replay, the tests). */
+  const sch_http *http;
 } sch_session_options;
 
 #define SCH_SESSION_OPTIONS_DEFAULT                                                                \
-  { 0, 5, 100, 0, NULL, SCH_CARRY_INIT, NULL, NULL, 0 }
+  { 0, 5, 100, 0, NULL, SCH_CARRY_INIT, NULL, NULL, 0, NULL }
 
 /* Votes of the tri-state extension points (JobPipelined, JobEnqueueable). */
 enum { SCH_REJECT = -1, SCH_ABSTAIN = 0, SCH_PERMIT = 1 };

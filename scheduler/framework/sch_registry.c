@@ -25,6 +25,7 @@ extern const sch_plugin sch_plugin_sla;
 extern const sch_plugin sch_plugin_nodegroup;
 extern const sch_plugin sch_plugin_tasktopology;
 extern const sch_plugin sch_plugin_rsf;
+extern const sch_plugin sch_plugin_extender;
 
 extern const sch_action sch_action_enqueue;
 extern const sch_action sch_action_allocate;
@@ -52,6 +53,7 @@ static const sch_plugin *const plugins[] = {
     &sch_plugin_nodegroup,
     &sch_plugin_tasktopology,
     &sch_plugin_rsf,
+    &sch_plugin_extender,
 };
 
 static const sch_action *const actions[] = {
@@ -93,6 +95,12 @@ static const struct {
     {"binpack", (const char *const[]){"binpack.weight", "binpack.cpu", "binpack.memory",
                                       "binpack.resources", "binpack.resources.*", NULL}},
     {"capacity", (const char *const[]){"ancestorReclaimLevel", NULL}},
+    {"extender", (const char *const[]){"extender.urlPrefix", "extender.httpTimeout",
+                                       "extender.onSessionOpenVerb", "extender.onSessionCloseVerb",
+                                       "extender.predicateVerb", "extender.prioritizeVerb",
+                                       "extender.preemptableVerb", "extender.reclaimableVerb",
+                                       "extender.queueOverusedVerb", "extender.jobEnqueueableVerb",
+                                       "extender.jobReadyVerb", "extender.ignorable", NULL}},
     {"nodeorder", (const char *const[]){"leastrequested.weight", "mostrequested.weight",
                                         "balancedresource.weight", "nodeaffinity.weight",
                                         "tainttoleration.weight", "podaffinity.weight",

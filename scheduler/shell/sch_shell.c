@@ -22,6 +22,7 @@
 #include "sch_binder.h"
 #include "sch_cache.h"
 #include "sch_evictor.h"
+#include "sch_http.h"
 #include "sch_conf.h"
 #include "sch_framework.h"
 #include "sch_metrics.h"
@@ -1140,6 +1141,7 @@ static sch_run *run_new(sch_shell *sh, int *rc) {
   r->sopt.minimum_percentage_nodes_to_find = sh->opt.minimum_percentage_nodes_to_find;
   r->sopt.minimum_feasible_nodes = sh->opt.minimum_feasible_nodes;
   r->sopt.carry = sh->carry;
+  r->sopt.http = &sch_shell_http; /* the extender plugin's calls block the worker, not the loop */
   if (sh->mx.reg) {
     r->sopt.clock_ns = kc_clock_mono_ns;
     r->sopt.stage_bounds = sch_metrics_buckets_stage;
