@@ -71,6 +71,10 @@ KC_NODISCARD int kc_priorityclass_decode(const json_t *json, Kiln__PriorityClass
  * plugin's view). */
 KC_NODISCARD int kc_pdb_decode(const json_t *json, Kiln__PodDisruptionBudget **out, char *err,
                                size_t errlen);
+/* core/v1 ResourceQuota: spec.hard, status.hard and status.used (the resourcequota plugin's
+ * view). */
+KC_NODISCARD int kc_resourcequota_decode(const json_t *json, Kiln__ResourceQuota **out, char *err,
+                                         size_t errlen);
 
 /* Status bodies for writes: {"status": {...}}, usable as a merge patch or, with metadata
  * added by the caller, as the body of an update of the status subresource. A NULL status

@@ -26,6 +26,7 @@ extern const sch_plugin sch_plugin_nodegroup;
 extern const sch_plugin sch_plugin_tasktopology;
 extern const sch_plugin sch_plugin_rsf;
 extern const sch_plugin sch_plugin_extender;
+extern const sch_plugin sch_plugin_resourcequota;
 
 extern const sch_action sch_action_enqueue;
 extern const sch_action sch_action_allocate;
@@ -54,6 +55,7 @@ static const sch_plugin *const plugins[] = {
     &sch_plugin_tasktopology,
     &sch_plugin_rsf,
     &sch_plugin_extender,
+    &sch_plugin_resourcequota,
 };
 
 static const sch_action *const actions[] = {

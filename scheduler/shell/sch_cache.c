@@ -28,7 +28,16 @@ typedef struct {
   char node[];
 } assumption;
 
-enum { INF_POD, INF_NODE, INF_PODGROUP, INF_QUEUE, INF_PRIORITYCLASS, INF_PDB, INF__COUNT };
+enum {
+  INF_POD,
+  INF_NODE,
+  INF_PODGROUP,
+  INF_QUEUE,
+  INF_PRIORITYCLASS,
+  INF_PDB,
+  INF_QUOTA,
+  INF__COUNT
+};
 
 struct sch_cache {
   kc_client *client;
@@ -110,6 +119,11 @@ static void *decode_pdb(json_t *obj, void *ud, char *err, size_t errlen) {
   (void)ud;
   Kiln__PodDisruptionBudget *pdb = NULL;
   return kc_pdb_decode(obj, &pdb, err, errlen) == 0 ? pdb : NULL;
+}
+static void *decode_quota(json_t *obj, void *ud, char *err, size_t errlen) {
+  (void)ud;
+  Kiln__ResourceQuota *q = NULL;
+  return kc_resourcequota_decode(obj, &q, err, errlen) == 0 ? q : NULL;
 }
 
 /* ---- pod handlers: confirm assumptions ---- */
@@ -221,6 +235,8 @@ int sch_cache_new(kc_client *c, const sch_cache_options *o, sch_cache **out) {
       [INF_PRIORITYCLASS] = {"scheduling.k8s.io", "v1", "priorityclasses", decode_pc, NULL},
       /* Volcano's PodDisruptionBudgetsSupport gate (on by default): the pdb plugin's input. */
       [INF_PDB] = {"policy", "v1", "poddisruptionbudgets", decode_pdb, NULL},
+      /* The resourcequota plugin's input: each namespace's quota status. */
+      [INF_QUOTA] = {NULL, "v1", "resourcequotas", decode_quota, NULL},
   };
   *out = NULL;
   sch_cache *cache = calloc(1, sizeof(*cache));
@@ -605,20 +621,22 @@ int sch_cache_snapshot_deferred(sch_cache *cache, sch_cache_snap *out) {
   Kiln__Snapshot *m = &out->msg;
   m->generation = ++cache->generation;
   m->time_unix_nano = kc_clock_wall_ns();
-  static const int kinds[] = {INF_NODE,  INF_POD,           INF_PODGROUP,
-                              INF_QUEUE, INF_PRIORITYCLASS, INF_PDB};
+  static const int kinds[] = {INF_NODE,          INF_POD, INF_PODGROUP, INF_QUEUE,
+                              INF_PRIORITYCLASS, INF_PDB, INF_QUOTA};
   void ***arrays[] = {(void ***)&m->nodes,
                       (void ***)&m->pods,
                       (void ***)&m->pod_groups,
                       (void ***)&m->queues,
                       (void ***)&m->priority_classes,
-                      (void ***)&m->pod_disruption_budgets};
+                      (void ***)&m->pod_disruption_budgets,
+                      (void ***)&m->resource_quotas};
   size_t *counts[] = {&m->n_nodes,
                       &m->n_pods,
                       &m->n_pod_groups,
                       &m->n_queues,
                       &m->n_priority_classes,
-                      &m->n_pod_disruption_budgets};
+                      &m->n_pod_disruption_budgets,
+                      &m->n_resource_quotas};
   int rc = 0;
   for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]) && rc == 0; i++)
     rc = store_array(kc_informer_store(cache->inf[kinds[i]]), arrays[i], counts[i]);
@@ -701,6 +719,7 @@ void sch_cache_snap_close(sch_cache_snap *s) {
   free(s->msg.queues);
   free(s->msg.priority_classes);
   free(s->msg.pod_disruption_budgets);
+  free(s->msg.resource_quotas);
   free(s->assumed);
   free(s->binding);
   free(s->overlay);

@@ -358,6 +358,8 @@ test_rbac_matrix() {
     "kiln-scheduler list storageclasses.storage.k8s.io - no"
     "kiln-scheduler list csinodes.storage.k8s.io - no"
     "kiln-scheduler list poddisruptionbudgets.policy - yes"
+    "kiln-scheduler watch resourcequotas - yes"
+    "kiln-scheduler update resourcequotas default no"
     "kiln-scheduler create events default yes"
     "kiln-scheduler patch events default yes"
     "kiln-scheduler create events.events.k8s.io default no"
