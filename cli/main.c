@@ -119,6 +119,40 @@ static int job_run(run_ctx *x) {
   return rc;
 }
 
+/* The Job a what-if asks about: from the file, else from the run flags; in the namespace the
+ * file names, else -n's. */
+static int whatif_job(run_ctx *x, json_t **job) {
+  const vc_args *a = x->a;
+  int rc;
+  if (a->filename && a->filename[0])
+    rc = read_job_file(x, job);
+  else if (a->verb == VC_JOB_WHATIF && a->name == NULL)
+    return failf(x, KC_EINVAL, "the job's yaml file (-f) is mandatory");
+  else
+    rc = vc_job_from_flags(a, job, x->err, sizeof(x->err));
+  if (rc != 0)
+    return rc;
+  json_t *md = json_object_get(*job, "metadata");
+  if (!json_is_object(md))
+    json_object_set_new(*job, "metadata", md = json_object());
+  if (!json_is_string(json_object_get(md, "namespace")))
+    json_object_set_new(md, "namespace", json_string(a->namespace ? a->namespace : "default"));
+  return 0;
+}
+
+static int job_whatif(run_ctx *x) {
+  json_t *job = NULL;
+  int rc = whatif_job(x, &job);
+  if (rc != 0)
+    return rc;
+  if (x->conn == NULL && !(x->a->snapshot && x->a->snapshot[0]))
+    rc = vc_conn_open(x->a->kubeconfig, x->a->master, &x->conn, x->err, sizeof(x->err));
+  if (rc == 0)
+    rc = vc_whatif_cmd(x->a, x->conn, job, x->err, sizeof(x->err));
+  json_decref(job);
+  return rc;
+}
+
 static bool job_matches(const vc_args *a, const json_t *j) {
   if (a->queue && a->queue[0] && strcmp(a->queue, vc_str(j, "spec.queue")) != 0)
     return false;
@@ -581,6 +615,8 @@ static int run(run_ctx *x) {
     return job_list(x);
   case VC_JOB_VIEW:
     return job_view(x);
+  case VC_JOB_WHATIF:
+    return job_whatif(x);
   case VC_JOB_SUSPEND:
     return job_command(x, "AbortJob", "suspend");
   case VC_JOB_RESUME:

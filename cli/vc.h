@@ -32,6 +32,7 @@ typedef enum {
   VC_JOB_RUN,
   VC_JOB_LIST,
   VC_JOB_VIEW,
+  VC_JOB_WHATIF, /* job whatif, and job run --dry-run */
   VC_JOB_SUSPEND,
   VC_JOB_RESUME,
   VC_JOB_DELETE,
@@ -71,9 +72,14 @@ typedef struct {
   const char *job;
   const char *state;
   const char *action;
-  const char *file;   /* jobflow/jobtemplate -f */
-  const char *format; /* describe -o: yaml or json */
-  const char *group;  /* the command's group ("job", "jobflow", ...); NULL for a shortcut */
+  const char *file;            /* jobflow/jobtemplate -f */
+  const char *format;          /* describe -o: yaml or json; whatif -o: json */
+  const char *sched_configmap; /* whatif: NAMESPACE/NAME of the scheduler's ConfigMap */
+  const char *sched_conf;      /* whatif: a scheduler configuration file */
+  const char *snapshot;        /* whatif: a snapshot file instead of the cluster */
+  bool dry_run;                /* job run --dry-run: a what-if */
+  bool at_capacity;            /* whatif --at-capacity */
+  const char *group; /* the command's group ("job", "jobflow", ...); NULL for a shortcut */
   int min;
   int replicas;
   int weight;
@@ -197,7 +203,19 @@ KC_NODISCARD int vc_conn_open(const char *kubeconfig, const char *master, vc_con
 KC_NODISCARD int vc_call(vc_conn *c, kc_verb verb, const kc_ref *ref, const kc_query *q,
                          json_t *body, vc_reply *r);
 void vc_reply_clear(vc_reply *r);
+/* The connection's client (borrowed), for informers run on its loop. */
+kc_client *vc_conn_client(vc_conn *c);
+/* Runs the loop until done(ud) is true: 0, or KC_ETIMEDOUT after timeout_ms. */
+KC_NODISCARD int vc_conn_run_until(vc_conn *c, bool (*done)(void *), void *ud, uint64_t timeout_ms);
 /* Frees the client, runs the loop out and closes it. NULL is a no-op. */
 void vc_conn_close(vc_conn *c);
+
+/* ---- what-if (vc_whatif_cmd.c) ---- */
+
+/* `job whatif` / `job run --dry-run` for job (borrowed): reads the cluster and the scheduler's
+ * configuration through conn (NULL with a->snapshot: offline), prints the answer. 0 or KC_E*
+ * with the message in err. */
+KC_NODISCARD int vc_whatif_cmd(const vc_args *a, vc_conn *conn, json_t *job, char *err,
+                               size_t errlen);
 
 #endif

@@ -31,6 +31,12 @@ enum {
   O_ACTION,
   O_FILE,
   O_FORMAT,
+  O_OUTPUT,
+  O_DRY_RUN,
+  O_AT_CAPACITY,
+  O_SCHED_CONFIGMAP,
+  O_SCHED_CONF,
+  O_SNAPSHOT,
   O_HELP,
   O__COUNT
 };
@@ -65,6 +71,12 @@ static const opt_def opts[O__COUNT] = {
     [O_ACTION] = OPT("action", KC_FLAG_STRING, action),
     [O_FILE] = OPT("file", KC_FLAG_STRING, file),
     [O_FORMAT] = OPT("format", KC_FLAG_STRING, format),
+    [O_OUTPUT] = OPT("output", KC_FLAG_STRING, format),
+    [O_DRY_RUN] = OPT("dry-run", KC_FLAG_BOOL, dry_run),
+    [O_AT_CAPACITY] = OPT("at-capacity", KC_FLAG_BOOL, at_capacity),
+    [O_SCHED_CONFIGMAP] = OPT("scheduler-configmap", KC_FLAG_STRING, sched_configmap),
+    [O_SCHED_CONF] = OPT("scheduler-conf", KC_FLAG_STRING, sched_conf),
+    [O_SNAPSHOT] = OPT("snapshot", KC_FLAG_STRING, snapshot),
     [O_HELP] = OPT("help", KC_FLAG_BOOL, help),
 };
 
@@ -76,7 +88,7 @@ typedef struct {
   const char *usage;
 } use;
 
-#define MAX_USES 14
+#define MAX_USES 20
 
 typedef struct {
   const char *group; /* "job", or NULL for a shortcut */
@@ -114,6 +126,19 @@ typedef struct {
     O_SCHEDULER, 'S', schdef, "the scheduler for this job"                                         \
   }
 
+/* What `job whatif` (and `job run --dry-run`) adds (issue 34; not Volcano's). */
+#define WHATIFFLAGS                                                                                \
+  {O_OUTPUT, 'o', NULL, "output format: json (default: described as text)"},                       \
+      {O_AT_CAPACITY, 0, NULL,                                                                     \
+       "judge the job against its queue's deserved share instead of today's usage"},               \
+      {O_SCHED_CONFIGMAP, 0, NULL,                                                                 \
+       "the scheduler's ConfigMap as NAMESPACE/NAME (default: kiln-system/kiln-scheduler-"         \
+       "configmap, else volcano-system/volcano-scheduler-configmap)"},                             \
+      {O_SCHED_CONF, 0, NULL, "read the scheduler configuration from this file instead"}, {        \
+    O_SNAPSHOT, 0, NULL,                                                                           \
+        "read the cluster from this snapshot file (kiln-scheduler --dump-snapshot) instead"        \
+  }
+
 static const cmd_def cmds[] = {
     {"job",
      "run",
@@ -123,7 +148,19 @@ static const cmd_def cmds[] = {
      false,
      {COMMON,
       RUNFLAGS('n', 'N', "busybox", "default", "volcano"),
-      {O_FILENAME, 'f', NULL, "the yaml file of job"}}},
+      {O_FILENAME, 'f', NULL, "the yaml file of job"},
+      {O_DRY_RUN, 0, NULL, "submit nothing: say where the job would run now (job whatif)"},
+      WHATIFFLAGS}},
+    {"job",
+     "whatif",
+     VC_JOB_WHATIF,
+     "job",
+     "say where a job would run if submitted now, whom it would preempt, and why not",
+     false,
+     {COMMON,
+      {O_FILENAME, 'f', NULL, "the yaml file of job"},
+      {O_NAMESPACE, 'n', "default", "the namespace of job, when the file names none"},
+      WHATIFFLAGS}},
     {"job",
      "list",
      VC_JOB_LIST,
@@ -391,6 +428,8 @@ int vc_args_parse(int argc, char **argv, vc_getenv_fn env, vc_args *a, char *err
   if (c->group)
     snprintf(a->what, sizeof(a->what), "%s %s", c->word, c->noun);
   a->verb = a->help ? VC_HELP : c->verb;
+  if (a->verb == VC_JOB_RUN && a->dry_run)
+    a->verb = VC_JOB_WHATIF;
   a->list_if_no_name = c->list_if_no_name;
   a->group = c->group;
   a->usage = c->summary;

@@ -1,0 +1,271 @@
+/* `vcctl job whatif` and `vcctl job run --dry-run`: the I/O around vc_whatif.c. With the
+ * caller's kubeconfig it reads what kiln-scheduler reads, once, through kiln-scheduler's own
+ * cache (sch_cache: the same informers, decoders and snapshot), and the scheduler's
+ * configuration from its ConfigMap; the Job goes to the API server as a dry run only, so that
+ * its defaults and admission policies apply and nothing is stored. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kc_codec.h"
+#include "kc_file.h"
+#include "kc_log.h"
+#include "sch_cache.h"
+#include "sch_conf.h"
+#include "sch_conf_file.h"
+#include "vc.h"
+#include "vc_whatif.h"
+
+/* How long reading the cluster may take (a cluster of 50,000 pods lists in seconds). */
+#define SYNC_TIMEOUT_MS (5 * 60 * 1000)
+#define CONF_KEY        "volcano-scheduler.conf"
+
+typedef struct {
+  const vc_args *a;
+  vc_conn *conn;
+  char *err;
+  size_t errlen;
+  char *note; /* what the user should know about how the answer was made (owned) */
+} wctx;
+
+static double mono_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* ---- the Job, as the API server would store it ---- */
+
+/* A dry-run create: the CRD's defaults and the admission policies run, nothing is stored. A
+ * caller who may not create Jobs, or a name already taken, keeps the file's Job as written. */
+static int dry_run(wctx *x, json_t **job) {
+  const char *ns = vc_str(*job, "metadata.namespace");
+  if (!ns[0])
+    ns = x->a->namespace ? x->a->namespace : "default";
+  kc_ref ref = {"batch.volcano.sh", "v1alpha1", "jobs", ns, NULL, NULL};
+  kc_query q = {.dry_run = true};
+  vc_reply r;
+  int rc = vc_call(x->conn, KC_CREATE, &ref, &q, *job, &r);
+  if (rc == 0 && r.obj) {
+    json_decref(*job);
+    *job = json_incref(r.obj);
+  } else if (rc == KC_EFORBIDDEN || rc == KC_EALREADYEXISTS) {
+    if (asprintf(&x->note, "the Job as written (a dry-run create was refused: %s)", r.message) < 0)
+      x->note = NULL;
+    json_t *md = json_object_get(*job, "metadata");
+    if (md && !json_is_string(json_object_get(md, "namespace")))
+      json_object_set_new(md, "namespace", json_string(ns));
+    rc = 0;
+  } else {
+    kc_errorf(x->err, x->errlen, rc, "the API server would refuse the Job: %s", r.message);
+  }
+  vc_reply_clear(&r);
+  return rc;
+}
+
+/* ---- the cluster, as kiln-scheduler's cache reads it ---- */
+
+/* Every list the scheduler's cache makes, cluster-wide; the 403 of the first one refused
+ * names the permission missing. */
+static int check_access(wctx *x) {
+  static const struct {
+    const char *group, *version, *resource;
+  } lists[] = {
+      {NULL, "v1", "pods"},
+      {NULL, "v1", "nodes"},
+      {"scheduling.volcano.sh", "v1beta1", "podgroups"},
+      {"scheduling.volcano.sh", "v1beta1", "queues"},
+      {"scheduling.k8s.io", "v1", "priorityclasses"},
+      {"policy", "v1", "poddisruptionbudgets"},
+  };
+  for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+    kc_ref ref = {lists[i].group, lists[i].version, lists[i].resource, NULL, NULL, NULL};
+    kc_query q = {.limit = 1};
+    vc_reply r;
+    int rc = vc_call(x->conn, KC_LIST, &ref, &q, NULL, &r);
+    vc_reply_clear(&r);
+    if (rc == KC_EFORBIDDEN)
+      return kc_errorf(x->err, x->errlen, rc,
+                       "what-if reads the cluster as kiln-scheduler does and needs permission "
+                       "to list %s%s%s in all namespaces (verb list, resource %s, cluster-wide; "
+                       "docs/whatif-rbac.yaml has a ClusterRole for what-if readers): %s",
+                       lists[i].resource, lists[i].group ? "." : "",
+                       lists[i].group ? lists[i].group : "", lists[i].resource, r.message);
+    if (rc != 0)
+      return kc_errorf(x->err, x->errlen, rc, "cannot list %s: %s", lists[i].resource,
+                       r.message);
+  }
+  return 0;
+}
+
+static bool cache_synced(void *ud) {
+  return sch_cache_synced(ud);
+}
+
+/* Starts kiln-scheduler's cache on vcctl's connection and waits for its first lists. Writes
+ * are refused (the cache would otherwise create a missing default queue). */
+static int never_write(void *ud) {
+  (void)ud;
+  return KC_EFORBIDDEN;
+}
+
+static int read_cluster(wctx *x, sch_cache **cache, sch_cache_snap *snap) {
+  sch_cache_options o = {.may_write = never_write, .protobuf = true};
+  int rc = sch_cache_new(vc_conn_client(x->conn), &o, cache);
+  if (rc == 0)
+    rc = sch_cache_start(*cache);
+  if (rc == 0)
+    rc = vc_conn_run_until(x->conn, cache_synced, *cache, SYNC_TIMEOUT_MS);
+  if (rc != 0)
+    return kc_errorf(x->err, x->errlen, rc, "cannot read the cluster: %s", kc_strerror(rc));
+  rc = sch_cache_snapshot(*cache, snap);
+  if (rc != 0)
+    return kc_errorf(x->err, x->errlen, rc, "cannot take a snapshot: %s", kc_strerror(rc));
+  return 0;
+}
+
+/* ---- the scheduler's configuration ---- */
+
+static int conf_from_configmap(wctx *x, const json_t *cm, const char *where, sch_conf **conf) {
+  const json_t *data = vc_at(cm, "data");
+  const char *text = json_string_value(json_object_get(data, CONF_KEY));
+  if (text == NULL && json_object_size(data) == 1)
+    text = json_string_value(json_object_iter_value(json_object_iter((json_t *)data)));
+  if (text == NULL)
+    return kc_errorf(x->err, x->errlen, KC_EINVAL, "ConfigMap %s has no %s", where, CONF_KEY);
+  char perr[512];
+  int rc = sch_conf_parse(text, strlen(text), conf, perr, sizeof(perr));
+  if (rc != 0)
+    return kc_errorf(x->err, x->errlen, rc, "the configuration in ConfigMap %s: %s", where, perr);
+  return 0;
+}
+
+/* The ConfigMap the flag names, else Kiln's, else Volcano's. */
+static int read_conf(wctx *x, sch_conf **conf, char *where, size_t wlen) {
+  static const char *const defaults[] = {"kiln-system/kiln-scheduler-configmap",
+                                         "volcano-system/volcano-scheduler-configmap"};
+  const char *one = x->a->sched_configmap && x->a->sched_configmap[0] ? x->a->sched_configmap
+                                                                         : NULL;
+  size_t n = one ? 1 : 2;
+  for (size_t i = 0; i < n; i++) {
+    const char *nsname = one ? one : defaults[i];
+    const char *slash = strchr(nsname, '/');
+    if (slash == NULL)
+      return kc_errorf(x->err, x->errlen, KC_EINVAL,
+                       "--scheduler-configmap %s: expected NAMESPACE/NAME", nsname);
+    char ns[256];
+    snprintf(ns, sizeof(ns), "%.*s", (int)(slash - nsname), nsname);
+    kc_ref ref = {NULL, "v1", "configmaps", ns, slash + 1, NULL};
+    vc_reply r;
+    int rc = vc_call(x->conn, KC_GET, &ref, NULL, NULL, &r);
+    snprintf(where, wlen, "%s", nsname);
+    if (rc == 0)
+      rc = conf_from_configmap(x, r.obj, nsname, conf);
+    else if (rc == KC_EFORBIDDEN)
+      kc_errorf(x->err, x->errlen, rc,
+                "what-if needs to get ConfigMap %s, the scheduler's configuration (or pass "
+                "--scheduler-conf FILE): %s",
+                nsname, r.message);
+    else if (rc != KC_ENOTFOUND || one || i == n - 1)
+      kc_errorf(x->err, x->errlen, rc,
+                "cannot read the scheduler's configuration from ConfigMap %s (name it with "
+                "--scheduler-configmap NAMESPACE/NAME, or pass --scheduler-conf FILE): %s",
+                nsname, r.message);
+    vc_reply_clear(&r);
+    if (rc != KC_ENOTFOUND || one)
+      return rc;
+  }
+  return KC_ENOTFOUND;
+}
+
+static int load_conf(wctx *x, sch_conf **conf, char *where, size_t wlen) {
+  if (x->a->sched_conf && x->a->sched_conf[0]) {
+    char perr[512] = "";
+    snprintf(where, wlen, "file %s", x->a->sched_conf);
+    int rc = sch_conf_read_file(x->a->sched_conf, conf, perr, sizeof(perr));
+    return rc ? kc_errorf(x->err, x->errlen, rc, "scheduler configuration: %s", perr) : 0;
+  }
+  if (x->conn == NULL) {
+    snprintf(where, wlen, "Volcano's default");
+    return sch_conf_default(conf);
+  }
+  return read_conf(x, conf, where, wlen);
+}
+
+/* ---- the answer ---- */
+
+static int answer(wctx *x, const json_t *job, const Kiln__Snapshot *cluster, const sch_conf *conf,
+                  const char *where) {
+  vc_whatif_in in = {job, cluster, conf, (int64_t)time(NULL), x->a->at_capacity};
+  vc_whatif *w = NULL;
+  double t0 = mono_s();
+  int rc = vc_whatif_run(&in, &w, x->err, x->errlen);
+  if (rc != 0)
+    return rc;
+  w->session_s = mono_s() - t0;
+  if (x->a->format && strcmp(x->a->format, "json") == 0) {
+    json_t *o = vc_whatif_json(w);
+    json_object_set_new(o, "schedulerConfiguration", json_string(where));
+    json_object_set_new(o, "jobSource", json_string(x->note ? x->note : "dry-run"));
+    json_object_set_new(o, "seconds", json_real(w->session_s));
+    json_dumpf(o, stdout, JSON_INDENT(2));
+    fputc('\n', stdout);
+    json_decref(o);
+  } else {
+    printf("Configuration: %s\n", where);
+    if (x->note)
+      printf("Job Source:   %s\n", x->note);
+    vc_whatif_print(stdout, w);
+  }
+  vc_whatif_free(w);
+  return 0;
+}
+
+/* Offline: the cluster from a snapshot file (kiln-replay's input). */
+static int from_snapshot(wctx *x, const json_t *job) {
+  char *buf = NULL, where[600];
+  size_t len = 0;
+  sch_conf *conf = NULL;
+  int rc = kc_file_read(x->a->snapshot, (size_t)4 << 30, &buf, &len);
+  if (rc != 0)
+    return kc_errorf(x->err, x->errlen, rc, "cannot read %s", x->a->snapshot);
+  Kiln__Snapshot *msg = kiln__snapshot__unpack(NULL, len, (const uint8_t *)buf);
+  free(buf);
+  if (msg == NULL)
+    return kc_errorf(x->err, x->errlen, KC_EPARSE, "%s is not a snapshot", x->a->snapshot);
+  if (x->note == NULL && asprintf(&x->note, "the Job as written; the cluster from %s",
+                                  x->a->snapshot) < 0)
+    x->note = NULL;
+  rc = load_conf(x, &conf, where, sizeof(where));
+  if (rc == 0)
+    rc = answer(x, job, msg, conf, where);
+  sch_conf_free(conf);
+  kiln__snapshot__free_unpacked(msg, NULL);
+  return rc;
+}
+
+int vc_whatif_cmd(const vc_args *a, vc_conn *conn, json_t *job, char *err, size_t errlen) {
+  wctx x = {a, conn, err, errlen, NULL};
+  json_incref(job);
+  int rc;
+  if (a->snapshot && a->snapshot[0]) {
+    x.conn = NULL;
+    rc = from_snapshot(&x, job);
+    goto out;
+  }
+  sch_cache *cache = NULL;
+  sch_cache_snap snap = {0};
+  sch_conf *conf = NULL;
+  char where[600];
+  if ((rc = dry_run(&x, &job)) == 0 && (rc = check_access(&x)) == 0 &&
+      (rc = load_conf(&x, &conf, where, sizeof(where))) == 0 &&
+      (rc = read_cluster(&x, &cache, &snap)) == 0)
+    rc = answer(&x, job, &snap.msg, conf, where);
+  sch_cache_snap_close(&snap);
+  sch_cache_free(cache);
+  sch_conf_free(conf);
+out:
+  json_decref(job);
+  free(x.note);
+  return rc;
+}
