@@ -175,6 +175,27 @@ group_nodes() {
   kubectl taint nodes -l "grp=$prefix" node.kubernetes.io/not-ready:NoSchedule- >/dev/null 2>&1 || true
 }
 
+# queue NAME WEIGHT [CAPABILITY-CPU]: a Queue that is not reclaimable (a suite may define its
+# own queue instead).
+queue() {
+  local cap=""
+  [ -z "${3:-}" ] || cap=", capability: {cpu: '$3'}"
+  kubectl apply -f - >/dev/null <<EOF || fail "cannot create queue $1"
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: $1}
+spec: {weight: $2, reclaimable: false$cap}
+EOF
+}
+
+# pg_message NS PODGROUP-NAME-PREFIX: the Unschedulable condition of the PodGroup, as
+# "reason|message".
+pg_message() {
+  kubectl get podgroups -n "$1" -o json 2>/dev/null | jq -r --arg p "$2" \
+    '.items[] | select(.metadata.name | startswith($p)) | .status.conditions[]? |
+     select(.type == "Unschedulable") | "\(.reason)|\(.message)"' | tail -1
+}
+
 # apply_crds: install every Kiln CRD and wait until the API server serves them all.
 apply_crds() {
   kubectl apply --server-side -f "$KILN_ROOT/manifests/crd/" >/dev/null || return 1

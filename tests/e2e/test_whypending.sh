@@ -30,17 +30,6 @@ placement() { # GRP [INDENT]: nodeSelector and toleration for GRP's nodes
     "${2:-}" "$1" "${2:-}" "$1"
 }
 
-queue() { # NAME WEIGHT [CAPABILITY-CPU]
-  local cap=""
-  [ -z "${3:-}" ] || cap=", capability: {cpu: '$3'}"
-  kubectl apply -f - >/dev/null <<EOF || fail "cannot create queue $1"
-apiVersion: scheduling.volcano.sh/v1beta1
-kind: Queue
-metadata: {name: $1}
-spec: {weight: $2, reclaimable: false$cap}
-EOF
-}
-
 vcjob() { # NS NAME QUEUE REPLICAS CPU GRP
   kubectl apply -n "$1" -f - >/dev/null <<EOF || fail "cannot create Job $2"
 apiVersion: batch.volcano.sh/v1alpha1
@@ -83,12 +72,6 @@ $(placement "$5" "  ")
   containers: [{name: c, image: fake, resources: {requests: {cpu: "$4"}, limits: {cpu: "$4"}}}]
 EOF
   done | kubectl apply -n "$1" -f - >/dev/null || fail "cannot create pods $2-*"
-}
-
-pg_message() { # NS PODGROUP-NAME-PREFIX: the Unschedulable condition "reason|message"
-  kubectl get podgroups -n "$1" -o json 2>/dev/null | jq -r --arg p "$2" \
-    '.items[] | select(.metadata.name | startswith($p)) | .status.conditions[]? |
-     select(.type == "Unschedulable") | "\(.reason)|\(.message)"' | tail -1
 }
 
 wait_pg_message() { # SECS NS PREFIX WANT-REASON|MESSAGE (exact)
