@@ -16,7 +16,7 @@
  * scheduler admitted it creates the pods; a Job with generated claims needs one more. */
 #define PLAN_ROUNDS 4
 /* The session's transition id and the uids of the objects that do not exist yet. */
-#define WHATIF_ID "whatif"
+#define WHATIF_ID   "whatif"
 
 static char *dupstr(const char *s) {
   return s ? strdup(s) : NULL;
@@ -268,8 +268,8 @@ static int decode_pods(const vc_whatif_in *in, const char *ns, json_t *pods, Kil
   return 0;
 }
 
-static int decode_podgroup(const vc_whatif_in *in, const char *ns, json_t *pg,
-                           Kiln__PodGroup **out, char *err, size_t errlen) {
+static int decode_podgroup(const vc_whatif_in *in, const char *ns, json_t *pg, Kiln__PodGroup **out,
+                           char *err, size_t errlen) {
   char derr[KC_CODEC_ERR_MAX];
   stamp(pg, ns, WHATIF_ID "-podgroup", in->now);
   /* As the controller creates it: not yet admitted. */
@@ -375,7 +375,9 @@ static int node_reasons(sch_session *ssn, sch_snapshot *snap, const sch_task *t,
       for (int d = 0; d < 2 + snap->nscalars; d++)
         if (shortm & (1u << d))
           fprintf(m, "%sInsufficient %s", ftell(m) ? "; " : "",
-                  d == 0 ? "cpu" : d == 1 ? "memory" : snap->scalar_names[d - 2]);
+                  d == 0   ? "cpu"
+                  : d == 1 ? "memory"
+                           : snap->scalar_names[d - 2]);
       if (ftell(m) == 0)
         fputs("fits", m);
     }
@@ -515,8 +517,8 @@ static int read_status(const sch_result *r, int32_t j, vc_whatif *w) {
       placed++;
   }
   w->placed = placed > 0 && placed >= (size_t)w->min_available;
-  w->after_eviction = !w->placed && placed + pipelined > 0 &&
-                      placed + pipelined >= (size_t)w->min_available;
+  w->after_eviction =
+      !w->placed && placed + pipelined > 0 && placed + pipelined >= (size_t)w->min_available;
   if (w->placed || w->after_eviction)
     return 0;
   static const sch_pg_status none = {0};
@@ -607,8 +609,8 @@ static json_t *job_copy(const vc_whatif_in *in) {
     return NULL;
   const char *ns = vc_str(job, "metadata.namespace");
   char uid[64];
-  snprintf(uid, sizeof(uid), "%s", vc_str(job, "metadata.uid")[0] ? vc_str(job, "metadata.uid")
-                                                                   : WHATIF_ID "-job");
+  snprintf(uid, sizeof(uid), "%s",
+           vc_str(job, "metadata.uid")[0] ? vc_str(job, "metadata.uid") : WHATIF_ID "-job");
   const char *ts = vc_str(job, "metadata.creationTimestamp");
   int64_t created = in->now, ms;
   if (ts[0] && kc_rfc3339_parse(ts, &ms) == 0)
@@ -619,8 +621,8 @@ static json_t *job_copy(const vc_whatif_in *in) {
   return job;
 }
 
-static int whatif_world(const vc_whatif_in *in, json_t *job, vc_whatif *w, world *wd,
-                        json_t **pg, char *err, size_t errlen) {
+static int whatif_world(const vc_whatif_in *in, json_t *job, vc_whatif *w, world *wd, json_t **pg,
+                        char *err, size_t errlen) {
   json_t *pods = NULL;
   int rc = plan_job(in, job, pg, &pods, &w->controller_message, err, errlen);
   if (rc == 0)

@@ -65,17 +65,17 @@ typedef struct {
   int nnodes, npods, npodgroups, nqueues; /* the cluster as read */
   /* The controller would not create the pods (a closed queue, a plugin error): why. */
   char *controller_message;
-  char *phase;   /* the PodGroup's phase after the session */
-  bool admitted; /* enqueue admitted it (phase Inqueue or Running) */
-  bool placed;   /* at least minAvailable tasks allocated (or backfilled) now */
+  char *phase;         /* the PodGroup's phase after the session */
+  bool admitted;       /* enqueue admitted it (phase Inqueue or Running) */
+  bool placed;         /* at least minAvailable tasks allocated (or backfilled) now */
   bool after_eviction; /* placed only once victims are gone (pipelined) */
   vc_whatif_task *tasks;
   size_t ntasks;
   vc_whatif_victim *victims;
   size_t nvictims;
-  char *reason;  /* the PodGroup condition's reason (Unschedulable, ...), or NULL */
-  char *message; /* its message: the one kiln-scheduler writes, or NULL */
-  char *why_pending; /* `vcctl job view`'s Why Pending line for that PodGroup, or NULL */
+  char *reason;       /* the PodGroup condition's reason (Unschedulable, ...), or NULL */
+  char *message;      /* its message: the one kiln-scheduler writes, or NULL */
+  char *why_pending;  /* `vcctl job view`'s Why Pending line for that PodGroup, or NULL */
   char *reasons_task; /* the pod the per-node reasons are for */
   vc_whatif_node *nodes;
   size_t nnodes_reasons;

@@ -92,8 +92,7 @@ static int check_access(wctx *x) {
                        lists[i].resource, lists[i].group ? "." : "",
                        lists[i].group ? lists[i].group : "", lists[i].resource, r.message);
     if (rc != 0)
-      return kc_errorf(x->err, x->errlen, rc, "cannot list %s: %s", lists[i].resource,
-                       r.message);
+      return kc_errorf(x->err, x->errlen, rc, "cannot list %s: %s", lists[i].resource, r.message);
   }
   return 0;
 }
@@ -144,8 +143,8 @@ static int conf_from_configmap(wctx *x, const json_t *cm, const char *where, sch
 static int read_conf(wctx *x, sch_conf **conf, char *where, size_t wlen) {
   static const char *const defaults[] = {"kiln-system/kiln-scheduler-configmap",
                                          "volcano-system/volcano-scheduler-configmap"};
-  const char *one = x->a->sched_configmap && x->a->sched_configmap[0] ? x->a->sched_configmap
-                                                                         : NULL;
+  const char *one =
+      x->a->sched_configmap && x->a->sched_configmap[0] ? x->a->sched_configmap : NULL;
   size_t n = one ? 1 : 2;
   for (size_t i = 0; i < n; i++) {
     const char *nsname = one ? one : defaults[i];
@@ -233,8 +232,8 @@ static int from_snapshot(wctx *x, const json_t *job) {
   free(buf);
   if (msg == NULL)
     return kc_errorf(x->err, x->errlen, KC_EPARSE, "%s is not a snapshot", x->a->snapshot);
-  if (x->note == NULL && asprintf(&x->note, "the Job as written; the cluster from %s",
-                                  x->a->snapshot) < 0)
+  if (x->note == NULL &&
+      asprintf(&x->note, "the Job as written; the cluster from %s", x->a->snapshot) < 0)
     x->note = NULL;
   rc = load_conf(x, &conf, where, sizeof(where));
   if (rc == 0)

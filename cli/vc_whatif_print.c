@@ -70,7 +70,8 @@ void vc_whatif_print(FILE *out, const vc_whatif *w) {
   fprintf(out, "Cluster:      %d nodes, %d pods, %d PodGroups, %d queues (nothing was written)\n",
           w->nnodes, w->npods, w->npodgroups, w->nqueues);
   if (w->at_capacity)
-    fprintf(out, "Mode:         at capacity: the queue's deserved share, its other work left out\n");
+    fprintf(out,
+            "Mode:         at capacity: the queue's deserved share, its other work left out\n");
   if (w->controller_message)
     fprintf(out, "Controller:   %s\n", w->controller_message);
   fprintf(out, "Admitted:     %s (enqueue: PodGroup %s)\n", yes(w->admitted), w->phase);
@@ -100,9 +101,9 @@ static json_t *tasks_json(const vc_whatif *w) {
   json_t *a = json_array();
   for (size_t i = 0; a && i < w->ntasks; i++) {
     const vc_whatif_task *t = &w->tasks[i];
-    json_array_append_new(a, json_pack("{s:s,s:o,s:o,s:o}", "pod", t->name, "node",
-                                       opt_str(t->node), "action", opt_str(t->how), "why",
-                                       opt_str(t->why)));
+    json_array_append_new(a,
+                          json_pack("{s:s,s:o,s:o,s:o}", "pod", t->name, "node", opt_str(t->node),
+                                    "action", opt_str(t->how), "why", opt_str(t->why)));
   }
   return a;
 }
@@ -112,8 +113,8 @@ static json_t *victims_json(const vc_whatif *w) {
   for (size_t i = 0; a && i < w->nvictims; i++) {
     const vc_whatif_victim *v = &w->victims[i];
     json_array_append_new(a, json_pack("{s:s,s:s,s:s,s:s,s:i,s:s}", "job", v->job, "pod", v->pod,
-                                       "node", v->node, "queue", v->queue, "priority",
-                                       v->priority, "action", v->action));
+                                       "node", v->node, "queue", v->queue, "priority", v->priority,
+                                       "action", v->action));
   }
   return a;
 }
@@ -121,8 +122,8 @@ static json_t *victims_json(const vc_whatif *w) {
 static json_t *nodes_json(const vc_whatif *w) {
   json_t *a = json_array();
   for (size_t i = 0; a && i < w->nnodes_reasons; i++)
-    json_array_append_new(a, json_pack("{s:s,s:s}", "node", w->nodes[i].node, "reason",
-                                       w->nodes[i].reason));
+    json_array_append_new(
+        a, json_pack("{s:s,s:s}", "node", w->nodes[i].node, "reason", w->nodes[i].reason));
   return a;
 }
 
@@ -130,8 +131,8 @@ json_t *vc_whatif_json(const vc_whatif *w) {
   json_t *o = json_pack(
       "{s:s,s:s,s:s,s:s,s:i,s:i,s:b,s:{s:i,s:i,s:i,s:i},s:o,s:s,s:b,s:b,s:b}", "job", w->job,
       "namespace", w->namespace, "podGroup", w->podgroup, "queue", w->queue, "priority",
-      w->priority, "minMember", w->min_available, "atCapacity", w->at_capacity, "cluster",
-      "nodes", w->nnodes, "pods", w->npods, "podGroups", w->npodgroups, "queues", w->nqueues,
+      w->priority, "minMember", w->min_available, "atCapacity", w->at_capacity, "cluster", "nodes",
+      w->nnodes, "pods", w->npods, "podGroups", w->npodgroups, "queues", w->nqueues,
       "controllerMessage", opt_str(w->controller_message), "phase", w->phase, "admitted",
       w->admitted, "placed", w->placed, "placedAfterEviction", w->after_eviction);
   if (o == NULL)

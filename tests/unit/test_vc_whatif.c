@@ -143,8 +143,8 @@ static void running_n(cluster *c, const char *owner, int n, const char *nd, cons
   }
 }
 
-static void running(cluster *c, const char *owner, const char *nd, const char *cpu,
-                    const char *q, const char *pc) {
+static void running(cluster *c, const char *owner, const char *nd, const char *cpu, const char *q,
+                    const char *pc) {
   running_n(c, owner, 1, nd, cpu, q, pc);
 }
 
@@ -353,8 +353,17 @@ static void test_args(void **state) {
   (void)state;
   vc_args a;
   char err[256];
-  char *argv1[] = {"vcctl", "job", "whatif", "-f", "j.yaml", "-o", "json", "--at-capacity",
-                   "--scheduler-configmap", "ns/cm", NULL};
+  char *argv1[] = {"vcctl",
+                   "job",
+                   "whatif",
+                   "-f",
+                   "j.yaml",
+                   "-o",
+                   "json",
+                   "--at-capacity",
+                   "--scheduler-configmap",
+                   "ns/cm",
+                   NULL};
   assert_int_equal(vc_args_parse(10, argv1, NULL, &a, err, sizeof(err)), 0);
   assert_int_equal(a.verb, VC_JOB_WHATIF);
   assert_string_equal(a.filename, "j.yaml");
@@ -372,8 +381,8 @@ static void test_args(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_placement),  cmocka_unit_test(test_queue_refuses),
-      cmocka_unit_test(test_victims),    cmocka_unit_test(test_node_reasons),
+      cmocka_unit_test(test_placement),   cmocka_unit_test(test_queue_refuses),
+      cmocka_unit_test(test_victims),     cmocka_unit_test(test_node_reasons),
       cmocka_unit_test(test_at_capacity), cmocka_unit_test(test_output),
       cmocka_unit_test(test_args),
   };
