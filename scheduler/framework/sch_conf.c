@@ -334,12 +334,14 @@ static int skip_plugin(sch_conf *c, const char *name) {
 }
 
 /* Volcano's plugins read the arguments they know and pass over the rest in silence; Kiln
- * names each argument its plugin does not read, so a setting that changes nothing is seen. */
+ * names each argument its plugin does not read, so a setting that changes nothing is seen,
+ * with the reason when Volcano's plugin reads it (sch_plugin_inert_arg). */
 static int check_args(sch_conf *c, const sch_plugin_conf *pc) {
   for (size_t i = 0; i < pc->args.n; i++) {
     const char *key = pc->args.items[i].key;
     if (sch_plugin_reads_arg(pc->plugin, key))
       continue;
+    const char *why = sch_plugin_inert_arg(pc->plugin, key);
     char *what = NULL;
     if (asprintf(&what, "%s: %s", pc->plugin->name, key) < 0)
       return KC_ENOMEM;
@@ -347,7 +349,11 @@ static int check_args(sch_conf *c, const sch_plugin_conf *pc) {
     free(what);
     if (rc < 0)
       return rc;
-    if (rc > 0)
+    if (rc > 0 && why)
+      KC_WARN("scheduler config: plugin %s: argument \"%s\" is accepted for compatibility with "
+              "Volcano and has no effect in Kiln: %s",
+              pc->plugin->name, key, why);
+    else if (rc > 0)
       KC_WARN("scheduler config: plugin %s: argument \"%s\" is not read by kiln-scheduler's %s; "
               "ignoring it",
               pc->plugin->name, key, pc->plugin->name);

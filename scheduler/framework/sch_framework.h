@@ -653,6 +653,9 @@ const sch_action *sch_action_find(const char *name);
 bool sch_action_volcano(const char *name);
 /* Whether plugin p reads the argument key (its table in sch_registry.c). */
 bool sch_plugin_reads_arg(const sch_plugin *p, const char *key);
+/* Why an argument of Volcano's plugin p changes nothing in kiln-scheduler (borrowed, static),
+ * or NULL when it is not one of those. */
+const char *sch_plugin_inert_arg(const sch_plugin *p, const char *key);
 
 /* ------------------------------------------------------------------------------------ */
 /* Session lifecycle and output                                                         */

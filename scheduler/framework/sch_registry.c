@@ -137,6 +137,42 @@ bool sch_plugin_reads_arg(const sch_plugin *p, const char *key) {
   return false;
 }
 
+/* Arguments Volcano's plugin reads or lists that change nothing in kiln-scheduler, each with
+ * why (patterns as in plugin_args). The configuration loader names each one once with its
+ * reason, where an argument in neither table is named as not read. */
+static const struct {
+  const char *plugin, *key, *why;
+} plugin_inert_args[] = {
+    {"rescheduling", "metricsPeriod",
+     "it chooses which window of a metrics source's usage averages Volcano compares; "
+     "kiln-scheduler has no metrics source and measures a node by its pods' requests over its "
+     "allocatable"},
+    {"rescheduling", "strategies.*.params.thresholds.pod",
+     "Volcano reads it and compares only cpu and memory (a node's usage has no pod count)"},
+    {"rescheduling", "strategies.*.params.thresholds.pods",
+     "Volcano reads only \"pod\", and compares only cpu and memory"},
+    {"rescheduling", "strategies.*.params.targetThresholds.pod",
+     "Volcano reads it and compares only cpu and memory (a node's usage has no pod count)"},
+    {"rescheduling", "strategies.*.params.targetThresholds.pods",
+     "Volcano reads only \"pod\", and compares only cpu and memory"},
+    {"rescheduling", "strategies.*.params.thresholdPriorityClassName",
+     "Volcano lists it among lowNodeUtilization's defaults and never reads it"},
+    {"rescheduling", "strategies.*.params.thresholdPriority",
+     "Volcano lists it among lowNodeUtilization's defaults and never reads it"},
+    {"rescheduling", "strategies.*.params.nodeFit",
+     "Volcano lists it among lowNodeUtilization's defaults and never reads it"},
+    {"rescheduling", "strategies.*.params.numberOfNodes",
+     "Volcano lists it among lowNodeUtilization's defaults and never reads it"},
+};
+
+const char *sch_plugin_inert_arg(const sch_plugin *p, const char *key) {
+  for (size_t i = 0; i < sizeof(plugin_inert_args) / sizeof(plugin_inert_args[0]); i++)
+    if (strcmp(plugin_inert_args[i].plugin, p->name) == 0 &&
+        fnmatch(plugin_inert_args[i].key, key, 0) == 0)
+      return plugin_inert_args[i].why;
+  return NULL;
+}
+
 const sch_action *sch_action_find(const char *name) {
   for (size_t i = 0; i < sizeof(actions) / sizeof(actions[0]); i++)
     if (strcmp(actions[i]->name, name) == 0)

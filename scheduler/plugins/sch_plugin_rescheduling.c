@@ -3,14 +3,15 @@
  * strategies, which the shuffle action (and the end of preempt) evicts. The one strategy
  * Volcano has is lowNodeUtilization (the default):
  *
- *   - a node is low when every dimension (cpu, memory) is at or under `thresholds` percent
- *     (an unschedulable node is never low), high when it is not low and some dimension is
- *     over `targetThresholds` percent (defaults 100, 100: nothing is ever high);
+ *   - a node is low when every dimension (cpu, memory) is under `thresholds` percent (an
+ *     unschedulable node is never low), high when it is not low and some dimension is over
+ *     `targetThresholds` percent (defaults 100, 100: nothing is ever high);
  *   - nothing happens when no node is low, every node is low, or no node is high;
  *   - the room on the low nodes is the sum of (targetThreshold - utilization) of each;
  *   - high nodes, fullest first (cpu% + memory%), give up their pods lowest priority first
- *     (best-effort first among equals) while the node is still over a target and the low
- *     nodes still have room in both dimensions; only Running tasks of our jobs are victims.
+ *     (best-effort first among equals) while some dimension of the node is still at or over
+ *     its target and the low nodes still have room in both dimensions; only Running tasks of
+ *     our jobs are victims.
  *
  * Volcano measures utilization with a metrics source (the usage plugin's Prometheus or
  * Elasticsearch averages); Kiln has none, so utilization is what the pods on the node
@@ -22,10 +23,14 @@
  *   strategies:
  *   - name: lowNodeUtilization
  *     params: {thresholds: {cpu: 20, memory: 20}, targetThresholds: {cpu: 80, memory: 80}}
- * The interval is measured across sessions, as Volcano's util.IsToBeExecuted does, on the
- * session's `now`. When the strategies last ran comes in with the session's options and goes
- * out with its result (sch_carry), which the shell hands to the next session: Volcano keeps it
- * in a package variable, which would make a replay depend on the process's history. */
+ * Volcano also reads `metricsPeriod` (which window of the metrics source's averages to
+ * compare) and a `pod` threshold it never compares, and lists thresholdPriorityClassName,
+ * nodeFit, ... in its defaults without reading them: the configuration loader names those as
+ * having no effect (sch_registry.c). The interval is measured across sessions, as Volcano's
+ * util.IsToBeExecuted does, on the session's `now`. When the strategies last ran comes in with the
+ * session's options and goes out with its result (sch_carry), which the shell hands to the next
+ * session: Volcano keeps it in a package variable, which would make a replay depend on the
+ * process's history. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,8 +72,15 @@ static int by_use_desc(const void *a, const void *b) {
   return sl > sr ? -1 : sl < sr;
 }
 
+/* High: some dimension over its target. */
 static bool over_target(const node_use *u, const lnu_conf *c) {
   return u->cpu > c->target_cpu || u->mem > c->target_mem;
+}
+
+/* A high node gives up pods while some dimension is at or over its target (Volcano's
+ * isContinueEvictPods compares with >=, its high filter with >). */
+static bool at_target(const node_use *u, const lnu_conf *c) {
+  return u->cpu >= c->target_cpu || u->mem >= c->target_mem;
 }
 
 /* Pods of node n, candidates only, lowest priority first, best-effort first among equals. */
@@ -92,7 +104,7 @@ static void drain(const sch_snapshot *snap, node_use *u, const lnu_conf *c, cons
       scratch[n++] = k;
   qsort_r(scratch, n, sizeof(*scratch), victim_order, (void *)snap);
   for (size_t i = 0; i < n; i++) {
-    if (!over_target(u, c) || room[0] <= 0 || room[1] <= 0)
+    if (!at_target(u, c) || room[0] <= 0 || room[1] <= 0)
       return;
     const sch_task *t = &snap->tasks[scratch[i]];
     room[0] -= (double)t->resreq.milli_cpu;
@@ -120,7 +132,7 @@ static void lnu_victims(sch_session *ssn, void *ctx, const int32_t *cands, size_
   size_t nlow = 0, nhigh = 0;
   for (int32_t i = 0; i < snap->nnodes; i++) {
     const sch_node *nd = &snap->nodes[i];
-    if (!nd->unschedulable && u[i].cpu <= c->thr_cpu && u[i].mem <= c->thr_mem) {
+    if (!nd->unschedulable && u[i].cpu < c->thr_cpu && u[i].mem < c->thr_mem) {
       nlow++;
       room[0] += (c->target_cpu - u[i].cpu) * (double)nd->allocatable.milli_cpu / 100.0;
       room[1] += (c->target_mem - u[i].mem) * (double)nd->allocatable.memory / 100.0;

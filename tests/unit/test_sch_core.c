@@ -511,6 +511,16 @@ static void test_plugin_args_table(void **state) {
   assert_false(sch_plugin_reads_arg(bp, "binpack.weights"));
   assert_true(sch_plugin_reads_arg(rs, "strategies.3.params.targetThresholds.memory"));
   assert_false(sch_plugin_reads_arg(rs, "strategies.0.params.thresholds.pods"));
+  /* what Volcano's rescheduling reads or lists and Kiln does not use is named with why */
+  assert_non_null(sch_plugin_inert_arg(rs, "metricsPeriod"));
+  assert_non_null(sch_plugin_inert_arg(rs, "strategies.0.params.thresholds.pods"));
+  assert_non_null(sch_plugin_inert_arg(rs, "strategies.1.params.targetThresholds.pod"));
+  assert_non_null(sch_plugin_inert_arg(rs, "strategies.0.params.nodeFit"));
+  assert_non_null(
+      strstr(sch_plugin_inert_arg(rs, "strategies.0.params.thresholdPriority"), "never reads"));
+  assert_null(sch_plugin_inert_arg(rs, "strategies.0.params.thresholds.gpu"));
+  assert_null(sch_plugin_inert_arg(rs, "metricsperiod"));
+  assert_null(sch_plugin_inert_arg(bp, "metricsPeriod"));
   assert_true(sch_plugin_reads_arg(oc, "overcommit-factor"));
   assert_false(sch_plugin_reads_arg(gang, "anything"));
 }

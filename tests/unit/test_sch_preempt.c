@@ -410,6 +410,50 @@ static void test_shuffle_sessions_independent(void **state) {
   sch_result_free(r);
 }
 
+/* lowNodeUtilization with Volcano's comparisons: a node is low when every dimension is under
+ * its threshold (at it is not low), and a high node gives up pods while a dimension is at or
+ * over its target. n1 is full (4 pods of 1000m on 4000m); n2 has 8000m, with pods_n2 pods of
+ * 1000m. Returns the number of victims. */
+static size_t lnu_victims(const char *thr, const char *target, int pods_n2) {
+  char y[512];
+  snprintf(y, sizeof(y),
+           "actions: shuffle\ntiers:\n- plugins:\n  - name: rescheduling\n    arguments:\n"
+           "      strategies:\n      - name: lowNodeUtilization\n        params:\n"
+           "          thresholds: {cpu: %s, memory: 90}\n"
+           "          targetThresholds: {cpu: %s, memory: 100}\n",
+           thr, target);
+  fx *f = fx_new();
+  fx_node(f, "n1", 4000, 16 * GI, 110);
+  fx_node(f, "n2", 8000, 16 * GI, 110);
+  fx_pg(f, "j", "default", 1, "Running");
+  static const char *const names[] = {"p0", "p1", "p2", "p3", "q0", "q1", "q2", "q3"};
+  for (int i = 0; i < 4; i++)
+    fx_pod(f, names[i], "j", 1000, GI, "n1");
+  for (int i = 0; i < pods_n2; i++)
+    fx_pod(f, names[4 + i], "j", 1000, GI, "n2");
+  assert_int_equal(sch_snapshot_new(f->msg, NULL, &f->snap), 0);
+  assert_int_equal(sch_conf_parse(y, strlen(y), &f->conf, NULL, 0), 0);
+  sch_session_options o = SCH_SESSION_OPTIONS_DEFAULT;
+  o.now = 1000000;
+  assert_int_equal(sch_session_open(f->snap, f->conf, &o, &f->ssn), 0);
+  sch_result *r = fx_run(f);
+  size_t n = r->nevicts;
+  sch_result_free(r);
+  fx_free(f);
+  return n;
+}
+
+static void test_lnu_volcano_comparisons(void **state) {
+  (void)state;
+  /* n2 at 25% cpu: low under a 26% threshold, not low at exactly 25% (then no node is low) */
+  assert_int_equal(lnu_victims("26", "60", 2), 2);
+  assert_int_equal(lnu_victims("25", "60", 2), 0);
+  /* target 50%: n1 goes 100, 75, 50 and, still at its target, gives up a third pod */
+  assert_int_equal(lnu_victims("20", "50", 0), 3);
+  /* target 60%: 100, 75, then 50 is under it */
+  assert_int_equal(lnu_victims("20", "60", 0), 2);
+}
+
 /* ---- victim callbacks, plugin by plugin ---- */
 
 static void test_priority_victims(void **state) {
@@ -658,6 +702,7 @@ int main(void) {
       cmocka_unit_test(test_reclaim_not_from_unreclaimable_queue),
       cmocka_unit_test(test_shuffle_low_node_utilization),
       cmocka_unit_test(test_shuffle_sessions_independent),
+      cmocka_unit_test(test_lnu_volcano_comparisons),
       cmocka_unit_test(test_priority_victims),
       cmocka_unit_test(test_gang_switch_off),
       cmocka_unit_test(test_cdp_victims),
