@@ -15,7 +15,8 @@ POLICIES=(validatingadmissionpolicy/kiln-job-template validatingadmissionpolicy/
           validatingadmissionpolicy/kiln-queue
           validatingadmissionpolicy/kiln-queue-delete
           validatingadmissionpolicy/kiln-pod-budget mutatingadmissionpolicy/kiln-job-defaults
-          mutatingadmissionpolicy/kiln-queue-defaults mutatingadmissionpolicy/kiln-podgroup-queue)
+          mutatingadmissionpolicy/kiln-queue-defaults mutatingadmissionpolicy/kiln-podgroup-queue
+          mutatingadmissionpolicy/kiln-pod-resource-groups)
 
 ensure_installed() {
   local p
@@ -393,6 +394,110 @@ EOF
     "$(kubectl get validatingadmissionpolicy kiln-pod-budget -o jsonpath='{.spec.matchConstraints.objectSelector.matchExpressions}')" \
     "object selector"
   kubectl delete ns "$ns" --timeout=120s >/dev/null
+}
+
+# pod_json NS [ANNOTATIONS-JSON [SPEC-EXTRA-JSON]]: the pod a server dry run of a create
+# returns, after the mutating policies.
+pod_json() {
+  local a=${2:-'{}'} x=${3:-'{}'}
+  jq -n --argjson a "$a" --argjson x "$x" \
+    '{apiVersion: "v1", kind: "Pod", metadata: {name: "p", annotations: $a},
+      spec: ({containers: [{name: "c", image: "busybox:1.36"}]} + $x)}' |
+    kubectl create --dry-run=server -n "$1" -o json -f -
+}
+
+# rg_seen NS: the configuration is in force (a pod in the namespace group is mutated).
+rg_seen() {
+  [ "$(pod_json "$1" | jq -r .spec.schedulerName)" = volcano ]
+}
+
+# Volcano's resourceGroups (its pod mutating webhook) as the kiln-pod-resource-groups policy:
+# the first group that matches a pod, by namespace, by annotation or by the
+# volcano.sh/resource-group annotation, adds its labels to the node selector, sets its affinity
+# when the pod has none, appends its tolerations and sets its scheduler name; other pods are
+# untouched.
+test_pod_resource_groups() {
+  ensure_installed
+  local ns out other a
+  ns=$(new_namespace adm-rg)
+  other=$(new_namespace adm-rgout)
+  # The CRD comes with the install; the API server may need a moment to serve it.
+  wait_for 30 "the AdmissionConfiguration kind served" kubectl get admissionconfigurations
+  kubectl apply --server-side -f - >/dev/null <<EOF || fail "AdmissionConfiguration refused"
+apiVersion: admission.kiln.dev/v1alpha1
+kind: AdmissionConfiguration
+metadata: {name: kiln-admission}
+resourceGroups:
+- resourceGroup: management
+  object: {key: namespace, value: [$ns]}
+  schedulerName: volcano
+  labels: {volcano.sh/nodetype: management}
+  tolerations: [{key: mng-taint, operator: Exists, effect: NoSchedule}]
+- resourceGroup: cpu
+  object:
+    key: annotation
+    value: ["volcano.sh/resource-group: cpu", "team: 'ml'"]
+  labels: {volcano.sh/nodetype: cpu}
+  affinity:
+    nodeAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        nodeSelectorTerms: [{matchExpressions: [{key: pool, operator: In, values: [cpu]}]}]
+- resourceGroup: gpu
+  schedulerName: volcano
+  tolerations: [{key: gpu, operator: Equal, value: "true", effect: NoSchedule}]
+EOF
+  wait_for 30 "the resource groups in force" rg_seen "$ns"
+
+  # The namespace group: labels merged into the pod's own selector, tolerations appended.
+  out=$(pod_json "$ns" '{}' '{"nodeSelector": {"disk": "ssd"},
+        "tolerations": [{"key": "own", "operator": "Exists"}]}') || fail "create refused: $out"
+  expect_eq '{"disk":"ssd","volcano.sh/nodetype":"management"}' \
+    "$(jq -c '.spec.nodeSelector' <<<"$out")" "namespace group: node selector"
+  expect_eq "own mng-taint" \
+    "$(jq -r '[.spec.tolerations[].key | select(. == "own" or . == "mng-taint")] | join(" ")' <<<"$out")" \
+    "namespace group: tolerations appended"
+  expect_eq "volcano null" \
+    "$(jq -r '[.spec.schedulerName, .spec.affinity] | map(tostring) | join(" ")' <<<"$out")" \
+    "namespace group: scheduler, no affinity"
+  # Only the first group that matches applies: the namespace group, not the annotation's.
+  out=$(pod_json "$ns" '{"volcano.sh/resource-group": "cpu"}') || fail "create refused: $out"
+  expect_eq management "$(jq -r '.spec.nodeSelector["volcano.sh/nodetype"]' <<<"$out")" \
+    "first group wins"
+
+  # The annotation group, by either of its annotations: selector and affinity; the scheduler
+  # name stays the default.
+  for a in '{"volcano.sh/resource-group": "cpu"}' '{"team": "ml"}'; do
+    out=$(pod_json "$other" "$a") || fail "create refused: $out"
+    expect_eq '{"volcano.sh/nodetype":"cpu"}' "$(jq -c .spec.nodeSelector <<<"$out")" \
+      "annotation group $a: selector"
+    expect_eq cpu "$(jq -r '.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].values[0]' <<<"$out")" \
+      "annotation group $a: affinity"
+    expect_eq default-scheduler "$(jq -r .spec.schedulerName <<<"$out")" \
+      "annotation group $a: scheduler"
+  done
+  # A pod's own affinity is kept.
+  out=$(pod_json "$other" '{"team": "ml"}' '{"affinity": {"podAffinity": {}}}') ||
+    fail "create refused: $out"
+  expect_eq '{"podAffinity":{}}' "$(jq -c .spec.affinity <<<"$out")" "own affinity kept"
+  # A group without object.key: the pod's volcano.sh/resource-group annotation names it.
+  out=$(pod_json "$other" '{"volcano.sh/resource-group": "gpu"}') || fail "create refused: $out"
+  expect_eq "volcano gpu null" \
+    "$(jq -r '[.spec.schedulerName, ([.spec.tolerations[].key | select(. == "gpu")] | join(",")),
+               .spec.nodeSelector] | map(tostring) | join(" ")' <<<"$out")" \
+    "group by name"
+
+  # A pod in no group is untouched.
+  out=$(pod_json "$other" '{"volcano.sh/resource-group": "none", "team": "web"}') ||
+    fail "create refused: $out"
+  expect_eq "default-scheduler null null" \
+    "$(jq -r '[.spec.schedulerName, .spec.nodeSelector, .spec.affinity] | map(tostring) | join(" ")' <<<"$out")" \
+    "pod outside every group"
+  expect_eq "" \
+    "$(jq -r '[.spec.tolerations[]?.key | select(. == "mng-taint" or . == "gpu")] | join(" ")' <<<"$out")" \
+    "pod outside every group: tolerations"
+
+  kubectl delete admissionconfiguration kiln-admission >/dev/null
+  kubectl delete ns "$ns" "$other" --timeout=120s >/dev/null
 }
 
 # Every refusal a policy makes, with Volcano's words (the files' `# expect:` lines).
