@@ -66,5 +66,15 @@ KC_NODISCARD int kc__pod_requests(Kiln__Pod *p, const kc_podres_src *src, const 
  * annotation and label and the volcano.sh/cooldown-time label and annotation (NULL: absent). */
 void kc__pod_volcano_keys(Kiln__Pod *p, const char *ann_preempt, const char *label_preempt,
                           const char *label_cooldown, const char *ann_cooldown);
+/* p->devices (deviceshare) from the app and init containers' resources read through src and
+ * the annotations ann(meta, key) returns (NULL: absent; meta NULL: none); left NULL when the
+ * pod has none of them. 0 or KC_ENOMEM. */
+KC_NODISCARD int kc__pod_devices(Kiln__Pod *p, const kc_podres_src *src, const void *spec,
+                                 const char *(*ann)(const void *meta, const char *key),
+                                 const void *meta);
+/* n->devices from the node's annotations, the same way. 0 or KC_ENOMEM. */
+KC_NODISCARD int kc__node_devices(Kiln__Node *n,
+                                  const char *(*ann)(const void *meta, const char *key),
+                                  const void *meta);
 
 #endif

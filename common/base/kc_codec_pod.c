@@ -692,6 +692,11 @@ static int scheduled_since(kc__cctx *c, Kiln__Pod *p, const json_t *status) {
   return 0;
 }
 
+/* An annotation of a metadata object (json_t), for kc__pod_devices / kc__node_devices. */
+static const char *json_ann(const void *meta, const char *key) {
+  return json_string_value(json_object_get(json_object_get(meta, "annotations"), key));
+}
+
 int kc_pod_decode(const json_t *json, Kiln__Pod **out, char *err, size_t errlen) {
   kc__cctx c;
   kc__cctx_init(&c, err, errlen);
@@ -734,6 +739,8 @@ int kc_pod_decode(const json_t *json, Kiln__Pod **out, char *err, size_t errlen)
       kc__path_pop(&c, mark);
   }
   p->phase = kc__pod_phase(phase);
+  if (rc == 0 && kc__pod_devices(p, &kc_podres_json, spec, json_ann, meta) < 0)
+    rc = kc__fail(&c, KC_ENOMEM, "out of memory");
   if (rc < 0) {
     kc_msg_free(p);
     return rc;
@@ -832,6 +839,8 @@ int kc_node_decode(const json_t *json, Kiln__Node **out, char *err, size_t errle
       rc = get_string(&c, meta, "resourceVersion", &n->resource_version);
     if (rc == 0)
       rc = decode_field_at(&c, &n->base, "labels", meta, "labels");
+    if (rc == 0 && kc__node_devices(n, json_ann, meta) < 0)
+      rc = kc__fail(&c, KC_ENOMEM, "out of memory");
     if (rc == 0)
       kc__path_pop(&c, mark);
   }

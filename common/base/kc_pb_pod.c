@@ -246,6 +246,10 @@ static const char *ann(const K8s__ObjectMeta *m, const char *key) {
   return NULL;
 }
 
+static const char *pb_ann(const void *meta, const char *key) {
+  return ann(meta, key);
+}
+
 static const char *label(const K8s__ObjectMeta *m, const char *key) {
   for (size_t i = 0; i < m->n_labels; i++)
     if (m->labels[i]->key && strcmp(m->labels[i]->key, key) == 0)
@@ -499,10 +503,11 @@ int kc_pb_pod_decode(const void *data, size_t len, Kiln__Pod **out, char *err, s
   Kiln__Pod *p = (Kiln__Pod *)vm;
   if (k->metadata)
     rc = pod_meta(p, k->metadata);
-  if (rc == 0) {
-    K8s__PodSpec empty = K8S__POD_SPEC__INIT;
+  K8s__PodSpec empty = K8S__POD_SPEC__INIT;
+  if (rc == 0)
     rc = pod_spec(p, k->spec ? k->spec : &empty, ebuf, sizeof(ebuf));
-  }
+  if (rc == 0)
+    rc = kc__pod_devices(p, &pb_src, k->spec ? k->spec : &empty, pb_ann, k->metadata);
   if (rc == 0 && k->status)
     pod_status(p, k->status);
   return finish(rc, km, vm, out, ebuf, err, errlen);
@@ -581,6 +586,8 @@ int kc_pb_node_decode(const void *data, size_t len, Kiln__Node **out, char *err,
     take(&n->uid, &k->metadata->uid);
     take(&n->resource_version, &k->metadata->resource_version);
     rc = conv_field(&k->metadata->base, "labels", &n->base, "labels");
+    if (rc == 0)
+      rc = kc__node_devices(n, pb_ann, k->metadata);
   }
   if (rc == 0 && k->spec) {
     n->unschedulable = k->spec->has_unschedulable && k->spec->unschedulable;

@@ -235,6 +235,127 @@ static void test_images_same_as_json(void **state) {
   json_decref(j);
 }
 
+/* The deviceshare fields: per-container vGPU requests (limits, else requests; defaults), the
+ * gpu-memory/gpu-number totals against the largest init container, the annotations a pod and
+ * a node carry; the same from protobuf as from JSON. */
+static void test_devices_same_as_json(void **state) {
+  (void)state;
+  char err[KC_CODEC_ERR_MAX] = "";
+  K8s__Quantity q[5] = {K8S__QUANTITY__INIT, K8S__QUANTITY__INIT, K8S__QUANTITY__INIT,
+                        K8S__QUANTITY__INIT, K8S__QUANTITY__INIT};
+  q[0].string = "2";
+  q[1].string = "8000";
+  q[2].string = "30";
+  q[3].string = "50";
+  q[4].string = "3000";
+  K8s__ResourceRequirements__LimitsEntry l[4] = {K8S__RESOURCE_REQUIREMENTS__LIMITS_ENTRY__INIT,
+                                                 K8S__RESOURCE_REQUIREMENTS__LIMITS_ENTRY__INIT,
+                                                 K8S__RESOURCE_REQUIREMENTS__LIMITS_ENTRY__INIT,
+                                                 K8S__RESOURCE_REQUIREMENTS__LIMITS_ENTRY__INIT};
+  l[0].key = "volcano.sh/vgpu-number", l[0].value = &q[0];
+  l[1].key = "volcano.sh/vgpu-memory", l[1].value = &q[1];
+  l[2].key = "volcano.sh/gpu-memory", l[2].value = &q[4];
+  l[3].key = "volcano.sh/vgpu-memory", l[3].value = &q[1];
+  K8s__ResourceRequirements__RequestsEntry rq = K8S__RESOURCE_REQUIREMENTS__REQUESTS_ENTRY__INIT;
+  rq.key = "volcano.sh/vgpu-cores", rq.value = &q[2];
+  K8s__ResourceRequirements__LimitsEntry il = K8S__RESOURCE_REQUIREMENTS__LIMITS_ENTRY__INIT;
+  il.key = "volcano.sh/gpu-memory", il.value = &q[3];
+  K8s__ResourceRequirements r[3] = {K8S__RESOURCE_REQUIREMENTS__INIT,
+                                    K8S__RESOURCE_REQUIREMENTS__INIT,
+                                    K8S__RESOURCE_REQUIREMENTS__INIT};
+  K8s__ResourceRequirements__LimitsEntry *l0[] = {&l[0], &l[1], &l[2]}, *l1[] = {&l[3]},
+                                         *li[] = {&il};
+  K8s__ResourceRequirements__RequestsEntry *r0[] = {&rq};
+  r[0].limits = l0, r[0].n_limits = 3, r[0].requests = r0, r[0].n_requests = 1;
+  r[1].limits = l1, r[1].n_limits = 1;
+  r[2].limits = li, r[2].n_limits = 1;
+  K8s__Container c[3] = {K8S__CONTAINER__INIT, K8S__CONTAINER__INIT, K8S__CONTAINER__INIT};
+  c[0].name = "a", c[0].resources = &r[0];
+  c[1].name = "b", c[1].resources = &r[1];
+  c[2].name = "i", c[2].resources = &r[2];
+  K8s__Container *cs[] = {&c[0], &c[1]}, *ics[] = {&c[2]};
+  K8s__PodSpec spec = K8S__POD_SPEC__INIT;
+  spec.containers = cs, spec.n_containers = 2, spec.init_containers = ics;
+  spec.n_init_containers = 1;
+  K8s__ObjectMeta__AnnotationsEntry a[2] = {K8S__OBJECT_META__ANNOTATIONS_ENTRY__INIT,
+                                            K8S__OBJECT_META__ANNOTATIONS_ENTRY__INIT};
+  a[0].key = "volcano.sh/vgpu-ids-new", a[0].value = "GPU-a,NVIDIA,8000,0:";
+  a[1].key = "nvidia.com/use-gputype", a[1].value = "A100";
+  K8s__ObjectMeta__AnnotationsEntry *as[] = {&a[0], &a[1]};
+  K8s__ObjectMeta m = K8S__OBJECT_META__INIT;
+  m.name = "p", m.annotations = as, m.n_annotations = 2;
+  K8s__Pod k = K8S__POD__INIT;
+  k.metadata = &m, k.spec = &spec;
+  uint8_t buf[1024];
+  size_t len = k8s__pod__pack(&k, buf);
+  assert_true(len < sizeof(buf));
+  Kiln__Pod *pb, *js;
+  if (kc_pb_pod_decode(buf, len, &pb, err, sizeof(err)) != 0)
+    fail_msg("pb: %s", err);
+  json_t *j = json_loads(
+      "{\"metadata\":{\"name\":\"p\",\"annotations\":{\"volcano.sh/vgpu-ids-new\":"
+      "\"GPU-a,NVIDIA,8000,0:\",\"nvidia.com/use-gputype\":\"A100\"}},\"spec\":{"
+      "\"containers\":[{\"name\":\"a\",\"resources\":{\"limits\":{\"volcano.sh/vgpu-number\":"
+      "\"2\",\"volcano.sh/vgpu-memory\":\"8000\",\"volcano.sh/gpu-memory\":\"3000\"},"
+      "\"requests\":{\"volcano.sh/vgpu-cores\":\"30\"}}},{\"name\":\"b\",\"resources\":{"
+      "\"limits\":{\"volcano.sh/vgpu-memory\":\"8000\"}}}],\"initContainers\":[{\"name\":"
+      "\"i\",\"resources\":{\"limits\":{\"volcano.sh/gpu-memory\":\"50\"}}}]}}",
+      0, NULL);
+  if (kc_pod_decode(j, &js, err, sizeof(err)) != 0)
+    fail_msg("json: %s", err);
+  json_decref(j);
+  assert_non_null(pb->devices);
+  assert_msg_equal(&js->devices->base, &pb->devices->base);
+  const Kiln__PodDevices *d = pb->devices;
+  assert_int_equal(d->n_vgpu, 2);
+  assert_int_equal(d->vgpu[0]->nums, 2);
+  assert_int_equal(d->vgpu[0]->memory, 8000);
+  assert_int_equal(d->vgpu[0]->memory_percentage, 101);
+  assert_int_equal(d->vgpu[0]->cores, 30);
+  assert_int_equal(d->vgpu[1]->nums, 1); /* memory only: one GPU */
+  assert_int_equal(d->vgpu[1]->cores, 0);
+  assert_int_equal(d->gpu_memory, 3000); /* the containers' 3000 over the init's 50 */
+  assert_string_equal(d->vgpu_ids, "GPU-a,NVIDIA,8000,0:");
+  assert_string_equal(d->use_gputype, "A100");
+  kc_msg_free(pb);
+  kc_msg_free(js);
+
+  /* neither resources nor annotations: no devices at all */
+  j = json_loads("{\"metadata\":{\"name\":\"q\"},\"spec\":{\"containers\":[{\"name\":\"a\"}]}}", 0,
+                 NULL);
+  assert_int_equal(kc_pod_decode(j, &js, err, sizeof(err)), 0);
+  json_decref(j);
+  assert_null(js->devices);
+  kc_msg_free(js);
+
+  /* a node's registration and lock */
+  K8s__ObjectMeta__AnnotationsEntry na[2] = {K8S__OBJECT_META__ANNOTATIONS_ENTRY__INIT,
+                                             K8S__OBJECT_META__ANNOTATIONS_ENTRY__INIT};
+  na[0].key = "volcano.sh/node-vgpu-register",
+  na[0].value = "GPU-a,10,24000,NVIDIA,true,hami-core:";
+  na[1].key = "hamivgpu", na[1].value = "2026-11-29T12:00:00Z";
+  K8s__ObjectMeta__AnnotationsEntry *nas[] = {&na[0], &na[1]};
+  K8s__ObjectMeta nm = K8S__OBJECT_META__INIT;
+  nm.name = "n", nm.annotations = nas, nm.n_annotations = 2;
+  K8s__Node kn = K8S__NODE__INIT;
+  kn.metadata = &nm;
+  len = k8s__node__pack(&kn, buf);
+  Kiln__Node *npb, *njs;
+  assert_int_equal(kc_pb_node_decode(buf, len, &npb, err, sizeof(err)), 0);
+  j = json_loads(
+      "{\"metadata\":{\"name\":\"n\",\"annotations\":{\"volcano.sh/node-vgpu-register\":"
+      "\"GPU-a,10,24000,NVIDIA,true,hami-core:\",\"hamivgpu\":\"2026-11-29T12:00:00Z\"}}}",
+      0, NULL);
+  assert_int_equal(kc_node_decode(j, &njs, err, sizeof(err)), 0);
+  json_decref(j);
+  assert_non_null(npb->devices);
+  assert_msg_equal(&njs->devices->base, &npb->devices->base);
+  assert_string_equal(npb->devices->vgpu_register, "GPU-a,10,24000,NVIDIA,true,hami-core:");
+  assert_string_equal(npb->devices->vgpu_lock, "2026-11-29T12:00:00Z");
+  kc_msg_free(npb);
+  kc_msg_free(njs);
+}
+
 /* A LIST page: its items are read one by one as bytes, with their keys. */
 static void test_list_page(void **state) {
   (void)state;
@@ -466,6 +587,7 @@ int main(void) {
       cmocka_unit_test(test_bound_pod_same_as_json),
       cmocka_unit_test(test_node_same_as_json),
       cmocka_unit_test(test_images_same_as_json),
+      cmocka_unit_test(test_devices_same_as_json),
       cmocka_unit_test(test_list_page),
       cmocka_unit_test(test_watch_stream_any_split),
       cmocka_unit_test(test_bad_frames),
