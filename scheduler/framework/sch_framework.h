@@ -598,6 +598,11 @@ int sch_session_job_queue_reason(sch_session *ssn, const sch_job *j, const char 
 int sch_session_gang_quota_reason(sch_session *ssn, const sch_job *j, const char *qname,
                                   const sch_resource *left, const sch_resource *cap, unsigned dims);
 
+/* Records an annotation for the shell to write before binding task (see sch_annotation);
+ * key and value are copied. 0 or KC_ENOMEM. */
+KC_NODISCARD int sch_session_annotate(sch_session *ssn, int32_t task, bool node, const char *key,
+                                      const char *value);
+
 /* ------------------------------------------------------------------------------------ */
 /* Statements (Volcano Statement)                                                       */
 /* ------------------------------------------------------------------------------------ */
@@ -712,6 +717,15 @@ typedef struct sch_task_why {
   char *message; /* owned */
 } sch_task_why;
 
+/* An annotation the shell writes before it binds a committed task (the deviceshare plugin's
+ * device assignment, which Volcano's device plugins read at container start): on the task's
+ * pod, or, with node set, on the node the task binds to (the node lock), node ones first. */
+typedef struct sch_annotation {
+  int32_t task;
+  bool node;
+  char *key, *value; /* owned by the result */
+} sch_annotation;
+
 /* How long a plugin's open and close took (Volcano's plugin_scheduling_latency). */
 typedef struct sch_plugin_time {
   const char *plugin; /* static, the plugin's name */
@@ -738,6 +752,8 @@ typedef struct sch_result {
   size_t nevents;
   sch_task_why *why;
   size_t nwhy;
+  sch_annotation *annotations; /* by task, a task's together; for tasks in binds */
+  size_t nannotations;
   sch_carry carry; /* for the next session's options (see sch_carry) */
   /* With a clock in the options: each configured plugin's open and close, in tier order,
    * and the stages' durations. */

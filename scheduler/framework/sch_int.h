@@ -77,7 +77,7 @@ struct sch_session {
   sch_job_cond *job_cond;
   /* Output under construction. */
   sch_result *res;
-  size_t cap_binds, cap_evicts, cap_events, cap_nominations;
+  size_t cap_binds, cap_evicts, cap_events, cap_nominations, cap_annotations;
 };
 
 /* Node accounting (Volcano NodeInfo.AddTask/RemoveTask) by the task's status; the task

@@ -13,6 +13,7 @@ extern const sch_plugin sch_plugin_conformance;
 /* Other plugins: one extern line each, below. */
 extern const sch_plugin sch_plugin_binpack;
 extern const sch_plugin sch_plugin_cdp;
+extern const sch_plugin sch_plugin_deviceshare;
 extern const sch_plugin sch_plugin_drf;
 extern const sch_plugin sch_plugin_nodeorder;
 extern const sch_plugin sch_plugin_overcommit;
@@ -42,6 +43,7 @@ static const sch_plugin *const plugins[] = {
     /* Other plugins: one line each, below. */
     &sch_plugin_binpack,
     &sch_plugin_cdp,
+    &sch_plugin_deviceshare,
     &sch_plugin_drf,
     &sch_plugin_nodeorder,
     &sch_plugin_overcommit,
@@ -97,6 +99,10 @@ static const struct {
     {"binpack", (const char *const[]){"binpack.weight", "binpack.cpu", "binpack.memory",
                                       "binpack.resources", "binpack.resources.*", NULL}},
     {"capacity", (const char *const[]){"ancestorReclaimLevel", NULL}},
+    {"deviceshare",
+     (const char *const[]){"deviceshare.GPUSharingEnable", "deviceshare.NodeLockEnable",
+                           "deviceshare.GPUNumberEnable", "deviceshare.VGPUEnable",
+                           "deviceshare.SchedulePolicy", "deviceshare.ScheduleWeight", NULL}},
     {"extender", (const char *const[]){"extender.urlPrefix", "extender.httpTimeout",
                                        "extender.onSessionOpenVerb", "extender.onSessionCloseVerb",
                                        "extender.predicateVerb", "extender.prioritizeVerb",

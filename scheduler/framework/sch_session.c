@@ -459,6 +459,20 @@ int sch__result_event(sch_session *ssn, sch_event_kind kind, int32_t object, con
   return 0;
 }
 
+int sch_session_annotate(sch_session *ssn, int32_t task, bool node, const char *key,
+                         const char *value) {
+  sch_result *r = ssn->res;
+  GROW(r->annotations, r->nannotations, ssn->cap_annotations);
+  char *k = strdup(key), *v = strdup(value);
+  if (!k || !v) {
+    free(k);
+    free(v);
+    return KC_ENOMEM;
+  }
+  r->annotations[r->nannotations++] = (sch_annotation){task, node, k, v};
+  return 0;
+}
+
 int sch_session_job_event(sch_session *ssn, const sch_job *j, const char *type, const char *reason,
                           const char *fmt, ...) {
   char buf[1024];
@@ -787,6 +801,11 @@ void sch_result_free(sch_result *r) {
   for (size_t i = 0; i < r->nwhy; i++)
     free(r->why[i].message);
   free(r->why);
+  for (size_t i = 0; i < r->nannotations; i++) {
+    free(r->annotations[i].key);
+    free(r->annotations[i].value);
+  }
+  free(r->annotations);
   free(r->plugin_times);
   free(r->reclaim_victims);
   for (size_t i = 0; i < r->nstrings; i++)
