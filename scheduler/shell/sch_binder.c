@@ -17,6 +17,9 @@ typedef struct bind_req {
   struct bind_req *next; /* in the delay queue, or behind a gate */
   struct sch_binder *b;
   char *ns, *name, *uid, *node;
+  /* Written before the Binding (deviceshare): the node's annotations (its lock) first,
+   * then the pod's (the device assignment), each a merge patch; NULL: none. */
+  json_t *node_patch, *pod_patch;
   uint64_t t0;       /* uv_hrtime when handed over */
   int64_t created_s; /* the pod's creation, for on_done */
 } bind_req;
@@ -27,14 +30,31 @@ struct sch_binder {
   uv_timer_t timer;      /* the delay (test aid) */
   bind_req *head, *tail; /* waiting out the delay */
   kc_strmap gates;       /* group "ns/name" -> gate (owned): binds behind a closed gate */
+  kc_strmap patches;     /* pod "ns/name" -> patches (owned), until its bind is queued */
   size_t waiting, in_flight;
   uint64_t sent, bound, failed, gone;
   bool closing, timer_closed;
 };
 
+/* What sch_binder_annotate gave for a pod, until its bind takes it. */
+typedef struct patches {
+  json_t *node_patch, *pod_patch;
+} patches;
+
+static void patches_free(void *v) {
+  patches *p = v;
+  if (!p)
+    return;
+  json_decref(p->node_patch);
+  json_decref(p->pod_patch);
+  free(p);
+}
+
 static void req_free(bind_req *r) {
   if (r == NULL)
     return;
+  json_decref(r->node_patch);
+  json_decref(r->pod_patch);
   free(r->ns);
   free(r->name);
   free(r->uid);
@@ -162,6 +182,49 @@ static int send_pb(sch_binder *b, bind_req *r, const kc_ref *ref) {
   return rc;
 }
 
+static int send_bind(sch_binder *b, bind_req *r) {
+  kc_ref ref = {NULL, "v1", "pods", r->ns, r->name, "binding"};
+  return b->opt.protobuf ? send_pb(b, r, &ref) : send_json(b, r, &ref);
+}
+
+static int send_next(sch_binder *b, bind_req *r);
+
+/* A patch before the Binding answered: on to the next step, or the bind fails with it. */
+static void patch_done(const kc_api_result *res, void *data) {
+  bind_req *r = data;
+  sch_binder *b = r->b;
+  if (res->err || b->closing) {
+    bind_done(res, r);
+    return;
+  }
+  int rc = send_next(b, r);
+  if (rc) {
+    kc_api_result fail = {.err = rc, .reason = "", .message = kc_strerror(rc)};
+    bind_done(&fail, r);
+  }
+}
+
+/* The node's patch, then the pod's, then the Binding (Volcano's device Allocate locks the
+ * node and patches the pod before the bind). Each patch is dropped once sent. */
+static int send_next(sch_binder *b, bind_req *r) {
+  json_t *body = r->node_patch ? r->node_patch : r->pod_patch;
+  if (!body)
+    return send_bind(b, r);
+  bool node = body == r->node_patch;
+  kc_ref ref = node ? (kc_ref){NULL, "v1", "nodes", NULL, r->node, NULL}
+                    : (kc_ref){NULL, "v1", "pods", r->ns, r->name, NULL};
+  int rc = kc_api_call(b->opt.client, KC_PATCH_MERGE, &ref, &(kc_query){.discard_body = true}, body,
+                       patch_done, r);
+  if (rc == 0) {
+    if (node)
+      r->node_patch = NULL;
+    else
+      r->pod_patch = NULL;
+    json_decref(body);
+  }
+  return rc;
+}
+
 static void send_one(sch_binder *b, bind_req *r) {
   char key[512];
   pod_key(r, key, sizeof(key));
@@ -171,8 +234,7 @@ static void send_one(sch_binder *b, bind_req *r) {
     req_free(r);
     return;
   }
-  kc_ref ref = {NULL, "v1", "pods", r->ns, r->name, "binding"};
-  int rc = b->opt.protobuf ? send_pb(b, r, &ref) : send_json(b, r, &ref);
+  int rc = send_next(b, r);
   if (rc) {
     KC_ERROR("bind %s to %s not sent: %s", key, r->node, kc_strerror(rc));
     sch_cache_forget(b->opt.cache, key);
@@ -219,6 +281,7 @@ int sch_binder_new(uv_loop_t *loop, const sch_binder_options *o, sch_binder **ou
   b->loop = loop;
   b->opt = *o;
   kc_strmap_init(&b->gates, KC_STRMAP_COPY_KEYS);
+  kc_strmap_init(&b->patches, KC_STRMAP_COPY_KEYS);
   if (uv_timer_init(loop, &b->timer) != 0) {
     free(b);
     return KC_EIO;
@@ -265,6 +328,7 @@ void sch_binder_free(sch_binder *b) {
   while ((s = kc_strmap_next(&b->gates, &pos)))
     drop_gate(b, s->val);
   kc_strmap_close(&b->gates, NULL);
+  kc_strmap_close(&b->patches, patches_free);
   uv_close((uv_handle_t *)&b->timer, timer_closed);
 }
 
@@ -283,6 +347,15 @@ static bind_req *req_new(sch_binder *b, const char *ns, const char *name, const 
   if (!r->ns || !r->name || !r->node || (uid && uid[0] && !r->uid)) {
     req_free(r);
     return NULL;
+  }
+  char key[512];
+  void *v = NULL;
+  pod_key(r, key, sizeof(key));
+  if (kc_strmap_len(&b->patches) && kc_strmap_del(&b->patches, key, &v) == 0) {
+    patches *p = v;
+    r->node_patch = p->node_patch;
+    r->pod_patch = p->pod_patch;
+    free(p);
   }
   return r;
 }
@@ -308,6 +381,24 @@ int sch_binder_bind(sch_binder *b, const char *ns, const char *name, const char 
   if (r == NULL)
     return KC_ENOMEM;
   go(b, r);
+  return 0;
+}
+
+int sch_binder_annotate(sch_binder *b, const char *key, json_t *node_patch, json_t *pod_patch) {
+  patches *p = calloc(1, sizeof(*p));
+  if (!p) {
+    json_decref(node_patch);
+    json_decref(pod_patch);
+    return KC_ENOMEM;
+  }
+  p->node_patch = node_patch;
+  p->pod_patch = pod_patch;
+  void *old = NULL;
+  if (kc_strmap_put(&b->patches, key, p, &old) < 0) {
+    patches_free(p);
+    return KC_ENOMEM;
+  }
+  patches_free(old);
   return 0;
 }
 

@@ -58,6 +58,13 @@ void sch_pod_unschedulable(kc_client *c, const char *ns, const char *name, const
 KC_NODISCARD int sch_binder_bind(sch_binder *b, const char *ns, const char *name, const char *uid,
                                  const char *node, int64_t created_s);
 
+/* Patches to send before the next bind of pod key ("ns/name"), each a merge patch or NULL,
+ * both *stolen*: node_patch on the node it binds to, then pod_patch on the pod; a failed
+ * patch fails the bind as a failed Binding does (rolled back, the pod told why). Call it
+ * before sch_binder_bind / sch_binder_bind_in. 0 or KC_ENOMEM. */
+KC_NODISCARD int sch_binder_annotate(sch_binder *b, const char *key, json_t *node_patch,
+                                     json_t *pod_patch);
+
 /* Gates: the binds of PodGroup group (its "ns/name") wait behind a closed gate until
  * sch_binder_open opens it, so that a status write sent first is answered before any of its
  * pods is bound. sch_binder_close_gate closes group's gate: 0, 1 when it was closed already,

@@ -25,6 +25,8 @@
  * lookup each (50,000 of them after a large session). */
 typedef struct {
   const Kiln__Pod *pod; /* borrowed from the pod store; NULL when it was not there */
+  /* The device assignment the session chose (deviceshare), in the same block; NULL: none. */
+  const char *vgpu_ids, *gpu_index;
   char node[];
 } assumption;
 
@@ -404,12 +406,20 @@ void sch_cache_tick(sch_cache *cache) {
 /* ---- assume / forget ---- */
 
 int sch_cache_assume(sch_cache *cache, const char *key, const char *node) {
-  size_t len = strlen(node);
-  assumption *n = malloc(sizeof(*n) + len + 1);
+  return sch_cache_assume_devices(cache, key, node, NULL, NULL);
+}
+
+int sch_cache_assume_devices(sch_cache *cache, const char *key, const char *node,
+                             const char *vgpu_ids, const char *gpu_index) {
+  size_t len = strlen(node), lv = vgpu_ids ? strlen(vgpu_ids) + 1 : 0;
+  size_t lg = gpu_index ? strlen(gpu_index) + 1 : 0;
+  assumption *n = malloc(sizeof(*n) + len + 1 + lv + lg);
   if (n == NULL)
     return KC_ENOMEM;
   n->pod = kc_store_get(kc_informer_store(cache->inf[INF_POD]), key);
   memcpy(n->node, node, len + 1);
+  n->vgpu_ids = vgpu_ids ? memcpy(n->node + len + 1, vgpu_ids, lv) : NULL;
+  n->gpu_index = gpu_index ? memcpy(n->node + len + 1 + lv, gpu_index, lg) : NULL;
   void *old = NULL;
   int rc = kc_strmap_put(&cache->assumed, key, n, &old);
   if (rc < 0) {
@@ -545,7 +555,8 @@ static void overlay_assumed(sch_cache_snap *out, size_t cap, const assumption *a
   const Kiln__Pod *p = a->pod;
   if (p == NULL || (p->node_name && p->node_name[0]) || out->noverlay >= cap)
     return; /* the API server's node wins over a stale assumption */
-  out->overlay[out->noverlay++] = (sch_cache_overlay){.pod = p, .node = a->node};
+  out->overlay[out->noverlay++] = (sch_cache_overlay){
+      .pod = p, .node = a->node, .vgpu_ids = a->vgpu_ids, .gpu_index = a->gpu_index};
 }
 
 /* Adds the overlay entry of a pod being evicted, unless that no longer applies to it. */
@@ -675,8 +686,11 @@ int sch_cache_snap_finish(sch_cache_snap *s) {
   size_t n = 0;
   for (size_t i = 0; i < s->noverlay; i++) {
     if (n > 0 && s->overlay[n - 1].pod == s->overlay[i].pod) {
-      if (s->overlay[i].node)
+      if (s->overlay[i].node) {
         s->overlay[n - 1].node = s->overlay[i].node;
+        s->overlay[n - 1].vgpu_ids = s->overlay[i].vgpu_ids;
+        s->overlay[n - 1].gpu_index = s->overlay[i].gpu_index;
+      }
       s->overlay[n - 1].evicting |= s->overlay[i].evicting;
       continue;
     }
@@ -685,7 +699,8 @@ int sch_cache_snap_finish(sch_cache_snap *s) {
   s->noverlay = n;
   s->assumed = calloc(n, sizeof(*s->assumed));
   s->binding = calloc(n, sizeof(*s->binding));
-  if (s->assumed == NULL || s->binding == NULL)
+  s->devices = calloc(n, sizeof(*s->devices));
+  if (s->assumed == NULL || s->binding == NULL || s->devices == NULL)
     return KC_ENOMEM;
   Kiln__Snapshot *m = &s->msg;
   for (size_t i = 0; i < m->n_pods && s->nassumed < n; i++) {
@@ -698,6 +713,16 @@ int sch_cache_snap_finish(sch_cache_snap *s) {
     *c = *m->pods[i];
     if (o->node)
       c->node_name = (char *)o->node;
+    if (c->devices && (o->vgpu_ids || o->gpu_index)) {
+      /* the annotations the binder patches on: counted before the watch shows them */
+      Kiln__PodDevices *d = &s->devices[s->nassumed - 1];
+      *d = *c->devices;
+      if (o->vgpu_ids)
+        d->vgpu_ids = (char *)o->vgpu_ids;
+      if (o->gpu_index)
+        d->gpu_index = (char *)o->gpu_index;
+      c->devices = d;
+    }
     if (o->evicting)
       c->deletion_time = 1;
     m->pods[i] = c;
@@ -722,6 +747,7 @@ void sch_cache_snap_close(sch_cache_snap *s) {
   free(s->msg.resource_quotas);
   free(s->assumed);
   free(s->binding);
+  free(s->devices);
   free(s->overlay);
   memset(s, 0, sizeof(*s));
 }

@@ -88,6 +88,7 @@ void sch_cache_tick(sch_cache *cache);
 typedef struct sch_cache_overlay {
   const Kiln__Pod *pod;
   const char *node;
+  const char *vgpu_ids, *gpu_index; /* an assumed device assignment, or NULL */
   bool evicting;
 } sch_cache_overlay;
 
@@ -98,6 +99,7 @@ typedef struct sch_cache_snap {
                          being evicted with deletion_time set */
   size_t nassumed;
   bool *binding;              /* per assumed copy: assumed on a node (its bind in flight) */
+  Kiln__PodDevices *devices;  /* per assumed copy: its devices with the assumed assignment */
   sch_cache_overlay *overlay; /* owned: what sch_cache_snap_finish applies */
   size_t noverlay;
 } sch_cache_snap;
@@ -130,6 +132,12 @@ int sch_cache_dump(sch_cache *cache, const char *path);
 
 /* Marks the pod "ns/name" as bound to node until the watch confirms it. 0 or KC_ENOMEM. */
 int sch_cache_assume(sch_cache *cache, const char *key, const char *node);
+/* The same, with the device assignment the binder patches onto the pod (its
+ * volcano.sh/vgpu-ids-new or volcano.sh/gpu-index, NULL when none; copied): snapshots show
+ * the pod holding those devices until the watch confirms the bind, so that no session
+ * gives them to another pod while the patch is on its way. 0 or KC_ENOMEM. */
+int sch_cache_assume_devices(sch_cache *cache, const char *key, const char *node,
+                             const char *vgpu_ids, const char *gpu_index);
 /* Drops an assumption (bind failed). No-op when absent. */
 void sch_cache_forget(sch_cache *cache, const char *key);
 /* The node a pod is assumed on (borrowed), or NULL. */

@@ -813,6 +813,56 @@ static void evict_and_nominate(sch_shell *sh, const sch_snapshot *snap, const sc
 
 static void timer_cb(uv_timer_t *t);
 
+/* The first of task's annotations in res (sorted by task), or res->nannotations. */
+static size_t first_annotation(const sch_result *res, int32_t task) {
+  size_t lo = 0, hi = res->nannotations;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (res->annotations[mid].task < task)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+/* task's annotations (deviceshare) as the binder's patches, and the assignment the cache
+ * assumes with the node. 0 or KC_ENOMEM; nothing to do without annotations. */
+static int annotate_bind(sch_shell *sh, const sch_result *res, int32_t task, const char *key,
+                         const char *node) {
+  size_t i = res->nannotations ? first_annotation(res, task) : res->nannotations;
+  if (i == res->nannotations || res->annotations[i].task != task)
+    return sch_cache_assume(sh->cache, key, node);
+  json_t *ann[2] = {NULL, NULL}; /* node, pod */
+  const char *vgpu_ids = NULL, *gpu_index = NULL;
+  int rc = 0;
+  for (; rc == 0 && i < res->nannotations && res->annotations[i].task == task; i++) {
+    const sch_annotation *a = &res->annotations[i];
+    json_t **o = &ann[a->node ? 0 : 1];
+    if (!*o && !(*o = json_object()))
+      rc = KC_ENOMEM;
+    if (rc == 0 && json_object_set_new(*o, a->key, json_string(a->value)) != 0)
+      rc = KC_ENOMEM;
+    if (!a->node && strcmp(a->key, "volcano.sh/vgpu-ids-new") == 0)
+      vgpu_ids = a->value;
+    if (!a->node && strcmp(a->key, "volcano.sh/gpu-index") == 0)
+      gpu_index = a->value;
+  }
+  json_t *patch[2] = {NULL, NULL};
+  for (int k = 0; rc == 0 && k < 2; k++)
+    if (ann[k] && !(patch[k] = json_pack("{s:{s:O}}", "metadata", "annotations", ann[k])))
+      rc = KC_ENOMEM;
+  json_decref(ann[0]);
+  json_decref(ann[1]);
+  if (rc == 0)
+    rc = sch_cache_assume_devices(sh->cache, key, node, vgpu_ids, gpu_index);
+  if (rc == 0)
+    return sch_binder_annotate(sh->binder, key, patch[0], patch[1]);
+  json_decref(patch[0]);
+  json_decref(patch[1]);
+  return rc;
+}
+
 /* Binds first: they are what users wait for. The session read a snapshot while the watch
  * went on: a pod deleted, recreated under its name or bound meanwhile is left alone (the
  * next session sees it as it is now). */
@@ -832,7 +882,7 @@ static void apply_binds(sch_shell *sh, const sch_snapshot *snap, const sch_resul
       continue;
     }
     const char *group = t->job >= 0 ? snap->jobs[t->job].key : NULL;
-    if (sch_cache_assume(sh->cache, key, node) != 0 ||
+    if (annotate_bind(sh, res, res->binds[i].task, key, node) != 0 ||
         sch_binder_bind_in(sh->binder, group, p->namespace_, p->name, p->uid, node,
                            p->creation_time) != 0) {
       sch_cache_forget(sh->cache, key);

@@ -31,7 +31,11 @@ EXEMPT_SUBRESOURCES = {"finalizers"}
 # and root queues when they are missing (a fresh cluster: the install suite run on its own
 # uses it; after other suites they exist).
 CONDITIONAL = {("kiln-scheduler", "create", "scheduling.volcano.sh", "queues"):
-               "creates the default and root queues only when they are missing"}
+               "creates the default and root queues only when they are missing",
+               ("kiln-scheduler", "patch", "", "pods"):
+               "writes device assignments only with the deviceshare plugin configured",
+               ("kiln-scheduler", "patch", "", "nodes"):
+               "writes the node lock only with deviceshare.NodeLockEnable"}
 
 
 def load_manifests(paths):
