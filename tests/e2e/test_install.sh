@@ -498,7 +498,8 @@ start_volcano_args() {
 
 test_volcano_chart_args_verbatim() {
   installed
-  # Volcano's chart configuration, with two plugins Kiln does not have (each with arguments),
+  # Volcano's chart configuration, with deviceshare (GPU sharing on, as the chart has it), a
+  # plugin Kiln does not have (with arguments),
   # an argument Kiln's predicates does not read and binpack's own arguments.
   cat >"$D/vchart-scheduler.conf" <<'CONF'
 actions: "enqueue, allocate, backfill"
@@ -548,8 +549,8 @@ CONF
   cport=$(served_port "$clog" metrics)
   wait_for 60 "kiln-scheduler ready" curl -sf "http://127.0.0.1:$sport/readyz"
   wait_for 60 "kiln-controller ready" curl -sf "http://127.0.0.1:$cport/readyz"
-  # The configuration applies without the two plugins: 9 plugins in 2 tiers.
-  expect_match 'loaded scheduler configuration .*vchart-scheduler.conf: actions "enqueue, allocate, backfill", 2 tiers, 9 plugins \(not implemented, skipped: deviceshare, network-topology-aware\)' \
+  # The configuration applies without the unknown plugin: 10 plugins in 2 tiers.
+  expect_match 'loaded scheduler configuration .*vchart-scheduler.conf: actions "enqueue, allocate, backfill", 2 tiers, 10 plugins \(not implemented, skipped: network-topology-aware\)' \
     "$(cat "$slog")" "the configuration in force"
   # A Job runs to the end under these processes.
   local ns
@@ -570,8 +571,7 @@ $(tail -n 12 "$slog" "$clog")"
   # Each unknown plugin and ignored argument is logged once, not once per session.
   wait_sessions 3 "$sport"
   local name n
-  for name in '"deviceshare" is not implemented by kiln-scheduler' \
-      '"network-topology-aware" is not implemented by kiln-scheduler' \
+  for name in '"network-topology-aware" is not implemented by kiln-scheduler' \
       'plugin predicates: argument "predicate.GPUSharingEnable" is not read'; do
     n=$(grep -cF "$name" "$slog")
     expect_eq 1 "$n" "log lines with: $name"

@@ -319,8 +319,17 @@ static void test_devices_same_as_json(void **state) {
   assert_string_equal(d->use_gputype, "A100");
   kc_msg_free(pb);
   kc_msg_free(js);
+}
 
-  /* neither resources nor annotations: no devices at all */
+/* A pod with neither device resources nor annotations has no devices; a node's registration
+ * and lock read the same from protobuf as from JSON. */
+static void test_node_devices_same_as_json(void **state) {
+  (void)state;
+  char err[KC_CODEC_ERR_MAX] = "";
+  uint8_t buf[1024];
+  size_t len;
+  Kiln__Pod *js;
+  json_t *j;
   j = json_loads("{\"metadata\":{\"name\":\"q\"},\"spec\":{\"containers\":[{\"name\":\"a\"}]}}", 0,
                  NULL);
   assert_int_equal(kc_pod_decode(j, &js, err, sizeof(err)), 0);
@@ -328,7 +337,6 @@ static void test_devices_same_as_json(void **state) {
   assert_null(js->devices);
   kc_msg_free(js);
 
-  /* a node's registration and lock */
   K8s__ObjectMeta__AnnotationsEntry na[2] = {K8S__OBJECT_META__ANNOTATIONS_ENTRY__INIT,
                                              K8S__OBJECT_META__ANNOTATIONS_ENTRY__INIT};
   na[0].key = "volcano.sh/node-vgpu-register",
@@ -588,6 +596,7 @@ int main(void) {
       cmocka_unit_test(test_node_same_as_json),
       cmocka_unit_test(test_images_same_as_json),
       cmocka_unit_test(test_devices_same_as_json),
+      cmocka_unit_test(test_node_devices_same_as_json),
       cmocka_unit_test(test_list_page),
       cmocka_unit_test(test_watch_stream_any_split),
       cmocka_unit_test(test_bad_frames),

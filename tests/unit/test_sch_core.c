@@ -150,13 +150,13 @@ static void test_conf_invalid(void **state) {
   } cases[] = {
       {"actions: \"enqueue, allocat\"\n", KC_ENOENT, "allocat"},
       /* a plugin Kiln does not have is skipped, but its entry must still be well formed */
-      {"actions: allocate\ntiers:\n- plugins:\n  - name: deviceshare\n    arguments: [1, 2]\n",
-       KC_EPARSE, "plugin deviceshare: arguments must be a mapping"},
-      {"actions: allocate\ntiers:\n- plugins:\n  - name: deviceshare\n"
+      {"actions: allocate\ntiers:\n- plugins:\n  - name: tdm\n    arguments: [1, 2]\n", KC_EPARSE,
+       "plugin tdm: arguments must be a mapping"},
+      {"actions: allocate\ntiers:\n- plugins:\n  - name: tdm\n"
        "    enablePredicate: maybe\n",
-       KC_EINVAL, "plugin deviceshare: enablePredicate"},
-      {"actions: \"enqueue, allocate, teleport\"\ntiers:\n- plugins:\n  - name: deviceshare\n",
-       KC_ENOENT, "unknown action \"teleport\""},
+       KC_EINVAL, "plugin tdm: enablePredicate"},
+      {"actions: \"enqueue, allocate, teleport\"\ntiers:\n- plugins:\n  - name: tdm\n", KC_ENOENT,
+       "unknown action \"teleport\""},
       {"actions: allocate\ntiers: [\n", KC_EPARSE, "malformed"},
       {"actions: allocate\ntiers:\n- plugins:\n  - name: gang\n    enableJobReady: maybe\n",
        KC_EINVAL, "enableJobReady"},
@@ -343,7 +343,7 @@ static void test_conf_skips_unbuilt_action(void **state) {
   sch_conf_free(c);
 }
 
-/* Issue 28: Volcano's chart configuration with two plugins Kiln does not have (deviceshare,
+/* Issue 28: Volcano's chart configuration with two plugins Kiln does not have (tdm,
  * network-topology-aware) and arguments no Kiln plugin reads. As in Volcano the unknown plugins
  * are skipped and everything else stays in force: the tiers, the known plugins with their
  * switches and arguments, the actions. Before, the whole file was refused. */
@@ -360,10 +360,10 @@ static void test_conf_skips_unknown_plugins(void **state) {
                           "  - name: overcommit\n"
                           "  - name: drf\n"
                           "    enablePreemptable: false\n"
-                          "  - name: deviceshare\n"
+                          "  - name: tdm\n"
                           "    arguments:\n"
-                          "      deviceshare.VGPUEnable: true\n"
-                          "      deviceshare.SchedulePolicy: binpack\n"
+                          "      tdm.revocable-zone.rz1: 10:00-21:00\n"
+                          "      tdm.evict-period: 1m\n"
                           "  - name: predicates\n"
                           "    arguments:\n"
                           "      predicate.NodeAffinityEnable: false\n"
@@ -379,7 +379,7 @@ static void test_conf_skips_unknown_plugins(void **state) {
                           "  - name: network-topology-aware\n"
                           "    arguments:\n"
                           "      weight: 10\n"
-                          "  - name: deviceshare\n";
+                          "  - name: tdm\n";
   sch_conf *c = NULL;
   char err[256] = "";
   assert_int_equal(sch_conf_parse(y, strlen(y), &c, err, sizeof(err)), 0);
@@ -400,7 +400,7 @@ static void test_conf_skips_unknown_plugins(void **state) {
   assert_int_equal(sch_args_int(bp, "binpack.resources.nvidia.com/gpu", 1), 4);
   /* Each unknown plugin once, in the file's order. */
   assert_int_equal(c->nskipped_plugins, 2);
-  assert_string_equal(c->skipped_plugins[0], "deviceshare");
+  assert_string_equal(c->skipped_plugins[0], "tdm");
   assert_string_equal(c->skipped_plugins[1], "network-topology-aware");
   /* Arguments of known plugins that they do not read; a skipped plugin's are not listed. */
   assert_int_equal(c->nignored_args, 2);
