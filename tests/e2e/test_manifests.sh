@@ -13,7 +13,7 @@ MANIFESTS=$KILN_ROOT/manifests
 INVALID_DIR=$E2E_DIR/manifests-invalid
 CRDS=(jobs.batch.volcano.sh commands.bus.volcano.sh podgroups.scheduling.volcano.sh
       queues.scheduling.volcano.sh cronjobs.batch.volcano.sh jobtemplates.flow.volcano.sh
-      jobflows.flow.volcano.sh)
+      jobflows.flow.volcano.sh hypernodes.topology.volcano.sh)
 
 ensure_installed() {
   if ! kubectl get queue default >/dev/null 2>&1 || ! kubectl get deploy -n kiln-system \
