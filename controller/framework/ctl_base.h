@@ -43,6 +43,7 @@ typedef struct {
    * of the resource shares one watch whatever its selectors (Volcano's controllers share
    * one informer of all pods). */
   void *(*decode_pb)(const uint8_t *data, size_t len, void *ud, char *err, size_t errlen);
+  const char *namespace; /* NULL: every namespace; copied by the informer */
 } ctl_inf_def;
 
 /* Stopping: done(ud) is called from the loop once *inflight is 0 or deadline_ms has passed (a

@@ -85,6 +85,7 @@ int ctl_informers_new(ctl_inf_hub *hub, kc_client *c, const ctl_inf_def *defs, s
     kc_informer_options io = {.group = d->group,
                               .version = d->version,
                               .resource = d->resource,
+                              .namespace = d->namespace,
                               .label_selector = pb ? NULL : d->label_selector,
                               .field_selector = pb ? NULL : d->field_selector,
                               .protobuf = pb};

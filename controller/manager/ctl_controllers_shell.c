@@ -15,13 +15,13 @@ extern const ctl_controller_def ctl_gc_controller;
 extern const ctl_controller_def ctl_pg_controller;
 extern const ctl_controller_def ctl_jobflow_controller;
 extern const ctl_controller_def ctl_jobtemplate_controller;
+extern const ctl_controller_def ctl_hypernode_controller;
 
 /* Start order is Volcano's registration order; add a controller here. */
 const ctl_controller_def *const ctl_controllers[] = {
-    &ctl_job_controller,         &ctl_cronjob_controller,
-    &ctl_pg_controller,          &ctl_queue_controller,
-    &ctl_gc_controller,          &ctl_jobflow_controller,
-    &ctl_jobtemplate_controller, NULL,
+    &ctl_job_controller,         &ctl_cronjob_controller,   &ctl_pg_controller,
+    &ctl_queue_controller,       &ctl_gc_controller,        &ctl_jobflow_controller,
+    &ctl_jobtemplate_controller, &ctl_hypernode_controller, NULL,
 };
 
 typedef struct {

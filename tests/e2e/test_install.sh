@@ -56,7 +56,9 @@ start_as_sa() { # PROCESS
   sa_kubeconfig "kiln-$p" "$D/kiln-$p.sa.kubeconfig"
   mapfile -t args < <(deployment_args "$p")
   [ ${#args[@]} -gt 3 ] || fail "no arguments read from manifests/$p.yaml"
-  setsid "$KILN_BUILD/$p/kiln-$p" --kubeconfig="$D/kiln-$p.sa.kubeconfig" "${args[@]}" \
+  # The env of manifests/controller.yaml: KUBE_POD_NAMESPACE is the pod's namespace.
+  KUBE_POD_NAMESPACE=kiln-system \
+    setsid "$KILN_BUILD/$p/kiln-$p" --kubeconfig="$D/kiln-$p.sa.kubeconfig" "${args[@]}" \
     >"$D/logs/kiln-$p.log" 2>&1 </dev/null &
   echo $! >"$D/pids/kiln-$p.pid"
   echo "$KILN_BUILD/$p/kiln-$p" >"$D/pids/kiln-$p.exe"
@@ -616,6 +618,39 @@ test_disable_default_scheduler_config() {
   [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "exit status $rc without --scheduler-conf"
   expect_match 'No --scheduler-conf path provided and default configuration fallback is disabled' \
     "$out" "the reason without a file"
+}
+
+# The hyperNode-controller under its ServiceAccount: Volcano's discovery configuration in
+# kiln-system turns the install nodes' labels into HyperNodes (create, then status.nodeCount),
+# and a relabel updates one and deletes the other.
+test_hypernode_discovery_under_least_privilege() {
+  installed
+  kubectl label node install-0 install.example.com/leaf=a --overwrite >/dev/null || fail "label"
+  kubectl label node install-1 install.example.com/leaf=b --overwrite >/dev/null || fail "label"
+  kubectl apply -f - >/dev/null <<'CM' || fail "cannot apply the discovery configuration"
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: volcano-controller-configmap, namespace: kiln-system}
+data:
+  volcano-controller.conf: |
+    networkTopologyDiscovery:
+      - source: label
+        enabled: true
+        config:
+          networkTopologyTypes:
+            install:
+              - nodeLabel: install.example.com/leaf
+              - nodeLabel: kubernetes.io/hostname
+CM
+  local sel=volcano.sh/network-topology-source=label
+  wait_for 60 "two HyperNodes of one node each" bash -c \
+    "[ \"\$(kubectl get hn -l $sel -o jsonpath='{.items[*].status.nodeCount}')\" = '1 1' ]"
+  kubectl label node install-1 install.example.com/leaf=a --overwrite >/dev/null || fail "relabel"
+  wait_for 60 "one HyperNode of two nodes" bash -c \
+    "[ \"\$(kubectl get hn -l $sel -o jsonpath='{.items[*].status.nodeCount}')\" = 2 ]"
+  kubectl delete cm -n kiln-system volcano-controller-configmap >/dev/null
+  kubectl label node install-0 install-1 install.example.com/leaf- >/dev/null
+  kubectl delete hn -l "$sel" >/dev/null
 }
 
 # From the API server's audit log: no request of either ServiceAccount was refused, and every
