@@ -1,0 +1,276 @@
+#!/usr/bin/env bash
+# Issue #31's placement plugins on the real control plane, kiln-scheduler started per test
+# with the plugin in its configuration:
+#  - nodegroup: two queues bound (spec.affinity) to two node groups (volcano.sh/nodegroup-name)
+#    never cross, and the overflow of one waits rather than use the other's nodes;
+#  - task-topology: a ps/worker Job with volcano.sh/task-topology-affinity "ps,worker" lands
+#    on one node though nodeorder's leastrequested would spread it;
+#  - extender: a small HTTP extender (python http.server, below) vetoes one node in its
+#    predicate verb, and the pods avoid it.
+# Each test makes its own kwok nodes (labelled grp=<test>, tainted kiln-p31=<test>, which
+# only its pods tolerate), so other suites are not disturbed.
+# shellcheck shell=bash
+SUITE=plugins31
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+SCHED=$KILN_BUILD/scheduler/kiln-scheduler
+CTRL=$KILN_BUILD/controller/kiln-controller
+D=$KILN_CLUSTER_DIR
+LOG=$D/logs/kiln-scheduler-plugins31.log
+mkdir -p "$D/logs" "$D/pids"
+
+nodes() { # GRP COUNT ARGS...
+  local grp=$1 count=$2
+  shift 2
+  "$KILN_ROOT/tests/cluster/nodes" --dir "$D" --count "$count" --prefix "$grp-" \
+    --label "grp=$grp" --taint "kiln-p31=$grp:NoSchedule" "$@" >/dev/null \
+    || fail "cannot create nodes $grp-*"
+  # No node lifecycle controller runs to lift the API server's not-ready taint (group_nodes).
+  kubectl taint nodes -l "grp=$grp" node.kubernetes.io/not-ready:NoSchedule- >/dev/null 2>&1 || true
+}
+
+conf() { # FILE EXTRA-PLUGINS (YAML lines of the second tier)
+  cat > "$1" <<EOF
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: predicates
+  - name: proportion
+$2
+EOF
+}
+
+start_scheduler() { # CONF
+  "$SCHED" --kubeconfig "$KUBECONFIG" --scheduler-conf "$1" --v=3 --leader-elect=false \
+    >>"$LOG" 2>&1 &
+  echo $! > "$D/pids/kiln-scheduler-plugins31.pid"
+  echo "$SCHED" > "$D/pids/kiln-scheduler-plugins31.exe"
+}
+
+stop_scheduler() {
+  [ -f "$D/pids/kiln-scheduler-plugins31.pid" ] || return 0
+  kill "$(cat "$D/pids/kiln-scheduler-plugins31.pid")" 2>/dev/null || true
+  rm -f "$D/pids/kiln-scheduler-plugins31.pid" "$D/pids/kiln-scheduler-plugins31.exe"
+}
+
+# bound NS: "pod node" per pod that has a node, sorted.
+bound() {
+  kubectl get pods -n "$1" -o json | jq -r '.items[] | select(.spec.nodeName != null) |
+    "\(.metadata.name) \(.spec.nodeName)"' | sort
+}
+
+wait_bound() { # SECS NS COUNT
+  local deadline=$((SECONDS + $1))
+  until [ "$(bound "$2" | wc -l)" -ge "$3" ]; do
+    [ $SECONDS -lt $deadline ] || fail "want $3 pods bound in $2, got: $(bound "$2" | tr '\n' ';')"
+    sleep 0.3
+  done
+}
+
+pods() { # NS PREFIX QUEUE COUNT CPU GRP: COUNT one-pod gangs PREFIX-i in QUEUE on GRP's nodes
+  local i sel=""         # (GRP none: no node selector)
+  [ "$6" = none ] || sel="nodeSelector: {grp: $6}"
+  for ((i = 0; i < $4; i++)); do
+    cat <<EOF
+---
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: PodGroup
+metadata: {name: $2-$i}
+spec: {minMember: 1, queue: $3}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: $2-$i, annotations: {scheduling.k8s.io/group-name: $2-$i}}
+spec:
+  schedulerName: volcano
+  $sel
+  tolerations: [{key: kiln-p31, value: $6, effect: NoSchedule}]
+  containers: [{name: c, image: fake, resources: {requests: {cpu: "$5"}, limits: {cpu: "$5"}}}]
+EOF
+  done | kubectl apply -n "$1" -f - >/dev/null || fail "cannot create pods $2-*"
+}
+
+kubectl apply --server-side -f "$KILN_ROOT/manifests/crd/" >/dev/null
+kubectl wait --for=condition=Established --timeout=60s crd/podgroups.scheduling.volcano.sh \
+  crd/queues.scheduling.volcano.sh crd/jobs.batch.volcano.sh >/dev/null 2>&1
+
+# Two tenants, each queue bound to its own node group; tenant a asks for more than its group
+# holds: its overflow waits, and neither tenant's pods are ever on the other's nodes.
+test_nodegroup_queues_never_cross() {
+  local ns c=$D/p31-nodegroup.conf
+  ns=$(new_namespace p31)
+  nodes p31ga 2 --cpu 4 --memory 16Gi --label volcano.sh/nodegroup-name=p31-a
+  nodes p31gb 2 --cpu 4 --memory 16Gi --label volcano.sh/nodegroup-name=p31-b
+  kubectl apply -f - >/dev/null <<EOF || fail "cannot create the queues"
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: p31-qa}
+spec:
+  weight: 1
+  affinity: {nodeGroupAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [p31-a]}}
+---
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: p31-qb}
+spec:
+  weight: 1
+  affinity: {nodeGroupAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [p31-b]}}
+EOF
+  # Both groups' nodes tolerated by every pod: only the plugin keeps them apart.
+  kubectl taint nodes -l 'grp in (p31ga,p31gb)' kiln-p31- >/dev/null
+  conf "$c" "  - name: nodegroup"
+  pods "$ns" a p31-qa 10 1 none
+  pods "$ns" b p31-qb 6 1 none
+  start_scheduler "$c"
+  wait_bound 90 "$ns" 14
+  local pod node group
+  while read -r pod node; do
+    group=$(kubectl get node "$node" -o jsonpath='{.metadata.labels.volcano\.sh/nodegroup-name}')
+    case $pod in
+      a-*) expect_eq p31-a "$group" "group of $pod's node $node" ;;
+      b-*) expect_eq p31-b "$group" "group of $pod's node $node" ;;
+    esac
+  done < <(bound "$ns")
+  # a's 10 one-cpu pods on 8 cpu of group a: 8 run, 2 wait, though group b has 2 cpu free.
+  expect_eq 8 "$(bound "$ns" | grep -c '^a-')" "tenant a's bound pods"
+  expect_eq 6 "$(bound "$ns" | grep -c '^b-')" "tenant b's bound pods"
+  stop_scheduler
+  kubectl delete namespace "$ns" --wait=false >/dev/null
+  kubectl delete queue p31-qa p31-qb --wait=false >/dev/null 2>&1 || true
+}
+
+# A ps/worker Job with "ps,worker" task-topology affinity: one node holds all three pods,
+# where leastrequested alone spreads them over the three empty nodes.
+test_task_topology_one_node() {
+  local ns c=$D/p31-tt.conf
+  ns=$(new_namespace p31)
+  nodes p31tt 3 --cpu 8 --memory 32Gi
+  conf "$c" "  - name: nodeorder
+  - name: task-topology
+    arguments:
+      task-topology.weight: 10"
+  start_scheduler "$c"
+  "$CTRL" --kubeconfig "$KUBECONFIG" --leader-elect=false >>"$D/logs/kiln-controller-p31.log" 2>&1 &
+  echo $! > "$D/pids/kiln-controller-p31.pid"
+  echo "$CTRL" > "$D/pids/kiln-controller-p31.exe"
+  kubectl apply -n "$ns" -f - >/dev/null <<EOF || fail "cannot create the Job"
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata:
+  name: tf
+  annotations: {volcano.sh/task-topology-affinity: "ps,worker"}
+spec:
+  schedulerName: volcano
+  minAvailable: 3
+  tasks:
+  - name: ps
+    replicas: 1
+    template:
+      spec:
+        nodeSelector: {grp: p31tt}
+        tolerations: [{key: kiln-p31, value: p31tt, effect: NoSchedule}]
+        containers: [{name: c, image: fake, resources: {requests: {cpu: "1"}, limits: {cpu: "1"}}}]
+  - name: worker
+    replicas: 2
+    template:
+      spec:
+        nodeSelector: {grp: p31tt}
+        tolerations: [{key: kiln-p31, value: p31tt, effect: NoSchedule}]
+        containers: [{name: c, image: fake, resources: {requests: {cpu: "1"}, limits: {cpu: "1"}}}]
+EOF
+  wait_bound 90 "$ns" 3
+  local nodes_used
+  nodes_used=$(bound "$ns" | awk '{print $2}' | sort -u | wc -l)
+  expect_eq 1 "$nodes_used" "nodes the ps/worker Job uses ($(bound "$ns" | tr '\n' ';'))"
+  kill "$(cat "$D/pids/kiln-controller-p31.pid")" 2>/dev/null || true
+  rm -f "$D/pids/kiln-controller-p31.pid" "$D/pids/kiln-controller-p31.exe"
+  stop_scheduler
+  kubectl delete namespace "$ns" --wait=false >/dev/null
+}
+
+# The extender: a Python HTTP server answering Volcano's predicate verb, refusing one node.
+test_extender_veto() {
+  local ns c=$D/p31-ext.conf srv=$D/p31-extender.py port_file=$D/p31-extender.port
+  ns=$(new_namespace p31)
+  nodes p31ext 2 --cpu 8 --memory 32Gi
+  cat > "$srv" <<'EOF'
+import http.server, json, sys
+VETO, PORT_FILE, LOG = sys.argv[1], sys.argv[2], sys.argv[3]
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        req = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+        out = {}
+        if self.path.endswith("/predicate"):
+            node = req.get("node", {}).get("Name", "")
+            with open(LOG, "a") as f:
+                f.write("%s %s\n" % (req.get("task", {}).get("Name", ""), node))
+            if node == VETO:
+                out = {"errorMessage": "node %s vetoed by the test extender" % node}
+        body = json.dumps(out).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+with open(PORT_FILE, "w") as f:
+    f.write(str(s.server_address[1]))
+s.serve_forever()
+EOF
+  rm -f "$port_file" "$D/p31-extender.log"
+  python3 "$srv" p31ext-0 "$port_file" "$D/p31-extender.log" &
+  echo $! > "$D/pids/p31-extender.pid"
+  echo python3 > "$D/pids/p31-extender.exe"
+  wait_for 20 "the extender's port" test -s "$port_file"
+  # binpack prefers the fuller node: p31ext-0 holds a pod already, so without the veto the
+  # gangs would go there.
+  conf "$c" "  - name: binpack
+  - name: extender
+    arguments:
+      extender.urlPrefix: http://127.0.0.1:$(cat "$port_file")
+      extender.httpTimeout: 2s
+      extender.predicateVerb: predicate"
+  kubectl apply -n "$ns" -f - >/dev/null <<EOF || fail "cannot create the resident pod"
+apiVersion: v1
+kind: Pod
+metadata: {name: resident}
+spec:
+  nodeName: p31ext-0
+  tolerations: [{key: kiln-p31, value: p31ext, effect: NoSchedule}]
+  containers: [{name: c, image: fake, resources: {requests: {cpu: "2"}}}]
+EOF
+  pods "$ns" e default 4 1 p31ext
+  start_scheduler "$c"
+  wait_bound 90 "$ns" 5
+  local pod node
+  while read -r pod node; do
+    [ "$pod" = resident ] && continue
+    expect_eq p31ext-1 "$node" "node of $pod"
+  done < <(bound "$ns")
+  grep -q ' p31ext-0$' "$D/p31-extender.log" || fail "the extender was never asked about p31ext-0"
+  stop_scheduler
+  kill "$(cat "$D/pids/p31-extender.pid")" 2>/dev/null || true
+  rm -f "$D/pids/p31-extender.pid" "$D/pids/p31-extender.exe"
+  kubectl delete namespace "$ns" --wait=false >/dev/null
+}
+
+e2e_main "$@"
+rc=$?
+for p in kiln-scheduler-plugins31 kiln-controller-p31 p31-extender; do
+  if [ -f "$D/pids/$p.pid" ]; then
+    kill "$(cat "$D/pids/$p.pid")" 2>/dev/null
+    rm -f "$D/pids/$p.pid" "$D/pids/$p.exe"
+  fi
+done
+kubectl delete queue p31-qa p31-qb --wait=false >/dev/null 2>&1
+kubectl delete nodes -l 'grp in (p31ga,p31gb,p31tt,p31ext)' --wait=false >/dev/null 2>&1
+if [ -n "${KILN_E2E_LOGS:-}" ]; then
+  mkdir -p "$KILN_E2E_LOGS" && cp "$LOG" "$KILN_E2E_LOGS"/ 2>/dev/null
+fi
+exit $rc
