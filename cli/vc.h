@@ -203,8 +203,6 @@ KC_NODISCARD int vc_conn_open(const char *kubeconfig, const char *master, vc_con
 KC_NODISCARD int vc_call(vc_conn *c, kc_verb verb, const kc_ref *ref, const kc_query *q,
                          json_t *body, vc_reply *r);
 void vc_reply_clear(vc_reply *r);
-/* The connection's client (borrowed), for informers run on its loop. */
-kc_client *vc_conn_client(vc_conn *c);
 /* Runs the loop until done(ud) is true: 0, or KC_ETIMEDOUT after timeout_ms. */
 KC_NODISCARD int vc_conn_run_until(vc_conn *c, bool (*done)(void *), void *ud, uint64_t timeout_ms);
 /* Frees the client, runs the loop out and closes it. NULL is a no-op. */

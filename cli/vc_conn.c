@@ -78,32 +78,6 @@ int vc_call(vc_conn *c, kc_verb verb, const kc_ref *ref, const kc_query *q, json
   return r->err;
 }
 
-kc_client *vc_conn_client(vc_conn *c) {
-  return c->client;
-}
-
-static void on_deadline(uv_timer_t *t) {
-  *(bool *)t->data = true;
-}
-
-int vc_conn_run_until(vc_conn *c, bool (*done)(void *), void *ud, uint64_t timeout_ms) {
-  bool expired = false;
-  uv_timer_t timer;
-  int rc = kc_err_from_uv(uv_timer_init(&c->loop, &timer));
-  if (rc != 0)
-    return rc;
-  timer.data = &expired;
-  rc = kc_err_from_uv(uv_timer_start(&timer, on_deadline, timeout_ms, 0));
-  while (rc == 0 && !done(ud) && !expired)
-    uv_run(&c->loop, UV_RUN_ONCE);
-  uv_close((uv_handle_t *)&timer, NULL);
-  while (uv_is_closing((uv_handle_t *)&timer) && uv_loop_alive(&c->loop))
-    uv_run(&c->loop, UV_RUN_NOWAIT);
-  if (rc == 0 && !done(ud))
-    rc = KC_ETIMEDOUT;
-  return rc;
-}
-
 void vc_reply_clear(vc_reply *r) {
   json_decref(r->obj);
   r->obj = NULL;

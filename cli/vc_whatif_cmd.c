@@ -1,6 +1,6 @@
 /* `vcctl job whatif` and `vcctl job run --dry-run`: the I/O around vc_whatif.c. With the
- * caller's kubeconfig it reads what kiln-scheduler reads, once, through kiln-scheduler's own
- * cache (sch_cache: the same informers, decoders and snapshot), and the scheduler's
+ * caller's kubeconfig it lists, once and cluster-wide, what kiln-scheduler's cache watches,
+ * decoded by the same decoders into the same snapshot message, and reads the scheduler's
  * configuration from its ConfigMap; the Job goes to the API server as a dry run only, so that
  * its defaults and admission policies apply and nothing is stored. */
 #include <stdlib.h>
@@ -10,15 +10,12 @@
 #include "kc_codec.h"
 #include "kc_file.h"
 #include "kc_log.h"
-#include "sch_cache.h"
 #include "sch_conf.h"
 #include "sch_conf_file.h"
 #include "vc.h"
 #include "vc_whatif.h"
 
-/* How long reading the cluster may take (a cluster of 50,000 pods lists in seconds). */
-#define SYNC_TIMEOUT_MS (5 * 60 * 1000)
-#define CONF_KEY        "volcano-scheduler.conf"
+#define CONF_KEY "volcano-scheduler.conf"
 
 typedef struct {
   const vc_args *a;
@@ -56,70 +53,115 @@ static int dry_run(wctx *x, json_t **job) {
     if (md && !json_is_string(json_object_get(md, "namespace")))
       json_object_set_new(md, "namespace", json_string(ns));
     rc = 0;
-  } else {
+  } else if (r.status >= 400 && r.status < 500) {
     kc_errorf(x->err, x->errlen, rc, "the API server would refuse the Job: %s", r.message);
+  } else {
+    kc_errorf(x->err, x->errlen, rc, "cannot dry-run the Job: %s", r.message);
   }
   vc_reply_clear(&r);
   return rc;
 }
 
-/* ---- the cluster, as kiln-scheduler's cache reads it ---- */
+/* ---- the cluster, as kiln-scheduler reads it ---- */
 
-/* Every list the scheduler's cache makes, cluster-wide; the 403 of the first one refused
- * names the permission missing. */
-static int check_access(wctx *x) {
-  static const struct {
-    const char *group, *version, *resource;
-  } lists[] = {
-      {NULL, "v1", "pods"},
-      {NULL, "v1", "nodes"},
-      {"scheduling.volcano.sh", "v1beta1", "podgroups"},
-      {"scheduling.volcano.sh", "v1beta1", "queues"},
-      {"scheduling.k8s.io", "v1", "priorityclasses"},
-      {"policy", "v1", "poddisruptionbudgets"},
-  };
-  for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
-    kc_ref ref = {lists[i].group, lists[i].version, lists[i].resource, NULL, NULL, NULL};
-    kc_query q = {.limit = 1};
-    vc_reply r;
-    int rc = vc_call(x->conn, KC_LIST, &ref, &q, NULL, &r);
-    vc_reply_clear(&r);
-    if (rc == KC_EFORBIDDEN)
-      return kc_errorf(x->err, x->errlen, rc,
-                       "what-if reads the cluster as kiln-scheduler does and needs permission "
-                       "to list %s%s%s in all namespaces (verb list, resource %s, cluster-wide; "
-                       "docs/whatif-rbac.yaml has a ClusterRole for what-if readers): %s",
-                       lists[i].resource, lists[i].group ? "." : "",
-                       lists[i].group ? lists[i].group : "", lists[i].resource, r.message);
-    if (rc != 0)
-      return kc_errorf(x->err, x->errlen, rc, "cannot list %s: %s", lists[i].resource, r.message);
+/* The decoders kiln-scheduler's cache keeps its objects with (kc_codec), behind one type. */
+static int dec_pod(const json_t *j, void **o, char *e, size_t l) {
+  return kc_pod_decode(j, (Kiln__Pod **)o, e, l);
+}
+static int dec_node(const json_t *j, void **o, char *e, size_t l) {
+  return kc_node_decode(j, (Kiln__Node **)o, e, l);
+}
+static int dec_pg(const json_t *j, void **o, char *e, size_t l) {
+  return kc_podgroup_decode(j, (Kiln__PodGroup **)o, e, l);
+}
+static int dec_queue(const json_t *j, void **o, char *e, size_t l) {
+  return kc_queue_decode(j, (Kiln__Queue **)o, e, l);
+}
+static int dec_pc(const json_t *j, void **o, char *e, size_t l) {
+  return kc_priorityclass_decode(j, (Kiln__PriorityClass **)o, e, l);
+}
+static int dec_pdb(const json_t *j, void **o, char *e, size_t l) {
+  return kc_pdb_decode(j, (Kiln__PodDisruptionBudget **)o, e, l);
+}
+
+enum { K_PODS, K_NODES, K_PODGROUPS, K_QUEUES, K_CLASSES, K_PDBS, K__COUNT };
+
+/* What kiln-scheduler's cache lists, cluster-wide. */
+static const struct {
+  const char *group, *version, *resource;
+  int (*decode)(const json_t *, void **, char *, size_t);
+} kinds[K__COUNT] = {
+    [K_PODS] = {NULL, "v1", "pods", dec_pod},
+    [K_NODES] = {NULL, "v1", "nodes", dec_node},
+    [K_PODGROUPS] = {"scheduling.volcano.sh", "v1beta1", "podgroups", dec_pg},
+    [K_QUEUES] = {"scheduling.volcano.sh", "v1beta1", "queues", dec_queue},
+    [K_CLASSES] = {"scheduling.k8s.io", "v1", "priorityclasses", dec_pc},
+    [K_PDBS] = {"policy", "v1", "poddisruptionbudgets", dec_pdb},
+};
+
+typedef struct {
+  void **items[K__COUNT]; /* decoded messages, owned */
+  size_t n[K__COUNT];
+} cluster_objs;
+
+static void objs_free(cluster_objs *o) {
+  for (int k = 0; k < K__COUNT; k++) {
+    for (size_t i = 0; i < o->n[k]; i++)
+      kc_msg_free(o->items[k][i]);
+    free(o->items[k]);
   }
-  return 0;
 }
 
-static bool cache_synced(void *ud) {
-  return sch_cache_synced(ud);
+/* One cluster-wide list; a 403 names the permission missing, in the API server's words too.
+ * An object that does not decode is left out, as the scheduler's cache leaves it out. */
+static int list_kind(wctx *x, int k, cluster_objs *o) {
+  kc_ref ref = {kinds[k].group, kinds[k].version, kinds[k].resource, NULL, NULL, NULL};
+  vc_reply r;
+  int rc = vc_call(x->conn, KC_LIST, &ref, NULL, NULL, &r);
+  if (rc == KC_EFORBIDDEN)
+    kc_errorf(x->err, x->errlen, rc,
+              "what-if reads the cluster as kiln-scheduler does and needs permission to list "
+              "%s%s%s in all namespaces (verb list, resource %s, cluster-wide; "
+              "docs/whatif-rbac.yaml has a ClusterRole for what-if readers): %s",
+              kinds[k].resource, kinds[k].group ? "." : "", kinds[k].group ? kinds[k].group : "",
+              kinds[k].resource, r.message);
+  else if (rc != 0)
+    kc_errorf(x->err, x->errlen, rc, "cannot list %s: %s", kinds[k].resource, r.message);
+  const json_t *items = rc == 0 ? json_object_get(r.obj, "items") : NULL;
+  if (rc == 0 && (o->items[k] = calloc(json_array_size(items) + 1, sizeof(void *))) == NULL)
+    rc = KC_ENOMEM;
+  size_t i;
+  json_t *it;
+  json_array_foreach(rc == 0 ? items : NULL, i, it) {
+    void *m = NULL;
+    if (kinds[k].decode(it, &m, NULL, 0) == 0)
+      o->items[k][o->n[k]++] = m;
+  }
+  vc_reply_clear(&r);
+  return rc;
 }
 
-/* Starts kiln-scheduler's cache on vcctl's connection and waits for its first lists. Writes
- * are refused (the cache would otherwise create a missing default queue). */
-static int never_write(void *ud) {
-  (void)ud;
-  return KC_EFORBIDDEN;
-}
-
-static int read_cluster(wctx *x, sch_cache **cache, sch_cache_snap *snap) {
-  sch_cache_options o = {.may_write = never_write, .protobuf = true};
-  int rc = sch_cache_new(vc_conn_client(x->conn), &o, cache);
-  if (rc == 0)
-    rc = sch_cache_start(*cache);
-  if (rc == 0)
-    rc = vc_conn_run_until(x->conn, cache_synced, *cache, SYNC_TIMEOUT_MS);
-  if (rc != 0)
-    return kc_errorf(x->err, x->errlen, rc, "cannot read the cluster: %s", kc_strerror(rc));
-  rc = sch_cache_snapshot(*cache, snap);
-  if (rc != 0)
-    return kc_errorf(x->err, x->errlen, rc, "cannot take a snapshot: %s", kc_strerror(rc));
+/* The snapshot message of what was listed (arrays borrowed from o). */
+static int read_cluster(wctx *x, cluster_objs *o, Kiln__Snapshot *msg) {
+  for (int k = 0; k < K__COUNT; k++) {
+    int rc = list_kind(x, k, o);
+    if (rc != 0)
+      return rc;
+  }
+  kiln__snapshot__init(msg);
+  msg->time_unix_nano = (int64_t)time(NULL) * 1000000000;
+  msg->nodes = (Kiln__Node **)o->items[K_NODES];
+  msg->n_nodes = o->n[K_NODES];
+  msg->pods = (Kiln__Pod **)o->items[K_PODS];
+  msg->n_pods = o->n[K_PODS];
+  msg->pod_groups = (Kiln__PodGroup **)o->items[K_PODGROUPS];
+  msg->n_pod_groups = o->n[K_PODGROUPS];
+  msg->queues = (Kiln__Queue **)o->items[K_QUEUES];
+  msg->n_queues = o->n[K_QUEUES];
+  msg->priority_classes = (Kiln__PriorityClass **)o->items[K_CLASSES];
+  msg->n_priority_classes = o->n[K_CLASSES];
+  msg->pod_disruption_budgets = (Kiln__PodDisruptionBudget **)o->items[K_PDBS];
+  msg->n_pod_disruption_budgets = o->n[K_PDBS];
   return 0;
 }
 
@@ -252,16 +294,14 @@ int vc_whatif_cmd(const vc_args *a, vc_conn *conn, json_t *job, char *err, size_
     rc = from_snapshot(&x, job);
     goto out;
   }
-  sch_cache *cache = NULL;
-  sch_cache_snap snap = {0};
+  cluster_objs objs = {0};
+  Kiln__Snapshot msg;
   sch_conf *conf = NULL;
   char where[600];
-  if ((rc = dry_run(&x, &job)) == 0 && (rc = check_access(&x)) == 0 &&
-      (rc = load_conf(&x, &conf, where, sizeof(where))) == 0 &&
-      (rc = read_cluster(&x, &cache, &snap)) == 0)
-    rc = answer(&x, job, &snap.msg, conf, where);
-  sch_cache_snap_close(&snap);
-  sch_cache_free(cache);
+  if ((rc = dry_run(&x, &job)) == 0 && (rc = read_cluster(&x, &objs, &msg)) == 0 &&
+      (rc = load_conf(&x, &conf, where, sizeof(where))) == 0)
+    rc = answer(&x, job, &msg, conf, where);
+  objs_free(&objs);
   sch_conf_free(conf);
 out:
   json_decref(job);
