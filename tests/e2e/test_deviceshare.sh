@@ -54,6 +54,12 @@ stop_scheduler() {
   rm -f "$D/pids/kiln-scheduler-deviceshare.pid" "$D/pids/kiln-scheduler-deviceshare.exe"
 }
 
+# A failed test ends before its finish: its scheduler (another configuration) must not stay
+# and bind the next test's pods.
+before_each() {
+  stop_scheduler
+}
+
 nodes() { # GRP ARGS...: one node GRP-0
   local grp=$1
   shift
@@ -163,7 +169,7 @@ test_vgpu_memory_shares_one_gpu() {
 # (volcano.sh/gpu-unhealthy-ids), take disjoint healthy cards; a third, which the node's
 # resources would still take, finds no idle card and says so.
 test_gpu_number_never_shares() {
-  local ns i0 i1 msg deadline
+  local ns i0 i1 msg="" deadline
   ns=$(new_namespace ds)
   nodes dsn --extended volcano.sh/gpu-number=6 --extended volcano.sh/gpu-memory=96000
   kubectl annotate node dsn-0 volcano.sh/gpu-unhealthy-ids=4,5 >/dev/null || fail "annotate"
@@ -192,7 +198,7 @@ test_gpu_number_never_shares() {
 # GPUs: the resources fit, the GPUs take two; it binds none, and its devices are free again
 # for a two-GPU pod that comes later.
 test_gang_without_devices_binds_none() {
-  local ns msg deadline
+  local ns msg="" deadline
   ns=$(new_namespace ds)
   vgpu_node dsg
   start_scheduler "$VGPU_CONF"
