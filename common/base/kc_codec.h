@@ -23,6 +23,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "dra.pb-c.h"
 #include "meta.pb-c.h"
 #include "pod.pb-c.h"
 #include "resource.pb-c.h"
@@ -74,6 +75,13 @@ KC_NODISCARD int kc_pdb_decode(const json_t *json, Kiln__PodDisruptionBudget **o
 /* core/v1 ResourceQuota: spec.hard, status.hard and status.used (the resourcequota plugin's
  * view). */
 KC_NODISCARD int kc_resourcequota_decode(const json_t *json, Kiln__ResourceQuota **out, char *err,
+                                         size_t errlen);
+/* resource.k8s.io/v1 DeviceClass, ResourceSlice and ResourceClaim (dra.proto's view). */
+KC_NODISCARD int kc_deviceclass_decode(const json_t *json, Kiln__DeviceClass **out, char *err,
+                                       size_t errlen);
+KC_NODISCARD int kc_resourceslice_decode(const json_t *json, Kiln__ResourceSlice **out, char *err,
+                                         size_t errlen);
+KC_NODISCARD int kc_resourceclaim_decode(const json_t *json, Kiln__ResourceClaim **out, char *err,
                                          size_t errlen);
 
 /* Status bodies for writes: {"status": {...}}, usable as a merge patch or, with metadata

@@ -519,6 +519,8 @@ static int pod_spec(kc__cctx *c, Kiln__Pod *p, const json_t *spec) {
   if (rc == 0)
     rc = scheduling_gates(c, p, spec);
   if (rc == 0)
+    rc = decode_field_at(c, &p->base, "resource_claims", spec, "resourceClaims");
+  if (rc == 0)
     rc = pod_images(c, p, spec);
   /* The inter-pod terms go into a message of their own that only pods with some keep. */
   if (rc == 0 && !(p->inter_pod = malloc(sizeof(*p->inter_pod))))
@@ -733,6 +735,9 @@ int kc_pod_decode(const json_t *json, Kiln__Pod **out, char *err, size_t errlen)
     rc = peek_string(&c, status, "phase", &phase);
     if (rc == 0)
       rc = get_string(&c, status, "nominatedNodeName", &p->nominated_node_name);
+    if (rc == 0)
+      rc =
+          decode_field_at(&c, &p->base, "resource_claim_statuses", status, "resourceClaimStatuses");
     if (rc == 0)
       rc = scheduled_since(&c, p, status);
     if (rc == 0)

@@ -434,6 +434,8 @@ static int pod_spec(Kiln__Pod *p, K8s__PodSpec *s, char *err, size_t errlen) {
   if (rc == 0)
     rc = gates(p, s);
   if (rc == 0)
+    rc = conv_field(&s->base, "resource_claims", &p->base, "resource_claims");
+  if (rc == 0)
     rc = images(p, s);
   if (rc == 0)
     rc = affinity(p, s);
@@ -444,7 +446,7 @@ static int pod_spec(Kiln__Pod *p, K8s__PodSpec *s, char *err, size_t errlen) {
   return rc;
 }
 
-static void pod_status(Kiln__Pod *p, K8s__PodStatus *st) {
+static int pod_status(Kiln__Pod *p, K8s__PodStatus *st) {
   p->phase = kc__pod_phase(st->phase);
   take(&p->nominated_node_name, &st->nominated_node_name);
   for (size_t i = 0; i < st->n_conditions; i++) {
@@ -456,6 +458,7 @@ static void pod_status(Kiln__Pod *p, K8s__PodStatus *st) {
       break;
     }
   }
+  return conv_field(&st->base, "resource_claim_statuses", &p->base, "resource_claim_statuses");
 }
 
 /* The start of a decode: *k the message of kd in data, *view a new empty message of vd. */
@@ -509,7 +512,7 @@ int kc_pb_pod_decode(const void *data, size_t len, Kiln__Pod **out, char *err, s
   if (rc == 0)
     rc = kc__pod_devices(p, &pb_src, k->spec ? k->spec : &empty, pb_ann, k->metadata);
   if (rc == 0 && k->status)
-    pod_status(p, k->status);
+    rc = pod_status(p, k->status);
   return finish(rc, km, vm, out, ebuf, err, errlen);
 }
 

@@ -219,6 +219,9 @@ typedef struct sch_snapshot {
   struct sch_ipa *interpod;
   int32_t interpod_refs;
   bool interpod_none; /* asked, and no pod has a term */
+  /* Dynamic Resource Allocation (sch_dra.c): made by the predicates plugin when enabled; it
+   * outlives the session so that the shell writes the claims of the pods it binds. */
+  struct sch_dra *dra;
   /* Private storage. */
   int32_t *task_slots;
   char **owned;

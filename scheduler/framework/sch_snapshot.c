@@ -8,6 +8,7 @@
 #include "kc_error.h"
 #include "kc_log.h"
 #include "sch_int.h"
+#include "sch_dra.h"
 
 static const char *const status_names[] = {
 #define XX(name, str) str,
@@ -653,6 +654,7 @@ int sch_snapshot_new(const Kiln__Snapshot *msg, const sch_snapshot_options *opt,
 void sch_snapshot_free(sch_snapshot *s) {
   if (!s)
     return;
+  sch_dra_free(s->dra);
   kc_strmap_close(&s->node_index, NULL);
   kc_strmap_close(&s->job_index, NULL);
   kc_strmap_close(&s->queue_index, NULL);

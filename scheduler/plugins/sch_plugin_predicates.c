@@ -17,12 +17,17 @@
  *      no pod of the snapshot carries a term or constraint.
  * Arguments: predicate.NodeAffinityEnable, predicate.NodePortsEnable,
  * predicate.TaintTolerationEnable, predicate.PodAffinityEnable,
- * predicate.PodTopologySpreadEnable (all true by default, as in Volcano). */
+ * predicate.PodTopologySpreadEnable (all true by default, as in Volcano), and
+ * predicate.DynamicResourceAllocationEnable (false by default, as in Volcano): 9. the pod's
+ * ResourceClaims (sch_dra.c), whose devices follow the session's placements through the
+ * allocate/deallocate events, so a gang's devices commit or roll back with its statement. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kc_error.h"
 #include "kc_log.h"
+#include "sch_dra.h"
 #include "sch_framework.h"
 #include "sch_interpod.h"
 #include "sch_match.h"
@@ -48,6 +53,7 @@ typedef struct predicates_state {
   unsigned ipa_checks;
   sch_ipa *ipa;
   int32_t ipa_reason[SCH_IPA_SPREAD_LABEL + 1];
+  sch_dra *dra; /* the snapshot's, when DynamicResourceAllocation is on */
 } predicates_state;
 
 typedef struct static_verdict {
@@ -163,6 +169,49 @@ static int check_b(sch_session *ssn, predicates_state *st, const sch_task *t, co
   return SCH_UNRESOLVABLE;
 }
 
+/* DynamicResources: the pod's claims on the node. */
+static int check_dra(sch_session *ssn, predicates_state *st, const sch_task *t, int32_t node,
+                     sch_fit *why) {
+  if (!sch_dra_task_has_claims(t))
+    return SCH_FIT;
+  char reason[SCH_REASON_MAX];
+  int rc = sch_dra_filter(st->dra, t, node, reason, sizeof(reason));
+  if (rc == SCH_FIT)
+    return rc;
+  if (rc < 0)
+    snprintf(reason, sizeof(reason), "cannot allocate all claims: %s", kc_strerror(rc));
+  sch_fit_add(why, sch_session_reason(ssn, reason));
+  return rc == SCH_UNRESOLVABLE ? SCH_UNRESOLVABLE : SCH_UNSCHEDULABLE;
+}
+
+static void dra_allocate(sch_session *ssn, void *ctx, const sch_task *t) {
+  (void)ssn;
+  predicates_state *st = ctx;
+  int rc = sch_dra_place(st->dra, t, t->node);
+  if (rc)
+    KC_WARN("%s/%s: its claims could not be allocated on the node chosen: %s", t->pod->namespace_,
+            t->pod->name, kc_strerror(rc));
+}
+
+static void dra_deallocate(sch_session *ssn, void *ctx, const sch_task *t) {
+  (void)ssn;
+  predicates_state *st = ctx;
+  sch_dra_unplace(st->dra, t);
+}
+
+static int open_dra(sch_session *ssn, predicates_state *st, const sch_plugin_conf *conf) {
+  if (!sch_args_bool(&conf->args, "predicate.DynamicResourceAllocationEnable", false))
+    return 0;
+  sch_snapshot *snap = sch_session_snapshot(ssn);
+  if (snap->dra == NULL) {
+    int rc = sch_dra_new(snap, &snap->dra);
+    if (rc)
+      return rc;
+  }
+  st->dra = snap->dra;
+  return sch_add_event_handler(ssn, dra_allocate, dra_deallocate, st);
+}
+
 static int predicate(sch_session *ssn, void *ctx, const sch_task *t, const sch_node *n,
                      sch_fit *why) {
   predicates_state *st = ctx;
@@ -226,7 +275,7 @@ static int predicate(sch_session *ssn, void *ctx, const sch_task *t, const sch_n
                                                                   : SCH_UNSCHEDULABLE;
     }
   }
-  return SCH_FIT;
+  return st->dra ? check_dra(ssn, st, t, ni, why) : SCH_FIT;
 }
 
 static int open_interpod(sch_session *ssn, predicates_state *st, const sch_plugin_conf *conf) {
@@ -278,6 +327,8 @@ static int predicates_open(sch_session *ssn, const sch_plugin_conf *conf, void *
   if (st->too_many_pods < 0 || st->unschedulable < 0 || st->node_affinity < 0 || st->node_ports < 0)
     return KC_ENOMEM;
   int rc = open_interpod(ssn, st, conf);
+  if (rc == 0)
+    rc = open_dra(ssn, st, conf);
   if (rc < 0)
     return rc;
   return sch_add_predicate_fn(ssn, predicate, st);

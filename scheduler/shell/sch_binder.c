@@ -446,6 +446,15 @@ void sch_binder_open(sch_binder *b, const char *group) {
   free(g);
 }
 
+void sch_binder_drop(sch_binder *b, const char *group) {
+  void *v = NULL;
+  if (b->closing || kc_strmap_del(&b->gates, group, &v) != 0)
+    return;
+  gate *g = v;
+  b->waiting -= g->n;
+  drop_gate(b, g);
+}
+
 void sch_binder_get_stats(const sch_binder *b, sch_binder_stats *st) {
   st->sent = b->sent;
   st->bound = b->bound;

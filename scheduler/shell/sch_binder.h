@@ -75,6 +75,9 @@ KC_NODISCARD int sch_binder_bind_in(sch_binder *b, const char *group, const char
                                     const char *name, const char *uid, const char *node,
                                     int64_t created_s);
 void sch_binder_open(sch_binder *b, const char *group);
+/* Drops what waits behind group's gate, unsent (their assumptions are forgotten: the pods are
+ * Pending again in the next session), and forgets the gate. No gate: no-op. */
+void sch_binder_drop(sch_binder *b, const char *group);
 
 typedef struct {
   uint64_t sent, bound, failed, gone;

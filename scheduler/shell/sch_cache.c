@@ -38,6 +38,9 @@ enum {
   INF_PRIORITYCLASS,
   INF_PDB,
   INF_QUOTA,
+  INF_DEVICECLASS,
+  INF_RESOURCESLICE,
+  INF_RESOURCECLAIM,
   INF__COUNT
 };
 
@@ -126,6 +129,22 @@ static void *decode_quota(json_t *obj, void *ud, char *err, size_t errlen) {
   (void)ud;
   Kiln__ResourceQuota *q = NULL;
   return kc_resourcequota_decode(obj, &q, err, errlen) == 0 ? q : NULL;
+}
+
+static void *decode_deviceclass(json_t *obj, void *ud, char *err, size_t errlen) {
+  (void)ud;
+  Kiln__DeviceClass *dc = NULL;
+  return kc_deviceclass_decode(obj, &dc, err, errlen) == 0 ? dc : NULL;
+}
+static void *decode_resourceslice(json_t *obj, void *ud, char *err, size_t errlen) {
+  (void)ud;
+  Kiln__ResourceSlice *rs = NULL;
+  return kc_resourceslice_decode(obj, &rs, err, errlen) == 0 ? rs : NULL;
+}
+static void *decode_resourceclaim(json_t *obj, void *ud, char *err, size_t errlen) {
+  (void)ud;
+  Kiln__ResourceClaim *rc = NULL;
+  return kc_resourceclaim_decode(obj, &rc, err, errlen) == 0 ? rc : NULL;
 }
 
 /* ---- pod handlers: confirm assumptions ---- */
@@ -239,6 +258,11 @@ int sch_cache_new(kc_client *c, const sch_cache_options *o, sch_cache **out) {
       [INF_PDB] = {"policy", "v1", "poddisruptionbudgets", decode_pdb, NULL},
       /* The resourcequota plugin's input: each namespace's quota status. */
       [INF_QUOTA] = {NULL, "v1", "resourcequotas", decode_quota, NULL},
+      /* Dynamic Resource Allocation (GA; Volcano's predicate.DynamicResourceAllocationEnable):
+       * devices per node and driver, the classes that select them, and the claims. */
+      [INF_DEVICECLASS] = {"resource.k8s.io", "v1", "deviceclasses", decode_deviceclass, NULL},
+      [INF_RESOURCESLICE] = {"resource.k8s.io", "v1", "resourceslices", decode_resourceslice, NULL},
+      [INF_RESOURCECLAIM] = {"resource.k8s.io", "v1", "resourceclaims", decode_resourceclaim, NULL},
   };
   *out = NULL;
   sch_cache *cache = calloc(1, sizeof(*cache));
@@ -482,8 +506,9 @@ const Kiln__Queue *sch_cache_queue(const sch_cache *cache, const char *name) {
 }
 
 kc_store *sch_cache_store(sch_cache *cache, sch_cache_kind kind) {
-  static const int inf_of[] = {INF_POD,   INF_NODE,          INF_PODGROUP,
-                               INF_QUEUE, INF_PRIORITYCLASS, INF_PDB};
+  static const int inf_of[] = {INF_POD,         INF_NODE,          INF_PODGROUP,
+                               INF_QUEUE,       INF_PRIORITYCLASS, INF_PDB,
+                               INF_DEVICECLASS, INF_RESOURCESLICE, INF_RESOURCECLAIM};
   if ((unsigned)kind >= sizeof(inf_of) / sizeof(inf_of[0]))
     return NULL;
   return kc_informer_store(cache->inf[inf_of[kind]]);
@@ -632,22 +657,30 @@ int sch_cache_snapshot_deferred(sch_cache *cache, sch_cache_snap *out) {
   Kiln__Snapshot *m = &out->msg;
   m->generation = ++cache->generation;
   m->time_unix_nano = kc_clock_wall_ns();
-  static const int kinds[] = {INF_NODE,          INF_POD, INF_PODGROUP, INF_QUEUE,
-                              INF_PRIORITYCLASS, INF_PDB, INF_QUOTA};
+  static const int kinds[] = {INF_NODE,          INF_POD,         INF_PODGROUP,
+                              INF_QUEUE,         INF_PRIORITYCLASS, INF_PDB,
+                              INF_QUOTA,         INF_DEVICECLASS,   INF_RESOURCESLICE,
+                              INF_RESOURCECLAIM};
   void ***arrays[] = {(void ***)&m->nodes,
                       (void ***)&m->pods,
                       (void ***)&m->pod_groups,
                       (void ***)&m->queues,
                       (void ***)&m->priority_classes,
                       (void ***)&m->pod_disruption_budgets,
-                      (void ***)&m->resource_quotas};
+                      (void ***)&m->resource_quotas,
+                      (void ***)&m->device_classes,
+                      (void ***)&m->resource_slices,
+                      (void ***)&m->resource_claims};
   size_t *counts[] = {&m->n_nodes,
                       &m->n_pods,
                       &m->n_pod_groups,
                       &m->n_queues,
                       &m->n_priority_classes,
                       &m->n_pod_disruption_budgets,
-                      &m->n_resource_quotas};
+                      &m->n_resource_quotas,
+                      &m->n_device_classes,
+                      &m->n_resource_slices,
+                      &m->n_resource_claims};
   int rc = 0;
   for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]) && rc == 0; i++)
     rc = store_array(kc_informer_store(cache->inf[kinds[i]]), arrays[i], counts[i]);
@@ -745,6 +778,9 @@ void sch_cache_snap_close(sch_cache_snap *s) {
   free(s->msg.priority_classes);
   free(s->msg.pod_disruption_budgets);
   free(s->msg.resource_quotas);
+  free(s->msg.device_classes);
+  free(s->msg.resource_slices);
+  free(s->msg.resource_claims);
   free(s->assumed);
   free(s->binding);
   free(s->devices);

@@ -20,6 +20,7 @@
 #include "kc_strmap.h"
 #include "kc_time.h"
 #include "sch_binder.h"
+#include "sch_claims.h"
 #include "sch_cache.h"
 #include "sch_evictor.h"
 #include "sch_http.h"
@@ -882,9 +883,12 @@ static void apply_binds(sch_shell *sh, const sch_snapshot *snap, const sch_resul
       continue;
     }
     const char *group = t->job >= 0 ? snap->jobs[t->job].key : NULL;
+    int claims = 0; /* 1: its ResourceClaims are written first, then it is bound */
     if (annotate_bind(sh, res, res->binds[i].task, key, node) != 0 ||
-        sch_binder_bind_in(sh->binder, group, p->namespace_, p->name, p->uid, node,
-                           p->creation_time) != 0) {
+        (claims = sch_claims_bind(sh->client, sh->binder, snap, res->binds[i].task,
+                                  res->binds[i].node, p->creation_time)) < 0 ||
+        (claims == 0 && sch_binder_bind_in(sh->binder, group, p->namespace_, p->name, p->uid, node,
+                                           p->creation_time) != 0)) {
       sch_cache_forget(sh->cache, key);
       KC_ERROR("cannot queue the bind of %s to %s: out of memory", key, node);
       continue;

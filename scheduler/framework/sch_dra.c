@@ -1,0 +1,794 @@
+/* Dynamic Resource Allocation over a snapshot: see sch_dra.h. */
+#include "sch_dra.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kc_strmap.h"
+#include "sch_cel.h"
+#include "sch_match.h"
+
+/* Compiled selectors of a class or a request; err (owned) when one did not compile. */
+typedef struct selset {
+  sch_cel **cel;
+  size_t n;
+  char *err;
+} selset;
+
+typedef struct device {
+  const char *driver, *pool, *name;
+  int32_t node;                     /* the node of a node-local slice; -1 otherwise */
+  const Kiln__DraNodeSelector *sel; /* a slice for the nodes it selects */
+  bool all_nodes;
+  int32_t next_on_node; /* the node's next device, -1 ends */
+  sch_cel_device cel;   /* arrays owned */
+  int32_t used_by;      /* the claim holding it, -1 free */
+  uint32_t stamp;       /* == dra epoch: taken by the allocation being tried */
+} device;
+
+typedef struct klass {
+  const char *name;
+  selset sel;
+} klass;
+
+/* A request's exactly, or one subrequest of firstAvailable (group: the request's index). */
+typedef struct request {
+  const Kiln__DraExactRequest *x;
+  char *name; /* owned: "req" or "req/sub", the allocation result's request */
+  int32_t group;
+  selset sel;
+} request;
+
+typedef struct claim {
+  const Kiln__ResourceClaim *msg;
+  int32_t index; /* in the message */
+  request *reqs;
+  int32_t nreqs;
+  bool allocated;
+  bool session; /* allocated by this session */
+  bool node_local;
+  int32_t node;                     /* session allocations: the node */
+  const Kiln__DraNodeSelector *sel; /* existing allocations: where it may be used */
+  int32_t refs;                     /* session tasks placed with it */
+  sch_dra_result *results;
+  int32_t *devs; /* device per result */
+  int32_t nresults, cap;
+} claim;
+
+struct sch_dra {
+  const sch_snapshot *snap;
+  device *devs;
+  int32_t ndevs;
+  int32_t *node_first; /* per node, its first node-local device */
+  int32_t *shared;     /* devices of slices not bound to one node */
+  int32_t nshared;
+  klass *classes;
+  int32_t nclasses;
+  int8_t *match; /* per class and device: 0 unknown, 1 selects, 2 does not, 3 error */
+  claim *claims;
+  int32_t nclaims;
+  kc_strmap device_index, class_index, claim_index; /* -> index + 1 */
+  bool *placed;                                     /* per task */
+  uint32_t epoch;
+  /* The devices the allocation being tried takes. */
+  struct pick {
+    int32_t claim, dev;
+    const char *request;
+  } * picks;
+  size_t npicks, cappicks;
+};
+
+/* ---- building ---- */
+
+static void selset_close(selset *s) {
+  for (size_t i = 0; i < s->n; i++)
+    sch_cel_free(s->cel[i]);
+  free(s->cel);
+  free(s->err);
+}
+
+/* Compiles selectors; what names them ("class gpu", "claim ns/c: request r") goes into the
+ * error. 0 or KC_ENOMEM (a compile error is kept in s->err, not returned). */
+static int selset_init(selset *s, Kiln__DraDeviceSelector *const *sel, size_t n, const char *what) {
+  memset(s, 0, sizeof(*s));
+  if (n == 0)
+    return 0;
+  if ((s->cel = calloc(n, sizeof(*s->cel))) == NULL)
+    return KC_ENOMEM;
+  for (size_t i = 0; i < n; i++) {
+    const char *expr = sel[i] && sel[i]->cel ? sel[i]->cel->expression : NULL;
+    char err[SCH_CEL_ERR_MAX];
+    int rc = sch_cel_compile(expr ? expr : "", &s->cel[s->n], err, sizeof(err));
+    if (rc == KC_ENOMEM)
+      return rc;
+    if (rc == 0) {
+      s->n++;
+      continue;
+    }
+    char msg[SCH_CEL_ERR_MAX + 128];
+    snprintf(msg, sizeof(msg), "%s: selector #%zu: CEL compile error: %s", what, i, err);
+    return (s->err = strdup(msg)) ? 0 : KC_ENOMEM;
+  }
+  return 0;
+}
+
+static int add_key(kc_strmap *m, const char *key, int32_t i) {
+  int rc = kc_strmap_put(m, key, (void *)(intptr_t)(i + 1), NULL);
+  return rc < 0 ? rc : 0;
+}
+
+static int32_t find(const kc_strmap *m, const char *key) {
+  return (int32_t)(intptr_t)kc_strmap_get(m, key) - 1;
+}
+
+static int device_key(char *buf, size_t len, const char *driver, const char *pool,
+                      const char *name) {
+  int n = snprintf(buf, len, "%s/%s/%s", driver ? driver : "", pool ? pool : "", name ? name : "");
+  return n < 0 || (size_t)n >= len ? KC_ERANGE : 0;
+}
+
+/* The CEL view of a slice's device: its attribute and capacity maps as arrays. */
+static int device_view(device *d, const Kiln__DraDevice *dev) {
+  sch_cel_attr *a = dev->n_attributes ? calloc(dev->n_attributes, sizeof(*a)) : NULL;
+  sch_cel_capacity *c = dev->n_capacity ? calloc(dev->n_capacity, sizeof(*c)) : NULL;
+  d->cel.attrs = a;
+  d->cel.capacity = c;
+  if ((dev->n_attributes && !a) || (dev->n_capacity && !c))
+    return KC_ENOMEM;
+  for (size_t i = 0; i < dev->n_attributes; i++) {
+    const Kiln__DraDeviceAttribute *v = dev->attributes[i]->value;
+    sch_cel_attr *x = &a[d->cel.nattrs];
+    x->name = dev->attributes[i]->key;
+    if (v == NULL)
+      continue;
+    if (v->has_int_)
+      x->kind = SCH_CEL_ATTR_INT, x->i = v->int_;
+    else if (v->has_bool_)
+      x->kind = SCH_CEL_ATTR_BOOL, x->b = v->bool_;
+    else if (v->string)
+      x->kind = SCH_CEL_ATTR_STRING, x->s = v->string;
+    else if (v->version)
+      x->kind = SCH_CEL_ATTR_VERSION, x->s = v->version;
+    else
+      continue;
+    d->cel.nattrs++;
+  }
+  for (size_t i = 0; i < dev->n_capacity; i++) {
+    const Kiln__DraDeviceCapacity *v = dev->capacity[i]->value;
+    if (v && v->value)
+      c[d->cel.ncapacity++] = (sch_cel_capacity){dev->capacity[i]->key, v->value};
+  }
+  return 0;
+}
+
+static int add_slice(sch_dra *d, const Kiln__ResourceSlice *rs) {
+  const Kiln__ResourceSliceSpec *sp = rs->spec;
+  if (sp == NULL)
+    return 0;
+  int32_t node = -1;
+  if (sp->node_name) {
+    node = find(&d->snap->node_index, sp->node_name); /* not sch_snapshot_node: no circle */
+    if (node < 0)
+      return 0; /* a node this scheduler does not see */
+  } else if (!(sp->has_all_nodes && sp->all_nodes) && sp->node_selector == NULL) {
+    return 0; /* perDeviceNodeSelection and the like: not supported */
+  }
+  for (size_t i = 0; i < sp->n_devices; i++) {
+    char key[768];
+    const Kiln__DraDevice *dev = sp->devices[i];
+    const char *pool = sp->pool ? sp->pool->name : NULL;
+    if (dev == NULL || device_key(key, sizeof(key), sp->driver, pool, dev->name) != 0 ||
+        kc_strmap_has(&d->device_index, key))
+      continue; /* the same device twice: the first slice wins */
+    device *v = &d->devs[d->ndevs];
+    *v = (device){.driver = sp->driver ? sp->driver : "",
+                  .pool = pool ? pool : "",
+                  .name = dev->name ? dev->name : "",
+                  .node = node,
+                  .sel = node < 0 ? sp->node_selector : NULL,
+                  .all_nodes = node < 0 && sp->has_all_nodes && sp->all_nodes,
+                  .next_on_node = -1,
+                  .used_by = -1};
+    v->cel.driver = v->driver;
+    int rc = device_view(v, dev);
+    if (rc == 0)
+      rc = add_key(&d->device_index, key, d->ndevs);
+    if (rc) {
+      free((void *)v->cel.attrs);
+      free((void *)v->cel.capacity);
+      return rc;
+    }
+    if (node >= 0) {
+      v->next_on_node = d->node_first[node];
+      d->node_first[node] = d->ndevs;
+    } else {
+      d->shared[d->nshared++] = d->ndevs;
+    }
+    d->ndevs++;
+  }
+  return 0;
+}
+
+static int build_devices(sch_dra *d) {
+  const Kiln__Snapshot *m = d->snap->msg;
+  size_t total = 0;
+  for (size_t i = 0; i < m->n_resource_slices; i++)
+    if (m->resource_slices[i]->spec)
+      total += m->resource_slices[i]->spec->n_devices;
+  d->devs = calloc(total ? total : 1, sizeof(*d->devs));
+  d->shared = calloc(total ? total : 1, sizeof(*d->shared));
+  d->node_first = malloc((size_t)(d->snap->nnodes ? d->snap->nnodes : 1) * sizeof(int32_t));
+  if (!d->devs || !d->shared || !d->node_first)
+    return KC_ENOMEM;
+  for (int32_t i = 0; i < d->snap->nnodes; i++)
+    d->node_first[i] = -1;
+  for (size_t i = 0; i < m->n_resource_slices; i++) {
+    int rc = add_slice(d, m->resource_slices[i]);
+    if (rc)
+      return rc;
+  }
+  return 0;
+}
+
+static int build_classes(sch_dra *d) {
+  const Kiln__Snapshot *m = d->snap->msg;
+  d->classes = calloc(m->n_device_classes ? m->n_device_classes : 1, sizeof(*d->classes));
+  if (d->classes == NULL)
+    return KC_ENOMEM;
+  for (size_t i = 0; i < m->n_device_classes; i++) {
+    const Kiln__DeviceClass *dc = m->device_classes[i];
+    const char *name = dc->metadata ? dc->metadata->name : NULL;
+    if (name == NULL || kc_strmap_has(&d->class_index, name))
+      continue;
+    klass *k = &d->classes[d->nclasses];
+    k->name = name;
+    char what[300];
+    snprintf(what, sizeof(what), "class %s", name);
+    int rc = selset_init(&k->sel, dc->spec ? dc->spec->selectors : NULL,
+                         dc->spec ? dc->spec->n_selectors : 0, what);
+    d->nclasses++;
+    if (rc == 0)
+      rc = add_key(&d->class_index, name, d->nclasses - 1);
+    if (rc)
+      return rc;
+  }
+  size_t cells = (size_t)d->nclasses * (size_t)d->ndevs;
+  d->match = calloc(cells ? cells : 1, 1);
+  return d->match ? 0 : KC_ENOMEM;
+}
+
+static int add_request(claim *c, const char *ckey, const Kiln__DraExactRequest *x, const char *name,
+                       const char *sub, int32_t group) {
+  request *r = &c->reqs[c->nreqs];
+  memset(r, 0, sizeof(*r));
+  r->x = x;
+  r->group = group;
+  size_t len = strlen(name) + (sub ? strlen(sub) + 1 : 0) + 1;
+  if ((r->name = malloc(len)) == NULL)
+    return KC_ENOMEM;
+  snprintf(r->name, len, "%s%s%s", name, sub ? "/" : "", sub ? sub : "");
+  c->nreqs++;
+  char what[600];
+  snprintf(what, sizeof(what), "claim %s: request %s", ckey, r->name);
+  return selset_init(&r->sel, x->selectors, x->n_selectors, what);
+}
+
+static int claim_requests(claim *c, const char *ckey) {
+  const Kiln__ResourceClaimSpec *sp = c->msg->spec;
+  const Kiln__DraDeviceClaim *dc = sp ? sp->devices : NULL;
+  size_t n = 0;
+  for (size_t i = 0; dc && i < dc->n_requests; i++)
+    n += dc->requests[i]->exactly ? 1 : dc->requests[i]->n_first_available;
+  if (n == 0)
+    return 0;
+  if ((c->reqs = calloc(n, sizeof(*c->reqs))) == NULL)
+    return KC_ENOMEM;
+  for (size_t i = 0; i < dc->n_requests; i++) {
+    const Kiln__DraDeviceRequest *rq = dc->requests[i];
+    const char *name = rq->name ? rq->name : "";
+    int rc = 0;
+    if (rq->exactly)
+      rc = add_request(c, ckey, rq->exactly, name, NULL, (int32_t)i);
+    for (size_t k = 0; rc == 0 && !rq->exactly && k < rq->n_first_available; k++) {
+      const Kiln__DraExactRequest *x = rq->first_available[k];
+      rc = add_request(c, ckey, x, name, x->name ? x->name : "", (int32_t)i);
+    }
+    if (rc)
+      return rc;
+  }
+  return 0;
+}
+
+static int add_result(claim *c, const char *req, int32_t dev, const device *v) {
+  if (c->nresults == c->cap) {
+    int32_t cap = c->cap ? c->cap * 2 : 4;
+    sch_dra_result *r = realloc(c->results, (size_t)cap * sizeof(*r));
+    if (r)
+      c->results = r;
+    int32_t *dv = r ? realloc(c->devs, (size_t)cap * sizeof(*dv)) : NULL;
+    if (!r || !dv)
+      return KC_ENOMEM;
+    c->devs = dv;
+    c->cap = cap;
+  }
+  c->results[c->nresults] = (sch_dra_result){req, v->driver, v->pool, v->name};
+  c->devs[c->nresults++] = dev;
+  return 0;
+}
+
+/* An allocated claim holds the devices of its results. */
+static void existing_allocation(sch_dra *d, claim *c, int32_t ci) {
+  const Kiln__DraAllocationResult *a = c->msg->status ? c->msg->status->allocation : NULL;
+  if (a == NULL)
+    return;
+  c->allocated = true;
+  c->sel = a->node_selector;
+  for (size_t i = 0; a->devices && i < a->devices->n_results; i++) {
+    const Kiln__DraRequestResult *r = a->devices->results[i];
+    char key[768];
+    if (device_key(key, sizeof(key), r->driver, r->pool, r->device) != 0)
+      continue;
+    int32_t dev = find(&d->device_index, key);
+    if (dev >= 0)
+      d->devs[dev].used_by = ci;
+  }
+}
+
+static int build_claims(sch_dra *d) {
+  const Kiln__Snapshot *m = d->snap->msg;
+  d->claims = calloc(m->n_resource_claims ? m->n_resource_claims : 1, sizeof(*d->claims));
+  if (d->claims == NULL)
+    return KC_ENOMEM;
+  for (size_t i = 0; i < m->n_resource_claims; i++) {
+    const Kiln__ResourceClaim *rc = m->resource_claims[i];
+    const Kiln__ObjectMeta *md = rc->metadata;
+    char key[600];
+    if (!md || !md->name ||
+        snprintf(key, sizeof(key), "%s/%s", md->namespace_ ? md->namespace_ : "", md->name) >=
+            (int)sizeof(key))
+      continue;
+    if (kc_strmap_has(&d->claim_index, key))
+      continue;
+    int32_t ci = d->nclaims++;
+    claim *c = &d->claims[ci];
+    c->msg = rc;
+    c->index = (int32_t)i;
+    c->node = -1;
+    int err = add_key(&d->claim_index, key, ci);
+    if (err == 0)
+      err = claim_requests(c, key);
+    if (err)
+      return err;
+    existing_allocation(d, c, ci);
+  }
+  return 0;
+}
+
+static void claim_close(claim *c) {
+  for (int32_t i = 0; i < c->nreqs; i++) {
+    free(c->reqs[i].name);
+    selset_close(&c->reqs[i].sel);
+  }
+  free(c->reqs);
+  free(c->results);
+  free(c->devs);
+}
+
+void sch_dra_free(sch_dra *d) {
+  if (d == NULL)
+    return;
+  for (int32_t i = 0; i < d->ndevs; i++) {
+    free((void *)d->devs[i].cel.attrs);
+    free((void *)d->devs[i].cel.capacity);
+  }
+  for (int32_t i = 0; i < d->nclasses; i++)
+    selset_close(&d->classes[i].sel);
+  for (int32_t i = 0; i < d->nclaims; i++)
+    claim_close(&d->claims[i]);
+  kc_strmap_close(&d->device_index, NULL);
+  kc_strmap_close(&d->class_index, NULL);
+  kc_strmap_close(&d->claim_index, NULL);
+  free(d->devs);
+  free(d->node_first);
+  free(d->shared);
+  free(d->classes);
+  free(d->match);
+  free(d->claims);
+  free(d->placed);
+  free(d->picks);
+  free(d);
+}
+
+int sch_dra_new(const sch_snapshot *snap, sch_dra **out) {
+  *out = NULL;
+  sch_dra *d = calloc(1, sizeof(*d));
+  if (d == NULL)
+    return KC_ENOMEM;
+  d->snap = snap;
+  kc_strmap_init(&d->device_index, KC_STRMAP_COPY_KEYS);
+  kc_strmap_init(&d->class_index, KC_STRMAP_BORROW_KEYS);
+  kc_strmap_init(&d->claim_index, KC_STRMAP_COPY_KEYS);
+  int rc = build_devices(d);
+  if (rc == 0)
+    rc = build_classes(d);
+  if (rc == 0)
+    rc = build_claims(d);
+  if (rc == 0 && (d->placed = calloc((size_t)(snap->ntasks ? snap->ntasks : 1), 1)) == NULL)
+    rc = KC_ENOMEM;
+  if (rc) {
+    sch_dra_free(d);
+    return rc;
+  }
+  *out = d;
+  return 0;
+}
+
+/* ---- a task's claims ---- */
+
+bool sch_dra_task_has_claims(const sch_task *t) {
+  return t->pod && t->pod->n_resource_claims > 0;
+}
+
+static bool owned_by(const Kiln__ResourceClaim *c, const char *uid) {
+  const Kiln__ObjectMeta *md = c->metadata;
+  for (size_t i = 0; md && uid && i < md->n_owner_references; i++)
+    if (md->owner_references[i]->uid && strcmp(md->owner_references[i]->uid, uid) == 0)
+      return true;
+  return false;
+}
+
+/* The claim of the pod's i-th spec.resourceClaims entry (resourceclaim.Name): *ci its
+ * index, or -1 when a template needed none. SCH_FIT, or SCH_UNRESOLVABLE with the reason. */
+static int resolve(const sch_dra *d, const Kiln__Pod *p, size_t i, int32_t *ci, char *reason,
+                   size_t len) {
+  const Kiln__PodResourceClaim *pc = p->resource_claims[i];
+  const char *name =
+      pc->resource_claim_name && pc->resource_claim_name[0] ? pc->resource_claim_name : NULL;
+  bool from_template = name == NULL;
+  *ci = -1;
+  if (from_template) {
+    bool listed = false;
+    for (size_t k = 0; k < p->n_resource_claim_statuses && !listed; k++) {
+      const Kiln__PodResourceClaimStatus *st = p->resource_claim_statuses[k];
+      if (st->name && pc->name && strcmp(st->name, pc->name) == 0) {
+        listed = true;
+        name =
+            st->resource_claim_name && st->resource_claim_name[0] ? st->resource_claim_name : NULL;
+      }
+    }
+    if (listed && name == NULL)
+      return SCH_FIT; /* the template asked for nothing */
+    if (name == NULL) {
+      snprintf(reason, len, "pod %s/%s: ResourceClaim not created yet", p->namespace_, p->name);
+      return SCH_UNRESOLVABLE;
+    }
+  }
+  char key[600];
+  snprintf(key, sizeof(key), "%s/%s", p->namespace_ ? p->namespace_ : "", name);
+  *ci = find(&d->claim_index, key);
+  if (*ci < 0) {
+    snprintf(reason, len, "resourceclaim \"%s\" not found", name);
+    return SCH_UNRESOLVABLE;
+  }
+  const Kiln__ResourceClaim *c = d->claims[*ci].msg;
+  if (c->metadata && c->metadata->deletion_timestamp) {
+    snprintf(reason, len, "resourceclaim \"%s\" is being deleted", name);
+    return SCH_UNRESOLVABLE;
+  }
+  if (from_template && !owned_by(c, p->uid)) {
+    snprintf(reason, len, "ResourceClaim %s was not created for pod %s/%s (pod is not owner)", key,
+             p->namespace_, p->name);
+    return SCH_UNRESOLVABLE;
+  }
+  return SCH_FIT;
+}
+
+/* Whether an allocated claim may be used on node. */
+static bool usable_on(const sch_dra *d, const claim *c, int32_t node) {
+  if (c->session)
+    return !c->node_local || c->node == node;
+  if (c->sel == NULL || c->sel->n_node_selector_terms == 0)
+    return true;
+  const Kiln__Node *n = d->snap->nodes[node].node;
+  for (size_t i = 0; n && i < c->sel->n_node_selector_terms; i++)
+    if (sch_match_term(c->sel->node_selector_terms[i], n))
+      return true;
+  return false;
+}
+
+static bool device_on(const sch_dra *d, const device *v, int32_t node) {
+  if (v->node >= 0)
+    return v->node == node;
+  if (v->all_nodes)
+    return true;
+  const Kiln__Node *n = d->snap->nodes[node].node;
+  for (size_t i = 0; n && v->sel && i < v->sel->n_node_selector_terms; i++)
+    if (sch_match_term(v->sel->node_selector_terms[i], n))
+      return true;
+  return false;
+}
+
+/* ---- allocation ---- */
+
+/* Whether the selectors of s take device v: 1, 0, or -1 with the runtime error in reason. */
+static int selects(const selset *s, const device *v, const char *what, char *reason, size_t len) {
+  for (size_t i = 0; i < s->n; i++) {
+    bool m = false;
+    char err[SCH_CEL_ERR_MAX];
+    if (sch_cel_eval(s->cel[i], &v->cel, &m, err, sizeof(err)) != 0) {
+      snprintf(reason, len, "%s: selector #%zu: CEL runtime error: %s", what, i, err);
+      return -1;
+    }
+    if (!m)
+      return 0;
+  }
+  return 1;
+}
+
+static int class_selects(sch_dra *d, int32_t k, int32_t dev, char *reason, size_t len) {
+  int8_t *m = &d->match[(size_t)k * (size_t)d->ndevs + (size_t)dev];
+  if (*m == 0 || *m == 3) { /* an error is told again, for this pod */
+    char what[300];
+    snprintf(what, sizeof(what), "class %s", d->classes[k].name);
+    int r = selects(&d->classes[k].sel, &d->devs[dev], what, reason, len);
+    *m = r > 0 ? 1 : r == 0 ? 2 : 3;
+    return r;
+  }
+  return *m == 1;
+}
+
+static int pick(sch_dra *d, int32_t ci, int32_t dev, const char *req) {
+  if (d->npicks == d->cappicks) {
+    size_t cap = d->cappicks ? d->cappicks * 2 : 16;
+    struct pick *p = realloc(d->picks, cap * sizeof(*p));
+    if (p == NULL)
+      return KC_ENOMEM;
+    d->picks = p;
+    d->cappicks = cap;
+  }
+  d->picks[d->npicks++] = (struct pick){ci, dev, req};
+  d->devs[dev].stamp = d->epoch;
+  return 0;
+}
+
+/* Undoes the picks after the first `from`. */
+static void unpick(sch_dra *d, size_t from) {
+  while (d->npicks > from)
+    d->devs[d->picks[--d->npicks].dev].stamp = 0;
+}
+
+/* The i-th candidate device on node: node-local ones first, then the shared ones. */
+static int32_t candidate(const sch_dra *d, int32_t node, int32_t *cursor, bool *local) {
+  if (*local) {
+    int32_t dev = *cursor < 0 ? d->node_first[node] : d->devs[*cursor].next_on_node;
+    if (dev >= 0)
+      return *cursor = dev;
+    *local = false;
+    *cursor = -1;
+  }
+  for (int32_t k = *cursor + 1; k < d->nshared; k++)
+    if (device_on(d, &d->devs[d->shared[k]], node)) {
+      *cursor = k;
+      return d->shared[k];
+    }
+  return -1;
+}
+
+/* Whether request r can take device dev: 1, 0, or -1 with reason. */
+static int request_takes(sch_dra *d, const char *ckey, const request *r, int32_t k, int32_t dev,
+                         char *reason, size_t len) {
+  int m = class_selects(d, k, dev, reason, len);
+  if (m <= 0)
+    return m;
+  char what[1024];
+  snprintf(what, sizeof(what), "claim %s: request %s", ckey, r->name);
+  return selects(&r->sel, &d->devs[dev], what, reason, len);
+}
+
+/* One request (or subrequest) on node: SCH_FIT with its devices picked, SCH_UNSCHEDULABLE
+ * (the reason names the class), SCH_UNRESOLVABLE, or KC_ENOMEM. */
+static int alloc_request(sch_dra *d, int32_t ci, const char *ckey, const request *r, int32_t node,
+                         char *reason, size_t len) {
+  const char *cls = r->x->device_class_name ? r->x->device_class_name : "";
+  int32_t k = find(&d->class_index, cls);
+  if (k < 0) {
+    snprintf(reason, len, "request %s: device class %s does not exist", r->name, cls);
+    return SCH_UNRESOLVABLE;
+  }
+  const char *err = d->classes[k].sel.err ? d->classes[k].sel.err : r->sel.err;
+  if (err) {
+    snprintf(reason, len, "%s", err);
+    return SCH_UNRESOLVABLE;
+  }
+  bool all = r->x->allocation_mode && strcmp(r->x->allocation_mode, "All") == 0;
+  int64_t want = all ? INT64_MAX : r->x->has_count ? r->x->count : 1;
+  bool admin = r->x->has_admin_access && r->x->admin_access;
+  int64_t got = 0;
+  bool busy = false;
+  int32_t cursor = -1;
+  bool local = true;
+  for (int32_t dev; got < want && (dev = candidate(d, node, &cursor, &local)) >= 0;) {
+    const device *v = &d->devs[dev];
+    int m = request_takes(d, ckey, r, k, dev, reason, len);
+    if (m < 0)
+      return SCH_UNRESOLVABLE;
+    if (m == 0)
+      continue;
+    if ((v->used_by >= 0 && !admin) || v->stamp == d->epoch) {
+      busy = true;
+      continue;
+    }
+    int rc = pick(d, ci, dev, r->name);
+    if (rc)
+      return rc;
+    got++;
+  }
+  if ((all && (busy || got == 0)) || (!all && got < want) || want <= 0) {
+    snprintf(reason, len, "have no free device of class %s", cls);
+    return SCH_UNSCHEDULABLE;
+  }
+  return SCH_FIT;
+}
+
+/* Every request of an unallocated claim; a request with firstAvailable takes the first of
+ * its subrequests that can be met. */
+static int alloc_claim(sch_dra *d, int32_t ci, int32_t node, char *reason, size_t len) {
+  const claim *c = &d->claims[ci];
+  char ckey[600];
+  const Kiln__ObjectMeta *md = c->msg->metadata;
+  snprintf(ckey, sizeof(ckey), "%s/%s", md->namespace_ ? md->namespace_ : "", md->name);
+  for (int32_t i = 0; i < c->nreqs;) {
+    int32_t group = c->reqs[i].group, end = i;
+    while (end < c->nreqs && c->reqs[end].group == group)
+      end++;
+    int rc = SCH_UNSCHEDULABLE;
+    for (int32_t s = i; s < end && rc != SCH_FIT; s++) {
+      size_t mark = d->npicks;
+      rc = alloc_request(d, ci, ckey, &c->reqs[s], node, reason, len);
+      if (rc < 0 || rc == SCH_UNRESOLVABLE)
+        return rc;
+      if (rc != SCH_FIT)
+        unpick(d, mark);
+    }
+    if (rc != SCH_FIT)
+      return rc;
+    i = end;
+  }
+  return SCH_FIT;
+}
+
+/* Tries t's claims on node, leaving the devices it would take in d->picks. */
+static int try_task(sch_dra *d, const sch_task *t, int32_t node, char *reason, size_t len) {
+  const Kiln__Pod *p = t->pod;
+  unpick(d, 0);
+  if (++d->epoch == 0)
+    d->epoch = 1;
+  for (size_t i = 0; i < p->n_resource_claims; i++) {
+    int32_t ci;
+    int rc = resolve(d, p, i, &ci, reason, len);
+    if (rc != SCH_FIT || ci < 0) {
+      if (rc != SCH_FIT)
+        return rc;
+      continue;
+    }
+    claim *c = &d->claims[ci];
+    if (c->allocated) {
+      if (!usable_on(d, c, node)) {
+        snprintf(reason, len, "resourceclaim not available on the node");
+        return SCH_UNRESOLVABLE;
+      }
+      continue;
+    }
+    bool seen = false; /* the same claim twice in one pod: allocated once */
+    for (size_t k = 0; k < d->npicks && !seen; k++)
+      seen = d->picks[k].claim == ci;
+    if (!seen && (rc = alloc_claim(d, ci, node, reason, len)) != SCH_FIT)
+      return rc;
+  }
+  return SCH_FIT;
+}
+
+int sch_dra_filter(sch_dra *d, const sch_task *t, int32_t node, char *reason, size_t len) {
+  if (!sch_dra_task_has_claims(t))
+    return SCH_FIT;
+  int rc = try_task(d, t, node, reason, len);
+  unpick(d, 0);
+  return rc;
+}
+
+/* The claim indexes of t (at most max into out); unresolved entries are left out. */
+static size_t task_claims(const sch_dra *d, const sch_task *t, int32_t *out, size_t max) {
+  size_t n = 0;
+  char reason[8];
+  for (size_t i = 0; t->pod && i < t->pod->n_resource_claims && n < max; i++) {
+    int32_t ci;
+    if (resolve(d, t->pod, i, &ci, reason, sizeof(reason)) != SCH_FIT || ci < 0)
+      continue;
+    bool dup = false;
+    for (size_t k = 0; k < n; k++)
+      dup |= out[k] == ci;
+    if (!dup)
+      out[n++] = ci;
+  }
+  return n;
+}
+
+#define MAX_POD_CLAIMS 128
+
+int sch_dra_place(sch_dra *d, const sch_task *t, int32_t node) {
+  int32_t ti = (int32_t)(t - d->snap->tasks);
+  if (!sch_dra_task_has_claims(t) || ti < 0 || ti >= d->snap->ntasks || d->placed[ti])
+    return 0;
+  char reason[SCH_REASON_MAX];
+  int rc = try_task(d, t, node, reason, sizeof(reason));
+  if (rc != SCH_FIT) {
+    unpick(d, 0);
+    return rc < 0 ? rc : KC_EINVAL;
+  }
+  for (size_t i = 0; i < d->npicks; i++) {
+    struct pick *pk = &d->picks[i];
+    claim *c = &d->claims[pk->claim];
+    device *v = &d->devs[pk->dev];
+    if ((rc = add_result(c, pk->request, pk->dev, v)) != 0)
+      return rc; /* out of memory: the claim keeps what it got so far */
+    v->used_by = pk->claim;
+    c->allocated = c->session = true;
+    c->node = node;
+    c->node_local |= !v->all_nodes;
+  }
+  unpick(d, 0);
+  int32_t cl[MAX_POD_CLAIMS];
+  size_t n = task_claims(d, t, cl, MAX_POD_CLAIMS);
+  for (size_t i = 0; i < n; i++)
+    d->claims[cl[i]].refs++;
+  d->placed[ti] = true;
+  return 0;
+}
+
+void sch_dra_unplace(sch_dra *d, const sch_task *t) {
+  int32_t ti = (int32_t)(t - d->snap->tasks);
+  if (ti < 0 || ti >= d->snap->ntasks || !d->placed[ti])
+    return;
+  d->placed[ti] = false;
+  int32_t cl[MAX_POD_CLAIMS];
+  size_t n = task_claims(d, t, cl, MAX_POD_CLAIMS);
+  for (size_t i = 0; i < n; i++) {
+    claim *c = &d->claims[cl[i]];
+    if (--c->refs > 0 || !c->session)
+      continue;
+    for (int32_t k = 0; k < c->nresults; k++)
+      if (d->devs[c->devs[k]].used_by == cl[i])
+        d->devs[c->devs[k]].used_by = -1;
+    c->nresults = 0;
+    c->allocated = c->session = c->node_local = false;
+    c->node = -1;
+  }
+}
+
+static bool reserved_for(const Kiln__ResourceClaim *c, const char *uid) {
+  const Kiln__ResourceClaimStatus *st = c->status;
+  for (size_t i = 0; st && uid && i < st->n_reserved_for; i++)
+    if (st->reserved_for[i]->uid && strcmp(st->reserved_for[i]->uid, uid) == 0)
+      return true;
+  return false;
+}
+
+size_t sch_dra_writes(const sch_dra *d, const sch_task *t, sch_dra_write *out, size_t max) {
+  int32_t cl[MAX_POD_CLAIMS];
+  size_t n = task_claims(d, t, cl, MAX_POD_CLAIMS), w = 0;
+  for (size_t i = 0; i < n && w < max; i++) {
+    const claim *c = &d->claims[cl[i]];
+    bool reserved = reserved_for(c->msg, t->pod->uid);
+    if (!c->allocated || (!c->session && reserved))
+      continue;
+    out[w++] = (sch_dra_write){.claim = c->index,
+                               .allocate = c->session,
+                               .node_local = c->node_local,
+                               .node = c->node,
+                               .results = c->results,
+                               .nresults = c->nresults,
+                               .reserved = reserved};
+  }
+  return w;
+}
