@@ -35,7 +35,12 @@ CONDITIONAL = {("kiln-scheduler", "create", "scheduling.volcano.sh", "queues"):
                ("kiln-scheduler", "patch", "", "pods"):
                "writes device assignments only with the deviceshare plugin configured",
                ("kiln-scheduler", "patch", "", "nodes"):
-               "writes the node lock only with deviceshare.NodeLockEnable"}
+               "writes the node lock only with deviceshare.NodeLockEnable",
+               # The install suite's scheduler runs Volcano's default configuration, where
+               # predicate.DynamicResourceAllocationEnable is off; tests/e2e/test_dra.sh writes
+               # claims (with the admin's credentials).
+               ("kiln-scheduler", "patch", "resource.k8s.io", "resourceclaims/status"):
+               "writes a claim's allocation only when it binds a pod with ResourceClaims"}
 
 
 def load_manifests(paths):
