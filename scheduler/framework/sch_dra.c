@@ -75,6 +75,7 @@ struct sch_dra {
   struct pick {
     int32_t claim, dev;
     const char *request;
+    bool admin; /* adminAccess: the device is not taken from others */
   } * picks;
   size_t npicks, cappicks;
 };
@@ -400,6 +401,8 @@ void sch_dra_free(sch_dra *d) {
   free(d);
 }
 
+static int in_flight(sch_dra *d);
+
 int sch_dra_new(const sch_snapshot *snap, sch_dra **out) {
   *out = NULL;
   sch_dra *d = calloc(1, sizeof(*d));
@@ -416,6 +419,8 @@ int sch_dra_new(const sch_snapshot *snap, sch_dra **out) {
     rc = build_claims(d);
   if (rc == 0 && (d->placed = calloc((size_t)(snap->ntasks ? snap->ntasks : 1), 1)) == NULL)
     rc = KC_ENOMEM;
+  if (rc == 0)
+    rc = in_flight(d);
   if (rc) {
     sch_dra_free(d);
     return rc;
@@ -486,7 +491,7 @@ static int resolve(const sch_dra *d, const Kiln__Pod *p, size_t i, int32_t *ci, 
 
 /* Whether an allocated claim may be used on node. */
 static bool usable_on(const sch_dra *d, const claim *c, int32_t node) {
-  if (c->session)
+  if (c->node >= 0) /* allocated here: by the session, or in flight */
     return !c->node_local || c->node == node;
   if (c->sel == NULL || c->sel->n_node_selector_terms == 0)
     return true;
@@ -538,7 +543,7 @@ static int class_selects(sch_dra *d, int32_t k, int32_t dev, char *reason, size_
   return *m == 1;
 }
 
-static int pick(sch_dra *d, int32_t ci, int32_t dev, const char *req) {
+static int pick(sch_dra *d, int32_t ci, int32_t dev, const char *req, bool admin) {
   if (d->npicks == d->cappicks) {
     size_t cap = d->cappicks ? d->cappicks * 2 : 16;
     struct pick *p = realloc(d->picks, cap * sizeof(*p));
@@ -547,7 +552,7 @@ static int pick(sch_dra *d, int32_t ci, int32_t dev, const char *req) {
     d->picks = p;
     d->cappicks = cap;
   }
-  d->picks[d->npicks++] = (struct pick){ci, dev, req};
+  d->picks[d->npicks++] = (struct pick){ci, dev, req, admin};
   d->devs[dev].stamp = d->epoch;
   return 0;
 }
@@ -619,7 +624,7 @@ static int alloc_request(sch_dra *d, int32_t ci, const char *ckey, const request
       busy = true;
       continue;
     }
-    int rc = pick(d, ci, dev, r->name);
+    int rc = pick(d, ci, dev, r->name, admin);
     if (rc)
       return rc;
     got++;
@@ -716,6 +721,27 @@ static size_t task_claims(const sch_dra *d, const sch_task *t, int32_t *out, siz
 
 #define MAX_POD_CLAIMS 128
 
+/* The devices d->picks holds become their claims', allocated on node (by this session when
+ * session is set). 0 or KC_ENOMEM. */
+static int commit_picks(sch_dra *d, int32_t node, bool session) {
+  int rc = 0;
+  for (size_t i = 0; i < d->npicks && rc == 0; i++) {
+    struct pick *pk = &d->picks[i];
+    claim *c = &d->claims[pk->claim];
+    device *v = &d->devs[pk->dev];
+    if ((rc = add_result(c, pk->request, pk->dev, v)) != 0)
+      break; /* out of memory: the claim keeps what it got so far */
+    if (!pk->admin)
+      v->used_by = pk->claim;
+    c->allocated = true;
+    c->session = session;
+    c->node = node;
+    c->node_local |= !v->all_nodes;
+  }
+  unpick(d, 0);
+  return rc;
+}
+
 int sch_dra_place(sch_dra *d, const sch_task *t, int32_t node) {
   int32_t ti = (int32_t)(t - d->snap->tasks);
   if (!sch_dra_task_has_claims(t) || ti < 0 || ti >= d->snap->ntasks || d->placed[ti])
@@ -726,23 +752,36 @@ int sch_dra_place(sch_dra *d, const sch_task *t, int32_t node) {
     unpick(d, 0);
     return rc < 0 ? rc : KC_EINVAL;
   }
-  for (size_t i = 0; i < d->npicks; i++) {
-    struct pick *pk = &d->picks[i];
-    claim *c = &d->claims[pk->claim];
-    device *v = &d->devs[pk->dev];
-    if ((rc = add_result(c, pk->request, pk->dev, v)) != 0)
-      return rc; /* out of memory: the claim keeps what it got so far */
-    v->used_by = pk->claim;
-    c->allocated = c->session = true;
-    c->node = node;
-    c->node_local |= !v->all_nodes;
-  }
-  unpick(d, 0);
+  if ((rc = commit_picks(d, node, true)) != 0)
+    return rc;
   int32_t cl[MAX_POD_CLAIMS];
   size_t n = task_claims(d, t, cl, MAX_POD_CLAIMS);
   for (size_t i = 0; i < n; i++)
     d->claims[cl[i]].refs++;
   d->placed[ti] = true;
+  return 0;
+}
+
+/* A pod on a node whose claims show no allocation yet: the shell writes a pod's claims
+ * before it binds it, so those writes are in flight (the pod is assumed) and the watch has
+ * not brought them back. Its devices are counted as taken, chosen again the same way on its
+ * node, so that the next session does not give them to another pod meanwhile. */
+static int in_flight(sch_dra *d) {
+  char reason[SCH_REASON_MAX];
+  for (int32_t i = 0; i < d->snap->ntasks; i++) {
+    const sch_task *t = &d->snap->tasks[i];
+    sch_task_status st = t->status;
+    if (t->node < 0 || !sch_dra_task_has_claims(t) ||
+        (st != SCH_TASK_BINDING && st != SCH_TASK_BOUND && st != SCH_TASK_RUNNING &&
+         st != SCH_TASK_ALLOCATED))
+      continue;
+    if (try_task(d, t, t->node, reason, sizeof(reason)) == SCH_FIT) {
+      int rc = commit_picks(d, t->node, false);
+      if (rc)
+        return rc;
+    }
+    unpick(d, 0);
+  }
   return 0;
 }
 

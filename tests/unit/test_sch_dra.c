@@ -261,6 +261,30 @@ static void test_allocated_devices_not_given_twice(void **state) {
   fx_free(f);
 }
 
+/* A pod assumed on a node (bound by the shell, its claim writes in flight: no allocation in
+ * the cache yet) keeps its devices: a pending pod does not get them meanwhile. */
+static void test_in_flight_devices_kept(void **state) {
+  (void)state;
+  fx *f = fx_new();
+  fx_node(f, "n0", 32000, 64 * GI, 110);
+  fx_slice(f, "n0", 2, false);
+  fx_class(f, DRIVER, NULL);
+  fx_pg(f, "old", "default", 1, "Running");
+  fx_claim(f, "oldc", DRIVER, 2, NULL, NULL);
+  fx_pod_claim(fx_pod(f, "old-0", "old", 1000, GI, "n0"), "oldc", false);
+  fx_pg(f, "job", "default", 1, "Inqueue");
+  fx_claim(f, "newc", DRIVER, 1, NULL, NULL);
+  fx_pod_claim(fx_pod(f, "new-0", "job", 1000, GI, NULL), "newc", false);
+  fx_open(f, dra_yaml);
+  const char *reason;
+  assert_int_equal(fx_predicate(f, "new-0", "n0", &reason), SCH_UNSCHEDULABLE);
+  assert_string_equal(reason, "have no free device of class " DRIVER);
+  sch_result *r = fx_run(f);
+  assert_int_equal(r->nbinds, 0);
+  sch_result_free(r);
+  fx_free(f);
+}
+
 /* Two pods share one claim: it is allocated once, both go to its node, and each pod's write
  * carries the same allocation. */
 static void test_shared_claim(void **state) {
@@ -420,6 +444,7 @@ int main(void) {
       cmocka_unit_test(test_gang_gets_distinct_devices),
       cmocka_unit_test(test_gang_all_or_nothing),
       cmocka_unit_test(test_allocated_devices_not_given_twice),
+      cmocka_unit_test(test_in_flight_devices_kept),
       cmocka_unit_test(test_shared_claim),
       cmocka_unit_test(test_cel_selectors),
       cmocka_unit_test(test_all_mode),
