@@ -657,10 +657,9 @@ int sch_cache_snapshot_deferred(sch_cache *cache, sch_cache_snap *out) {
   Kiln__Snapshot *m = &out->msg;
   m->generation = ++cache->generation;
   m->time_unix_nano = kc_clock_wall_ns();
-  static const int kinds[] = {INF_NODE,          INF_POD,         INF_PODGROUP,
-                              INF_QUEUE,         INF_PRIORITYCLASS, INF_PDB,
-                              INF_QUOTA,         INF_DEVICECLASS,   INF_RESOURCESLICE,
-                              INF_RESOURCECLAIM};
+  static const int kinds[] = {INF_NODE,          INF_POD,          INF_PODGROUP, INF_QUEUE,
+                              INF_PRIORITYCLASS, INF_PDB,          INF_QUOTA,    INF_DEVICECLASS,
+                              INF_RESOURCESLICE, INF_RESOURCECLAIM};
   void ***arrays[] = {(void ***)&m->nodes,
                       (void ***)&m->pods,
                       (void ***)&m->pod_groups,
