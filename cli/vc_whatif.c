@@ -636,6 +636,53 @@ static int whatif_world(const vc_whatif_in *in, json_t *job, vc_whatif *w, world
   return rc;
 }
 
+/* kiln-controller creates a Job's pods only once the scheduler admitted its PodGroup, so the
+ * PodGroup first meets a session alone: when that session leaves it Pending, what the PodGroup
+ * then shows (phase, condition, its message counting the tasks that exist: none) is that
+ * session's, not one that saw pods never created. *admitted says which; when false, w's
+ * status fields take the gate's answer (the session with the pods still gives the per-node
+ * reasons). */
+static int gate_session(const vc_whatif_in *in, world *wd, const char *key, session_knobs *k,
+                        vc_whatif *w, vc_whatif **gate) {
+  *gate = calloc(1, sizeof(**gate));
+  vc_whatif *g = *gate;
+  if (g == NULL)
+    return KC_ENOMEM;
+  g->podgroup = dupstr(w->podgroup);
+  g->queue = dupstr(w->queue);
+  g->min_available = w->min_available;
+  int rc = g->podgroup && g->queue ? 0 : KC_ENOMEM;
+  size_t np = wd->npods;
+  wd->npods = 0;
+  if (rc == 0)
+    rc = world_msg(in, wd, w->queue, in->at_capacity);
+  wd->npods = np;
+  session_knobs gk = *k;
+  if (rc == 0)
+    rc = run_session(in, wd, key, &gk, g);
+  free(wd->msg.pods);
+  free(wd->msg.pod_groups);
+  wd->msg.pods = NULL;
+  wd->msg.pod_groups = NULL;
+  return rc;
+}
+
+/* The gate refused: the PodGroup's status is the gate's (see gate_session). */
+static void take_gate_status(vc_whatif *w, vc_whatif *g) {
+#define SWAP_FIELD(f)                                                                              \
+  do {                                                                                             \
+    char *t_ = w->f;                                                                               \
+    w->f = g->f;                                                                                   \
+    g->f = t_;                                                                                     \
+  } while (0)
+  SWAP_FIELD(phase);
+  SWAP_FIELD(reason);
+  SWAP_FIELD(message);
+  SWAP_FIELD(why_pending);
+#undef SWAP_FIELD
+  w->admitted = w->placed = w->after_eviction = false;
+}
+
 int vc_whatif_run(const vc_whatif_in *in, vc_whatif **out, char *err, size_t errlen) {
   *out = NULL;
   vc_whatif *w = calloc(1, sizeof(*w));
@@ -661,10 +708,16 @@ int vc_whatif_run(const vc_whatif_in *in, vc_whatif **out, char *err, size_t err
     free(wd.msg.pod_groups);
     k.cap = k.has_deserved ? &k.deserved : NULL;
   }
+  vc_whatif *gate = NULL;
+  if (rc == 0 && wd.npods > 0)
+    rc = gate_session(in, &wd, key, &k, w, &gate);
   if (rc == 0)
     rc = world_msg(in, &wd, w->queue, in->at_capacity);
   if (rc == 0)
     rc = run_session(in, &wd, key, &k, w);
+  if (rc == 0 && gate && !gate->admitted)
+    take_gate_status(w, gate);
+  vc_whatif_free(gate);
   if (rc != 0 && err && !err[0])
     kc_errorf(err, errlen, rc, "the scheduling session failed: %s", kc_strerror(rc));
   world_close(&wd);
