@@ -185,9 +185,10 @@ static void test_devices(void **state) {
 /* Hostile input: nesting, long chains and long expressions are refused, never a crash. */
 static void test_limits(void **state) {
   (void)state;
+  /* static, not malloc: gcc's -Warray-bounds (-Werror, with the sanitizers) took the
+   * unchecked-for-it NULL of a malloc as a zero-length object */
+  static char s[SCH_CEL_MAX_LEN + 3];
   size_t n = SCH_CEL_MAX_LEN + 2;
-  char *s = malloc(n + 1);
-  assert_non_null(s);
   char err[SCH_CEL_ERR_MAX];
   /* 1,000 parentheses */
   memset(s, '(', 1000);
@@ -215,7 +216,6 @@ static void test_limits(void **state) {
   s[0] = '1';
   assert_int_equal(run(s, err), -2);
   assert_non_null(strstr(err, "longer than"));
-  free(s);
   /* every prefix of a valid expression compiles or fails cleanly */
   const char *full =
       "has(device.attributes['a.io'].x) && device.attributes['a.io'].x in "
