@@ -336,7 +336,7 @@ test_rbac_matrix() {
     "kiln-controller list leases.coordination.k8s.io kiln-system no"
     "kiln-controller create leases.coordination.k8s.io kiln-system yes"
     "kiln-controller create leases.coordination.k8s.io default no"
-    "kiln-controller list nodes - no"
+    "kiln-controller list nodes - yes"
     "kiln-controller create clusterroles.rbac.authorization.k8s.io - no"
     "kiln-scheduler create pods/binding default yes"
     "kiln-scheduler create pods default no"

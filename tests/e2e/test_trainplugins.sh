@@ -19,7 +19,10 @@ start() {
   tok=$(kubectl create token "kiln-$name" -n kiln-system --duration=2h) || return 1
   kubeconfig_with "$KILN_CLUSTER_DIR/tp-kc-$name" "    token: $tok"
   log_lines "$KILN_CLUSTER_DIR/logs/kiln-$name.log" >"$KILN_CLUSTER_DIR/tp-log-from-$name"
-  "$KILN_BUILD/$name/kiln-$name" --kubeconfig "$KILN_CLUSTER_DIR/tp-kc-$name" --leader-elect=false -v=2 "$@" \
+  # KUBE_POD_NAMESPACE as manifests/controller.yaml sets it (the pod's namespace): where the
+  # hyperNode-controller reads its ConfigMap, and all the service account's Role grants.
+  KUBE_POD_NAMESPACE=kiln-system \
+    "$KILN_BUILD/$name/kiln-$name" --kubeconfig "$KILN_CLUSTER_DIR/tp-kc-$name" --leader-elect=false -v=2 "$@" \
     >>"$KILN_CLUSTER_DIR/logs/kiln-$name.log" 2>&1 </dev/null &
   echo $! >"$KILN_CLUSTER_DIR/pids/kiln-$name.pid"
   echo "$KILN_BUILD/$name/kiln-$name" >"$KILN_CLUSTER_DIR/pids/kiln-$name.exe"
