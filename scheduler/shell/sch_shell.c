@@ -469,20 +469,6 @@ static void job_settling(const sch_cache_snap *cs, const sch_snapshot *snap, con
   }
 }
 
-/* Volcano's PodGroupStatus counters are omitempty: a zero count is absent from the object
- * (`kubectl get podgroup` shows no RUNNINGS), so a count that is zero is sent as null, which
- * in a merge patch removes the field a non-zero count left. */
-int sch_shell_pg_zero_counts(json_t *status, const sch_pg_status *ps) {
-  static const char *const names[] = {"running", "succeeded", "failed"};
-  const int32_t vals[] = {ps->running, ps->succeeded, ps->failed};
-  if (status == NULL)
-    return KC_EINVAL;
-  for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-    if (vals[i] == 0 && json_object_set_new(status, names[i], json_null()) != 0)
-      return KC_ENOMEM;
-  return 0;
-}
-
 /* Sends the PodGroup's new status (phase, counts, conditions) as a merge patch; gate: the
  * binder's gate of the PodGroup opens on its answer. Whether it was sent. */
 static bool send_pod_group(sch_shell *sh, const sch_job *j, const sch_pg_status *ps,
@@ -570,32 +556,6 @@ static bool write_pod_group(sch_shell *sh, const sch_snapshot *snap, const sch_p
   return sent;
 }
 
-static bool resource_matches(const sch_snapshot *snap, const sch_resource *want,
-                             const Kiln__Resource *have) {
-  if (have == NULL)
-    return sch_resource_is_zero(want);
-  if (have->milli_cpu != want->milli_cpu || have->memory != want->memory)
-    return false;
-  int nonzero = 0;
-  for (int i = 0; i < snap->nscalars; i++) {
-    if (want->scalar[i] == 0)
-      continue;
-    nonzero++;
-    bool found = false;
-    for (size_t k = 0; k < have->n_scalar; k++)
-      if (kc_str_eq(have->scalar[k]->name, snap->scalar_names[i]) &&
-          have->scalar[k]->milli_value == want->scalar[i])
-        found = true;
-    if (!found)
-      return false;
-  }
-  size_t have_nonzero = 0;
-  for (size_t k = 0; k < have->n_scalar; k++)
-    if (have->scalar[k]->milli_value != 0)
-      have_nonzero++;
-  return have_nonzero == (size_t)nonzero;
-}
-
 /* An unlimited dimension reads as the largest double, as Volcano's MaxFloat64. */
 static double metric_amount(int64_t v) {
   return v == INT64_MAX ? DBL_MAX : (double)v;
@@ -643,7 +603,7 @@ static void write_queue(sch_shell *sh, const sch_snapshot *snap, const sch_queue
   if (q->queue == NULL || q->queue->metadata == NULL)
     return; /* made up by the snapshot: the cache creates it */
   const Kiln__Resource *have = q->queue->status ? q->queue->status->allocated : NULL;
-  if (resource_matches(snap, &qs->allocated, have))
+  if (sch_shell_resource_matches(snap, &qs->allocated, have))
     return;
   /* At most one write per queue per period: early sessions do not add queue writes. */
   const written *prev = kc_strmap_get(&sh->q_written, q->name);

@@ -173,6 +173,12 @@ int sch_shell_foreign_groups(const sch_snapshot *snap, kc_strmap *foreign);
  * 0, KC_EINVAL without a status, or KC_ENOMEM. */
 int sch_shell_pg_zero_counts(json_t *status, const sch_pg_status *ps);
 
+/* Whether a Queue's written resource list (have, as the object holds it) is want exactly:
+ * the same cpu and memory, and the same non-zero scalars, so an unchanged allocation is
+ * not written again. */
+bool sch_shell_resource_matches(const sch_snapshot *snap, const sch_resource *want,
+                                const Kiln__Resource *have);
+
 size_t sch_shell_pg_conditions(const Kiln__PodGroupStatus *cur, const sch_pg_status *ps,
                                const char *ts, Kiln__PodGroupCondition *conds,
                                Kiln__PodGroupCondition **cptr, bool *changed);

@@ -154,3 +154,43 @@ bool sch_shell_is_new_work(sch_cache_kind kind, const void *old_obj, const void 
     return old_obj == NULL || (pg_pending(new_obj) && !pg_pending(old_obj));
   return false;
 }
+
+/* Volcano's PodGroupStatus counters are omitempty: a zero count is absent from the object
+ * (`kubectl get podgroup` shows no RUNNINGS), so a count that is zero is sent as null, which
+ * in a merge patch removes the field a non-zero count left. */
+int sch_shell_pg_zero_counts(json_t *status, const sch_pg_status *ps) {
+  static const char *const names[] = {"running", "succeeded", "failed"};
+  const int32_t vals[] = {ps->running, ps->succeeded, ps->failed};
+  if (status == NULL)
+    return KC_EINVAL;
+  for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+    if (vals[i] == 0 && json_object_set_new(status, names[i], json_null()) != 0)
+      return KC_ENOMEM;
+  return 0;
+}
+
+bool sch_shell_resource_matches(const sch_snapshot *snap, const sch_resource *want,
+                                const Kiln__Resource *have) {
+  if (have == NULL)
+    return sch_resource_is_zero(want);
+  if (have->milli_cpu != want->milli_cpu || have->memory != want->memory)
+    return false;
+  int nonzero = 0;
+  for (int i = 0; i < snap->nscalars; i++) {
+    if (want->scalar[i] == 0)
+      continue;
+    nonzero++;
+    bool found = false;
+    for (size_t k = 0; k < have->n_scalar; k++)
+      if (kc_str_eq(have->scalar[k]->name, snap->scalar_names[i]) &&
+          have->scalar[k]->milli_value == want->scalar[i])
+        found = true;
+    if (!found)
+      return false;
+  }
+  size_t have_nonzero = 0;
+  for (size_t k = 0; k < have->n_scalar; k++)
+    if (have->scalar[k]->milli_value != 0)
+      have_nonzero++;
+  return have_nonzero == (size_t)nonzero;
+}
