@@ -235,12 +235,8 @@ static void test_images_same_as_json(void **state) {
   json_decref(j);
 }
 
-/* The deviceshare fields: per-container vGPU requests (limits, else requests; defaults), the
- * gpu-memory/gpu-number totals against the largest init container, the annotations a pod and
- * a node carry; the same from protobuf as from JSON. */
-static void test_devices_same_as_json(void **state) {
-  (void)state;
-  char err[KC_CODEC_ERR_MAX] = "";
+/* The protobuf of test_devices_same_as_json's pod into buf; its length. */
+static size_t pack_device_pod(uint8_t *buf, size_t cap) {
   K8s__Quantity q[5] = {K8S__QUANTITY__INIT, K8S__QUANTITY__INIT, K8S__QUANTITY__INIT,
                         K8S__QUANTITY__INIT, K8S__QUANTITY__INIT};
   q[0].string = "2";
@@ -286,8 +282,18 @@ static void test_devices_same_as_json(void **state) {
   m.name = "p", m.annotations = as, m.n_annotations = 2;
   K8s__Pod k = K8S__POD__INIT;
   k.metadata = &m, k.spec = &spec;
+  assert_true(k8s__pod__get_packed_size(&k) <= cap);
+  return k8s__pod__pack(&k, buf);
+}
+
+/* The deviceshare fields: per-container vGPU requests (limits, else requests; defaults), the
+ * gpu-memory/gpu-number totals against the largest init container, the annotations a pod and
+ * a node carry; the same from protobuf as from JSON. */
+static void test_devices_same_as_json(void **state) {
+  (void)state;
+  char err[KC_CODEC_ERR_MAX] = "";
   uint8_t buf[1024];
-  size_t len = k8s__pod__pack(&k, buf);
+  size_t len = pack_device_pod(buf, sizeof(buf));
   assert_true(len < sizeof(buf));
   Kiln__Pod *pb, *js;
   if (kc_pb_pod_decode(buf, len, &pb, err, sizeof(err)) != 0)
