@@ -44,6 +44,25 @@ test_tiny_run_binds_every_pod() {
     .processes["kiln-controller"].peak_rss_kb] | all(type == "number" and . > 0)' "$j")" \
     "kiln figures present"
   expect_match 'kiln e2e \(c\) 100x1 +100 ' "$(cat "$out/table.txt")" "kiln (c) row"
+  # The Kubernetes peer (k): batch/v1 Jobs of (b)'s and (c)'s counts through the Job controller
+  # and kube-scheduler, every pod bound, and the Kiln / Kubernetes headline for both sizes.
+  for sc in "kb 10 100" "kc 100 100"; do
+    read -r sc jobs want <<<"$sc"
+    expect_eq "$want $jobs $jobs true" "$(jq -r --arg s "$sc" '.kube_e2e[] | select(.scenario == $s) |
+      "\(.bound) \(.jobs_created) \(.jobs_bound) \(.complete)"' "$j")" "kubernetes e2e ($sc) bound, Jobs"
+  done
+  expect_eq 1 "$(jq '.kube_e2e[] | select(.scenario == "kb") | .requests["POST pods"].total / 100' "$j")" \
+    "the Job controller created one pod per pod"
+  expect_eq true "$(jq '[.kube_e2e[] | .controller.cpu_seconds, .scheduler.cpu_seconds,
+    .processes["kube-apiserver"].cpu_seconds] | all(type == "number" and . > 0)' "$j")" \
+    "kubernetes figures present"
+  expect_eq "b/kb c/kc" "$(jq -r '[.kiln_over_kubernetes[] | "\(.kiln)/\(.kubernetes)"] | join(" ")' "$j")" \
+    "Kiln / Kubernetes pairs"
+  expect_eq true "$(jq '[.kiln_over_kubernetes[] | .apiserver_ms_per_job.ratio, .requests_per_pod.ratio,
+    .cpu_ms_per_pod.ratio] | all(type == "number" and . > 0)' "$j")" "Kiln / Kubernetes ratios"
+  expect_match 'Kiln / Kubernetes, 100 Jobs x 1 \(c / kc\): API server CPU ms per Job ' \
+    "$(cat "$out/table.txt")" "the headline"
+  expect_match 'kubernetes e2e \(kc\) 100x1 +100 ' "$(cat "$out/table.txt")" "kubernetes (kc) row"
   # The in-process session with 50 queues in a hierarchy (capacity, enableHierarchy) placed all.
   expect_eq 10000 "$(jq '.sessions[] | select(.queues == 50) | .placements' "$j")" \
     "placements with 50 queues in a hierarchy"
