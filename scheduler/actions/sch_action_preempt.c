@@ -75,7 +75,7 @@ typedef struct err_cache {
 
 /* Volcano getTaskRole: the volcano.sh/task-spec annotation, else the label (the job
  * controller sets both); NULL or "" when the pod has neither. */
-static const char *task_role(const Kiln__Pod *pod) {
+const char *sch__task_role(const Kiln__Pod *pod) {
   if (pod->task_name && *pod->task_name)
     return pod->task_name;
   return sch_pod_label(pod, "volcano.sh/task-spec");
@@ -83,7 +83,7 @@ static const char *task_role(const Kiln__Pod *pod) {
 
 /* The failed-node set of t's group, made empty on first use; NULL when t is not cached. */
 static uint8_t *err_failed(sch_session *ssn, err_cache *c, const sch_task *t, int *rc) {
-  const char *role = task_role(t->pod);
+  const char *role = sch__task_role(t->pod);
   *rc = 0;
   if (!c->on || !role || !*role)
     return NULL;

@@ -539,6 +539,11 @@ static const char *topology_aware(const sch_args *a, const char *key) {
              : "it shapes topology-aware preemption only, which is not built";
 }
 
+static const char *read_int(const sch_args *a, const char *key) {
+  (void)sch_args_int(a, key, 0); /* a value that is not an integer is named */
+  return NULL;
+}
+
 static const char *gang_retries(const sch_args *a, const char *key) {
   return sch_args_int(a, key, 0) > 0 ? "preempt does not retry a gang's placement on other nodes"
                                      : NULL;
@@ -565,6 +570,10 @@ static const struct action_arg {
     {"preempt", "minCandidateNodesAbsolute", topology_aware},
     {"preempt", "maxCandidateNodesAbsolute", topology_aware},
     {"preempt", "gangPlacementRetries", gang_retries},
+    {"gangpreempt", "maxDomains", read_int},
+    {"gangpreempt", "allowWholeBundle", same_outcome},
+    {"gangreclaim", "maxDomains", read_int},
+    {"gangreclaim", "allowWholeBundle", same_outcome},
 };
 
 static const struct action_arg *action_arg_find(const char *action, const char *key) {

@@ -503,6 +503,22 @@ typedef bool (*sch_allocatable_fn)(sch_session *ssn, void *ctx, const sch_queue 
 typedef bool (*sch_victims_fn)(sch_session *ssn, void *ctx, const sch_task *preemptor,
                                const int32_t *candidates, size_t ncandidates, int32_t *victims,
                                size_t *nvictims);
+/* Gang-aware eviction (Volcano UnifiedEvictableFn and EvictionContext): the gangpreempt and
+ * gangreclaim actions ask once per domain which of their ordered candidates may go. Only
+ * plugins that register this take part (no fallback to the task-level callbacks). */
+typedef enum { SCH_EVICT_GANG_PREEMPT, SCH_EVICT_GANG_RECLAIM } sch_eviction_kind;
+
+typedef struct sch_eviction_ctx {
+  sch_eviction_kind kind;
+  int32_t job;          /* the starving job */
+  const sch_task *task; /* its pending demand as one task (the sum of their requests) */
+  const char *domain;   /* the HyperNode whose nodes are searched; "" the whole cluster */
+} sch_eviction_ctx;
+
+/* As sch_victims_fn, for an eviction context. */
+typedef bool (*sch_unified_evictable_fn)(sch_session *ssn, void *ctx, const sch_eviction_ctx *ec,
+                                         const int32_t *candidates, size_t ncandidates,
+                                         int32_t *victims, size_t *nvictims);
 /* Victims chosen among the candidates without a preemptor (Volcano VictimTasksFn: the
  * rescheduling plugin's strategies, for shuffle): write them into out (capacity n). */
 typedef void (*sch_victim_tasks_fn)(sch_session *ssn, void *ctx, const int32_t *cands, size_t n,
@@ -533,6 +549,8 @@ KC_NODISCARD int sch_add_allocatable_fn(sch_session *ssn, sch_allocatable_fn fn,
 KC_NODISCARD int sch_add_preemptive_fn(sch_session *ssn, sch_allocatable_fn fn, void *ctx);
 KC_NODISCARD int sch_add_preemptable_fn(sch_session *ssn, sch_victims_fn fn, void *ctx);
 KC_NODISCARD int sch_add_reclaimable_fn(sch_session *ssn, sch_victims_fn fn, void *ctx);
+KC_NODISCARD int sch_add_unified_evictable_fn(sch_session *ssn, sch_unified_evictable_fn fn,
+                                              void *ctx);
 KC_NODISCARD int sch_add_victim_tasks_fn(sch_session *ssn, sch_victim_tasks_fn fn, void *ctx);
 KC_NODISCARD int sch_add_event_handler(sch_session *ssn, sch_task_event_fn allocate,
                                        sch_task_event_fn deallocate, void *ctx);
@@ -572,6 +590,10 @@ KC_NODISCARD int sch_session_preemptable(sch_session *ssn, const sch_task *preem
                                          const int32_t *cands, size_t n, int32_t *victims);
 KC_NODISCARD int sch_session_reclaimable(sch_session *ssn, const sch_task *preemptor,
                                          const int32_t *cands, size_t n, int32_t *victims);
+/* Volcano UnifiedEvictable: the tier rule of preemptable/reclaimable over the plugins that
+ * registered sch_add_unified_evictable_fn; none voting is no victim. */
+KC_NODISCARD int sch_session_unified_evictable(sch_session *ssn, const sch_eviction_ctx *ec,
+                                               const int32_t *cands, size_t n, int32_t *victims);
 /* The union of every VictimTasks plugin's choice among cands, each task once, into victims
  * (capacity n); returns the count or KC_ENOMEM. */
 KC_NODISCARD int sch_session_victim_tasks(sch_session *ssn, const int32_t *cands, size_t n,

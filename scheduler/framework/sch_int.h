@@ -24,6 +24,7 @@ typedef enum {
   SCH_CB_PREEMPTIVE,
   SCH_CB_PREEMPTABLE,
   SCH_CB_RECLAIMABLE,
+  SCH_CB_UNIFIED_EVICTABLE,
   SCH_CB_VICTIM_TASKS,
   SCH_CB_EVENT,
   SCH_CB__COUNT
@@ -122,6 +123,9 @@ int sch__task_cmp(const void *a, const void *b, void *arg);
  * victim of preemptor: Running or Bound, ours, not marked volcano.sh/preemptable "false",
  * and best-effort when the preemptor is. */
 bool sch__may_be_victim(const sch_task *preemptor, const sch_task *t);
+/* Volcano getTaskRole: the volcano.sh/task-spec annotation, else the label; NULL or "" when
+ * the pod has neither (sch_action_preempt.c). */
+const char *sch__task_role(const Kiln__Pod *pod);
 /* Lowest first (Volcano BuildVictimsPriorityQueue). */
 void sch__sort_victims(sch_session *ssn, int32_t *v, size_t n);
 /* Volcano ValidateVictims: some victims, and with them t fits the node's future idle. */

@@ -35,6 +35,8 @@ extern const sch_action sch_action_backfill;
 extern const sch_action sch_action_preempt;
 extern const sch_action sch_action_reclaim;
 extern const sch_action sch_action_shuffle;
+extern const sch_action sch_action_gangpreempt;
+extern const sch_action sch_action_gangreclaim;
 
 static const sch_plugin *const plugins[] = {
     &sch_plugin_gang,
@@ -61,8 +63,8 @@ static const sch_plugin *const plugins[] = {
 };
 
 static const sch_action *const actions[] = {
-    &sch_action_enqueue, &sch_action_allocate, &sch_action_backfill,
-    &sch_action_preempt, &sch_action_reclaim,  &sch_action_shuffle,
+    &sch_action_enqueue, &sch_action_allocate, &sch_action_backfill,    &sch_action_preempt,
+    &sch_action_reclaim, &sch_action_shuffle,  &sch_action_gangpreempt, &sch_action_gangreclaim,
 };
 
 const sch_plugin *sch_plugin_find(const char *name) {

@@ -84,6 +84,9 @@ int sch_add_preemptable_fn(sch_session *ssn, sch_victims_fn fn, void *ctx) {
 int sch_add_reclaimable_fn(sch_session *ssn, sch_victims_fn fn, void *ctx) {
   return add_cb(ssn, SCH_CB_RECLAIMABLE, SCH_EXT_RECLAIMABLE, F(fn), NULL, ctx);
 }
+int sch_add_unified_evictable_fn(sch_session *ssn, sch_unified_evictable_fn fn, void *ctx) {
+  return add_cb(ssn, SCH_CB_UNIFIED_EVICTABLE, NOSWITCH, F(fn), NULL, ctx);
+}
 int sch_add_victim_tasks_fn(sch_session *ssn, sch_victim_tasks_fn fn, void *ctx) {
   return add_cb(ssn, SCH_CB_VICTIM_TASKS, SCH_EXT_VICTIM, F(fn), NULL, ctx);
 }
@@ -249,12 +252,21 @@ bool sch_session_preemptive(sch_session *ssn, const sch_queue *q, const sch_task
   return true;
 }
 
+/* One plugin's victim choice (task-level or unified). */
+static bool victims_vote(sch_session *ssn, sch_cb_kind kind, const sch_cb *cb,
+                         const sch_task *preemptor, const sch_eviction_ctx *ec,
+                         const int32_t *cands, size_t n, int32_t *tmp, size_t *k) {
+  if (kind == SCH_CB_UNIFIED_EVICTABLE)
+    return ((sch_unified_evictable_fn)cb->fn)(ssn, cb->ctx, ec, cands, n, tmp, k);
+  return ((sch_victims_fn)cb->fn)(ssn, cb->ctx, preemptor, cands, n, tmp, k);
+}
+
 /* Volcano's Preemptable/Reclaimable: the first plugin that votes starts the set, each
  * later voter intersects it, an empty vote empties it; the tier in which anybody voted
  * decides (an empty answer there is final: Volcano keeps its "initialised" flag across
  * tiers, so a later tier can only intersect with nothing). */
 static int victims(sch_session *ssn, sch_cb_kind kind, const sch_task *preemptor,
-                   const int32_t *cands, size_t n, int32_t *out) {
+                   const sch_eviction_ctx *ec, const int32_t *cands, size_t n, int32_t *out) {
   const sch_cbs *c = &ssn->cbs[kind];
   int32_t *tmp = malloc((n ? n : 1) * sizeof(*tmp));
   if (!tmp)
@@ -265,7 +277,7 @@ static int victims(sch_session *ssn, sch_cb_kind kind, const sch_task *preemptor
     if (voted && c->v[i].tier != c->v[i - 1].tier)
       break;
     size_t k = 0;
-    if (!((sch_victims_fn)c->v[i].fn)(ssn, c->v[i].ctx, preemptor, cands, n, tmp, &k))
+    if (!victims_vote(ssn, kind, &c->v[i], preemptor, ec, cands, n, tmp, &k))
       continue;
     if (!voted) {
       memcpy(out, tmp, k * sizeof(*tmp));
@@ -288,12 +300,17 @@ static int victims(sch_session *ssn, sch_cb_kind kind, const sch_task *preemptor
 
 int sch_session_preemptable(sch_session *ssn, const sch_task *preemptor, const int32_t *cands,
                             size_t n, int32_t *out) {
-  return victims(ssn, SCH_CB_PREEMPTABLE, preemptor, cands, n, out);
+  return victims(ssn, SCH_CB_PREEMPTABLE, preemptor, NULL, cands, n, out);
 }
 
 int sch_session_reclaimable(sch_session *ssn, const sch_task *preemptor, const int32_t *cands,
                             size_t n, int32_t *out) {
-  return victims(ssn, SCH_CB_RECLAIMABLE, preemptor, cands, n, out);
+  return victims(ssn, SCH_CB_RECLAIMABLE, preemptor, NULL, cands, n, out);
+}
+
+int sch_session_unified_evictable(sch_session *ssn, const sch_eviction_ctx *ec,
+                                  const int32_t *cands, size_t n, int32_t *out) {
+  return victims(ssn, SCH_CB_UNIFIED_EVICTABLE, ec->task, ec, cands, n, out);
 }
 
 int sch_session_victim_tasks(sch_session *ssn, const int32_t *cands, size_t n, int32_t *out) {

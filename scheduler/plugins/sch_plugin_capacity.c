@@ -520,6 +520,19 @@ static bool reclaimable(sch_session *ssn, void *ctx, const sch_task *reclaimer,
   return ok;
 }
 
+/* Gang-aware eviction: preemption is not filtered (capacity registers no preemptable
+ * callback); a gang reclaim keeps each victim queue's guarantee and deserved as reclaim
+ * does, over the candidates in the action's order and the gang's whole demand. */
+static bool unified_evictable(sch_session *ssn, void *ctx, const sch_eviction_ctx *ec,
+                              const int32_t *cands, size_t n, int32_t *victims, size_t *nvictims) {
+  if (ec->kind == SCH_EVICT_GANG_PREEMPT) {
+    memcpy(victims, cands, n * sizeof(*cands));
+    *nvictims = n;
+    return true;
+  }
+  return reclaimable(ssn, ctx, ec->task, cands, n, victims, nvictims);
+}
+
 static void on_allocate(sch_session *ssn, void *ctx, const sch_task *t) {
   cap_state *st = ctx;
   cap_attr *a = attr_of(st, sch_session_snapshot(ssn), t->job);
@@ -810,6 +823,7 @@ static int capacity_open(sch_session *ssn, const sch_plugin_conf *conf, void **s
     build_flat(st, snap);
   if (rc < 0 || (rc = sch_add_queue_order_fn(ssn, queue_order, st)) < 0 ||
       (rc = sch_add_reclaimable_fn(ssn, reclaimable, st)) < 0 ||
+      (rc = sch_add_unified_evictable_fn(ssn, unified_evictable, st)) < 0 ||
       (rc = sch_add_allocatable_fn(ssn, allocatable, st)) < 0 ||
       (rc = sch_add_preemptive_fn(ssn, preemptive, st)) < 0 ||
       (rc = sch_add_job_enqueueable_fn(ssn, job_enqueueable, st)) < 0 ||

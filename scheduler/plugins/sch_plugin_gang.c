@@ -153,6 +153,18 @@ static bool gang_victims(sch_session *ssn, void *ctx, const sch_task *preemptor,
   return true;
 }
 
+/* Gang-aware eviction (gangpreempt, gangreclaim): the actions split victims into safe and
+ * whole bundles and so keep minAvailable themselves; gang permits every candidate. */
+static bool gang_unified(sch_session *ssn, void *ctx, const sch_eviction_ctx *ec,
+                         const int32_t *cands, size_t n, int32_t *out, size_t *nout) {
+  (void)ssn;
+  (void)ctx;
+  (void)ec;
+  memcpy(out, cands, n * sizeof(*cands));
+  *nout = n;
+  return true;
+}
+
 /* "pod group is not ready, 2 Pending, 3 minAvailable" (Volcano JobInfo.FitError). */
 static void not_ready_text(const sch_job *j, char *buf, size_t len) {
   char items[SCH_TASK__COUNT + 1][48];
@@ -183,7 +195,8 @@ static int gang_open(sch_session *ssn, const sch_plugin_conf *conf, void **state
       (rc = sch_add_job_starving_fn(ssn, gang_starving, NULL)) < 0 ||
       (rc = sch_add_job_order_fn(ssn, gang_job_order, NULL)) < 0 ||
       (rc = sch_add_preemptable_fn(ssn, gang_victims, NULL)) < 0 ||
-      (rc = sch_add_reclaimable_fn(ssn, gang_victims, NULL)) < 0)
+      (rc = sch_add_reclaimable_fn(ssn, gang_victims, NULL)) < 0 ||
+      (rc = sch_add_unified_evictable_fn(ssn, gang_unified, NULL)) < 0)
     return rc;
   return 0;
 }

@@ -164,7 +164,6 @@ static void test_conf_invalid(void **state) {
       {"- a\n- b\n", KC_EPARSE, "mapping"},
       {"actions: allocate\nconfigurations:\n- name: reshuffle\n", KC_ENOENT, "reshuffle"},
       {"actions: \"allocate, preemptt\"\n", KC_ENOENT, "preemptt"},
-      {"actions: gangreclaim\n", KC_EINVAL, "no actions"},
       {"actions: allocate\ntiers:\n- plugins:\n  - name: drf\n    enableHierarchy: true\n"
        "  - name: proportion\n",
        KC_EINVAL, "proportion"},
@@ -317,28 +316,32 @@ static void test_conf_reload_keeps_previous(void **state) {
   sch_conf_free(cur);
 }
 
-/* A Volcano action Kiln does not build is skipped alone: the other actions and every tier
- * of the file still apply. */
-static void test_conf_skips_unbuilt_action(void **state) {
+/* Every action Volcano registers is built: gangpreempt and gangreclaim load with the others
+ * (they were skipped, alone, before they were built), their arguments read. */
+static void test_conf_gang_actions(void **state) {
   (void)state;
   static const char y[] = "actions: \"enqueue, gangpreempt, allocate, gangreclaim, backfill\"\n"
                           "tiers:\n- plugins:\n  - name: priority\n  - name: gang\n"
                           "    enablePreemptable: false\n"
-                          "configurations:\n- name: gangpreempt\n  arguments:\n    maxDomains: 2\n";
+                          "configurations:\n- name: gangpreempt\n  arguments:\n    maxDomains: 2\n"
+                          "    allowWholeBundle: false\n    wholeBundles: 1\n";
   sch_conf *c = NULL;
   char err[256] = "";
   assert_int_equal(sch_conf_parse(y, strlen(y), &c, err, sizeof(err)), 0);
-  assert_int_equal(c->nactions, 3);
-  assert_string_equal(c->actions[0]->name, "enqueue");
-  assert_string_equal(c->actions[1]->name, "allocate");
-  assert_string_equal(c->actions[2]->name, "backfill");
-  assert_int_equal(c->nskipped, 2);
-  assert_string_equal(c->skipped[0], "gangpreempt");
-  assert_string_equal(c->skipped[1], "gangreclaim");
+  assert_int_equal(c->nactions, 5);
+  static const char *const names[] = {"enqueue", "gangpreempt", "allocate", "gangreclaim",
+                                      "backfill"};
+  for (int i = 0; i < 5; i++)
+    assert_string_equal(c->actions[i]->name, names[i]);
+  assert_int_equal(c->nskipped, 0);
+  /* the two arguments gangpreempt reads are not named; a third it does not read is */
+  assert_int_equal(c->nignored_action_args, 1);
+  assert_string_equal(c->ignored_action_args[0], "gangpreempt: wholeBundles");
   assert_int_equal(c->ntiers, 1);
   assert_int_equal(c->tiers[0].nplugins, 2);
   assert_false(c->tiers[0].plugins[1].enabled & (1u << SCH_EXT_PREEMPTABLE));
   assert_true(sch_action_volcano("shuffle"));
+  assert_true(sch_action_volcano("gangreclaim"));
   assert_false(sch_action_volcano("shufle"));
   sch_conf_free(c);
 }
@@ -447,7 +450,7 @@ static void test_conf_action_args(void **state) {
   char err[256] = "";
   assert_int_equal(sch_conf_parse(y, strlen(y), &c, err, sizeof(err)), 0);
   /* Topology-aware preemption is off, so its tuning does nothing in Volcano either; no
-   * retries (0) is what Kiln does; gangpreempt is skipped whole, its arguments with it. */
+   * retries (0) is what Kiln does; gangpreempt reads maxDomains. */
   assert_int_equal(c->nignored_action_args, 3);
   assert_string_equal(c->ignored_action_args[0], "allocate: gateRemovalWorkerNum");
   assert_string_equal(c->ignored_action_args[1], "backfill: predicateErrorCacheEnabled");
@@ -1211,7 +1214,7 @@ int main(void) {
       cmocka_unit_test(test_conf_invalid),
       cmocka_unit_test(test_conf_alias_bounds),
       cmocka_unit_test(test_conf_reload_keeps_previous),
-      cmocka_unit_test(test_conf_skips_unbuilt_action),
+      cmocka_unit_test(test_conf_gang_actions),
       cmocka_unit_test(test_conf_skips_unknown_plugins),
       cmocka_unit_test(test_conf_action_args),
       cmocka_unit_test(test_conf_metrics_section),
