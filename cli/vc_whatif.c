@@ -10,7 +10,10 @@
 #include "kc_codec.h"
 #include "kc_strmap.h"
 #include "kc_time.h"
+#include "sch_claim_status.h"
+#include "sch_dra.h"
 #include "vc.h"
+#include "vc_whatif_claims.h"
 
 /* Syncs of the controller core at most: the first creates the PodGroup, the one after the
  * scheduler admitted it creates the pods; a Job with generated claims needs one more. */
@@ -246,8 +249,10 @@ static void stamp(json_t *obj, const char *ns, const char *uid, int64_t now) {
   json_object_set_new(md, "creationTimestamp", json_string(ts));
 }
 
+/* The pods as the API server would store them, with the claims kube-controller-manager would
+ * make from their templates (into claims). */
 static int decode_pods(const vc_whatif_in *in, const char *ns, json_t *pods, Kiln__Pod ***out,
-                       size_t *n, char *err, size_t errlen) {
+                       size_t *n, vc_claims *claims, char *err, size_t errlen) {
   *n = 0;
   *out = calloc(json_array_size(pods) + 1, sizeof(**out));
   if (*out == NULL)
@@ -258,6 +263,9 @@ static int decode_pods(const vc_whatif_in *in, const char *ns, json_t *pods, Kil
     char uid[CTL_NAME_MAX + 16], derr[KC_CODEC_ERR_MAX];
     snprintf(uid, sizeof(uid), WHATIF_ID "-%s", vc_str(p, "metadata.name"));
     stamp(p, ns, uid, in->now);
+    int rc = vc_claims_for_pod(in->claim_templates, p, in->now, claims, err, errlen);
+    if (rc != 0)
+      return rc;
     Kiln__Pod *kp = NULL;
     if (kc_pod_decode(p, &kp, derr, sizeof(derr)) != 0)
       return kc_errorf(err, errlen, KC_EINVAL, "pod %s does not decode: %s",
@@ -286,11 +294,22 @@ typedef struct {
   Kiln__Pod **pods;   /* ours, owned */
   size_t npods;
   Kiln__PodGroup *pg; /* ours, owned */
+  vc_claims claims;   /* ours: made from templates for our pods */
 } world;
 
-static void world_close(world *w) {
+/* Frees the message's arrays (their objects are borrowed or owned elsewhere). */
+static void world_msg_clear(world *w) {
   free(w->msg.pods);
   free(w->msg.pod_groups);
+  free(w->msg.resource_claims);
+  w->msg.pods = NULL;
+  w->msg.pod_groups = NULL;
+  w->msg.resource_claims = NULL;
+}
+
+static void world_close(world *w) {
+  world_msg_clear(w);
+  vc_claims_free(&w->claims);
   for (size_t i = 0; i < w->npods; i++)
     kc_msg_free(w->pods[i]);
   free(w->pods);
@@ -307,6 +326,22 @@ static int pg_key(const char *ns, const char *name, char *buf, size_t len) {
   return snprintf(buf, len, "%s/%s", ns ? ns : "", name ? name : "") < (int)len ? 0 : KC_EINVAL;
 }
 
+/* The cluster's claims, and ours when our pods are in the message. */
+static int world_claims(world *w, const Kiln__Snapshot *c) {
+  size_t ours = w->npods > 0 ? w->claims.n : 0;
+  w->msg.resource_claims = calloc(c->n_resource_claims + ours + 1, sizeof(*w->msg.resource_claims));
+  if (w->msg.resource_claims == NULL)
+    return KC_ENOMEM;
+  if (c->n_resource_claims)
+    memcpy(w->msg.resource_claims, c->resource_claims,
+           c->n_resource_claims * sizeof(*c->resource_claims));
+  if (ours)
+    memcpy(w->msg.resource_claims + c->n_resource_claims, w->claims.items,
+           ours * sizeof(*w->claims.items));
+  w->msg.n_resource_claims = c->n_resource_claims + ours;
+  return 0;
+}
+
 /* The snapshot message: the cluster, less (at capacity) the other work of the Job's queue,
  * plus the Job's PodGroup and pods. */
 static int world_msg(const vc_whatif_in *in, world *w, const char *queue, bool drop_queue) {
@@ -314,6 +349,7 @@ static int world_msg(const vc_whatif_in *in, world *w, const char *queue, bool d
   kc_strmap gone;
   kc_strmap_init(&gone, KC_STRMAP_COPY_KEYS);
   w->msg = *c;
+  w->msg.resource_claims = NULL;
   w->msg.pods = calloc(c->n_pods + w->npods + 1, sizeof(*w->msg.pods));
   w->msg.pod_groups = calloc(c->n_pod_groups + 2, sizeof(*w->msg.pod_groups));
   int rc = w->msg.pods && w->msg.pod_groups ? 0 : KC_ENOMEM;
@@ -338,6 +374,8 @@ static int world_msg(const vc_whatif_in *in, world *w, const char *queue, bool d
   kc_strmap_close(&gone, NULL);
   for (size_t i = 0; rc == 0 && i < w->npods; i++)
     w->msg.pods[w->msg.n_pods++] = w->pods[i];
+  if (rc == 0)
+    rc = world_claims(w, c);
   if (rc == 0 && w->pg)
     w->msg.pod_groups[w->msg.n_pod_groups++] = w->pg;
   return rc;
@@ -402,6 +440,30 @@ static const sch_task *first_unplaced(const sch_snapshot *snap, int32_t j) {
   return NULL;
 }
 
+/* The devices a placed task gets: each of its claims, and for the ones this session allocates
+ * the status.allocation kiln-scheduler then writes (sch_claim_status.h). NULL: no claims
+ * (or DRA off). */
+static int task_claims(const sch_snapshot *snap, const sch_task *t, json_t **out) {
+  *out = NULL;
+  if (snap->dra == NULL || !sch_dra_task_has_claims(t))
+    return 0;
+  sch_dra_write wr[VC_WHATIF_MAX_CLAIMS];
+  size_t n = sch_dra_writes(snap->dra, t, wr, VC_WHATIF_MAX_CLAIMS);
+  json_t *a = json_array();
+  for (size_t i = 0; a && i < n; i++) {
+    const Kiln__ResourceClaim *c = snap->msg->resource_claims[wr[i].claim];
+    const char *name = c->metadata && c->metadata->name ? c->metadata->name : "";
+    json_t *alloc = wr[i].allocate ? sch_claim_allocation(snap, &wr[i]) : json_null();
+    if (json_array_append_new(a, json_pack("{s:s,s:b,s:o}", "claim", name, "allocatedBefore",
+                                           !wr[i].allocate, "allocation", alloc)) != 0) {
+      json_decref(a);
+      return KC_ENOMEM;
+    }
+  }
+  *out = a;
+  return a ? 0 : KC_ENOMEM;
+}
+
 static int read_tasks(const sch_snapshot *snap, const sch_result *r, int32_t j, vc_whatif *w) {
   const sch_job *job = &snap->jobs[j];
   w->tasks = calloc((size_t)job->ntasks + 1, sizeof(*w->tasks));
@@ -431,6 +493,8 @@ static int read_tasks(const sch_snapshot *snap, const sch_result *r, int32_t j, 
       if (r->why[k].task == ti && (o->why = dupstr(r->why[k].message)) == NULL)
         return KC_ENOMEM;
     if (o->how && o->node == NULL)
+      return KC_ENOMEM;
+    if (o->how && task_claims(snap, t, &o->claims) != 0)
       return KC_ENOMEM;
   }
   return 0;
@@ -631,7 +695,7 @@ static int whatif_world(const vc_whatif_in *in, json_t *job, vc_whatif *w, world
   if (rc == 0 && *pg)
     rc = decode_podgroup(in, ns, *pg, &wd->pg, err, errlen);
   if (rc == 0)
-    rc = decode_pods(in, ns, pods, &wd->pods, &wd->npods, err, errlen);
+    rc = decode_pods(in, ns, pods, &wd->pods, &wd->npods, &wd->claims, err, errlen);
   json_decref(pods);
   return rc;
 }
@@ -660,10 +724,7 @@ static int gate_session(const vc_whatif_in *in, world *wd, const char *key, sess
   session_knobs gk = *k;
   if (rc == 0)
     rc = run_session(in, wd, key, &gk, g);
-  free(wd->msg.pods);
-  free(wd->msg.pod_groups);
-  wd->msg.pods = NULL;
-  wd->msg.pod_groups = NULL;
+  world_msg_clear(wd);
   return rc;
 }
 
@@ -704,8 +765,7 @@ int vc_whatif_run(const vc_whatif_in *in, vc_whatif **out, char *err, size_t err
   if (rc == 0 && in->at_capacity && (rc = world_msg(in, &wd, w->queue, false)) == 0) {
     /* Today's session gives the queue's deserved share with this Job's demand in it. */
     rc = run_session(in, &wd, key, &k, NULL);
-    free(wd.msg.pods);
-    free(wd.msg.pod_groups);
+    world_msg_clear(&wd);
     k.cap = k.has_deserved ? &k.deserved : NULL;
   }
   vc_whatif *gate = NULL;
@@ -738,6 +798,7 @@ void vc_whatif_free(vc_whatif *w) {
     free(w->tasks[i].name);
     free(w->tasks[i].node);
     free(w->tasks[i].why);
+    json_decref(w->tasks[i].claims);
   }
   free(w->tasks);
   for (size_t i = 0; i < w->nvictims; i++) {

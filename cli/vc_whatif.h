@@ -34,6 +34,10 @@ typedef struct {
    * queues' shares are computed as today), and the queue may use at most its deserved
    * share (spec.deserved, else what the proportion plugin gives it today). */
   bool at_capacity;
+  /* The ResourceClaimTemplates of the Job's namespace (a JSON array, borrowed; NULL: none):
+   * the claims kube-controller-manager would make from them for the Job's pods join the
+   * snapshot, so that a pod claiming devices is placed with its devices. */
+  const json_t *claim_templates;
 } vc_whatif_in;
 
 typedef struct {
@@ -43,7 +47,14 @@ typedef struct {
    * NULL when not placed. */
   const char *how;
   char *why; /* not placed: the session's reason for the pod, or NULL */
+  /* Placed with Dynamic Resource Allocation: its claims, each {claim, allocatedBefore,
+   * allocation}: the status.allocation kiln-scheduler would write (devices, node selector),
+   * null for a claim allocated before. NULL: the pod claims nothing. */
+  json_t *claims;
 } vc_whatif_task;
+
+/* Claims of one pod that what-if reports at most. */
+#define VC_WHATIF_MAX_CLAIMS 64
 
 typedef struct {
   char *job;   /* "ns/name": the Volcano Job (the pod's owner) or else its PodGroup */

@@ -12,6 +12,7 @@
 #include "kc_log.h"
 #include "sch_conf.h"
 #include "sch_conf_file.h"
+#include "sch_kinds.h"
 #include "vc.h"
 #include "vc_whatif.h"
 
@@ -64,69 +65,43 @@ static int dry_run(wctx *x, json_t **job) {
 
 /* ---- the cluster, as kiln-scheduler reads it ---- */
 
-/* The decoders kiln-scheduler's cache keeps its objects with (kc_codec), behind one type. */
-static int dec_pod(const json_t *j, void **o, char *e, size_t l) {
-  return kc_pod_decode(j, (Kiln__Pod **)o, e, l);
-}
-static int dec_node(const json_t *j, void **o, char *e, size_t l) {
-  return kc_node_decode(j, (Kiln__Node **)o, e, l);
-}
-static int dec_pg(const json_t *j, void **o, char *e, size_t l) {
-  return kc_podgroup_decode(j, (Kiln__PodGroup **)o, e, l);
-}
-static int dec_queue(const json_t *j, void **o, char *e, size_t l) {
-  return kc_queue_decode(j, (Kiln__Queue **)o, e, l);
-}
-static int dec_pc(const json_t *j, void **o, char *e, size_t l) {
-  return kc_priorityclass_decode(j, (Kiln__PriorityClass **)o, e, l);
-}
-static int dec_pdb(const json_t *j, void **o, char *e, size_t l) {
-  return kc_pdb_decode(j, (Kiln__PodDisruptionBudget **)o, e, l);
-}
-
-enum { K_PODS, K_NODES, K_PODGROUPS, K_QUEUES, K_CLASSES, K_PDBS, K__COUNT };
-
-/* What kiln-scheduler's cache lists, cluster-wide. */
-static const struct {
-  const char *group, *version, *resource;
-  int (*decode)(const json_t *, void **, char *, size_t);
-} kinds[K__COUNT] = {
-    [K_PODS] = {NULL, "v1", "pods", dec_pod},
-    [K_NODES] = {NULL, "v1", "nodes", dec_node},
-    [K_PODGROUPS] = {"scheduling.volcano.sh", "v1beta1", "podgroups", dec_pg},
-    [K_QUEUES] = {"scheduling.volcano.sh", "v1beta1", "queues", dec_queue},
-    [K_CLASSES] = {"scheduling.k8s.io", "v1", "priorityclasses", dec_pc},
-    [K_PDBS] = {"policy", "v1", "poddisruptionbudgets", dec_pdb},
-};
-
 typedef struct {
-  void **items[K__COUNT]; /* decoded messages, owned */
-  size_t n[K__COUNT];
+  void **items[SCH_KIND__COUNT]; /* decoded messages, owned */
+  size_t n[SCH_KIND__COUNT];
+  json_t *templates; /* the Job namespace's ResourceClaimTemplates (items) */
 } cluster_objs;
 
 static void objs_free(cluster_objs *o) {
-  for (int k = 0; k < K__COUNT; k++) {
+  for (int k = 0; k < SCH_KIND__COUNT; k++) {
     for (size_t i = 0; i < o->n[k]; i++)
       kc_msg_free(o->items[k][i]);
     free(o->items[k]);
   }
+  json_decref(o->templates);
 }
 
-/* One cluster-wide list; a 403 names the permission missing, in the API server's words too.
- * An object that does not decode is left out, as the scheduler's cache leaves it out. */
+/* One cluster-wide list of a kind kiln-scheduler watches (sch_kinds.h); a 403 names the
+ * permission missing, in the API server's words too. An object that does not decode is left
+ * out, as the scheduler's cache leaves it out; a kind the API server does not serve (no
+ * resource.k8s.io/v1) is empty, as the scheduler's informer finds it. */
 static int list_kind(wctx *x, int k, cluster_objs *o) {
-  kc_ref ref = {kinds[k].group, kinds[k].version, kinds[k].resource, NULL, NULL, NULL};
+  const sch_kind *kd = &sch_kinds[k];
+  kc_ref ref = {kd->group, kd->version, kd->resource, NULL, NULL, NULL};
   vc_reply r;
   int rc = vc_call(x->conn, KC_LIST, &ref, NULL, NULL, &r);
+  if (rc == KC_ENOTFOUND && kd->group) {
+    vc_reply_clear(&r);
+    return (o->items[k] = calloc(1, sizeof(void *))) ? 0 : KC_ENOMEM;
+  }
   if (rc == KC_EFORBIDDEN)
     kc_errorf(x->err, x->errlen, rc,
               "what-if reads the cluster as kiln-scheduler does and needs permission to list "
               "%s%s%s in all namespaces (verb list, resource %s, cluster-wide; "
               "docs/whatif-rbac.yaml has a ClusterRole for what-if readers): %s",
-              kinds[k].resource, kinds[k].group ? "." : "", kinds[k].group ? kinds[k].group : "",
-              kinds[k].resource, r.message);
+              kd->resource, kd->group ? "." : "", kd->group ? kd->group : "", kd->resource,
+              r.message);
   else if (rc != 0)
-    kc_errorf(x->err, x->errlen, rc, "cannot list %s: %s", kinds[k].resource, r.message);
+    kc_errorf(x->err, x->errlen, rc, "cannot list %s: %s", kd->resource, r.message);
   const json_t *items = rc == 0 ? json_object_get(r.obj, "items") : NULL;
   if (rc == 0 && (o->items[k] = calloc(json_array_size(items) + 1, sizeof(void *))) == NULL)
     rc = KC_ENOMEM;
@@ -134,35 +109,43 @@ static int list_kind(wctx *x, int k, cluster_objs *o) {
   json_t *it;
   json_array_foreach(rc == 0 ? items : NULL, i, it) {
     void *m = NULL;
-    if (kinds[k].decode(it, &m, NULL, 0) == 0)
+    if ((m = kd->decode(it, NULL, NULL, 0)) != NULL)
       o->items[k][o->n[k]++] = m;
   }
   vc_reply_clear(&r);
   return rc;
 }
 
+/* The ResourceClaimTemplates of the Job's namespace: kube-controller-manager's resourceclaim
+ * controller makes each pod's claims from them, which what-if does in its place
+ * (vc_whatif_claims.c). Not served, or not readable: none (a pod that needs one is then
+ * predicted pending for want of its claim, and the note says why). */
+static int list_templates(wctx *x, const char *ns, cluster_objs *o) {
+  kc_ref ref = {"resource.k8s.io", "v1", "resourceclaimtemplates", ns, NULL, NULL};
+  vc_reply r;
+  int rc = vc_call(x->conn, KC_LIST, &ref, NULL, NULL, &r);
+  json_t *items = rc == 0 ? json_object_get(r.obj, "items") : NULL;
+  o->templates = items ? json_incref(items) : json_array();
+  if (rc == KC_EFORBIDDEN && x->note == NULL &&
+      asprintf(&x->note, "without ResourceClaimTemplates (cannot list them in %s: %s)", ns,
+               r.message) < 0)
+    x->note = NULL;
+  vc_reply_clear(&r);
+  return o->templates ? 0 : KC_ENOMEM;
+}
+
 /* The snapshot message of what was listed (arrays borrowed from o). */
-static int read_cluster(wctx *x, cluster_objs *o, Kiln__Snapshot *msg) {
-  for (int k = 0; k < K__COUNT; k++) {
+static int read_cluster(wctx *x, const char *ns, cluster_objs *o, Kiln__Snapshot *msg) {
+  kiln__snapshot__init(msg);
+  for (int k = 0; k < SCH_KIND__COUNT; k++) {
     int rc = list_kind(x, k, o);
     if (rc != 0)
       return rc;
+    *sch_kind_items(msg, k) = o->items[k];
+    *sch_kind_count(msg, k) = o->n[k];
   }
-  kiln__snapshot__init(msg);
   msg->time_unix_nano = (int64_t)time(NULL) * 1000000000;
-  msg->nodes = (Kiln__Node **)o->items[K_NODES];
-  msg->n_nodes = o->n[K_NODES];
-  msg->pods = (Kiln__Pod **)o->items[K_PODS];
-  msg->n_pods = o->n[K_PODS];
-  msg->pod_groups = (Kiln__PodGroup **)o->items[K_PODGROUPS];
-  msg->n_pod_groups = o->n[K_PODGROUPS];
-  msg->queues = (Kiln__Queue **)o->items[K_QUEUES];
-  msg->n_queues = o->n[K_QUEUES];
-  msg->priority_classes = (Kiln__PriorityClass **)o->items[K_CLASSES];
-  msg->n_priority_classes = o->n[K_CLASSES];
-  msg->pod_disruption_budgets = (Kiln__PodDisruptionBudget **)o->items[K_PDBS];
-  msg->n_pod_disruption_budgets = o->n[K_PDBS];
-  return 0;
+  return list_templates(x, ns, o);
 }
 
 /* ---- the scheduler's configuration ---- */
@@ -235,9 +218,9 @@ static int load_conf(wctx *x, sch_conf **conf, char *where, size_t wlen) {
 
 /* ---- the answer ---- */
 
-static int answer(wctx *x, const json_t *job, const Kiln__Snapshot *cluster, const sch_conf *conf,
-                  const char *where) {
-  vc_whatif_in in = {job, cluster, conf, (int64_t)time(NULL), x->a->at_capacity};
+static int answer(wctx *x, const json_t *job, const Kiln__Snapshot *cluster,
+                  const json_t *templates, const sch_conf *conf, const char *where) {
+  vc_whatif_in in = {job, cluster, conf, (int64_t)time(NULL), x->a->at_capacity, templates};
   vc_whatif *w = NULL;
   double t0 = mono_s();
   int rc = vc_whatif_run(&in, &w, x->err, x->errlen);
@@ -279,7 +262,7 @@ static int from_snapshot(wctx *x, const json_t *job) {
     x->note = NULL;
   rc = load_conf(x, &conf, where, sizeof(where));
   if (rc == 0)
-    rc = answer(x, job, msg, conf, where);
+    rc = answer(x, job, msg, NULL, conf, where);
   sch_conf_free(conf);
   kiln__snapshot__free_unpacked(msg, NULL);
   return rc;
@@ -298,9 +281,10 @@ int vc_whatif_cmd(const vc_args *a, vc_conn *conn, json_t *job, char *err, size_
   Kiln__Snapshot msg;
   sch_conf *conf = NULL;
   char where[600];
-  if ((rc = dry_run(&x, &job)) == 0 && (rc = read_cluster(&x, &objs, &msg)) == 0 &&
+  if ((rc = dry_run(&x, &job)) == 0 &&
+      (rc = read_cluster(&x, vc_str(job, "metadata.namespace"), &objs, &msg)) == 0 &&
       (rc = load_conf(&x, &conf, where, sizeof(where))) == 0)
-    rc = answer(&x, job, &msg, conf, where);
+    rc = answer(&x, job, &msg, objs.templates, conf, where);
   objs_free(&objs);
   sch_conf_free(conf);
 out:

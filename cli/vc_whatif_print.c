@@ -11,6 +11,27 @@ static const char *yes(bool b) {
   return b ? "yes" : "no";
 }
 
+/* Under a placed pod: each claim and the devices it would get. */
+static void print_claims(FILE *out, const json_t *claims) {
+  size_t i;
+  const json_t *c;
+  json_array_foreach(claims, i, c) {
+    fprintf(out, "    claim %s:", json_string_value(json_object_get(c, "claim")));
+    const json_t *res =
+        json_object_get(json_object_get(json_object_get(c, "allocation"), "devices"), "results");
+    if (json_is_true(json_object_get(c, "allocatedBefore")))
+      fputs(" allocated before", out);
+    size_t k;
+    const json_t *d;
+    json_array_foreach(res, k, d) {
+      fprintf(out, "%s %s/%s/%s", k ? "," : "", json_string_value(json_object_get(d, "driver")),
+              json_string_value(json_object_get(d, "pool")),
+              json_string_value(json_object_get(d, "device")));
+    }
+    fputc('\n', out);
+  }
+}
+
 static void print_tasks(FILE *out, const vc_whatif *w) {
   if (w->ntasks == 0) {
     fprintf(out, "Tasks:        <none>\n");
@@ -27,6 +48,7 @@ static void print_tasks(FILE *out, const vc_whatif *w) {
     const vc_whatif_task *t = &w->tasks[i];
     fprintf(out, "  %-*s  %-*s  %s\n", (int)wn, t->name, (int)wnode, t->node ? t->node : "<none>",
             t->how ? t->how : "pending");
+    print_claims(out, t->claims);
   }
 }
 
@@ -101,9 +123,11 @@ static json_t *tasks_json(const vc_whatif *w) {
   json_t *a = json_array();
   for (size_t i = 0; a && i < w->ntasks; i++) {
     const vc_whatif_task *t = &w->tasks[i];
-    json_array_append_new(a,
-                          json_pack("{s:s,s:o,s:o,s:o}", "pod", t->name, "node", opt_str(t->node),
-                                    "action", opt_str(t->how), "why", opt_str(t->why)));
+    json_t *o = json_pack("{s:s,s:o,s:o,s:o}", "pod", t->name, "node", opt_str(t->node), "action",
+                          opt_str(t->how), "why", opt_str(t->why));
+    if (o && t->claims)
+      json_object_set(o, "claims", t->claims);
+    json_array_append_new(a, o);
   }
   return a;
 }

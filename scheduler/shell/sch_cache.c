@@ -19,6 +19,7 @@
 #include "kc_log.h"
 #include "kc_store.h"
 #include "kc_strmap.h"
+#include "sch_kinds.h"
 
 /* A bind decided and not yet confirmed: the node, and the cached pod it was decided for,
  * kept up to date by the pod handlers, so that a snapshot finds assumed pods without a
@@ -30,19 +31,8 @@ typedef struct {
   char node[];
 } assumption;
 
-enum {
-  INF_POD,
-  INF_NODE,
-  INF_PODGROUP,
-  INF_QUEUE,
-  INF_PRIORITYCLASS,
-  INF_PDB,
-  INF_QUOTA,
-  INF_DEVICECLASS,
-  INF_RESOURCESLICE,
-  INF_RESOURCECLAIM,
-  INF__COUNT
-};
+/* The informers, one per kind kiln-scheduler reads (sch_kinds.h). */
+enum { INF__COUNT = SCH_KIND__COUNT };
 
 struct sch_cache {
   kc_client *client;
@@ -95,58 +85,6 @@ static void *decode_pod_pb(const uint8_t *data, size_t len, void *ud, char *err,
   kc_pb_free(k);
   return NULL;
 }
-static void *decode_node_pb(const uint8_t *data, size_t len, void *ud, char *err, size_t errlen) {
-  (void)ud;
-  Kiln__Node *n = NULL;
-  return kc_pb_node_decode(data, len, &n, err, errlen) == 0 ? n : NULL;
-}
-static void *decode_node(json_t *obj, void *ud, char *err, size_t errlen) {
-  (void)ud;
-  Kiln__Node *n = NULL;
-  return kc_node_decode(obj, &n, err, errlen) == 0 ? n : NULL;
-}
-static void *decode_podgroup(json_t *obj, void *ud, char *err, size_t errlen) {
-  (void)ud;
-  Kiln__PodGroup *pg = NULL;
-  return kc_podgroup_decode(obj, &pg, err, errlen) == 0 ? pg : NULL;
-}
-static void *decode_queue(json_t *obj, void *ud, char *err, size_t errlen) {
-  (void)ud;
-  Kiln__Queue *q = NULL;
-  return kc_queue_decode(obj, &q, err, errlen) == 0 ? q : NULL;
-}
-static void *decode_pc(json_t *obj, void *ud, char *err, size_t errlen) {
-  (void)ud;
-  Kiln__PriorityClass *pc = NULL;
-  return kc_priorityclass_decode(obj, &pc, err, errlen) == 0 ? pc : NULL;
-}
-static void *decode_pdb(json_t *obj, void *ud, char *err, size_t errlen) {
-  (void)ud;
-  Kiln__PodDisruptionBudget *pdb = NULL;
-  return kc_pdb_decode(obj, &pdb, err, errlen) == 0 ? pdb : NULL;
-}
-static void *decode_quota(json_t *obj, void *ud, char *err, size_t errlen) {
-  (void)ud;
-  Kiln__ResourceQuota *q = NULL;
-  return kc_resourcequota_decode(obj, &q, err, errlen) == 0 ? q : NULL;
-}
-
-static void *decode_deviceclass(json_t *obj, void *ud, char *err, size_t errlen) {
-  (void)ud;
-  Kiln__DeviceClass *dc = NULL;
-  return kc_deviceclass_decode(obj, &dc, err, errlen) == 0 ? dc : NULL;
-}
-static void *decode_resourceslice(json_t *obj, void *ud, char *err, size_t errlen) {
-  (void)ud;
-  Kiln__ResourceSlice *rs = NULL;
-  return kc_resourceslice_decode(obj, &rs, err, errlen) == 0 ? rs : NULL;
-}
-static void *decode_resourceclaim(json_t *obj, void *ud, char *err, size_t errlen) {
-  (void)ud;
-  Kiln__ResourceClaim *rc = NULL;
-  return kc_resourceclaim_decode(obj, &rc, err, errlen) == 0 ? rc : NULL;
-}
-
 /* ---- pod handlers: confirm assumptions ---- */
 
 /* Frees an assumption, or keeps it until the hold ends (a held snapshot borrows its node). */
@@ -244,26 +182,7 @@ static void podgroup_delete(const char *key, void *obj, void *ud) {
 /* ---- lifecycle ---- */
 
 int sch_cache_new(kc_client *c, const sch_cache_options *o, sch_cache **out) {
-  static const struct {
-    const char *group, *version, *resource;
-    void *(*decode)(json_t *, void *, char *, size_t);
-    void *(*decode_pb)(const uint8_t *, size_t, void *, char *, size_t);
-  } kinds[INF__COUNT] = {
-      [INF_POD] = {NULL, "v1", "pods", decode_pod, decode_pod_pb},
-      [INF_NODE] = {NULL, "v1", "nodes", decode_node, decode_node_pb},
-      [INF_PODGROUP] = {"scheduling.volcano.sh", "v1beta1", "podgroups", decode_podgroup, NULL},
-      [INF_QUEUE] = {"scheduling.volcano.sh", "v1beta1", "queues", decode_queue, NULL},
-      [INF_PRIORITYCLASS] = {"scheduling.k8s.io", "v1", "priorityclasses", decode_pc, NULL},
-      /* Volcano's PodDisruptionBudgetsSupport gate (on by default): the pdb plugin's input. */
-      [INF_PDB] = {"policy", "v1", "poddisruptionbudgets", decode_pdb, NULL},
-      /* The resourcequota plugin's input: each namespace's quota status. */
-      [INF_QUOTA] = {NULL, "v1", "resourcequotas", decode_quota, NULL},
-      /* Dynamic Resource Allocation (GA; Volcano's predicate.DynamicResourceAllocationEnable):
-       * devices per node and driver, the classes that select them, and the claims. */
-      [INF_DEVICECLASS] = {"resource.k8s.io", "v1", "deviceclasses", decode_deviceclass, NULL},
-      [INF_RESOURCESLICE] = {"resource.k8s.io", "v1", "resourceslices", decode_resourceslice, NULL},
-      [INF_RESOURCECLAIM] = {"resource.k8s.io", "v1", "resourceclaims", decode_resourceclaim, NULL},
-  };
+
   *out = NULL;
   sch_cache *cache = calloc(1, sizeof(*cache));
   if (cache == NULL)
@@ -283,20 +202,23 @@ int sch_cache_new(kc_client *c, const sch_cache_options *o, sch_cache **out) {
   *cache->alive = true;
   for (int i = 0; i < INF__COUNT; i++) {
     kc_informer_options io = {0};
-    io.group = kinds[i].group;
-    io.version = kinds[i].version;
-    io.resource = kinds[i].resource;
-    io.protobuf = cache->opt.protobuf && kinds[i].decode_pb;
+    io.group = sch_kinds[i].group;
+    io.version = sch_kinds[i].version;
+    io.resource = sch_kinds[i].resource;
+    io.protobuf = cache->opt.protobuf && sch_kinds[i].decode_pb;
     kc_informer_handlers h = {0};
-    h.decode = kinds[i].decode;
-    h.decode_pb = kinds[i].decode_pb;
+    h.decode = sch_kinds[i].decode;
+    h.decode_pb = sch_kinds[i].decode_pb;
     h.free_obj = kc_msg_free;
     h.ud = cache;
-    if (i == INF_POD) {
+    if (i == SCH_KIND_POD) {
+      /* Pods that do not decode are reported (on_bad_pod). */
+      h.decode = decode_pod;
+      h.decode_pb = decode_pod_pb;
       h.on_add = pod_add;
       h.on_update = pod_update;
       h.on_delete = pod_delete;
-    } else if (i == INF_PODGROUP) {
+    } else if (i == SCH_KIND_PODGROUP) {
       h.on_add = podgroup_add;
       h.on_update = podgroup_update;
       h.on_delete = podgroup_delete;
@@ -388,11 +310,11 @@ static void queue_created(const kc_api_result *res, void *data) {
  * queue without a parent hangs under root; the queue controller writes that parent), one
  * create at a time, whenever either is missing. */
 void sch_cache_tick(sch_cache *cache) {
-  if (cache->queue_create_in_flight || !kc_informer_has_synced(cache->inf[INF_QUEUE]))
+  if (cache->queue_create_in_flight || !kc_informer_has_synced(cache->inf[SCH_KIND_QUEUE]))
     return;
   const char *name = NULL;
   bool reclaimable = true;
-  kc_store *queues = kc_informer_store(cache->inf[INF_QUEUE]);
+  kc_store *queues = kc_informer_store(cache->inf[SCH_KIND_QUEUE]);
   if (!kc_store_get(queues, cache->opt.default_queue)) {
     name = cache->opt.default_queue;
   } else if (!kc_store_get(queues, "root")) {
@@ -440,7 +362,7 @@ int sch_cache_assume_devices(sch_cache *cache, const char *key, const char *node
   assumption *n = malloc(sizeof(*n) + len + 1 + lv + lg);
   if (n == NULL)
     return KC_ENOMEM;
-  n->pod = kc_store_get(kc_informer_store(cache->inf[INF_POD]), key);
+  n->pod = kc_store_get(kc_informer_store(cache->inf[SCH_KIND_POD]), key);
   memcpy(n->node, node, len + 1);
   n->vgpu_ids = vgpu_ids ? memcpy(n->node + len + 1, vgpu_ids, lv) : NULL;
   n->gpu_index = gpu_index ? memcpy(n->node + len + 1 + lv, gpu_index, lg) : NULL;
@@ -496,19 +418,20 @@ bool sch_cache_is_evicting(const sch_cache *cache, const char *key) {
 /* ---- lookups ---- */
 
 const Kiln__Pod *sch_cache_pod(const sch_cache *cache, const char *key) {
-  return kc_store_get(kc_informer_store(cache->inf[INF_POD]), key);
+  return kc_store_get(kc_informer_store(cache->inf[SCH_KIND_POD]), key);
 }
 const Kiln__PodGroup *sch_cache_podgroup(const sch_cache *cache, const char *key) {
-  return kc_store_get(kc_informer_store(cache->inf[INF_PODGROUP]), key);
+  return kc_store_get(kc_informer_store(cache->inf[SCH_KIND_PODGROUP]), key);
 }
 const Kiln__Queue *sch_cache_queue(const sch_cache *cache, const char *name) {
-  return kc_store_get(kc_informer_store(cache->inf[INF_QUEUE]), name);
+  return kc_store_get(kc_informer_store(cache->inf[SCH_KIND_QUEUE]), name);
 }
 
 kc_store *sch_cache_store(sch_cache *cache, sch_cache_kind kind) {
-  static const int inf_of[] = {INF_POD,         INF_NODE,          INF_PODGROUP,
-                               INF_QUEUE,       INF_PRIORITYCLASS, INF_PDB,
-                               INF_DEVICECLASS, INF_RESOURCESLICE, INF_RESOURCECLAIM};
+  static const int inf_of[] = {
+      SCH_KIND_POD,         SCH_KIND_NODE,          SCH_KIND_PODGROUP,
+      SCH_KIND_QUEUE,       SCH_KIND_PRIORITYCLASS, SCH_KIND_PDB,
+      SCH_KIND_DEVICECLASS, SCH_KIND_RESOURCESLICE, SCH_KIND_RESOURCECLAIM};
   if ((unsigned)kind >= sizeof(inf_of) / sizeof(inf_of[0]))
     return NULL;
   return kc_informer_store(cache->inf[inf_of[kind]]);
@@ -516,11 +439,11 @@ kc_store *sch_cache_store(sch_cache *cache, sch_cache_kind kind) {
 
 void sch_cache_get_stats(const sch_cache *cache, sch_cache_stats *st) {
   memset(st, 0, sizeof(*st));
-  st->pods = kc_store_len(kc_informer_store(cache->inf[INF_POD]));
-  st->nodes = kc_store_len(kc_informer_store(cache->inf[INF_NODE]));
-  st->pod_groups = kc_store_len(kc_informer_store(cache->inf[INF_PODGROUP]));
-  st->queues = kc_store_len(kc_informer_store(cache->inf[INF_QUEUE]));
-  st->priority_classes = kc_store_len(kc_informer_store(cache->inf[INF_PRIORITYCLASS]));
+  st->pods = kc_store_len(kc_informer_store(cache->inf[SCH_KIND_POD]));
+  st->nodes = kc_store_len(kc_informer_store(cache->inf[SCH_KIND_NODE]));
+  st->pod_groups = kc_store_len(kc_informer_store(cache->inf[SCH_KIND_PODGROUP]));
+  st->queues = kc_store_len(kc_informer_store(cache->inf[SCH_KIND_QUEUE]));
+  st->priority_classes = kc_store_len(kc_informer_store(cache->inf[SCH_KIND_PRIORITYCLASS]));
   st->assumed = kc_strmap_len(&cache->assumed);
   st->confirmed = cache->confirmed;
   st->forgotten = cache->forgotten;
@@ -587,7 +510,7 @@ static void overlay_assumed(sch_cache_snap *out, size_t cap, const assumption *a
 /* Adds the overlay entry of a pod being evicted, unless that no longer applies to it. */
 static void overlay_evicting(sch_cache *cache, sch_cache_snap *out, size_t cap, const char *key,
                              const char *uid) {
-  const Kiln__Pod *p = kc_store_get(kc_informer_store(cache->inf[INF_POD]), key);
+  const Kiln__Pod *p = kc_store_get(kc_informer_store(cache->inf[SCH_KIND_POD]), key);
   if (p == NULL || out->noverlay >= cap || p->deletion_time || !p->uid || strcmp(uid, p->uid))
     return;
   out->overlay[out->noverlay++] = (sch_cache_overlay){.pod = p, .evicting = true};
@@ -657,32 +580,9 @@ int sch_cache_snapshot_deferred(sch_cache *cache, sch_cache_snap *out) {
   Kiln__Snapshot *m = &out->msg;
   m->generation = ++cache->generation;
   m->time_unix_nano = kc_clock_wall_ns();
-  static const int kinds[] = {INF_NODE,          INF_POD,          INF_PODGROUP, INF_QUEUE,
-                              INF_PRIORITYCLASS, INF_PDB,          INF_QUOTA,    INF_DEVICECLASS,
-                              INF_RESOURCESLICE, INF_RESOURCECLAIM};
-  void ***arrays[] = {(void ***)&m->nodes,
-                      (void ***)&m->pods,
-                      (void ***)&m->pod_groups,
-                      (void ***)&m->queues,
-                      (void ***)&m->priority_classes,
-                      (void ***)&m->pod_disruption_budgets,
-                      (void ***)&m->resource_quotas,
-                      (void ***)&m->device_classes,
-                      (void ***)&m->resource_slices,
-                      (void ***)&m->resource_claims};
-  size_t *counts[] = {&m->n_nodes,
-                      &m->n_pods,
-                      &m->n_pod_groups,
-                      &m->n_queues,
-                      &m->n_priority_classes,
-                      &m->n_pod_disruption_budgets,
-                      &m->n_resource_quotas,
-                      &m->n_device_classes,
-                      &m->n_resource_slices,
-                      &m->n_resource_claims};
   int rc = 0;
-  for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]) && rc == 0; i++)
-    rc = store_array(kc_informer_store(cache->inf[kinds[i]]), arrays[i], counts[i]);
+  for (int k = 0; k < SCH_KIND__COUNT && rc == 0; k++)
+    rc = store_array(kc_informer_store(cache->inf[k]), sch_kind_items(m, k), sch_kind_count(m, k));
   if (rc == 0)
     select_nodes(cache, m);
   /* Assumed pods and pods being evicted: listed here (a lookup each), applied to the
@@ -770,16 +670,8 @@ int sch_cache_snapshot(sch_cache *cache, sch_cache_snap *out) {
 }
 
 void sch_cache_snap_close(sch_cache_snap *s) {
-  free(s->msg.nodes);
-  free(s->msg.pods);
-  free(s->msg.pod_groups);
-  free(s->msg.queues);
-  free(s->msg.priority_classes);
-  free(s->msg.pod_disruption_budgets);
-  free(s->msg.resource_quotas);
-  free(s->msg.device_classes);
-  free(s->msg.resource_slices);
-  free(s->msg.resource_claims);
+  for (int k = 0; k < SCH_KIND__COUNT; k++)
+    free(*sch_kind_items(&s->msg, k));
   free(s->assumed);
   free(s->binding);
   free(s->devices);

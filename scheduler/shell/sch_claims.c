@@ -8,6 +8,7 @@
 #include <jansson.h>
 
 #include "kc_log.h"
+#include "sch_claim_status.h"
 #include "sch_dra.h"
 
 #define MAX_WRITES 64
@@ -50,24 +51,6 @@ static void written(const kc_api_result *res, void *data) {
   settle(p);
 }
 
-/* status.allocation: the devices and, for node-local ones, the node. */
-static json_t *allocation(const sch_snapshot *snap, const sch_dra_write *w) {
-  json_t *results = json_array();
-  for (int32_t i = 0; results && i < w->nresults; i++) {
-    const sch_dra_result *r = &w->results[i];
-    json_array_append_new(results, json_pack("{s:s,s:s,s:s,s:s}", "request", r->request, "driver",
-                                             r->driver, "pool", r->pool, "device", r->device));
-  }
-  json_t *a = json_pack("{s:{s:o}}", "devices", "results", results);
-  if (a && w->node_local && w->node >= 0) {
-    json_t *sel =
-        json_pack("{s:[{s:[{s:s,s:s,s:[s]}]}]}", "nodeSelectorTerms", "matchFields", "key",
-                  "metadata.name", "operator", "In", "values", snap->nodes[w->node].name);
-    json_object_set_new(a, "nodeSelector", sel);
-  }
-  return a;
-}
-
 /* The whole of status.reservedFor: what the claim has, and the pod unless it is there. */
 static json_t *reserved_for(const Kiln__ResourceClaim *c, const Kiln__Pod *pod, bool has) {
   json_t *arr = json_array();
@@ -97,7 +80,7 @@ static int send_write(kc_client *cl, pending *p, const sch_snapshot *snap, const
   const Kiln__ObjectMeta *md = c->metadata;
   json_t *status = json_pack("{s:o}", "reservedFor", reserved_for(c, pod, w->reserved));
   if (status && w->allocate)
-    json_object_set_new(status, "allocation", allocation(snap, w));
+    json_object_set_new(status, "allocation", sch_claim_allocation(snap, w));
   json_t *body = json_pack("{s:{s:s},s:o}", "metadata", "resourceVersion",
                            md->resource_version ? md->resource_version : "", "status", status);
   write_ctx *x = calloc(1, sizeof(*x));

@@ -18,13 +18,18 @@ LOG=$D/logs/kiln-scheduler-whatif.log
 CMNS=kiln-whatif-conf
 mkdir -p "$D/logs" "$D/pids"
 
-# The configuration the manifests ship, with preempt after allocate and without overcommit
-# (whose admission, as Volcano's, counts what a preemptor would free as used).
+# The configuration the manifests ship, with preempt after allocate, without overcommit
+# (whose admission, as Volcano's, counts what a preemptor would free as used), and with the
+# predicates plugin's Dynamic Resource Allocation on.
 python3 -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["data"]["volcano-scheduler.conf"])' \
   "$KILN_ROOT/manifests/scheduler-configmap.yaml" \
   | sed -e 's/^actions: .*/actions: "enqueue, allocate, preempt, backfill"/' \
-    -e '/name: overcommit/d' > "$CONF"
+    -e '/name: overcommit/d' \
+    -e 's/^\( *\)- name: predicates$/&\n\1  arguments:\n\1    predicate.DynamicResourceAllocationEnable: true/' \
+    > "$CONF"
+grep -q DynamicResourceAllocationEnable "$CONF" || { echo "cannot write $CONF"; exit 1; }
 grep -q preempt "$CONF" || { echo "cannot write $CONF"; exit 1; }
+CLASS=whatif.example.com
 
 nodes() { # GRP COUNT ARGS...
   local grp=$1 count=$2
@@ -72,6 +77,28 @@ bound_nodes() { # NS PREFIX: the nodes of the bound pods PREFIX-*, sorted
 
 all_bound() { # NS PREFIX COUNT
   [ "$(bound_nodes "$1" "$2" | wc -w)" -eq "$3" ]
+}
+
+# slices GRP NDEV...: a ResourceSlice of the driver $CLASS on each node GRP-i, with the i-th
+# NDEV devices GRP-i-gpu-k (as tests/e2e/test_dra.sh publishes them).
+slices() {
+  local grp=$1 i=0 k ndev
+  shift
+  for ndev in "$@"; do
+    {
+      printf 'apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: %s-%s}\n' "$grp-$i" "$CLASS"
+      printf 'spec:\n  driver: %s\n  nodeName: %s\n  pool: {name: %s, generation: 1, resourceSliceCount: 1}\n  devices:\n' \
+        "$CLASS" "$grp-$i" "$grp-$i"
+      for ((k = 0; k < ndev; k++)); do
+        printf '  - name: %s-gpu-%s\n    attributes: {index: {int: %s}}\n' "$grp-$i" "$k" "$k"
+      done
+    } | kubectl apply -f - >/dev/null || fail "cannot publish the slice of $grp-$i"
+    i=$((i + 1))
+  done
+}
+
+claims_allocated() { # NS COUNT
+  [ "$(kubectl get resourceclaims -n "$1" -o json | jq '[.items[] | select(.status.allocation)] | length')" -eq "$2" ]
 }
 
 # ---- suite setup ----
@@ -177,6 +204,63 @@ test_predicted_queue_refusal() {
   kubectl delete queue kiln-whatif-cap --wait=false >/dev/null 2>&1 || true
 }
 
+# A gang whose pods claim two devices each through a ResourceClaimTemplate, on three nodes with
+# 1, 2 and 2 devices: what-if makes the claims kube-controller-manager would make and predicts
+# the two nodes with two devices and each pod's devices; submitted, the claims
+# kube-controller-manager makes are given those devices on those nodes by kiln-scheduler.
+test_predicted_devices() {
+  local ns out want got sel
+  kubectl api-resources --api-group=resource.k8s.io -o name | grep -qx resourceslices.resource.k8s.io \
+    || fail "the API server does not serve resource.k8s.io/v1"
+  ns=$(new_namespace wi)
+  nodes widev 3 --cpu 8 --memory 16Gi
+  kubectl apply -f - >/dev/null <<EOF || fail "cannot create the DeviceClass"
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: $CLASS}
+spec:
+  selectors:
+  - cel: {expression: 'device.driver == "$CLASS"'}
+EOF
+  slices widev 1 2 2
+  kubectl apply -n "$ns" -f - >/dev/null <<EOF || fail "cannot create the template"
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: two-gpus}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpus
+        exactly: {deviceClassName: $CLASS, count: 2}
+EOF
+  job_yaml devs kiln-whatif 2 2 1 widev \
+    | sed -e 's/^        containers: .*/        resourceClaims: [{name: gpu, resourceClaimTemplateName: two-gpus}]\n&/' \
+      -e 's/limits: {cpu: "1"}}/limits: {cpu: "1"}, claims: [{name: gpu}]}/' > "$D/devs-$ns.yaml"
+  grep -q 'claims: \[{name: gpu}\]' "$D/devs-$ns.yaml" || fail "job: $(cat "$D/devs-$ns.yaml")"
+  out=$(whatif "$ns" "$D/devs-$ns.yaml") || fail "whatif failed: $out"
+  expect_eq true "$(jq -r .placed <<<"$out")" placed
+  # One line per pod: the node of its claim's allocation (its node selector) and the devices.
+  sel='.nodeSelector.nodeSelectorTerms[0].matchFields[0].values[0]'
+  want=$(jq -r ".tasks[] | .claims[0].allocation | [$sel, (.devices.results | map(.device) | sort | .[])] | join(\" \")" \
+    <<<"$out" | sort)
+  expect_eq "widev-1 widev-1-gpu-0 widev-1-gpu-1
+widev-2 widev-2-gpu-0 widev-2-gpu-1" "$want" "predicted allocations"
+  expect_eq "widev-1 widev-2" "$(jq -r '.tasks[].node' <<<"$out" | sort | tr '\n' ' ' | sed 's/ $//')" "predicted nodes"
+  "$VCCTL" job whatif -n "$ns" -f "$D/devs-$ns.yaml" --scheduler-configmap "$CMNS/whatif-conf" \
+    | grep -q "claim devs-w-[01]-gpu-whatif: $CLASS/widev-2/widev-2-gpu-[01], $CLASS/widev-2/widev-2-gpu-[01]$" \
+    || fail "text form"
+  expect_eq "" "$(kubectl get resourceclaims -n "$ns" -o name)" "claims before the submission"
+  kubectl create -n "$ns" -f "$D/devs-$ns.yaml" >/dev/null
+  wait_for 90 "devs's pods bound" all_bound "$ns" devs 2
+  wait_for 30 "two claims allocated" claims_allocated "$ns" 2
+  got=$(kubectl get resourceclaims -n "$ns" -o json | jq -r ".items[] | .status.allocation // empty |
+    [$sel, (.devices.results | map(.device) | sort | .[])] | join(\" \")" | sort)
+  expect_eq "$want" "$got" "the claims' allocations"
+  echo "REPORT predicted and allocated: $(tr '\n' ';' <<<"$got")"
+  kubectl delete namespace "$ns" --wait=false >/dev/null
+}
+
 # A user who may not list pods cluster-wide is told which permission is missing; with the
 # ClusterRole of docs/whatif-rbac.yaml (and get on the ConfigMap) the same user gets the answer.
 test_permission_message() {
@@ -218,6 +302,8 @@ kubectl delete priorityclass kiln-whatif-high kiln-whatif-low --wait=false >/dev
 kubectl delete queue kiln-whatif --wait=false >/dev/null 2>&1
 kubectl delete clusterrole kiln-whatif-reader --wait=false >/dev/null 2>&1
 kubectl delete namespace "$CMNS" --wait=false >/dev/null 2>&1
+kubectl delete resourceslices "widev-0-$CLASS" "widev-1-$CLASS" "widev-2-$CLASS" --wait=false >/dev/null 2>&1
+kubectl delete deviceclass "$CLASS" --wait=false >/dev/null 2>&1
 if [ -n "${KILN_E2E_LOGS:-}" ]; then
   mkdir -p "$KILN_E2E_LOGS" && cp "$LOG" "$KILN_E2E_LOGS"/ 2>/dev/null
 fi

@@ -20,7 +20,20 @@
 
 /* Volcano's default configuration, or the same with preempt after allocate and without
  * overcommit (whose admission counts what a preemptor would free as used, as Volcano's does). */
-enum { CONF_DEFAULT, CONF_PREEMPT };
+enum { CONF_DEFAULT, CONF_PREEMPT, CONF_DRA };
+
+/* Volcano's default with the predicates plugin's Dynamic Resource Allocation on. */
+static char *conf_dra(void) {
+  const char *at = strstr(sch_conf_default_yaml, "  - name: predicates\n");
+  assert_non_null(at);
+  char *t = NULL;
+  assert_true(asprintf(&t,
+                       "%.*s  - name: predicates\n    arguments:\n"
+                       "      predicate.DynamicResourceAllocationEnable: true\n%s",
+                       (int)(at - sch_conf_default_yaml), sch_conf_default_yaml,
+                       at + strlen("  - name: predicates\n")) > 0);
+  return t;
+}
 
 static char *conf_text(int which) {
   const char *rest = strchr(sch_conf_default_yaml, '\n');
@@ -31,7 +44,9 @@ static char *conf_text(int which) {
     assert_non_null(oc);
     memmove(oc, oc + strlen("  - name: overcommit\n"),
             strlen(oc + strlen("  - name: overcommit\n")) + 1);
-  } else
+  } else if (which == CONF_DRA)
+    t = conf_dra();
+  else
     t = strdup(sch_conf_default_yaml);
   return t;
 }
@@ -44,6 +59,8 @@ typedef struct {
   Kiln__PodGroup *pgs[8];
   Kiln__Queue *queues[4];
   Kiln__PriorityClass *pcs[4];
+  Kiln__DeviceClass *classes[2];
+  Kiln__ResourceSlice *slices[4];
   sch_conf *conf;
 } cluster;
 
@@ -55,6 +72,8 @@ static void cl_init(cluster *c, int which) {
   c->msg.pod_groups = c->pgs;
   c->msg.queues = c->queues;
   c->msg.priority_classes = c->pcs;
+  c->msg.device_classes = c->classes;
+  c->msg.resource_slices = c->slices;
   c->msg.time_unix_nano = (int64_t)NOW * 1000000000;
   char err[256], *conf = conf_text(which);
   if (sch_conf_parse(conf, strlen(conf), &c->conf, err, sizeof(err)) != 0)
@@ -73,6 +92,10 @@ static void cl_free(cluster *c) {
     kc_msg_free(c->queues[i]);
   for (size_t i = 0; i < c->msg.n_priority_classes; i++)
     kc_msg_free(c->pcs[i]);
+  for (size_t i = 0; i < c->msg.n_device_classes; i++)
+    kc_msg_free(c->classes[i]);
+  for (size_t i = 0; i < c->msg.n_resource_slices; i++)
+    kc_msg_free(c->slices[i]);
   sch_conf_free(c->conf);
 }
 
@@ -162,14 +185,18 @@ static json_t *job(int replicas, int min, const char *cpu, const char *q, const 
   return fx_json_text(text, 0);
 }
 
-static vc_whatif *run(cluster *c, json_t *j, bool at_capacity) {
-  vc_whatif_in in = {j, &c->msg, c->conf, NOW, at_capacity};
+static vc_whatif *run_with(cluster *c, json_t *j, bool at_capacity, const json_t *templates) {
+  vc_whatif_in in = {j, &c->msg, c->conf, NOW, at_capacity, templates};
   vc_whatif *w = NULL;
   char err[512] = "";
   int rc = vc_whatif_run(&in, &w, err, sizeof(err));
   if (rc != 0)
     fail_msg("whatif: %s (%s)", err, kc_strerror(rc));
   return w;
+}
+
+static vc_whatif *run(cluster *c, json_t *j, bool at_capacity) {
+  return run_with(c, j, at_capacity, NULL);
 }
 
 /* The gang's pods come from the controller's plan (names, PodGroup "<job>-<uid>") and land
@@ -348,6 +375,109 @@ static void test_output(void **state) {
   cl_free(&c);
 }
 
+/* ---- Dynamic Resource Allocation ---- */
+
+#define GPU "gpu.example.com"
+
+/* The DeviceClass GPU, and on node nd a ResourceSlice of n devices <nd>-gpu-<i>. */
+static void devices(cluster *c, const char *nd, int n) {
+  char text[2048];
+  if (c->msg.n_device_classes == 0) {
+    json_t *j = fx_json_text("{\"metadata\":{\"name\":\"" GPU "\"},\"spec\":{\"selectors\":"
+                             "[{\"cel\":{\"expression\":\"device.driver == '" GPU "'\"}}]}}",
+                             0);
+    assert_int_equal(kc_deviceclass_decode(j, &c->classes[c->msg.n_device_classes++], NULL, 0), 0);
+    json_decref(j);
+  }
+  int at = snprintf(text, sizeof(text),
+                    "{\"metadata\":{\"name\":\"%s-gpus\"},\"spec\":{\"driver\":\"" GPU "\","
+                    "\"nodeName\":\"%s\",\"pool\":{\"name\":\"%s\",\"generation\":1,"
+                    "\"resourceSliceCount\":1},\"devices\":[",
+                    nd, nd, nd);
+  for (int i = 0; i < n; i++)
+    at += snprintf(text + at, sizeof(text) - (size_t)at, "%s{\"name\":\"%s-gpu-%d\"}", i ? "," : "",
+                   nd, i);
+  snprintf(text + at, sizeof(text) - (size_t)at, "]}}");
+  json_t *j = fx_json_text(text, 0);
+  assert_int_equal(kc_resourceslice_decode(j, &c->slices[c->msg.n_resource_slices++], NULL, 0), 0);
+  json_decref(j);
+}
+
+/* A Job of one pod of 1 cpu claiming devices through the template "two-gpus". */
+static json_t *device_job(void) {
+  return fx_json_text(
+      "{\"apiVersion\":\"batch.volcano.sh/v1alpha1\",\"kind\":\"Job\",\"metadata\":{"
+      "\"name\":\"gang\",\"namespace\":\"default\",\"uid\":\"uid-gang\"},\"spec\":{"
+      "\"minAvailable\":1,\"schedulerName\":\"volcano\",\"queue\":\"default\",\"tasks\":[{"
+      "\"name\":\"w\",\"replicas\":1,\"template\":{\"spec\":{\"resourceClaims\":[{"
+      "\"name\":\"gpu\",\"resourceClaimTemplateName\":\"two-gpus\"}],\"containers\":[{"
+      "\"name\":\"c\",\"image\":\"x\",\"resources\":{\"requests\":{\"cpu\":\"1\"},"
+      "\"claims\":[{\"name\":\"gpu\"}]}}]}}}]}}",
+      0);
+}
+
+static json_t *two_gpus(void) {
+  return fx_json_text("[{\"metadata\":{\"name\":\"two-gpus\",\"namespace\":\"default\"},"
+                      "\"spec\":{\"spec\":{\"devices\":{\"requests\":[{\"name\":\"gpus\","
+                      "\"exactly\":{\"deviceClassName\":\"" GPU "\",\"count\":2}}]}}}}]",
+                      0);
+}
+
+/* A pod claiming two devices through a template: the claim kube-controller-manager would make
+ * joins the snapshot, the pod goes to the one node with two devices, and the answer names the
+ * devices as the claim's status.allocation. Without the template the claim is never made and
+ * the pod is not placed. */
+static void test_devices(void **state) {
+  (void)state;
+  cluster c;
+  cl_init(&c, CONF_DRA);
+  node(&c, "n1", "4");
+  node(&c, "n2", "4");
+  node(&c, "n3", "4");
+  queue(&c, "default", "{\"weight\":1}");
+  devices(&c, "n1", 1);
+  devices(&c, "n3", 2);
+  json_t *j = device_job(), *t = two_gpus();
+  vc_whatif *w = run_with(&c, j, false, t);
+  assert_true(w->placed);
+  assert_string_equal(w->tasks[0].node, "n3");
+  json_t *claim = json_array_get(w->tasks[0].claims, 0);
+  assert_non_null(claim);
+  assert_string_equal(json_string_value(json_object_get(claim, "claim")), "gang-w-0-gpu-whatif");
+  json_t *res = vc_at(claim, "allocation.devices.results");
+  assert_int_equal(json_array_size(res), 2);
+  /* The two devices of n3, in the order the allocator took them. */
+  const char *d0 = vc_str(json_array_get(res, 0), "device"),
+             *d1 = vc_str(json_array_get(res, 1), "device");
+  assert_true((strcmp(d0, "n3-gpu-0") == 0 && strcmp(d1, "n3-gpu-1") == 0) ||
+              (strcmp(d0, "n3-gpu-1") == 0 && strcmp(d1, "n3-gpu-0") == 0));
+  assert_string_equal(vc_str(json_array_get(res, 0), "pool"), "n3");
+  assert_string_equal(vc_str(json_array_get(res, 0), "driver"), GPU);
+  json_t *term = json_array_get(vc_at(claim, "allocation.nodeSelector.nodeSelectorTerms"), 0);
+  json_t *field = json_array_get(json_object_get(term, "matchFields"), 0);
+  assert_string_equal(vc_str(field, "key"), "metadata.name");
+  assert_string_equal(json_string_value(json_array_get(json_object_get(field, "values"), 0)), "n3");
+  char *text = NULL, line[256];
+  size_t len;
+  FILE *out = open_memstream(&text, &len);
+  vc_whatif_print(out, w);
+  fclose(out);
+  snprintf(line, sizeof(line), "    claim gang-w-0-gpu-whatif: " GPU "/n3/%s, " GPU "/n3/%s\n", d0,
+           d1);
+  assert_non_null(strstr(text, line));
+  free(text);
+  vc_whatif_free(w);
+  w = run(&c, j, false);
+  assert_false(w->placed);
+  assert_null(w->tasks[0].claims);
+  assert_non_null(w->tasks[0].why);
+  assert_non_null(strstr(w->tasks[0].why, "not created yet"));
+  vc_whatif_free(w);
+  json_decref(t);
+  json_decref(j);
+  cl_free(&c);
+}
+
 /* The command lines: job whatif, and job run --dry-run as the same verb. */
 static void test_args(void **state) {
   (void)state;
@@ -384,7 +514,7 @@ int main(void) {
       cmocka_unit_test(test_placement),   cmocka_unit_test(test_queue_refuses),
       cmocka_unit_test(test_victims),     cmocka_unit_test(test_node_reasons),
       cmocka_unit_test(test_at_capacity), cmocka_unit_test(test_output),
-      cmocka_unit_test(test_args),
+      cmocka_unit_test(test_args),        cmocka_unit_test(test_devices),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

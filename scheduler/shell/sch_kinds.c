@@ -1,0 +1,92 @@
+/* What kiln-scheduler reads: see sch_kinds.h. */
+#include "sch_kinds.h"
+
+#include "kc_codec.h"
+#include "kc_pb.h"
+
+static void *decode_pod(json_t *obj, void *ud, char *err, size_t errlen) {
+  (void)ud;
+  Kiln__Pod *p = NULL;
+  return kc_pod_decode(obj, &p, err, errlen) == 0 ? p : NULL;
+}
+static void *decode_pod_pb(const uint8_t *data, size_t len, void *ud, char *err, size_t errlen) {
+  (void)ud;
+  Kiln__Pod *p = NULL;
+  return kc_pb_pod_decode(data, len, &p, err, errlen) == 0 ? p : NULL;
+}
+static void *decode_node_pb(const uint8_t *data, size_t len, void *ud, char *err, size_t errlen) {
+  (void)ud;
+  Kiln__Node *n = NULL;
+  return kc_pb_node_decode(data, len, &n, err, errlen) == 0 ? n : NULL;
+}
+static void *decode_node(json_t *obj, void *ud, char *err, size_t errlen) {
+  (void)ud;
+  Kiln__Node *n = NULL;
+  return kc_node_decode(obj, &n, err, errlen) == 0 ? n : NULL;
+}
+static void *decode_podgroup(json_t *obj, void *ud, char *err, size_t errlen) {
+  (void)ud;
+  Kiln__PodGroup *pg = NULL;
+  return kc_podgroup_decode(obj, &pg, err, errlen) == 0 ? pg : NULL;
+}
+static void *decode_queue(json_t *obj, void *ud, char *err, size_t errlen) {
+  (void)ud;
+  Kiln__Queue *q = NULL;
+  return kc_queue_decode(obj, &q, err, errlen) == 0 ? q : NULL;
+}
+static void *decode_pc(json_t *obj, void *ud, char *err, size_t errlen) {
+  (void)ud;
+  Kiln__PriorityClass *pc = NULL;
+  return kc_priorityclass_decode(obj, &pc, err, errlen) == 0 ? pc : NULL;
+}
+static void *decode_pdb(json_t *obj, void *ud, char *err, size_t errlen) {
+  (void)ud;
+  Kiln__PodDisruptionBudget *pdb = NULL;
+  return kc_pdb_decode(obj, &pdb, err, errlen) == 0 ? pdb : NULL;
+}
+static void *decode_quota(json_t *obj, void *ud, char *err, size_t errlen) {
+  (void)ud;
+  Kiln__ResourceQuota *q = NULL;
+  return kc_resourcequota_decode(obj, &q, err, errlen) == 0 ? q : NULL;
+}
+static void *decode_deviceclass(json_t *obj, void *ud, char *err, size_t errlen) {
+  (void)ud;
+  Kiln__DeviceClass *dc = NULL;
+  return kc_deviceclass_decode(obj, &dc, err, errlen) == 0 ? dc : NULL;
+}
+static void *decode_resourceslice(json_t *obj, void *ud, char *err, size_t errlen) {
+  (void)ud;
+  Kiln__ResourceSlice *rs = NULL;
+  return kc_resourceslice_decode(obj, &rs, err, errlen) == 0 ? rs : NULL;
+}
+static void *decode_resourceclaim(json_t *obj, void *ud, char *err, size_t errlen) {
+  (void)ud;
+  Kiln__ResourceClaim *rc = NULL;
+  return kc_resourceclaim_decode(obj, &rc, err, errlen) == 0 ? rc : NULL;
+}
+
+#define AT(field) offsetof(Kiln__Snapshot, field), offsetof(Kiln__Snapshot, n_##field)
+
+const sch_kind sch_kinds[SCH_KIND__COUNT] = {
+    [SCH_KIND_POD] = {NULL, "v1", "pods", decode_pod, decode_pod_pb, AT(pods)},
+    [SCH_KIND_NODE] = {NULL, "v1", "nodes", decode_node, decode_node_pb, AT(nodes)},
+    [SCH_KIND_PODGROUP] = {"scheduling.volcano.sh", "v1beta1", "podgroups", decode_podgroup, NULL,
+                           AT(pod_groups)},
+    [SCH_KIND_QUEUE] = {"scheduling.volcano.sh", "v1beta1", "queues", decode_queue, NULL,
+                        AT(queues)},
+    [SCH_KIND_PRIORITYCLASS] = {"scheduling.k8s.io", "v1", "priorityclasses", decode_pc, NULL,
+                                AT(priority_classes)},
+    /* Volcano's PodDisruptionBudgetsSupport gate (on by default): the pdb plugin's input. */
+    [SCH_KIND_PDB] = {"policy", "v1", "poddisruptionbudgets", decode_pdb, NULL,
+                      AT(pod_disruption_budgets)},
+    /* The resourcequota plugin's input: each namespace's quota status. */
+    [SCH_KIND_QUOTA] = {NULL, "v1", "resourcequotas", decode_quota, NULL, AT(resource_quotas)},
+    /* Dynamic Resource Allocation (GA; Volcano's predicate.DynamicResourceAllocationEnable):
+     * devices per node and driver, the classes that select them, and the claims. */
+    [SCH_KIND_DEVICECLASS] = {"resource.k8s.io", "v1", "deviceclasses", decode_deviceclass, NULL,
+                              AT(device_classes)},
+    [SCH_KIND_RESOURCESLICE] = {"resource.k8s.io", "v1", "resourceslices", decode_resourceslice,
+                                NULL, AT(resource_slices)},
+    [SCH_KIND_RESOURCECLAIM] = {"resource.k8s.io", "v1", "resourceclaims", decode_resourceclaim,
+                                NULL, AT(resource_claims)},
+};
