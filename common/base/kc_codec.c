@@ -857,6 +857,7 @@ TYPED_DECODE(kc_resourcequota_decode, Kiln__ResourceQuota, kiln__resource_quota_
 TYPED_DECODE(kc_deviceclass_decode, Kiln__DeviceClass, kiln__device_class__descriptor)
 TYPED_DECODE(kc_resourceslice_decode, Kiln__ResourceSlice, kiln__resource_slice__descriptor)
 TYPED_DECODE(kc_resourceclaim_decode, Kiln__ResourceClaim, kiln__resource_claim__descriptor)
+TYPED_DECODE(kc_numatopology_decode, Kiln__Numatopology, kiln__numatopology__descriptor)
 
 int kc_podgroup_encode(const Kiln__PodGroup *pg, json_t **out, char *err, size_t errlen) {
   return kc_codec_encode(pg ? &pg->base : NULL, out, err, errlen);

@@ -83,6 +83,9 @@ KC_NODISCARD int kc_resourceslice_decode(const json_t *json, Kiln__ResourceSlice
                                          size_t errlen);
 KC_NODISCARD int kc_resourceclaim_decode(const json_t *json, Kiln__ResourceClaim **out, char *err,
                                          size_t errlen);
+/* nodeinfo.volcano.sh/v1alpha1 Numatopology (the numaaware plugin's view). */
+KC_NODISCARD int kc_numatopology_decode(const json_t *json, Kiln__Numatopology **out, char *err,
+                                        size_t errlen);
 
 /* Status bodies for writes: {"status": {...}}, usable as a merge patch or, with metadata
  * added by the caller, as the body of an update of the status subresource. A NULL status

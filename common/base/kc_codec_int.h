@@ -72,6 +72,10 @@ void kc__pod_volcano_keys(Kiln__Pod *p, const char *ann_preempt, const char *lab
 KC_NODISCARD int kc__pod_devices(Kiln__Pod *p, const kc_podres_src *src, const void *spec,
                                  const char *(*ann)(const void *meta, const char *key),
                                  const void *meta);
+/* p->numa (numaaware) the same way: set only when the pod is Guaranteed. 0 or KC_ENOMEM. */
+KC_NODISCARD int kc__pod_numa(Kiln__Pod *p, const kc_podres_src *src, const void *spec,
+                              const char *(*ann)(const void *meta, const char *key),
+                              const void *meta);
 /* n->devices from the node's annotations, the same way. 0 or KC_ENOMEM. */
 KC_NODISCARD int kc__node_devices(Kiln__Node *n,
                                   const char *(*ann)(const void *meta, const char *key),

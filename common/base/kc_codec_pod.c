@@ -746,6 +746,8 @@ int kc_pod_decode(const json_t *json, Kiln__Pod **out, char *err, size_t errlen)
   p->phase = kc__pod_phase(phase);
   if (rc == 0 && kc__pod_devices(p, &kc_podres_json, spec, json_ann, meta) < 0)
     rc = kc__fail(&c, KC_ENOMEM, "out of memory");
+  if (rc == 0 && kc__pod_numa(p, &kc_podres_json, spec, json_ann, meta) < 0)
+    rc = kc__fail(&c, KC_ENOMEM, "out of memory");
   if (rc < 0) {
     kc_msg_free(p);
     return rc;

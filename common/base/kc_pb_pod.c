@@ -188,7 +188,12 @@ static int pb_overhead(const void *spec, kc_reslist *l) {
   return add_map(l, s->n_overhead, s->overhead, false);
 }
 
-static const kc_podres_src pb_src = {pb_count, pb_add, pb_sidecar, pb_pod_level, pb_overhead};
+static const char *pb_name(const void *spec, bool init, size_t i) {
+  return pb_ct(spec, init, i)->name;
+}
+
+static const kc_podres_src pb_src = {pb_count,     pb_add,      pb_sidecar,
+                                     pb_pod_level, pb_overhead, pb_name};
 
 /* Every quantity the JSON decoder checks is checked here too (a pod with a bad one is
  * refused the same way), and the app containers' host ports are collected. */
@@ -511,6 +516,8 @@ int kc_pb_pod_decode(const void *data, size_t len, Kiln__Pod **out, char *err, s
     rc = pod_spec(p, k->spec ? k->spec : &empty, ebuf, sizeof(ebuf));
   if (rc == 0)
     rc = kc__pod_devices(p, &pb_src, k->spec ? k->spec : &empty, pb_ann, k->metadata);
+  if (rc == 0)
+    rc = kc__pod_numa(p, &pb_src, k->spec ? k->spec : &empty, pb_ann, k->metadata);
   if (rc == 0 && k->status)
     rc = pod_status(p, k->status);
   return finish(rc, km, vm, out, ebuf, err, errlen);

@@ -123,8 +123,12 @@ static int json_overhead(const void *spec, kc_reslist *l) {
   return add_json(l, json_object_get(spec, "overhead"));
 }
 
-const kc_podres_src kc_podres_json = {json_count, json_add, json_sidecar, json_pod_level,
-                                      json_overhead};
+static const char *json_name(const void *spec, bool init, size_t i) {
+  return json_string_value(json_object_get(json_ct(spec, init, i), "name"));
+}
+
+const kc_podres_src kc_podres_json = {json_count,     json_add,      json_sidecar,
+                                      json_pod_level, json_overhead, json_name};
 
 /* Init containers into out (sidecars) and *init (the largest ordinary one with the sidecars
  * started before it). */

@@ -55,6 +55,8 @@ typedef struct {
   bool (*sidecar)(const void *spec, size_t i); /* init container i restarts Always */
   int (*pod_level)(const void *spec, const char *kind, kc_reslist *l); /* spec.resources */
   int (*overhead)(const void *spec, kc_reslist *l);                    /* spec.overhead */
+  /* The container's name (borrowed), NULL when it has none. */
+  const char *(*name)(const void *spec, bool init, size_t i);
 } kc_podres_src;
 
 /* A pod spec as a JSON object (json_t). */

@@ -154,6 +154,39 @@ static void check_pod_placement(const Kiln__Pod *p) {
   assert_int_equal(p->tolerations[1]->effect, KILN__TAINT_EFFECT__TAINT_EFFECT_NO_SCHEDULE);
 }
 
+/* The numaaware view: a Guaranteed pod's containers (cpu, nvidia.com/gpu, a request left
+ * out being the limit) and its volcano.sh/numa-topology-policy; a pod whose request differs
+ * from its limit (Burstable) has none. */
+static void test_pod_numa(void **state) {
+  (void)state;
+  static const char *const pods[] = {
+      "{\"metadata\":{\"name\":\"p\",\"annotations\":{\"volcano.sh/numa-topology-policy\":"
+      "\"single-numa-node\"}},\"spec\":{\"containers\":[{\"name\":\"a\",\"resources\":{"
+      "\"limits\":{\"cpu\":\"4\",\"memory\":\"1Gi\",\"nvidia.com/gpu\":\"2\"}}},{\"name\":"
+      "\"b\",\"resources\":{\"limits\":{\"cpu\":\"500m\",\"memory\":\"1Gi\"},\"requests\":"
+      "{\"cpu\":\"500m\"}}}]}}",
+      "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"name\":\"a\","
+      "\"resources\":{\"limits\":{\"cpu\":\"4\",\"memory\":\"1Gi\"},\"requests\":{\"cpu\":"
+      "\"2\"}}}]}}"};
+  Kiln__Pod *p = NULL;
+  json_t *j = json_loads(pods[0], 0, NULL);
+  assert_int_equal(kc_pod_decode(j, &p, NULL, 0), 0);
+  json_decref(j);
+  assert_non_null(p->numa);
+  assert_string_equal(p->numa->policy, "single-numa-node");
+  assert_int_equal(p->numa->n_containers, 2);
+  assert_string_equal(p->numa->containers[0]->name, "a");
+  assert_int_equal(p->numa->containers[0]->cpu_milli, 4000);
+  assert_int_equal(p->numa->containers[0]->gpus, 2);
+  assert_int_equal(p->numa->containers[1]->cpu_milli, 500);
+  kc_msg_free(p);
+  j = json_loads(pods[1], 0, NULL);
+  assert_int_equal(kc_pod_decode(j, &p, NULL, 0), 0);
+  json_decref(j);
+  assert_null(p->numa);
+  kc_msg_free(p);
+}
+
 static void test_pod(void **state) {
   (void)state;
   json_t *j = load("pod.json");
@@ -825,6 +858,7 @@ int main(void) {
   find_data_dir();
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_pod),
+      cmocka_unit_test(test_pod_numa),
       cmocka_unit_test(test_pod_preemption_keys),
       cmocka_unit_test(test_pod_best_effort),
       cmocka_unit_test(test_pod_level_resources),
