@@ -276,8 +276,10 @@ bool sch_cache_snap_binding(const sch_cache_snap *s, const Kiln__Pod *p) {
 bool sch_cache_synced(const sch_cache *cache) {
   if (cache->synced_by_hand)
     return true;
+  /* Numatopologies are optional: a cluster without their CRD (or before its first LIST)
+   * schedules on, and pods that need NUMA alignment find no topology yet. */
   for (int i = 0; i < INF__COUNT; i++)
-    if (!kc_informer_has_synced(cache->inf[i]))
+    if (i != SCH_KIND_NUMATOPO && !kc_informer_has_synced(cache->inf[i]))
       return false;
   return true;
 }
@@ -428,10 +430,10 @@ const Kiln__Queue *sch_cache_queue(const sch_cache *cache, const char *name) {
 }
 
 kc_store *sch_cache_store(sch_cache *cache, sch_cache_kind kind) {
-  static const int inf_of[] = {
-      SCH_KIND_POD,         SCH_KIND_NODE,          SCH_KIND_PODGROUP,
-      SCH_KIND_QUEUE,       SCH_KIND_PRIORITYCLASS, SCH_KIND_PDB,
-      SCH_KIND_DEVICECLASS, SCH_KIND_RESOURCESLICE, SCH_KIND_RESOURCECLAIM};
+  static const int inf_of[] = {SCH_KIND_POD,         SCH_KIND_NODE,          SCH_KIND_PODGROUP,
+                               SCH_KIND_QUEUE,       SCH_KIND_PRIORITYCLASS, SCH_KIND_PDB,
+                               SCH_KIND_DEVICECLASS, SCH_KIND_RESOURCESLICE, SCH_KIND_RESOURCECLAIM,
+                               SCH_KIND_NUMATOPO};
   if ((unsigned)kind >= sizeof(inf_of) / sizeof(inf_of[0]))
     return NULL;
   return kc_informer_store(cache->inf[inf_of[kind]]);

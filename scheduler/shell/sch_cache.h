@@ -35,6 +35,7 @@ typedef enum {
   SCH_CACHE_DEVICE_CLASSES,
   SCH_CACHE_RESOURCE_SLICES,
   SCH_CACHE_RESOURCE_CLAIMS,
+  SCH_CACHE_NUMATOPOLOGIES,
 } sch_cache_kind;
 
 typedef struct {

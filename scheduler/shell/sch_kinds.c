@@ -65,6 +65,12 @@ static void *decode_resourceclaim(json_t *obj, void *ud, char *err, size_t errle
   return kc_resourceclaim_decode(obj, &rc, err, errlen) == 0 ? rc : NULL;
 }
 
+static void *decode_numatopo(json_t *obj, void *ud, char *err, size_t errlen) {
+  (void)ud;
+  Kiln__Numatopology *nt = NULL;
+  return kc_numatopology_decode(obj, &nt, err, errlen) == 0 ? nt : NULL;
+}
+
 #define AT(field) offsetof(Kiln__Snapshot, field), offsetof(Kiln__Snapshot, n_##field)
 
 const sch_kind sch_kinds[SCH_KIND__COUNT] = {
@@ -89,4 +95,8 @@ const sch_kind sch_kinds[SCH_KIND__COUNT] = {
                                 NULL, AT(resource_slices)},
     [SCH_KIND_RESOURCECLAIM] = {"resource.k8s.io", "v1", "resourceclaims", decode_resourceclaim,
                                 NULL, AT(resource_claims)},
+    /* The numa-aware plugin's input (Volcano's resource exporter writes one per node); a
+     * cluster without the CRD has none. */
+    [SCH_KIND_NUMATOPO] = {"nodeinfo.volcano.sh", "v1alpha1", "numatopologies", decode_numatopo,
+                           NULL, AT(numatopologies)},
 };

@@ -13,7 +13,8 @@ MANIFESTS=$KILN_ROOT/manifests
 INVALID_DIR=$E2E_DIR/manifests-invalid
 CRDS=(jobs.batch.volcano.sh commands.bus.volcano.sh podgroups.scheduling.volcano.sh
       queues.scheduling.volcano.sh cronjobs.batch.volcano.sh jobtemplates.flow.volcano.sh
-      jobflows.flow.volcano.sh hypernodes.topology.volcano.sh)
+      jobflows.flow.volcano.sh hypernodes.topology.volcano.sh
+      numatopologies.nodeinfo.volcano.sh)
 
 ensure_installed() {
   if ! kubectl get queue default >/dev/null 2>&1 || ! kubectl get deploy -n kiln-system \
@@ -344,6 +345,8 @@ test_rbac_matrix() {
     "kiln-scheduler delete pods default yes"
     "kiln-scheduler get pods default no"
     "kiln-scheduler watch pods - yes"
+    "kiln-scheduler watch numatopologies.nodeinfo.volcano.sh - yes"
+    "kiln-scheduler create numatopologies.nodeinfo.volcano.sh - no"
     "kiln-scheduler patch pods/status default yes"
     "kiln-scheduler update pods/status default no"
     "kiln-scheduler get secrets default no"
