@@ -24,6 +24,7 @@ extern const sch_plugin sch_plugin_capacity;
 extern const sch_plugin sch_plugin_rescheduling;
 extern const sch_plugin sch_plugin_sla;
 extern const sch_plugin sch_plugin_nodegroup;
+extern const sch_plugin sch_plugin_numaaware;
 extern const sch_plugin sch_plugin_tasktopology;
 extern const sch_plugin sch_plugin_rsf;
 extern const sch_plugin sch_plugin_extender;
@@ -56,6 +57,7 @@ static const sch_plugin *const plugins[] = {
     &sch_plugin_rescheduling,
     &sch_plugin_sla,
     &sch_plugin_nodegroup,
+    &sch_plugin_numaaware,
     &sch_plugin_tasktopology,
     &sch_plugin_rsf,
     &sch_plugin_extender,
@@ -115,6 +117,7 @@ static const struct {
                                         "balancedresource.weight", "nodeaffinity.weight",
                                         "tainttoleration.weight", "podaffinity.weight",
                                         "podtopologyspread.weight", "imagelocality.weight", NULL}},
+    {"numa-aware", (const char *const[]){"weight", NULL}},
     {"overcommit", (const char *const[]){"overcommit-factor", "overcommit-factor.*", NULL}},
     {"predicates",
      (const char *const[]){"predicate.PodAffinityEnable", "predicate.PodTopologySpreadEnable",
