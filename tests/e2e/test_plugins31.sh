@@ -6,7 +6,10 @@
 #  - task-topology: a ps/worker Job with volcano.sh/task-topology-affinity "ps,worker" lands
 #    on one node though nodeorder's leastrequested would spread it;
 #  - extender: a small HTTP extender (python http.server, below) vetoes one node in its
-#    predicate verb, and the pods avoid it.
+#    predicate verb, and the pods avoid it;
+#  - numa-aware: with Numatopology objects for three kwok nodes, Guaranteed single-numa-node
+#    pods land only on the node where one NUMA node holds their CPUs, and one that fits no
+#    NUMA node waits with Volcano's reasons.
 # Each test makes its own kwok nodes (labelled grp=<test>, tainted kiln-p31=<test>, which
 # only its pods tolerate), so other suites are not disturbed.
 # shellcheck shell=bash
@@ -260,6 +263,79 @@ EOF
   kubectl delete namespace "$ns" --wait=false >/dev/null
 }
 
+# numatopo NODE TM-POLICY CPU-ALLOCATABLE: 2 NUMA nodes of 4 CPUs (one socket each).
+numatopo() {
+  local c detail=""
+  for c in 0 1 2 3 4 5 6 7; do
+    detail+="\"$c\": {numa: $((c / 4)), socket: $((c / 4)), core: $c}, "
+  done
+  kubectl apply -f - >/dev/null <<EOF || fail "cannot create the Numatopology of $1"
+apiVersion: nodeinfo.volcano.sh/v1alpha1
+kind: Numatopology
+metadata: {name: $1}
+spec:
+  policies: {CPUManagerPolicy: static, TopologyManagerPolicy: $2}
+  numares: {cpu: {allocatable: "$3", capacity: 8}}
+  cpuDetail: {${detail%, }}
+EOF
+}
+
+numa_pod() { # NAME CPU
+  cat <<EOF
+---
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: PodGroup
+metadata: {name: $1}
+spec: {minMember: 1}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: $1
+  annotations: {scheduling.k8s.io/group-name: $1, volcano.sh/numa-topology-policy: single-numa-node}
+spec:
+  schedulerName: volcano
+  nodeSelector: {grp: p31numa}
+  tolerations: [{key: kiln-p31, value: p31numa, effect: NoSchedule}]
+  containers:
+  - name: c
+    image: fake
+    resources:
+      requests: {cpu: "$2", memory: 1Gi}
+      limits: {cpu: "$2", memory: 1Gi}
+EOF
+}
+
+# Three nodes with room for the pods: -0's NUMA nodes have 3 free CPUs each, -1's all 4, -2
+# publishes no Numatopology. 4-CPU single-numa-node pods go to -1 only; a 5-CPU one fits no
+# NUMA node and stays Pending with the plugin's reasons.
+test_numaaware_single_numa_node() {
+  local ns c=$D/p31-numa.conf
+  ns=$(new_namespace p31)
+  nodes p31numa 3 --cpu 16 --memory 64Gi
+  numatopo p31numa-0 single-numa-node 0-2,4-6
+  numatopo p31numa-1 single-numa-node 0-7
+  conf "$c" "  - name: numa-aware
+    arguments:
+      weight: 1"
+  { numa_pod n0 4; numa_pod n1 4; numa_pod big 5; } | kubectl apply -n "$ns" -f - >/dev/null \
+    || fail "cannot create the pods"
+  start_scheduler "$c"
+  wait_bound 90 "$ns" 2
+  local pod node msg
+  while read -r pod node; do
+    expect_eq p31numa-1 "$node" "node of $pod"
+  done < <(bound "$ns")
+  wait_for 30 "big's reason" sh -c "kubectl get podgroup -n $ns big -o json | grep -q \
+    'plugin numa-aware predicates failed for task big container c on node p31numa-1'"
+  msg=$(kubectl get podgroup -n "$ns" big -o jsonpath='{.status.conditions[*].message}')
+  expect_match 'numa info is empty' "$msg" "big's reason for the node without a Numatopology"
+  expect_eq "" "$(kubectl get pod -n "$ns" big -o jsonpath='{.spec.nodeName}')" "big stays Pending"
+  stop_scheduler
+  kubectl delete numatopologies p31numa-0 p31numa-1 --wait=false >/dev/null 2>&1
+  kubectl delete namespace "$ns" --wait=false >/dev/null
+}
+
 e2e_main "$@"
 rc=$?
 for p in kiln-scheduler-plugins31 kiln-controller-p31 p31-extender; do
@@ -269,7 +345,8 @@ for p in kiln-scheduler-plugins31 kiln-controller-p31 p31-extender; do
   fi
 done
 kubectl delete queue p31-qa p31-qb --wait=false >/dev/null 2>&1
-kubectl delete nodes -l 'grp in (p31ga,p31gb,p31tt,p31ext)' --wait=false >/dev/null 2>&1
+kubectl delete numatopologies p31numa-0 p31numa-1 --wait=false >/dev/null 2>&1
+kubectl delete nodes -l 'grp in (p31ga,p31gb,p31tt,p31ext,p31numa)' --wait=false >/dev/null 2>&1
 if [ -n "${KILN_E2E_LOGS:-}" ]; then
   mkdir -p "$KILN_E2E_LOGS" && cp "$LOG" "$KILN_E2E_LOGS"/ 2>/dev/null
 fi
