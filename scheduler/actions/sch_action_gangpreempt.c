@@ -3,7 +3,8 @@
  * whole bundles of victims (sch_gangevict.h) instead of a task here and there.
  *
  * Victims: Running or Bound tasks of other jobs of the same queue whose job priority is
- * strictly lower than the starving job's, not marked volcano.sh/preemptable "false". Unlike
+ * strictly lower than the starving job's, not marked volcano.sh/preemptable "false" (the pod),
+ * of a PodGroup that does not say volcano.sh/preemptable other than true. Unlike
  * preempt, a best-effort preemptor is not kept off non-best-effort victims (Volcano leaves
  * that to the plugins).
  *

@@ -4,7 +4,8 @@
  *
  * Queues are taken in queue order; an overused queue is skipped, and a job's queue must be
  * Preemptive for the job's whole pending demand. Victims: Running tasks of jobs of other,
- * reclaimable queues, not marked volcano.sh/preemptable "false"; the capacity plugin keeps
+ * reclaimable queues, not marked volcano.sh/preemptable "false" (the pod), of a PodGroup that
+ * does not say volcano.sh/preemptable other than true; the capacity plugin keeps
  * each victim queue's guarantee and deserved.
  *
  * Arguments (`configurations`): maxDomains (default 8; <= 0 falls back to it) caps the

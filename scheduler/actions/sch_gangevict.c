@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "kc_error.h"
+#include "kc_flags.h"
 #include "kc_log.h"
 #include "sch_gangevict.h"
 #include "sch_search.h"
@@ -167,6 +168,26 @@ static int cmp_job_task(const void *a, const void *b, void *arg) {
   return lj != rj ? (lj < rj ? -1 : 1) : (l < r ? -1 : l > r);
 }
 
+/* A PodGroup's volcano.sh/preemptable (annotation first, then label), Go's ParseBool, or NULL
+ * when it says nothing. */
+static const char *pg_preemptable(const Kiln__ObjectMeta *m) {
+  for (size_t i = 0; m && i < m->n_annotations; i++)
+    if (m->annotations[i]->key && strcmp(m->annotations[i]->key, "volcano.sh/preemptable") == 0)
+      return m->annotations[i]->value ? m->annotations[i]->value : "";
+  for (size_t i = 0; m && i < m->n_labels; i++)
+    if (m->labels[i]->key && strcmp(m->labels[i]->key, "volcano.sh/preemptable") == 0)
+      return m->labels[i]->value ? m->labels[i]->value : "";
+  return NULL;
+}
+
+/* Volcano IsJobPreemptableForGangEviction: a job whose PodGroup says nothing may lose tasks;
+ * one that says volcano.sh/preemptable only when that is true (JobInfo.Preemptable). */
+static bool job_preemptable(const sch_job *j) {
+  const char *v = pg_preemptable(j->pod_group ? j->pod_group->metadata : NULL);
+  bool b = false;
+  return !v || (kc_parse_bool(v, &b) == 0 && b);
+}
+
 /* The candidates on d's nodes, as bundles per job. */
 static int domain_bundles(job_ctx *c, const sch__domain *d, sch__bundles *out) {
   sch_snapshot *snap = sch_session_snapshot(c->ssn);
@@ -175,7 +196,9 @@ static int domain_bundles(job_ctx *c, const sch__domain *d, sch__bundles *out) {
   for (size_t k = 0; k < d->nnodes; k++)
     for (int32_t t = snap->nodes[d->nodes[k]].task_head; t >= 0; t = snap->tasks[t].node_next)
       if (snap->tasks[t].job >= 0 && snap->tasks[t].job != c->ji &&
-          !snap->tasks[t].pod->not_preemptable && c->ge->candidate(c->ssn, j, &snap->tasks[t]))
+          !snap->tasks[t].pod->not_preemptable &&
+          job_preemptable(&snap->jobs[snap->tasks[t].job]) &&
+          c->ge->candidate(c->ssn, j, &snap->tasks[t]))
         c->buf[n++] = t;
   qsort_r(c->buf, n, sizeof(*c->buf), cmp_job_task, snap);
   for (size_t s = 0, e; s < n; s = e) {

@@ -164,8 +164,17 @@ static void test_gangpreempt_no_whole_bundle(void **state) {
   fx_free(f);
 }
 
-/* Only strictly lower priorities are victims; a gang that cannot be placed whole evicts
- * nothing; without a plugin that votes on gang eviction there are no victims. */
+static void pg_annotate(Kiln__PodGroup *pg, const char *k, const char *v) {
+  Kiln__ObjectMeta__AnnotationsEntry *e = fx_alloc(sizeof(*e));
+  kiln__object_meta__annotations_entry__init(e);
+  e->key = fx_str(k);
+  e->value = fx_str(v);
+  FX_APPEND(pg->metadata->annotations, pg->metadata->n_annotations, e);
+}
+
+/* Only strictly lower priorities are victims; a PodGroup marked not preemptable is never one; a
+ * gang that cannot be placed whole evicts nothing; without a plugin that votes on gang eviction
+ * there are no victims. */
 static void test_gangpreempt_filters(void **state) {
   (void)state;
   fx *f = full4(4, 4, 4);
@@ -176,6 +185,16 @@ static void test_gangpreempt_filters(void **state) {
   sch_result *r = fx_run(f);
   assert_int_equal(evicted_of(f, r, "b"), 0);
   assert_int_equal(evicted_of(f, r, "a"), 4); /* a is still lower */
+  sch_result_free(r);
+  fx_free(f);
+  f = full4(4, 4, 4); /* b's PodGroup says volcano.sh/preemptable: "false": a goes */
+  for (size_t i = 0; i < f->msg->n_pod_groups; i++)
+    if (strcmp(f->msg->pod_groups[i]->metadata->name, "b") == 0)
+      pg_annotate(f->msg->pod_groups[i], "volcano.sh/preemptable", "false");
+  fx_open(f, preempt_conf);
+  r = fx_run(f);
+  assert_int_equal(evicted_of(f, r, "b"), 0);
+  assert_int_equal(evicted_of(f, r, "a"), 4);
   sch_result_free(r);
   fx_free(f);
   f = full4(4, 4, 9); /* 9 cpu: more than the cluster */
