@@ -580,6 +580,19 @@ static int32_t candidate(const sch_dra *d, int32_t node, int32_t *cursor, bool *
   return -1;
 }
 
+int64_t sch_dra_class_devices(sch_dra *d, const char *cls, int32_t node) {
+  int32_t k = find(&d->class_index, cls);
+  if (k < 0 || d->classes[k].sel.err || node < 0 || node >= d->snap->nnodes)
+    return 0;
+  char reason[SCH_REASON_MAX];
+  int64_t n = 0;
+  int32_t cursor = -1;
+  bool local = true;
+  for (int32_t dev; (dev = candidate(d, node, &cursor, &local)) >= 0;)
+    n += class_selects(d, k, dev, reason, sizeof(reason)) > 0;
+  return n;
+}
+
 /* Whether request r can take device dev: 1, 0, or -1 with reason. */
 static int request_takes(sch_dra *d, const char *ckey, const request *r, int32_t k, int32_t dev,
                          char *reason, size_t len) {

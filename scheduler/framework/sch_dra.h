@@ -61,6 +61,11 @@ KC_NODISCARD int sch_dra_place(sch_dra *d, const sch_task *t, int32_t node);
  * devices when no task holds it any more. */
 void sch_dra_unplace(sch_dra *d, const sch_task *t);
 
+/* How many devices on node the class cls selects, taken or free (0 for a class that does
+ * not exist or whose selectors do not compile; a device whose selector fails at run time is
+ * not counted). */
+int64_t sch_dra_class_devices(sch_dra *d, const char *cls, int32_t node);
+
 /* One device of an allocation result. */
 typedef struct sch_dra_result {
   const char *request, *driver, *pool, *device; /* borrowed from the snapshot */

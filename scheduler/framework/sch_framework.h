@@ -222,6 +222,10 @@ typedef struct sch_snapshot {
   /* Dynamic Resource Allocation (sch_dra.c): made by the predicates plugin when enabled; it
    * outlives the session so that the shell writes the claims of the pods it binds. */
   struct sch_dra *dra;
+  /* The DRA state the snapshot built to count each node's devices per class
+   * (sch_dra_count.c); the predicates plugin takes it as dra when DRA is on, so that the
+   * devices' selectors run once. */
+  struct sch_dra *dra_counted;
   /* Private storage. */
   int32_t *task_slots;
   char **owned;

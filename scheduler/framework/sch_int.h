@@ -86,6 +86,17 @@ struct sch_session {
 void sch__node_add_task(sch_snapshot *snap, int32_t task, int32_t node);
 void sch__node_remove_task(sch_snapshot *snap, int32_t task);
 
+/* The scalar slot of name in snap (made on first use), or -1 when all are taken. */
+int sch__snapshot_scalar_slot(sch_snapshot *snap, const char *name);
+
+/* DRA devices counted as resources named by their DeviceClass, like extended resources
+ * (sch_dra_count.c): each task's claims into its resreq (not init_resreq: whether a node
+ * has the devices is DynamicResources' question), before the tasks are placed; then each
+ * node's devices per class into its allocatable, capability and idle, and the gang's devices
+ * into a job's minResources where the PodGroup names none. 0 or KC_ENOMEM. */
+KC_NODISCARD int sch__dra_count_tasks(sch_snapshot *snap);
+KC_NODISCARD int sch__dra_count_nodes(sch_snapshot *snap);
+
 /* Records a condition for a job (the last one wins). 0 or KC_ENOMEM. */
 KC_NODISCARD int sch__job_condition(sch_session *ssn, const sch_job *j, bool unschedulable,
                                     const char *reason, const char *message);

@@ -58,25 +58,6 @@ static int own(sch_snapshot *s, char *str) {
   return 0;
 }
 
-static int scalar_slot(sch_snapshot *s, const char *name) {
-  for (int i = 0; i < s->nscalars; i++)
-    if (strcmp(s->scalar_names[i], name) == 0)
-      return i;
-  if (s->nscalars == SCH_MAX_SCALARS) {
-    KC_WARN("scheduler: more than %d scalar resources; ignoring %s", SCH_MAX_SCALARS, name);
-    return -1;
-  }
-  s->scalar_names[s->nscalars] = name;
-  return s->nscalars++;
-}
-
-int sch_snapshot_scalar(const sch_snapshot *snap, const char *name) {
-  for (int i = 0; i < snap->nscalars; i++)
-    if (strcmp(snap->scalar_names[i], name) == 0)
-      return i;
-  return -1;
-}
-
 /* The names Volcano's NewResource keeps as scalars (IsScalarResourceName, count/ names
  * skipped). A PodGroup's minResources also carries the quota names of the pod quota
  * evaluator (count/pods, requests.cpu, limits.memory, ...): no node offers those, so
@@ -90,6 +71,18 @@ static bool scalar_name(const char *name) {
   return strchr(name, '/') && strncmp(name, "requests.", 9) != 0;
 }
 
+/* A DeviceClass's name (gpu.example.com) in a Queue's or PodGroup's resources counts its
+ * devices (sch_dra_count.c). */
+static bool device_class_name(const sch_snapshot *s, const char *name) {
+  const Kiln__Snapshot *m = s->msg;
+  for (size_t i = 0; i < m->n_device_classes; i++) {
+    const Kiln__ObjectMeta *md = m->device_classes[i]->metadata;
+    if (md && md->name && strcmp(md->name, name) == 0)
+      return true;
+  }
+  return false;
+}
+
 static void res_from(sch_snapshot *s, const Kiln__Resource *r, sch_resource *out) {
   sch_resource_clear(out);
   if (!r)
@@ -97,16 +90,17 @@ static void res_from(sch_snapshot *s, const Kiln__Resource *r, sch_resource *out
   out->milli_cpu = r->milli_cpu;
   out->memory = r->memory;
   if (r->ephemeral_storage > 0) {
-    int k = scalar_slot(s, "ephemeral-storage");
+    int k = sch__snapshot_scalar_slot(s, "ephemeral-storage");
     if (k >= 0)
       out->scalar[k] =
           r->ephemeral_storage > INT64_MAX / 1000 ? INT64_MAX : r->ephemeral_storage * 1000;
   }
   for (size_t i = 0; i < r->n_scalar; i++) {
     const Kiln__ResourceQuantity *q = r->scalar[i];
-    if (!q || !q->name || q->milli_value == 0 || !scalar_name(q->name))
+    if (!q || !q->name || q->milli_value == 0 ||
+        !(scalar_name(q->name) || device_class_name(s, q->name)))
       continue;
-    int k = scalar_slot(s, q->name);
+    int k = sch__snapshot_scalar_slot(s, q->name);
     if (k >= 0)
       out->scalar[k] = sch_add_sat(out->scalar[k], q->milli_value);
   }
@@ -643,7 +637,8 @@ int sch_snapshot_new(const Kiln__Snapshot *msg, const sch_snapshot_options *opt,
   if ((rc = index_priority_classes(s, msg)) < 0 || (rc = build_queues(s, msg, defq)) < 0 ||
       (rc = build_nodes(s, msg)) < 0 ||
       (rc = build_jobs_from_podgroups(s, msg, defq, &cap_jobs)) < 0 ||
-      (rc = build_tasks(s, msg, opt, defq, &cap_jobs)) < 0 || (rc = place_tasks(s)) < 0) {
+      (rc = build_tasks(s, msg, opt, defq, &cap_jobs)) < 0 || (rc = sch__dra_count_tasks(s)) < 0 ||
+      (rc = place_tasks(s)) < 0 || (rc = sch__dra_count_nodes(s)) < 0) {
     sch_snapshot_free(s);
     return rc;
   }
@@ -655,6 +650,7 @@ void sch_snapshot_free(sch_snapshot *s) {
   if (!s)
     return;
   sch_dra_free(s->dra);
+  sch_dra_free(s->dra_counted);
   kc_strmap_close(&s->node_index, NULL);
   kc_strmap_close(&s->job_index, NULL);
   kc_strmap_close(&s->queue_index, NULL);

@@ -203,6 +203,10 @@ static int open_dra(sch_session *ssn, predicates_state *st, const sch_plugin_con
   if (!sch_args_bool(&conf->args, "predicate.DynamicResourceAllocationEnable", false))
     return 0;
   sch_snapshot *snap = sch_session_snapshot(ssn);
+  if (snap->dra == NULL && snap->dra_counted) {
+    snap->dra = snap->dra_counted;
+    snap->dra_counted = NULL;
+  }
   if (snap->dra == NULL) {
     int rc = sch_dra_new(snap, &snap->dra);
     if (rc)

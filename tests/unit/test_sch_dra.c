@@ -439,6 +439,96 @@ static void test_template_and_switch(void **state) {
   fx_free(f);
 }
 
+/* ---- devices counted as resources of their class ---- */
+
+static int64_t class_dim(const fx *f, const sch_resource *r, const char *cls) {
+  int k = sch_snapshot_scalar(f->snap, cls);
+  return k < 0 ? -1 : r->scalar[k];
+}
+
+/* A task asks for its claims' devices (resreq, not init_resreq), a node offers those its
+ * slices hold, the cluster the sum; a gang's minResources takes them; a queue's capability
+ * names the class. A shared claim counts once; an allocated one by its results. */
+static void test_devices_counted(void **state) {
+  (void)state;
+  fx *f = world(4, 2, 2);
+  fx_pg_min_resources(f->msg->pod_groups[0], 2000, 2 * GI);
+  fx_queue_capability(fx_queue(f, "q", 1), 0, 0);
+  fx_res_scalar(f->msg->queues[0]->spec->capability, DRIVER, 3000);
+  fx_pg(f, "sh", "default", 2, "Inqueue");
+  fx_claim(f, "shared", DRIVER, 1, NULL, NULL);
+  fx_pod_claim(fx_pod(f, "sa", "sh", 1000, GI, NULL), "shared", false);
+  fx_pod_claim(fx_pod(f, "sb", "sh", 1000, GI, NULL), "shared", false);
+  fx_pg(f, "run", "default", 1, "Running");
+  Kiln__ResourceClaim *c = fx_claim(f, "done", DRIVER, 3, NULL, NULL);
+  static const char *const got[] = {"n1-gpu-0", "n1-gpu-1", "n1-gpu-2"};
+  fx_allocated(c, "n1", got, 3);
+  fx_pod_claim(fx_pod(f, "r", "run", 1000, GI, "n1"), "done", false);
+  fx_open(f, dra_yaml);
+  const sch_task *t = &f->snap->tasks[fx_task(f, "job-0")];
+  assert_int_equal(class_dim(f, &t->resreq, DRIVER), 2000);
+  assert_int_equal(class_dim(f, &t->init_resreq, DRIVER), 0);
+  assert_int_equal(class_dim(f, &fx_snode(f, "n0")->allocatable, DRIVER), 4000);
+  assert_int_equal(class_dim(f, &fx_snode(f, "n1")->idle, DRIVER), 1000);
+  assert_int_equal(class_dim(f, &f->snap->total_allocatable, DRIVER), 8000);
+  assert_int_equal(class_dim(f, &fx_job(f, "job")->min_resources, DRIVER), 4000);
+  assert_int_equal(class_dim(f, &fx_squeue(f, "q")->capability, DRIVER), 3000);
+  int64_t sa = class_dim(f, &f->snap->tasks[fx_task(f, "sa")].resreq, DRIVER);
+  int64_t sb = class_dim(f, &f->snap->tasks[fx_task(f, "sb")].resreq, DRIVER);
+  assert_int_equal(sa + sb, 1000);
+  fx_free(f);
+}
+
+static const char dra_queue_yaml[] = "actions: \"enqueue, allocate\"\n"
+                                     "tiers:\n"
+                                     "- plugins:\n"
+                                     "  - name: gang\n"
+                                     "- plugins:\n"
+                                     "  - name: predicates\n"
+                                     "    arguments:\n"
+                                     "      predicate.DynamicResourceAllocationEnable: true\n"
+                                     "  - name: %s\n";
+
+/* A queue whose capability allows 4 devices of the class holds a gang of 3 pods x 2 (the
+ * nodes have 8 free), with the numbers in the PodGroup's message, under proportion and
+ * capacity alike: a Pending gang at enqueue (its minResources takes the devices), an Inqueue
+ * one at allocate; with 6 allowed the gang runs. */
+static void queue_limits_devices(const char *plugin, const char *phase, int64_t allowed,
+                                 size_t binds, const char *want) {
+  fx *f = world(4, 3, 2);
+  Kiln__PodGroup *pg = f->msg->pod_groups[0];
+  pg->spec->queue = fx_str("q");
+  pg->status->phase = fx_str(phase);
+  fx_pg_min_resources(pg, 3000, 3 * GI);
+  Kiln__Queue *q = fx_queue(f, "q", 1);
+  fx_queue_capability(q, 0, 0);
+  fx_res_scalar(q->spec->capability, DRIVER, allowed * 1000);
+  char yaml[sizeof(dra_queue_yaml) + 32];
+  snprintf(yaml, sizeof(yaml), dra_queue_yaml, plugin);
+  fx_open(f, yaml);
+  sch_result *r = fx_run(f);
+  assert_int_equal(r->nbinds, binds);
+  const char *msg = fx_pg_message(f, r, "job");
+  if (want && !strstr(msg, want))
+    fail_msg("%s %s: message: %s, want %s", plugin, phase, msg, want);
+  sch_result_free(r);
+  fx_free(f);
+}
+
+static void test_queue_limits_devices(void **state) {
+  (void)state;
+  static const char gang[] = "queue q resource quota insufficient: the gang needs 6 " DRIVER
+                             " (minResources); the queue has 4 " DRIVER " left of 4 " DRIVER;
+  queue_limits_devices("proportion", "Pending", 4, 0, gang);
+  queue_limits_devices("capacity", "Pending", 4, 0, gang);
+  queue_limits_devices("proportion", "Inqueue", 4, 0,
+                       "queue q resource quota insufficient: pod requests 2 " DRIVER
+                       "; the queue's deserved share is 4 " DRIVER ", 4 " DRIVER " allocated");
+  queue_limits_devices("capacity", "Inqueue", 4, 0, "queue q");
+  queue_limits_devices("proportion", "Pending", 6, 3, NULL);
+  queue_limits_devices("capacity", "Pending", 6, 3, NULL);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gang_gets_distinct_devices),
@@ -450,6 +540,8 @@ int main(void) {
       cmocka_unit_test(test_all_mode),
       cmocka_unit_test(test_errors_named),
       cmocka_unit_test(test_template_and_switch),
+      cmocka_unit_test(test_devices_counted),
+      cmocka_unit_test(test_queue_limits_devices),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
