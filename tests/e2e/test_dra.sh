@@ -13,6 +13,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 SCHED=$KILN_BUILD/scheduler/kiln-scheduler
 CTRL=$KILN_BUILD/controller/kiln-controller
+VCCTL=$KILN_BUILD/cli/vcctl
 D=$KILN_CLUSTER_DIR
 LOG=$D/logs/kiln-scheduler-dra.log
 CONF=$D/dra-scheduler.conf
@@ -52,8 +53,8 @@ nodes() {
   done
 }
 
-# vcjob NS NAME REPLICAS GRP: a Job of REPLICAS pods that must all run, each claiming two
-# devices through the template two-gpus (made in NS here).
+# vcjob NS NAME REPLICAS GRP [QUEUE]: a Job of REPLICAS pods that must all run, each claiming
+# two devices through the template two-gpus (made in NS here), in QUEUE (kiln-dra).
 vcjob() {
   kubectl apply -n "$1" -f - >/dev/null <<EOF || fail "cannot create Job $2"
 apiVersion: resource.k8s.io/v1
@@ -75,7 +76,7 @@ kind: Job
 metadata: {name: $2}
 spec:
   schedulerName: volcano
-  queue: kiln-dra
+  queue: ${5:-kiln-dra}
   minAvailable: $3
   tasks:
   - name: w
@@ -169,11 +170,13 @@ test_gang_gets_distinct_devices() {
 }
 
 # A Job asking for more devices than are free (3 pods x 2 on 4) stays Pending, says why, and
-# leaves no claim allocated.
+# leaves no claim allocated. Devices it may not use (dspare) make the cluster hold more than it
+# asks, so that its queue's share (the whole cluster's devices) is not what holds it.
 test_more_than_free_stays_pending() {
   local ns
   ns=$(new_namespace dra)
   nodes dshort 2 2
+  nodes dspare 1 4
   vcjob "$ns" big 3 dshort
   local msg deadline=$((SECONDS + 90))
   until msg=$(pg_message "$ns") && [[ $msg == *"have no free device of class $CLASS"* ]]; do
@@ -187,6 +190,36 @@ test_more_than_free_stays_pending() {
   kubectl delete namespace "$ns" --wait=false >/dev/null
 }
 
+# A queue whose capability allows 4 devices of the class holds a Job of 3 pods x 2 although
+# the nodes have 8 free: the devices count as a resource named by the class, and the
+# PodGroup (and vcctl job view) says so with the numbers.
+test_queue_capability_limits_devices() {
+  local ns
+  ns=$(new_namespace dra)
+  nodes dcap 2 4
+  kubectl apply -f - >/dev/null <<YAML || fail "cannot create the queue"
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: kiln-dra-cap}
+spec: {weight: 1, reclaimable: false, capability: {$CLASS: "4"}}
+YAML
+  vcjob "$ns" capped 3 dcap kiln-dra-cap
+  local msg want="queue kiln-dra-cap resource quota insufficient: pod requests 2 $CLASS; the queue's deserved share is 4 $CLASS, 4 $CLASS allocated"
+  local deadline=$((SECONDS + 90))
+  until msg=$(pg_message "$ns") && [[ $msg == *"$want"* ]]; do
+    [ $SECONDS -lt $deadline ] || fail "no queue reason naming the devices on the PodGroup: '$msg'"
+    sleep 0.5
+  done
+  expect_eq 0 "$(bound "$ns")" "pods bound"
+  expect_eq "" "$(allocations "$ns")" "claims allocated"
+  local out
+  out=$("$VCCTL" job view -n "$ns" -N capped 2>&1) || fail "vcctl job view: $out"
+  [[ $out == *"Why Pending:"*"$want"* ]] || fail "vcctl job view does not show the reason: $out"
+  echo "    $(grep 'Why Pending' <<<"$out")" >&2
+  kubectl delete namespace "$ns" --wait=false >/dev/null
+  kubectl delete queue kiln-dra-cap --wait=false >/dev/null
+}
+
 # The devices of a deleted Job return: a second Job waiting for them is then placed.
 test_deleted_jobs_devices_return() {
   local ns
@@ -198,7 +231,8 @@ test_deleted_jobs_devices_return() {
 $(vcjob_yaml_second)
 EOF
   local msg deadline=$((SECONDS + 90))
-  until msg=$(pg_message "$ns") && [[ $msg == *"have no free device"* ]]; do
+  # Its queue's share is the cluster's 2 devices, all taken: the queue or the nodes say so.
+  until msg=$(pg_message "$ns") && [[ $msg == *"$CLASS"* ]]; do
     [ $SECONDS -lt $deadline ] || fail "the second Job does not wait for devices: '$msg'"
     sleep 0.5
   done
@@ -246,10 +280,10 @@ for p in kiln-scheduler-dra kiln-controller-dra; do
     rm -f "$D/pids/$p.pid" "$D/pids/$p.exe"
   fi
 done
-kubectl delete queue kiln-dra --wait=false >/dev/null 2>&1
+kubectl delete queue kiln-dra kiln-dra-cap --wait=false >/dev/null 2>&1
 kubectl delete deviceclass "$CLASS" --wait=false >/dev/null 2>&1
 kubectl delete resourceslices -l '!nothing' --wait=false >/dev/null 2>&1
-kubectl delete nodes -l 'grp in (dfour,dshort,dback)' --wait=false >/dev/null 2>&1
+kubectl delete nodes -l 'grp in (dfour,dshort,dspare,dback,dcap)' --wait=false >/dev/null 2>&1
 if [ -n "${KILN_E2E_LOGS:-}" ]; then
   mkdir -p "$KILN_E2E_LOGS" && cp "$LOG" "$KILN_E2E_LOGS"/ 2>/dev/null
 fi
