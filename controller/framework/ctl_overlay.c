@@ -135,10 +135,14 @@ const void *ctl_newest(kc_strmap *m, const kc_store *st, const char *key, uint64
 }
 
 bool ctl_counters_only(const Kiln__JobStatus *stored, const ctl_status *next) {
+  return ctl_status_change(stored, next) != CTL_CHANGE_SHOWN;
+}
+
+ctl_change ctl_status_change(const Kiln__JobStatus *stored, const ctl_status *next) {
   static const char *const counters[] = {"pending",     "running", "succeeded",      "failed",
                                          "terminating", "unknown", "taskStatusCount"};
   if (!stored)
-    return false;
+    return CTL_CHANGE_SHOWN;
   ctl_status cur;
   ctl_status_init(&cur);
   json_t *a = NULL, *b = NULL;
@@ -153,6 +157,19 @@ bool ctl_counters_only(const Kiln__JobStatus *stored, const ctl_status *next) {
   }
   json_decref(a);
   json_decref(b);
+  bool running = cur.running != next->running;
   ctl_status_close(&cur);
-  return eq;
+  if (!eq)
+    return CTL_CHANGE_SHOWN;
+  return running ? CTL_CHANGE_RUNNING : CTL_CHANGE_HIDDEN;
+}
+
+uint64_t ctl_status_due(uint64_t due_ns, uint64_t now_ns, ctl_change c) {
+  if (c == CTL_CHANGE_SHOWN)
+    return 0;
+  uint64_t at =
+      now_ns + (c == CTL_CHANGE_RUNNING ? CTL_STATUS_BATCH_NS : CTL_STATUS_HIDDEN_BATCH_NS);
+  if (due_ns && due_ns < at)
+    at = due_ns;
+  return now_ns >= at ? 0 : at;
 }

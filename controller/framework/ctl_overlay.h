@@ -70,4 +70,31 @@ int ctl_rv_cmp(const char *a, const char *b);
  * pending, running, succeeded, failed, terminating, unknown and taskStatusCount. */
 bool ctl_counters_only(const Kiln__JobStatus *stored, const ctl_status *next);
 
+/* What a new Job status changes against the stored one, for how long its write may wait to
+ * be merged with the next one (the status batching of ctl_job_input_shell.c). */
+typedef enum {
+  CTL_CHANGE_SHOWN = 0, /* phase, minAvailable, retryCount, conditions, ...: written at once */
+  CTL_CHANGE_RUNNING,   /* pod counters, running among them (the RUNNINGS column) */
+  CTL_CHANGE_HIDDEN,    /* pod counters that `kubectl get vcjob` does not show, running aside */
+} ctl_change;
+
+/* A counters-only change with running among them is written at most this long after the
+ * first was computed. Kubernetes' Job controller batches pod-driven status updates the same
+ * way (syncJobBatchPeriod, 1 s): with one-pod Jobs the count of a pod that is created and
+ * starts within the period is never written twice. */
+#define CTL_STATUS_BATCH_NS        (1000ull * 1000000ull)
+/* Counters that no column of `kubectl get vcjob` shows (pending, succeeded, failed,
+ * terminating, unknown, taskStatusCount) wait this long: a Job's next shown change (Running,
+ * Completed, a RUNNINGS count) carries them, so the Pending count of a created pod is not a
+ * write of its own (issue 32); a Job whose pods never start still gets its counts. */
+#define CTL_STATUS_HIDDEN_BATCH_NS (10000ull * 1000000ull)
+
+/* The class of next against stored (NULL: CTL_CHANGE_SHOWN, the first write goes at once). */
+ctl_change ctl_status_change(const Kiln__JobStatus *stored, const ctl_status *next);
+
+/* When a deferred write of change c falls due: due_ns is the deadline kept so far (0 none),
+ * now_ns the clock; the earlier of the two deadlines. 0: write now (c is CTL_CHANGE_SHOWN or
+ * the deadline has passed). */
+uint64_t ctl_status_due(uint64_t due_ns, uint64_t now_ns, ctl_change c);
+
 #endif

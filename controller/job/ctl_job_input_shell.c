@@ -40,12 +40,10 @@ enum {
   CTL_INF_COUNT
 };
 
-/* A Job status whose only change is in the pod counters (pending, running, ..., taskStatusCount)
- * is written at most this long after the first such change was computed; any other change
- * (phase, retryCount, version, conditions, ...) is written at once. Kubernetes' Job controller
- * batches pod-driven status updates the same way (syncJobBatchPeriod, 1 s): with one-pod Jobs
- * the count of a pod that is created and starts within the period is never written twice. */
-#define CTL_STATUS_BATCH_NS (1000ull * 1000000ull)
+/* A Job status whose only change is in the pod counters is written at most
+ * CTL_STATUS_BATCH_NS (running among them) or CTL_STATUS_HIDDEN_BATCH_NS (only counters
+ * `kubectl get vcjob` does not show) after the first such change was computed (ctl_overlay.h);
+ * any other change (phase, retryCount, version, conditions, ...) is written at once. */
 
 /* A pod event that only asks for a sync (no policy acts on it) is batched the same way: the
  * Job is synced at most once per CTL_SYNC_BATCH_NS for such events, as Kubernetes' Job
@@ -60,7 +58,7 @@ enum {
 
 typedef struct {
   uint64_t last_sync_ns;  /* when a sync of the key last started */
-  uint64_t status_due_ns; /* when its counters-only change was first deferred; 0 none */
+  uint64_t status_due_ns; /* when its deferred counters-only change is written; 0 none */
 } ctl_keystate;
 
 struct ctl_shell {
@@ -804,11 +802,13 @@ static ctl_keystate *keystate(ctl_shell *s, const char *key) {
   return ks;
 }
 
-/* Defers a counters-only status write (see CTL_STATUS_BATCH_NS): clears
- * plan->status_changed and schedules the sync that writes it. */
+/* Defers a counters-only status write (ctl_status_due): clears plan->status_changed and
+ * schedules the sync that writes it. */
 static void batch_status(ctl_shell *s, const char *key, const Kiln__Job *job, ctl_plan *plan) {
   ctl_keystate *ks = kc_strmap_get(&s->keys, key);
-  if (!plan->status_changed || !ctl_counters_only(job->status, &plan->status)) {
+  ctl_change c =
+      plan->status_changed ? ctl_status_change(job->status, &plan->status) : CTL_CHANGE_SHOWN;
+  if (c == CTL_CHANGE_SHOWN) {
     if (ks)
       ks->status_due_ns = 0;
     return;
@@ -816,15 +816,12 @@ static void batch_status(ctl_shell *s, const char *key, const Kiln__Job *job, ct
   uint64_t now = uv_hrtime();
   if (!ks && !(ks = keystate(s, key)))
     return; /* written now */
+  ks->status_due_ns = ctl_status_due(ks->status_due_ns, now, c);
   if (!ks->status_due_ns)
-    ks->status_due_ns = now;
-  if (now - ks->status_due_ns >= CTL_STATUS_BATCH_NS) {
-    ks->status_due_ns = 0;
     return;
-  }
   plan->status_changed = false;
   s->stats.status_deferred++;
-  kc_workqueue_add_after(s->queue, key, CTL_STATUS_BATCH_NS - (now - ks->status_due_ns));
+  kc_workqueue_add_after(s->queue, key, ks->status_due_ns - now);
 }
 
 /* The key is finished for now and comes back after its per-item backoff. */

@@ -217,12 +217,58 @@ static void test_counters_only(void **state) {
   kc_msg_free(stored);
 }
 
+/* Issue 32: a pending count alone (what a created pod adds) is not shown by `kubectl get
+ * vcjob` and waits the long period; running (RUNNINGS) the short one; the phase not at all. */
+static void test_status_change(void **state) {
+  (void)state;
+  Kiln__Job *stored = job_at("1", "Pending", 0);
+  ctl_status next;
+  ctl_status_init(&next);
+  assert_int_equal(ctl_status_from_pb(&next, stored->status), 0);
+  next.pending = 1;
+  ctl_status_task(&next, "t")->count[CTL_POD_PENDING] = 1;
+  assert_int_equal(ctl_status_change(stored->status, &next), CTL_CHANGE_HIDDEN);
+  next.succeeded = 2;
+  next.terminating = 1;
+  assert_int_equal(ctl_status_change(stored->status, &next), CTL_CHANGE_HIDDEN);
+  next.running = 1;
+  assert_int_equal(ctl_status_change(stored->status, &next), CTL_CHANGE_RUNNING);
+  next.phase = CTL_PHASE_RUNNING;
+  assert_int_equal(ctl_status_change(stored->status, &next), CTL_CHANGE_SHOWN);
+  next.phase = CTL_PHASE_PENDING;
+  next.min_available = 7;
+  assert_int_equal(ctl_status_change(stored->status, &next), CTL_CHANGE_SHOWN);
+  assert_int_equal(ctl_status_change(NULL, &next), CTL_CHANGE_SHOWN);
+  ctl_status_close(&next);
+  kc_msg_free(stored);
+}
+
+static void test_status_due(void **state) {
+  (void)state;
+  const uint64_t s = 1000000000ull, t0 = 100 * s;
+  /* Shown changes never wait. */
+  assert_int_equal(ctl_status_due(0, t0, CTL_CHANGE_SHOWN), 0);
+  assert_int_equal(ctl_status_due(t0 + s, t0, CTL_CHANGE_SHOWN), 0);
+  /* A hidden change waits the long period, a running one the short. */
+  uint64_t d = ctl_status_due(0, t0, CTL_CHANGE_HIDDEN);
+  assert_int_equal(d, t0 + CTL_STATUS_HIDDEN_BATCH_NS);
+  assert_true(CTL_STATUS_HIDDEN_BATCH_NS > CTL_STATUS_BATCH_NS);
+  assert_int_equal(ctl_status_due(0, t0, CTL_CHANGE_RUNNING), t0 + CTL_STATUS_BATCH_NS);
+  /* A later hidden change keeps the first deadline: the write is not put off for ever. */
+  assert_int_equal(ctl_status_due(d, t0 + 5 * s, CTL_CHANGE_HIDDEN), d);
+  /* A running change after a hidden one brings the deadline forward. */
+  assert_int_equal(ctl_status_due(d, t0 + 2 * s, CTL_CHANGE_RUNNING),
+                   t0 + 2 * s + CTL_STATUS_BATCH_NS);
+  /* Due: written now. */
+  assert_int_equal(ctl_status_due(d, d, CTL_CHANGE_HIDDEN), 0);
+  assert_int_equal(ctl_status_due(t0 + s, t0 + 3 * s, CTL_CHANGE_RUNNING), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_rv_cmp),
-      cmocka_unit_test(test_newest),
-      cmocka_unit_test(test_json_newest),
-      cmocka_unit_test(test_counters_only),
+      cmocka_unit_test(test_rv_cmp),        cmocka_unit_test(test_newest),
+      cmocka_unit_test(test_json_newest),   cmocka_unit_test(test_counters_only),
+      cmocka_unit_test(test_status_change), cmocka_unit_test(test_status_due),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
