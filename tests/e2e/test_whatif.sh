@@ -209,7 +209,7 @@ test_predicted_queue_refusal() {
 # the two nodes with two devices and each pod's devices; submitted, the claims
 # kube-controller-manager makes are given those devices on those nodes by kiln-scheduler.
 test_predicted_devices() {
-  local ns out want got sel
+  local ns out want got sel text
   kubectl api-resources --api-group=resource.k8s.io -o name | grep -qx resourceslices.resource.k8s.io \
     || fail "the API server does not serve resource.k8s.io/v1"
   ns=$(new_namespace wi)
@@ -247,9 +247,10 @@ EOF
   expect_eq "widev-1 widev-1-gpu-0 widev-1-gpu-1
 widev-2 widev-2-gpu-0 widev-2-gpu-1" "$want" "predicted allocations"
   expect_eq "widev-1 widev-2" "$(jq -r '.tasks[].node' <<<"$out" | sort | tr '\n' ' ' | sed 's/ $//')" "predicted nodes"
-  "$VCCTL" job whatif -n "$ns" -f "$D/devs-$ns.yaml" --scheduler-configmap "$CMNS/whatif-conf" \
-    | grep -q "claim devs-w-[01]-gpu-whatif: $CLASS/widev-2/widev-2-gpu-[01], $CLASS/widev-2/widev-2-gpu-[01]$" \
-    || fail "text form"
+  text=$("$VCCTL" job whatif -n "$ns" -f "$D/devs-$ns.yaml" --scheduler-configmap "$CMNS/whatif-conf")
+  grep -q "claim devs-w-[01]-gpu-whatif: $CLASS/widev-2/widev-2-gpu-[01], $CLASS/widev-2/widev-2-gpu-[01]$" \
+    <<<"$text" || fail "text form: $text"
+  sed -n '/^Placed:/,/^Victims:/p' <<<"$text" | sed 's/^/REPORT /'
   expect_eq "" "$(kubectl get resourceclaims -n "$ns" -o name)" "claims before the submission"
   kubectl create -n "$ns" -f "$D/devs-$ns.yaml" >/dev/null
   wait_for 90 "devs's pods bound" all_bound "$ns" devs 2
