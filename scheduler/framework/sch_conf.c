@@ -732,10 +732,6 @@ static int parse_root(parser *p, yaml_node_t *root, sch_conf *c) {
     return rc;
   if (hdrf_with_proportion(c))
     return fail(p, KC_EINVAL, "drf with enableHierarchy cannot be used together with proportion");
-  if (c->metrics.n)
-    KC_WARN("scheduler config: metrics: accepted for compatibility with Volcano and has no effect "
-            "in Kiln: kiln-scheduler has no node-usage metrics source (in Volcano only the usage "
-            "plugin reads it, and kiln-scheduler does not have that plugin)");
   return 0;
 }
 

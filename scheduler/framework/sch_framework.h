@@ -376,7 +376,7 @@ typedef struct sch_conf {
   char **ignored_action_args;
   size_t nignored_action_args;
   /* The `metrics` section (Volcano's map of strings: type, address, interval, ...), kept as
-   * given; kiln-scheduler has no node-usage metrics source, so it has no effect (logged). */
+   * given; the shell reads nodes' load from that source for the usage plugin (sch_usage.c). */
   sch_args metrics;
 } sch_conf;
 

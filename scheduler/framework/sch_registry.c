@@ -26,6 +26,7 @@ extern const sch_plugin sch_plugin_sla;
 extern const sch_plugin sch_plugin_nodegroup;
 extern const sch_plugin sch_plugin_numaaware;
 extern const sch_plugin sch_plugin_tasktopology;
+extern const sch_plugin sch_plugin_usage;
 extern const sch_plugin sch_plugin_rsf;
 extern const sch_plugin sch_plugin_extender;
 extern const sch_plugin sch_plugin_resourcequota;
@@ -59,6 +60,7 @@ static const sch_plugin *const plugins[] = {
     &sch_plugin_nodegroup,
     &sch_plugin_numaaware,
     &sch_plugin_tasktopology,
+    &sch_plugin_usage,
     &sch_plugin_rsf,
     &sch_plugin_extender,
     &sch_plugin_resourcequota,
@@ -136,6 +138,8 @@ static const struct {
                            "strategies.*.params.targetThresholds.memory", NULL}},
     {"sla", (const char *const[]){"sla-waiting-time", NULL}},
     {"task-topology", (const char *const[]){"task-topology.weight", NULL}},
+    {"usage", (const char *const[]){"usage.weight", "cpu.weight", "memory.weight", "thresholds.cpu",
+                                    "thresholds.mem", NULL}},
 };
 
 bool sch_plugin_reads_arg(const sch_plugin *p, const char *key) {
@@ -157,7 +161,7 @@ static const struct {
 } plugin_inert_args[] = {
     {"rescheduling", "metricsPeriod",
      "it chooses which window of a metrics source's usage averages Volcano compares; "
-     "kiln-scheduler has no metrics source and measures a node by its pods' requests over its "
+     "kiln-scheduler's rescheduling measures a node by its pods' requests over its "
      "allocatable"},
     {"rescheduling", "strategies.*.params.thresholds.pod",
      "Volcano reads it and compares only cpu and memory (a node's usage has no pod count)"},

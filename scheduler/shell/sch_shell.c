@@ -27,6 +27,7 @@
 #include "sch_conf.h"
 #include "sch_framework.h"
 #include "sch_metrics.h"
+#include "sch_usage.h"
 
 /* The config file is capped: a Volcano configuration is a few hundred bytes. */
 #define MAX_CONF_BYTES (1u << 20)
@@ -67,6 +68,7 @@ typedef struct sch_run {
   size_t next_bind;  /* the result is being applied: binds before this one are queued */
   bool applying;
   uint64_t *action_ns; /* per configured action, 0 when it did not run */
+  void *usage_block;   /* the snapshot's node_usages (sch_usage_fill), owned */
   uv_mutex_t mu;       /* guards done: the shutdown waits for a running worker */
   uv_cond_t cv;
   bool done;
@@ -83,6 +85,7 @@ struct sch_shell {
   sch_shell_options opt;
   sch_cache *cache;
   sch_binder *binder;
+  sch_usage *usage; /* nodes' load for the usage plugin, from the conf's metrics source */
   sch_conf *conf;
   /* The configuration file as last seen. */
   bool conf_seen;
@@ -983,6 +986,8 @@ static void run_free(sch_run *r) {
   sch_result_free(r->res);
   sch_snapshot_free(r->snap);
   sch_cache_snap_close(&r->cs);
+  free(r->usage_block);
+  r->usage_block = NULL;
   free(r->action_ns);
   r->res = NULL;
   r->snap = NULL;
@@ -1162,6 +1167,8 @@ static sch_run *run_new(sch_shell *sh, int *rc) {
     r->sopt.nstage_bounds = SCH_METRICS_STAGE_BUCKETS;
   }
   *rc = sch_cache_snapshot_deferred(sh->cache, &r->cs);
+  if (*rc == 0 && (*rc = sch_usage_fill(sh->usage, &r->cs.msg, &r->usage_block)) != 0)
+    sch_cache_snap_close(&r->cs);
   r->snap_ns = uv_hrtime() - r->t0;
   if (*rc == 0)
     return r;
@@ -1184,6 +1191,8 @@ int sch_shell_run_once(sch_shell *sh) {
     return 0;
   }
   check_conf(sh);
+  if (sch_usage_configure(sh->usage, &sh->conf->metrics) != 0)
+    KC_ERROR("metrics: out of memory reading the metrics section");
   sch_cache_tick(sh->cache);
   if (may_write(sh) != 0)
     return 0; /* not the leader: only the leader schedules */
@@ -1286,6 +1295,8 @@ static void bad_pod(const char *ns, const char *name, const char *uid, const cha
 /* What the shell owns besides its handles: the binder, evictor, cache, configuration and
  * maps (on a failed start or at the end). */
 static void free_parts(sch_shell *sh) {
+  sch_usage_free(sh->usage);
+  sh->usage = NULL;
   sch_binder_free(sh->binder);
   sh->binder = NULL;
   sch_evictor_free(sh->evictor);
@@ -1343,6 +1354,8 @@ int sch_shell_new(uv_loop_t *loop, kc_client *c, kc_event_recorder *events, kc_m
                           .on_change = cache_changed,
                           .on_gone = cache_gone};
   rc = sch_cache_new(c, &co, &sh->cache);
+  if (rc == 0)
+    rc = sch_usage_new(loop, sch_cache_store(sh->cache, SCH_CACHE_NODES), &sh->usage);
   if (rc)
     goto fail;
   sch_binder_options bo = {0};

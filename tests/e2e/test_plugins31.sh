@@ -9,7 +9,9 @@
 #    predicate verb, and the pods avoid it;
 #  - numa-aware: with Numatopology objects for three kwok nodes, Guaranteed single-numa-node
 #    pods land only on the node where one NUMA node holds their CPUs, and one that fits no
-#    NUMA node waits with Volcano's reasons.
+#    NUMA node waits with Volcano's reasons;
+#  - usage: a fake Prometheus (python http.server) reports one node over the cpu threshold,
+#    and no pod goes there.
 # Each test makes its own kwok nodes (labelled grp=<test>, tainted kiln-p31=<test>, which
 # only its pods tolerate), so other suites are not disturbed.
 # shellcheck shell=bash
@@ -336,9 +338,88 @@ test_numaaware_single_numa_node() {
   kubectl delete namespace "$ns" --wait=false >/dev/null
 }
 
+# The usage plugin: a fake Prometheus (python http.server) answers Volcano's two queries per
+# node, p31use-0 at 95% cpu and p31use-1 at 10%: with the 80% threshold no pod goes to -0,
+# though binpack would put them all there (it holds a pod already).
+test_usage_threshold() {
+  local ns c=$D/p31-usage.conf srv=$D/p31-prom.py port_file=$D/p31-prom.port
+  ns=$(new_namespace p31)
+  nodes p31use 2 --cpu 8 --memory 32Gi
+  cat > "$srv" <<'EOF'
+import http.server, json, re, sys, time, urllib.parse
+PORT_FILE, LOG = sys.argv[1], sys.argv[2]
+LOAD = {"p31use-0": 95.0, "p31use-1": 10.0}
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        form = urllib.parse.parse_qs(self.rfile.read(int(self.headers.get("Content-Length", 0))).decode())
+        q = form.get("query", [""])[0]
+        node = (re.search(r'instance="([^"]+)"', q) or [None, ""])[1]
+        with open(LOG, "a") as f:
+            f.write("%s %s\n" % (self.path, node))
+        result = []
+        if self.path == "/api/v1/query" and node in LOAD:
+            result = [{"metric": {"instance": node}, "value": [time.time(), str(LOAD[node])]}]
+        body = json.dumps({"status": "success", "data": {"resultType": "vector", "result": result}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+with open(PORT_FILE, "w") as f:
+    f.write(str(s.server_address[1]))
+s.serve_forever()
+EOF
+  rm -f "$port_file" "$D/p31-prom.log"
+  python3 "$srv" "$port_file" "$D/p31-prom.log" &
+  echo $! > "$D/pids/p31-prom.pid"
+  echo python3 > "$D/pids/p31-prom.exe"
+  wait_for 20 "the fake Prometheus' port" test -s "$port_file"
+  conf "$c" "  - name: binpack
+  - name: usage
+    arguments:
+      thresholds:
+        cpu: 80
+        mem: 80"
+  cat >> "$c" <<EOF
+metrics:
+  type: prometheus
+  address: http://127.0.0.1:$(cat "$port_file")
+  interval: 1s
+EOF
+  kubectl apply -n "$ns" -f - >/dev/null <<EOF || fail "cannot create the resident pod"
+apiVersion: v1
+kind: Pod
+metadata: {name: resident}
+spec:
+  nodeName: p31use-0
+  tolerations: [{key: kiln-p31, value: p31use, effect: NoSchedule}]
+  containers: [{name: c, image: fake, resources: {requests: {cpu: "2"}}}]
+EOF
+  start_scheduler "$c"
+  # Both nodes asked about twice (cpu, memory): the next session has the figures.
+  wait_for 30 "the scheduler's queries" sh -c "[ \$(grep -c ' p31use-0$' $D/p31-prom.log) -ge 2 ] &&
+    [ \$(grep -c ' p31use-1$' $D/p31-prom.log) -ge 2 ]"
+  sleep 1
+  pods "$ns" u default 3 1 p31use
+  wait_bound 90 "$ns" 4
+  local pod node
+  while read -r pod node; do
+    [ "$pod" = resident ] && continue
+    expect_eq p31use-1 "$node" "node of $pod"
+  done < <(bound "$ns")
+  expect_match 'query' "$(head -1 "$D/p31-prom.log")" "the queries go to /api/v1/query"
+  stop_scheduler
+  kill "$(cat "$D/pids/p31-prom.pid")" 2>/dev/null || true
+  rm -f "$D/pids/p31-prom.pid" "$D/pids/p31-prom.exe"
+  kubectl delete namespace "$ns" --wait=false >/dev/null
+}
+
 e2e_main "$@"
 rc=$?
-for p in kiln-scheduler-plugins31 kiln-controller-p31 p31-extender; do
+for p in kiln-scheduler-plugins31 kiln-controller-p31 p31-extender p31-prom; do
   if [ -f "$D/pids/$p.pid" ]; then
     kill "$(cat "$D/pids/$p.pid")" 2>/dev/null
     rm -f "$D/pids/$p.pid" "$D/pids/$p.exe"
@@ -346,7 +427,7 @@ for p in kiln-scheduler-plugins31 kiln-controller-p31 p31-extender; do
 done
 kubectl delete queue p31-qa p31-qb --wait=false >/dev/null 2>&1
 kubectl delete numatopologies p31numa-0 p31numa-1 --wait=false >/dev/null 2>&1
-kubectl delete nodes -l 'grp in (p31ga,p31gb,p31tt,p31ext,p31numa)' --wait=false >/dev/null 2>&1
+kubectl delete nodes -l 'grp in (p31ga,p31gb,p31tt,p31ext,p31numa,p31use)' --wait=false >/dev/null 2>&1
 if [ -n "${KILN_E2E_LOGS:-}" ]; then
   mkdir -p "$KILN_E2E_LOGS" && cp "$LOG" "$KILN_E2E_LOGS"/ 2>/dev/null
 fi
