@@ -858,6 +858,7 @@ TYPED_DECODE(kc_deviceclass_decode, Kiln__DeviceClass, kiln__device_class__descr
 TYPED_DECODE(kc_resourceslice_decode, Kiln__ResourceSlice, kiln__resource_slice__descriptor)
 TYPED_DECODE(kc_resourceclaim_decode, Kiln__ResourceClaim, kiln__resource_claim__descriptor)
 TYPED_DECODE(kc_numatopology_decode, Kiln__Numatopology, kiln__numatopology__descriptor)
+TYPED_DECODE(kc_hypernode_decode, Kiln__HyperNode, kiln__hyper_node__descriptor)
 
 int kc_podgroup_encode(const Kiln__PodGroup *pg, json_t **out, char *err, size_t errlen) {
   return kc_codec_encode(pg ? &pg->base : NULL, out, err, errlen);

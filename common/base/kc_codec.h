@@ -11,7 +11,7 @@
  *
  * The Volcano types and PriorityClass are converted generically from their descriptors
  * (see the conventions at the top of volcano.proto). Fields the schema does not model
- * (for example PodGroup spec.subGroupPolicy, metadata.managedFields) are dropped, so an
+ * (for example metadata.managedFields) are dropped, so an
  * encoded object is fit for a create or a merge patch, not for a full update of an object
  * that was read from the server. Custom resources keep quantities as written ("1.5Gi"),
  * and the decoders accept every form kc_quantity does; encoders write canonical forms. Pods and
@@ -86,6 +86,9 @@ KC_NODISCARD int kc_resourceclaim_decode(const json_t *json, Kiln__ResourceClaim
 /* nodeinfo.volcano.sh/v1alpha1 Numatopology (the numaaware plugin's view). */
 KC_NODISCARD int kc_numatopology_decode(const json_t *json, Kiln__Numatopology **out, char *err,
                                         size_t errlen);
+/* topology.volcano.sh/v1alpha1 HyperNode: tier, tierName, members (the scheduler's tree). */
+KC_NODISCARD int kc_hypernode_decode(const json_t *json, Kiln__HyperNode **out, char *err,
+                                     size_t errlen);
 
 /* Status bodies for writes: {"status": {...}}, usable as a merge patch or, with metadata
  * added by the caller, as the body of an update of the status subresource. A NULL status

@@ -226,6 +226,9 @@ typedef struct sch_snapshot {
    * (sch_dra_count.c); the predicates plugin takes it as dra when DRA is on, so that the
    * devices' selectors run once. */
   struct sch_dra *dra_counted;
+  /* The HyperNode tree (sch_hypernode.h), always built: with no HyperNode it is the cluster
+   * top alone, holding every node. */
+  struct sch_hntree *hntree;
   /* Private storage. */
   int32_t *task_slots;
   char **owned;

@@ -9,6 +9,7 @@
 #include "kc_log.h"
 #include "sch_int.h"
 #include "sch_dra.h"
+#include "sch_hypernode.h"
 
 static const char *const status_names[] = {
 #define XX(name, str) str,
@@ -639,6 +640,9 @@ int sch_snapshot_new(const Kiln__Snapshot *msg, const sch_snapshot_options *opt,
       (rc = build_jobs_from_podgroups(s, msg, defq, &cap_jobs)) < 0 ||
       (rc = build_tasks(s, msg, opt, defq, &cap_jobs)) < 0 || (rc = sch__dra_count_tasks(s)) < 0 ||
       (rc = place_tasks(s)) < 0 || (rc = sch__dra_count_nodes(s)) < 0) {
+      (rc = build_tasks(s, msg, opt, defq, &cap_jobs)) < 0 || (rc = place_tasks(s)) < 0 ||
+      (rc = sch_hntree_new((const Kiln__HyperNode *const *)msg->hyper_nodes, msg->n_hyper_nodes, s,
+                           &s->hntree)) < 0) {
     sch_snapshot_free(s);
     return rc;
   }
@@ -651,6 +655,7 @@ void sch_snapshot_free(sch_snapshot *s) {
     return;
   sch_dra_free(s->dra);
   sch_dra_free(s->dra_counted);
+  sch_hntree_free(s->hntree);
   kc_strmap_close(&s->node_index, NULL);
   kc_strmap_close(&s->job_index, NULL);
   kc_strmap_close(&s->queue_index, NULL);

@@ -73,6 +73,12 @@ static void *decode_numatopo(json_t *obj, void *ud, char *err, size_t errlen) {
 
 #define AT(field) offsetof(Kiln__Snapshot, field), offsetof(Kiln__Snapshot, n_##field)
 
+static void *decode_hypernode(json_t *obj, void *ud, char *err, size_t errlen) {
+  (void)ud;
+  Kiln__HyperNode *hn = NULL;
+  return kc_hypernode_decode(obj, &hn, err, errlen) == 0 ? hn : NULL;
+}
+
 const sch_kind sch_kinds[SCH_KIND__COUNT] = {
     [SCH_KIND_POD] = {NULL, "v1", "pods", decode_pod, decode_pod_pb, AT(pods)},
     [SCH_KIND_NODE] = {NULL, "v1", "nodes", decode_node, decode_node_pb, AT(nodes)},
@@ -99,4 +105,8 @@ const sch_kind sch_kinds[SCH_KIND__COUNT] = {
      * cluster without the CRD has none. */
     [SCH_KIND_NUMATOPO] = {"nodeinfo.volcano.sh", "v1alpha1", "numatopologies", decode_numatopo,
                            NULL, AT(numatopologies)},
+    /* The network topology: the allocate action's HyperNode path and the
+     * network-topology-aware plugin. */
+    [SCH_KIND_HYPERNODE] = {"topology.volcano.sh", "v1alpha1", "hypernodes", decode_hypernode, NULL,
+                            AT(hyper_nodes)},
 };

@@ -376,6 +376,8 @@ test_rbac_matrix() {
     "kiln-scheduler patch resourceclaims.resource.k8s.io/status default yes"
     "kiln-scheduler update resourceclaims.resource.k8s.io/status default no"
     "kiln-scheduler create resourceclaims.resource.k8s.io default no"
+    "kiln-scheduler watch hypernodes.topology.volcano.sh - yes"
+    "kiln-scheduler create hypernodes.topology.volcano.sh - no"
     "kiln-scheduler create events default yes"
     "kiln-scheduler patch events default yes"
     "kiln-scheduler create events.events.k8s.io default no"

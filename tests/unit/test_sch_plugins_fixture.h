@@ -231,6 +231,70 @@ static inline void fx_pod_host_port(Kiln__Pod *p, int32_t port) {
   FX_APPEND(p->host_ports, p->n_host_ports, hp);
 }
 
+/* A HyperNode of the given tier (tier_name NULL: none), with no member yet. */
+static inline Kiln__HyperNode *fx_hypernode(fx *f, const char *name, int32_t tier,
+                                            const char *tier_name) {
+  Kiln__HyperNode *h = fx_alloc(sizeof(*h));
+  kiln__hyper_node__init(h);
+  h->metadata = fx_meta(NULL, name);
+  h->spec = fx_alloc(sizeof(*h->spec));
+  kiln__hyper_node_spec__init(h->spec);
+  h->spec->has_tier = 1;
+  h->spec->tier = tier;
+  if (tier_name)
+    h->spec->tier_name = fx_str(tier_name);
+  FX_APPEND(f->msg->hyper_nodes, f->msg->n_hyper_nodes, h);
+  return h;
+}
+
+static inline Kiln__HyperNodeSelector *fx_hn_member(Kiln__HyperNode *h, const char *type) {
+  Kiln__HyperNodeMember *m = fx_alloc(sizeof(*m));
+  kiln__hyper_node_member__init(m);
+  m->type = fx_str(type);
+  m->selector = fx_alloc(sizeof(*m->selector));
+  kiln__hyper_node_selector__init(m->selector);
+  FX_APPEND(h->spec->members, h->spec->n_members, m);
+  return m->selector;
+}
+
+/* A member by name: type "Node" or "HyperNode". */
+static inline void fx_hn_exact(Kiln__HyperNode *h, const char *type, const char *name) {
+  Kiln__HyperNodeSelector *s = fx_hn_member(h, type);
+  s->exact_match = fx_alloc(sizeof(*s->exact_match));
+  kiln__hyper_node_exact_match__init(s->exact_match);
+  s->exact_match->name = fx_str(name);
+}
+
+static inline void fx_hn_regex(Kiln__HyperNode *h, const char *pattern) {
+  Kiln__HyperNodeSelector *s = fx_hn_member(h, "Node");
+  s->regex_match = fx_alloc(sizeof(*s->regex_match));
+  kiln__hyper_node_regex_match__init(s->regex_match);
+  s->regex_match->pattern = fx_str(pattern);
+}
+
+/* Nodes whose label k is v. */
+static inline void fx_hn_label(Kiln__HyperNode *h, const char *k, const char *v) {
+  Kiln__HyperNodeSelector *s = fx_hn_member(h, "Node");
+  s->label_match = fx_alloc(sizeof(*s->label_match));
+  kiln__label_selector__init(s->label_match);
+  Kiln__LabelSelector__MatchLabelsEntry *e = fx_alloc(sizeof(*e));
+  kiln__label_selector__match_labels_entry__init(e);
+  e->key = fx_str(k);
+  e->value = fx_str(v);
+  FX_APPEND(s->label_match->match_labels, s->label_match->n_match_labels, e);
+}
+
+/* The PodGroup's networkTopology: mode "hard" or "soft", highestTierAllowed (< 0: unset). */
+static inline void fx_pg_topology(Kiln__PodGroup *pg, const char *mode, int32_t tier) {
+  pg->spec->network_topology = fx_alloc(sizeof(*pg->spec->network_topology));
+  kiln__network_topology__init(pg->spec->network_topology);
+  pg->spec->network_topology->mode = fx_str(mode);
+  if (tier >= 0) {
+    pg->spec->network_topology->has_highest_tier_allowed = 1;
+    pg->spec->network_topology->highest_tier_allowed = tier;
+  }
+}
+
 /* Builds the snapshot and opens a session with yaml as the configuration. */
 static inline void fx_open(fx *f, const char *yaml) {
   char err[256] = "";
