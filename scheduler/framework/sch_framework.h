@@ -126,6 +126,20 @@ typedef struct sch_node {
   bool unschedulable;
 } sch_node;
 
+/* A sub-group of a job (Volcano SubJobInfo): the tasks one subGroupPolicy of the PodGroup
+ * selects (labelSelector) with the same values of its matchLabelKeys. Built with the snapshot
+ * for the jobs whose PodGroup has a subGroupPolicy; the tasks no policy selects make the
+ * job's default sub-group (policy -1, minimum 0). */
+typedef struct sch_subjob {
+  int32_t job;
+  int32_t policy;        /* index in spec.subGroupPolicy; -1: the default sub-group */
+  const char *key;       /* "<policy name>-<values>", owned by the snapshot */
+  int32_t match_index;   /* the first matchLabelKeys value as a number (else 0): the order */
+  int32_t min_available; /* subGroupSize (default 1) */
+  int32_t *tasks;        /* task indexes, owned by the snapshot */
+  int32_t ntasks;
+} sch_subjob;
+
 typedef struct sch_job {
   const char *key;                 /* "ns/name", owned by the snapshot */
   const char *namespace;           /* borrowed */
@@ -148,6 +162,8 @@ typedef struct sch_job {
   int32_t pending_best_effort;    /* Pending tasks with no request */
   int32_t gated;                  /* Pending tasks with scheduling gates */
   sch_resource gated_resreq;      /* their resreq, but not queue_gated_only tasks' */
+  sch_subjob *subjobs;            /* owned by the snapshot; NULL without subGroupPolicy */
+  int32_t nsubjobs;
   /* Session state. */
   bool invalid;          /* failed JobValid: skipped by the actions */
   int32_t fit_message;   /* reason-table index of the aggregated fit error, -1 none */
@@ -307,7 +323,11 @@ void sch_job_deduct_gated(const sch_job *j, sch_resource *r);
   XX(TARGET_JOB, "enableTargetJob")                                                                \
   XX(RESERVED_NODES, "enableReservedNodes")                                                        \
   XX(VICTIM, "enabledVictim")                                                                      \
-  XX(HYPERNODE_ORDER, "enabledHyperNodeOrder")
+  XX(HYPERNODE_ORDER, "enabledHyperNodeOrder")                                                     \
+  XX(SUBJOB_READY, "enabledSubJobReady")                                                           \
+  XX(SUBJOB_PIPELINED, "enabledSubJobPipelined")                                                   \
+  XX(SUBJOB_ORDER, "enabledSubJobOrder")                                                           \
+  XX(HYPERNODE_GRADIENT, "enabledHyperNodeGradient")
 
 typedef enum {
 #define XX(name, key) SCH_EXT_##name,
@@ -634,6 +654,68 @@ int sch_session_gang_quota_reason(sch_session *ssn, const sch_job *j, const char
  * key and value are copied. 0 or KC_ENOMEM. */
 KC_NODISCARD int sch_session_annotate(sch_session *ssn, int32_t task, bool node, const char *key,
                                       const char *value);
+
+/* ------------------------------------------------------------------------------------ */
+/* Network topology and sub-groups (sch_topology.c; the tree is sch_hypernode.h)          */
+/* ------------------------------------------------------------------------------------ */
+
+/* A networkTopology as Volcano reads it (JobInfo.IsHardTopologyMode / IsSoftTopologyMode):
+ * mode hard (the CRD's default) or soft, and the tier from highestTierAllowed, else from
+ * highestTierName through the HyperNodes' tierName. Without a tier there is no constraint
+ * (Volcano logs the unknown tier name and schedules the job as any other). */
+typedef enum { SCH_TOPO_NONE = 0, SCH_TOPO_HARD, SCH_TOPO_SOFT } sch_topo_mode;
+
+typedef struct sch_topo {
+  sch_topo_mode mode;
+  int32_t tier; /* the highest tier allowed (hard) or preferred (soft); -1 with NONE */
+} sch_topo;
+
+void sch_topo_of(const sch_snapshot *snap, const Kiln__NetworkTopology *nt, sch_topo *out);
+/* The job's (its PodGroup's) and a sub-group's (its policy's) topology. */
+void sch_job_topo(const sch_snapshot *snap, const sch_job *j, sch_topo *out);
+void sch_subjob_topo(const sch_snapshot *snap, const sch_subjob *sj, sch_topo *out);
+/* The HyperNode (tree vertex) that holds the placed tasks among tasks[0..n): the lowest
+ * common ancestor of the lowest HyperNodes of their nodes, tasks in allocated statuses and
+ * pipelined ones counted (Volcano's AllocatedHyperNode, recovered from the placed pods as its
+ * current release does, so a restarted task goes back beside the running ones); -1 when none
+ * is placed. */
+int32_t sch_tasks_hypernode(const sch_snapshot *snap, const int32_t *tasks, int32_t n);
+/* Tasks of the sub-group in allocated statuses or Succeeded; the same with Pipelined ones. */
+int32_t sch_subjob_ready_num(const sch_snapshot *snap, const sch_subjob *sj);
+int32_t sch_subjob_pipelined_num(const sch_snapshot *snap, const sch_subjob *sj);
+
+/* SubJobReady / SubJobPipelined (gang), SubJobOrder (negative: l first). */
+typedef bool (*sch_subjob_bool_fn)(sch_session *ssn, void *ctx, const sch_job *j,
+                                   const sch_subjob *sj);
+typedef int (*sch_subjob_order_fn)(sch_session *ssn, void *ctx, const sch_subjob *l,
+                                   const sch_subjob *r);
+/* HyperNodeGradientForJobFn / ForSubJobFn (sj NULL: the job): the HyperNodes under root (a
+ * tree vertex, root included) the job or sub-group may be placed in, into out (capacity: the
+ * tree's vertex count) in gradient order, grad[k] the gradient of out[k] (ascending from 0).
+ * Returns the count (0: nowhere), or -1 to abstain. */
+typedef int32_t (*sch_hn_gradient_fn)(sch_session *ssn, void *ctx, const sch_job *j,
+                                      const sch_subjob *sj, int32_t root, int32_t *out,
+                                      int32_t *grad);
+/* HyperNodeOrderFn: adds each HyperNode's score for the job or sub-group into scores[i]. */
+typedef void (*sch_hn_order_fn)(sch_session *ssn, void *ctx, const sch_job *j, const sch_subjob *sj,
+                                const int32_t *hns, size_t n, double *scores);
+
+KC_NODISCARD int sch_add_subjob_ready_fn(sch_session *ssn, sch_subjob_bool_fn fn, void *ctx);
+KC_NODISCARD int sch_add_subjob_pipelined_fn(sch_session *ssn, sch_subjob_bool_fn fn, void *ctx);
+KC_NODISCARD int sch_add_subjob_order_fn(sch_session *ssn, sch_subjob_order_fn fn, void *ctx);
+KC_NODISCARD int sch_add_hn_gradient_fn(sch_session *ssn, sch_hn_gradient_fn fn, void *ctx);
+KC_NODISCARD int sch_add_hn_order_fn(sch_session *ssn, sch_hn_order_fn fn, void *ctx);
+
+/* Dispatchers: ready and pipelined need every plugin's yes (none: yes); the order is the
+ * first non-zero answer, then matchIndex, then the key; the gradient is the first plugin's
+ * that answers (none: root alone); the HyperNode scores are summed (zeroed first). */
+bool sch_session_subjob_ready(sch_session *ssn, const sch_job *j, const sch_subjob *sj);
+bool sch_session_subjob_pipelined(sch_session *ssn, const sch_job *j, const sch_subjob *sj);
+int sch_session_subjob_order(sch_session *ssn, const sch_subjob *l, const sch_subjob *r);
+int32_t sch_session_hn_gradient(sch_session *ssn, const sch_job *j, const sch_subjob *sj,
+                                int32_t root, int32_t *out, int32_t *grad);
+void sch_session_hn_scores(sch_session *ssn, const sch_job *j, const sch_subjob *sj,
+                           const int32_t *hns, size_t n, double *scores);
 
 /* ------------------------------------------------------------------------------------ */
 /* Statements (Volcano Statement)                                                       */

@@ -27,6 +27,11 @@ typedef enum {
   SCH_CB_UNIFIED_EVICTABLE,
   SCH_CB_VICTIM_TASKS,
   SCH_CB_EVENT,
+  SCH_CB_SUBJOB_READY,
+  SCH_CB_SUBJOB_PIPELINED,
+  SCH_CB_SUBJOB_ORDER,
+  SCH_CB_HN_GRADIENT,
+  SCH_CB_HN_ORDER,
   SCH_CB__COUNT
 } sch_cb_kind;
 
@@ -80,6 +85,13 @@ struct sch_session {
   sch_result *res;
   size_t cap_binds, cap_evicts, cap_events, cap_nominations, cap_annotations;
 };
+
+/* Registration shared with sch_topology.c (sch_session.c). */
+KC_NODISCARD int sch__add_cb(sch_session *ssn, sch_cb_kind kind, int sw, void (*fn)(void),
+                             void (*fn2)(void), void *ctx);
+/* The sub-groups of the jobs with a subGroupPolicy (sch_topology.c), at snapshot build. */
+KC_NODISCARD int sch__build_subjobs(sch_snapshot *snap);
+void sch__free_subjobs(sch_snapshot *snap);
 
 /* Node accounting (Volcano NodeInfo.AddTask/RemoveTask) by the task's status; the task
  * must have t->node set for add. */

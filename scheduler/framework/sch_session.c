@@ -30,6 +30,11 @@ static int add_cb(sch_session *ssn, sch_cb_kind kind, sch_ext sw, void (*fn)(voi
   return 0;
 }
 
+int sch__add_cb(sch_session *ssn, sch_cb_kind kind, int sw, void (*fn)(void), void (*fn2)(void),
+                void *ctx) {
+  return add_cb(ssn, kind, (sch_ext)sw, fn, fn2, ctx);
+}
+
 #define NOSWITCH ((sch_ext)-1)
 #define F(fn)    ((void (*)(void))(fn))
 

@@ -642,7 +642,8 @@ int sch_snapshot_new(const Kiln__Snapshot *msg, const sch_snapshot_options *opt,
       (rc = place_tasks(s)) < 0 || (rc = sch__dra_count_nodes(s)) < 0) {
       (rc = build_tasks(s, msg, opt, defq, &cap_jobs)) < 0 || (rc = place_tasks(s)) < 0 ||
       (rc = sch_hntree_new((const Kiln__HyperNode *const *)msg->hyper_nodes, msg->n_hyper_nodes, s,
-                           &s->hntree)) < 0) {
+                           &s->hntree)) < 0 ||
+      (rc = sch__build_subjobs(s)) < 0) {
     sch_snapshot_free(s);
     return rc;
   }
@@ -656,6 +657,7 @@ void sch_snapshot_free(sch_snapshot *s) {
   sch_dra_free(s->dra);
   sch_dra_free(s->dra_counted);
   sch_hntree_free(s->hntree);
+  sch__free_subjobs(s);
   kc_strmap_close(&s->node_index, NULL);
   kc_strmap_close(&s->job_index, NULL);
   kc_strmap_close(&s->queue_index, NULL);

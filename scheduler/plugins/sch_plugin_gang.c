@@ -95,13 +95,31 @@ static bool gang_valid(sch_session *ssn, void *ctx, const sch_job *j, sch_valid 
   return false;
 }
 
+/* Each subGroupPolicy with minSubGroups has that many sub-groups ready (pipelined: counting
+ * pipelined tasks), each sub-group ready at subGroupSize tasks (Volcano's MinSubJobs). */
+static bool subgroups_meet(const sch_snapshot *snap, const sch_job *j, bool pipelined) {
+  const Kiln__PodGroupSpec *spec = j->pod_group ? j->pod_group->spec : NULL;
+  for (size_t p = 0; spec && j->nsubjobs && p < spec->n_sub_group_policy; p++) {
+    int32_t want = spec->sub_group_policy[p]->min_sub_groups, have = 0;
+    for (int32_t k = 0; want > 0 && k < j->nsubjobs; k++) {
+      const sch_subjob *sj = &j->subjobs[k];
+      int32_t n = pipelined ? sch_subjob_pipelined_num(snap, sj) : sch_subjob_ready_num(snap, sj);
+      have += sj->policy == (int32_t)p && n >= sj->min_available;
+    }
+    if (have < want)
+      return false;
+  }
+  return true;
+}
+
 /* Volcano JobInfo.IsReady: the job-level count only (job order and the close use it). */
 static bool job_level_ready(const sch_job *j) {
   return sch_job_ready_num(j) + j->pending_best_effort >= j->min_available;
 }
 
 static bool sch_gang_job_ready(const sch_snapshot *snap, const sch_job *j) {
-  return tasks_meet(snap, j, TASKS_READY, NULL) && job_level_ready(j);
+  return tasks_meet(snap, j, TASKS_READY, NULL) && job_level_ready(j) &&
+         subgroups_meet(snap, j, false);
 }
 
 static bool gang_ready(sch_session *ssn, void *ctx, const sch_job *j) {
@@ -110,7 +128,8 @@ static bool gang_ready(sch_session *ssn, void *ctx, const sch_job *j) {
 
 static bool sch_gang_job_pipelined(const sch_snapshot *snap, const sch_job *j) {
   int32_t occupied = sch_job_waiting_num(j) + sch_job_ready_num(j) + j->pending_best_effort;
-  return tasks_meet(snap, j, TASKS_PIPELINED, NULL) && occupied >= j->min_available;
+  return tasks_meet(snap, j, TASKS_PIPELINED, NULL) && occupied >= j->min_available &&
+         subgroups_meet(snap, j, true);
 }
 
 static int gang_pipelined(sch_session *ssn, void *ctx, const sch_job *j) {
@@ -187,8 +206,30 @@ static void not_ready_text(const sch_job *j, char *buf, size_t len) {
     off += (size_t)snprintf(buf + off, len - off, "%s%s", i ? ", " : ", ", items[i]);
 }
 
+/* A sub-group is ready with subGroupSize tasks placed (Volcano gang SubJobReadyFn). */
+static bool gang_subjob_ready(sch_session *ssn, void *ctx, const sch_job *j, const sch_subjob *sj) {
+  return sch_subjob_ready_num(ssn->snap, sj) >= sj->min_available;
+}
+
+static bool gang_subjob_pipelined(sch_session *ssn, void *ctx, const sch_job *j,
+                                  const sch_subjob *sj) {
+  return sch_subjob_pipelined_num(ssn->snap, sj) >= sj->min_available;
+}
+
+/* Sub-groups that are not ready yet go first (Volcano gang SubJobOrderFn). */
+static int gang_subjob_order(sch_session *ssn, void *ctx, const sch_subjob *l,
+                             const sch_subjob *r) {
+  bool lr = sch_subjob_ready_num(ssn->snap, l) >= l->min_available;
+  bool rr = sch_subjob_ready_num(ssn->snap, r) >= r->min_available;
+  return lr == rr ? 0 : lr ? 1 : -1;
+}
+
 static int gang_open(sch_session *ssn, const sch_plugin_conf *conf, void **state) {
   int rc;
+  if ((rc = sch_add_subjob_ready_fn(ssn, gang_subjob_ready, NULL)) < 0 ||
+      (rc = sch_add_subjob_pipelined_fn(ssn, gang_subjob_pipelined, NULL)) < 0 ||
+      (rc = sch_add_subjob_order_fn(ssn, gang_subjob_order, NULL)) < 0)
+    return rc;
   if ((rc = sch_add_job_valid_fn(ssn, gang_valid, NULL)) < 0 ||
       (rc = sch_add_job_ready_fn(ssn, gang_ready, NULL)) < 0 ||
       (rc = sch_add_job_pipelined_fn(ssn, gang_pipelined, NULL)) < 0 ||
