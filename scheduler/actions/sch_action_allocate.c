@@ -23,26 +23,12 @@ static int explain(sch_session *ssn, sch_job *j, const sch_task *t, int32_t plac
   return 0;
 }
 
-/* Places the pending tasks of one job through one statement. *again is set when the job
- * became ready with tasks left, so it goes back in its queue (Volcano's round robin). */
-static int allocate_job(sch_session *ssn, sch__search *s, int32_t qi, int32_t ji, bool *again) {
+int sch__place_tasks(sch_session *ssn, sch__search *s, int32_t qi, sch_job *j, int32_t *tasks,
+                     size_t n, sch_statement *st, const sch_subjob *sj, bool *again) {
   sch_snapshot *snap = ssn->snap;
-  sch_job *j = &snap->jobs[ji];
   const sch_queue *q = &snap->queues[qi];
-  *again = false;
-  int32_t *tasks = malloc((size_t)(j->ntasks ? j->ntasks : 1) * sizeof(*tasks));
-  sch_statement *st = sch_statement_new(ssn);
-  int rc = KC_ENOMEM;
-  if (!tasks || !st)
-    goto out;
-  size_t n = 0;
-  for (int32_t i = 0; i < j->ntasks; i++) {
-    const sch_task *t = &snap->tasks[j->tasks[i]];
-    if (t->status == SCH_TASK_PENDING && !t->best_effort && !t->gated)
-      tasks[n++] = j->tasks[i];
-  }
+  int rc = 0;
   qsort_r(tasks, n, sizeof(*tasks), sch__task_cmp, ssn);
-  rc = 0;
   for (size_t i = 0; i < n; i++) {
     sch_task *t = &snap->tasks[tasks[i]];
     if (!sch_session_allocatable(ssn, q, t)) {
@@ -51,13 +37,11 @@ static int allocate_job(sch_session *ssn, sch__search *s, int32_t qi, int32_t ji
       break;
     }
     int fit = sch__find_fit(s, j, t, true);
-    if (fit < 0) {
-      rc = fit;
-      goto out;
-    }
+    if (fit < 0)
+      return fit;
     if (!fit) {
       if (j->why_message < 0 && (rc = explain(ssn, j, t, (int32_t)i)) < 0)
-        goto out;
+        return rc;
       break; /* the gang cannot complete this round without this task */
     }
     double score = 0;
@@ -69,15 +53,45 @@ static int allocate_job(sch_session *ssn, sch__search *s, int32_t qi, int32_t ji
     else
       rc = sch_statement_pipeline(st, tasks[i], ni);
     if (rc < 0)
-      goto out;
+      return rc;
     t->why = -1;
     t->scored = scored;
     t->score = score;
-    if (i + 1 < n && sch_session_job_ready(ssn, j)) {
+    if (sj && sch_session_subjob_ready(ssn, j, sj))
+      break; /* Volcano allocateResourcesForTasks: the sub-group is complete */
+    if (!sj && i + 1 < n && sch_session_job_ready(ssn, j)) {
       *again = true;
       break;
     }
   }
+  return 0;
+}
+
+/* The pending tasks allocate may place among tasks[0..n) into out; their count. */
+size_t sch__placeable(const sch_snapshot *snap, const int32_t *tasks, int32_t n, int32_t *out) {
+  size_t k = 0;
+  for (int32_t i = 0; i < n; i++) {
+    const sch_task *t = &snap->tasks[tasks[i]];
+    if (t->status == SCH_TASK_PENDING && !t->best_effort && !t->gated)
+      out[k++] = tasks[i];
+  }
+  return k;
+}
+
+/* Places the pending tasks of one job through one statement. *again is set when the job
+ * became ready with tasks left, so it goes back in its queue (Volcano's round robin). */
+static int allocate_job(sch_session *ssn, sch__search *s, int32_t qi, int32_t ji, bool *again) {
+  sch_snapshot *snap = ssn->snap;
+  sch_job *j = &snap->jobs[ji];
+  *again = false;
+  int32_t *tasks = malloc((size_t)(j->ntasks ? j->ntasks : 1) * sizeof(*tasks));
+  sch_statement *st = sch_statement_new(ssn);
+  int rc = KC_ENOMEM;
+  if (!tasks || !st)
+    goto out;
+  size_t n = sch__placeable(snap, j->tasks, j->ntasks, tasks);
+  if ((rc = sch__place_tasks(ssn, s, qi, j, tasks, n, st, NULL, again)) < 0)
+    goto out;
   if (sch_session_job_ready(ssn, j)) {
     rc = sch_statement_commit(st);
   } else if (!sch_session_job_pipelined(ssn, j)) {
@@ -169,7 +183,11 @@ static int allocate_execute(sch_session *ssn) {
       continue;
     int32_t ji = sch__heap_pop(ssn, &jobs[qi], sch__job_cmp);
     bool again = false;
-    if ((rc = allocate_job(ssn, &s, qi, ji, &again)) < 0)
+    if (sch__job_needs_hypernode(snap, &snap->jobs[ji]))
+      rc = sch__allocate_hypernode(ssn, &s, qi, ji, &again);
+    else
+      rc = allocate_job(ssn, &s, qi, ji, &again);
+    if (rc < 0)
       goto out;
     if (again && (rc = sch__heap_push(ssn, &jobs[qi], sch__job_cmp, ji)) < 0)
       goto out;

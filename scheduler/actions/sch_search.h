@@ -34,4 +34,22 @@ KC_NODISCARD int sch__find_fit(sch__search *s, sch_job *j, sch_task *t, bool che
 int32_t sch__best_node_scored(sch__search *s, const sch_task *t, double *score, bool *scored);
 int32_t sch__best_node(sch__search *s, const sch_task *t);
 
+/* The allocate action's task loop (sch_action_allocate.c): places tasks[0..n) of j (sorted
+ * here by the task order) through st, in the session's node list; stops at the first task
+ * that fits nowhere (its reason recorded), when sj (NULL: the job) is ready, or, for the job,
+ * when it became ready with tasks left (*again). 0 or a negative KC_E*. */
+KC_NODISCARD int sch__place_tasks(sch_session *ssn, sch__search *s, int32_t qi, sch_job *j,
+                                  int32_t *tasks, size_t n, sch_statement *st, const sch_subjob *sj,
+                                  bool *again);
+/* The tasks among tasks[0..n) allocate may place (pending, not best-effort, not gated) into
+ * out; their count. */
+size_t sch__placeable(const sch_snapshot *snap, const int32_t *tasks, int32_t n, int32_t *out);
+
+/* The HyperNode path (sch_allocate_topo.c, Volcano allocate's allocateForJob): whether the
+ * job takes it (a networkTopology with a tier, or sub-groups), and the placement of one job
+ * inside the lowest-tier HyperNode that holds it. */
+bool sch__job_needs_hypernode(const sch_snapshot *snap, const sch_job *j);
+KC_NODISCARD int sch__allocate_hypernode(sch_session *ssn, sch__search *s, int32_t qi, int32_t ji,
+                                         bool *again);
+
 #endif

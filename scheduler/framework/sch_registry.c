@@ -30,6 +30,7 @@ extern const sch_plugin sch_plugin_usage;
 extern const sch_plugin sch_plugin_rsf;
 extern const sch_plugin sch_plugin_extender;
 extern const sch_plugin sch_plugin_resourcequota;
+extern const sch_plugin sch_plugin_networktopology;
 
 extern const sch_action sch_action_enqueue;
 extern const sch_action sch_action_allocate;
@@ -64,6 +65,7 @@ static const sch_plugin *const plugins[] = {
     &sch_plugin_rsf,
     &sch_plugin_extender,
     &sch_plugin_resourcequota,
+    &sch_plugin_networktopology,
 };
 
 static const sch_action *const actions[] = {
@@ -115,6 +117,11 @@ static const struct {
                                        "extender.preemptableVerb", "extender.reclaimableVerb",
                                        "extender.queueOverusedVerb", "extender.jobEnqueueableVerb",
                                        "extender.jobReadyVerb", "extender.ignorable", NULL}},
+    {"network-topology-aware",
+     (const char *const[]){"weight", "hypernode.binpack.cpu", "hypernode.binpack.memory",
+                           "hypernode.binpack.resources", "hypernode.binpack.resources.*",
+                           "hypernode.binpack.normal-pod.enable",
+                           "hypernode.binpack.normal-pod.fading", NULL}},
     {"nodeorder", (const char *const[]){"leastrequested.weight", "mostrequested.weight",
                                         "balancedresource.weight", "nodeaffinity.weight",
                                         "tainttoleration.weight", "podaffinity.weight",

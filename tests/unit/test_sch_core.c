@@ -347,7 +347,7 @@ static void test_conf_gang_actions(void **state) {
 }
 
 /* Issue 28: Volcano's chart configuration with two plugins Kiln does not have (tdm,
- * network-topology-aware) and arguments no Kiln plugin reads. As in Volcano the unknown plugins
+ * usage) and arguments no Kiln plugin reads. As in Volcano the unknown plugins
  * are skipped and everything else stays in force: the tiers, the known plugins with their
  * switches and arguments, the actions. Before, the whole file was refused. */
 static void test_conf_skips_unknown_plugins(void **state) {
@@ -379,9 +379,9 @@ static void test_conf_skips_unknown_plugins(void **state) {
                           "      binpack.resources: nvidia.com/gpu\n"
                           "      binpack.resources.nvidia.com/gpu: 4\n"
                           "      binpack.typo: 1\n"
-                          "  - name: network-topology-aware\n"
+                          "  - name: usage\n"
                           "    arguments:\n"
-                          "      weight: 10\n"
+                          "      usage.weight: 10\n"
                           "  - name: tdm\n";
   sch_conf *c = NULL;
   char err[256] = "";
@@ -404,7 +404,7 @@ static void test_conf_skips_unknown_plugins(void **state) {
   /* Each unknown plugin once, in the file's order. */
   assert_int_equal(c->nskipped_plugins, 2);
   assert_string_equal(c->skipped_plugins[0], "tdm");
-  assert_string_equal(c->skipped_plugins[1], "network-topology-aware");
+  assert_string_equal(c->skipped_plugins[1], "usage");
   /* Arguments of known plugins that they do not read; a skipped plugin's are not listed. */
   assert_int_equal(c->nignored_args, 2);
   assert_string_equal(c->ignored_args[0], "predicates: predicate.GPUSharingEnable");
