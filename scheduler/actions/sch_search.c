@@ -238,3 +238,74 @@ int32_t sch__best_node(sch__search *s, const sch_task *t) {
   bool scored;
   return sch__best_node_scored(s, t, &score, &scored);
 }
+
+/* ---- the allocate action's task loop (shared with its HyperNode path) ---- */
+
+/* Records the actionable reason t found no node (sch_why.c), while the gang's pods placed
+ * so far still hold their nodes. 0 or KC_ENOMEM. */
+static int explain(sch_session *ssn, sch_job *j, const sch_task *t, int32_t placed) {
+  bool big = false;
+  int32_t w = sch__why_unplaced(ssn, t, placed, &big);
+  if (w < -1)
+    return w;
+  if (w >= 0) {
+    j->why_message = w;
+    j->why_too_big = big;
+  }
+  return 0;
+}
+
+int sch__place_tasks(sch_session *ssn, sch__search *s, int32_t qi, sch_job *j, int32_t *tasks,
+                     size_t n, sch_statement *st, const sch_subjob *sj, bool *again) {
+  sch_snapshot *snap = ssn->snap;
+  const sch_queue *q = &snap->queues[qi];
+  int rc = 0;
+  qsort_r(tasks, n, sizeof(*tasks), sch__task_cmp, ssn);
+  for (size_t i = 0; i < n; i++) {
+    sch_task *t = &snap->tasks[tasks[i]];
+    if (!sch_session_allocatable(ssn, q, t)) {
+      if (j->queue_message < 0)
+        sch_session_job_queue_reason(ssn, j, "queue %s resource quota insufficient", q->name);
+      break;
+    }
+    int fit = sch__find_fit(s, j, t, true);
+    if (fit < 0)
+      return fit;
+    if (!fit) {
+      if (j->why_message < 0 && (rc = explain(ssn, j, t, (int32_t)i)) < 0)
+        return rc;
+      break; /* the gang cannot complete this round without this task */
+    }
+    double score = 0;
+    bool scored;
+    int32_t ni = sch__best_node_scored(s, t, &score, &scored);
+    const sch_node *node = &snap->nodes[ni];
+    if (sch_resource_less_equal(&t->init_resreq, &node->idle))
+      rc = sch_statement_allocate(st, tasks[i], ni);
+    else
+      rc = sch_statement_pipeline(st, tasks[i], ni);
+    if (rc < 0)
+      return rc;
+    t->why = -1;
+    t->scored = scored;
+    t->score = score;
+    if (sj && sch_session_subjob_ready(ssn, j, sj))
+      break; /* Volcano allocateResourcesForTasks: the sub-group is complete */
+    if (!sj && i + 1 < n && sch_session_job_ready(ssn, j)) {
+      *again = true;
+      break;
+    }
+  }
+  return 0;
+}
+
+/* The pending tasks allocate may place among tasks[0..n) into out; their count. */
+size_t sch__placeable(const sch_snapshot *snap, const int32_t *tasks, int32_t n, int32_t *out) {
+  size_t k = 0;
+  for (int32_t i = 0; i < n; i++) {
+    const sch_task *t = &snap->tasks[tasks[i]];
+    if (t->status == SCH_TASK_PENDING && !t->best_effort && !t->gated)
+      out[k++] = tasks[i];
+  }
+  return k;
+}

@@ -54,7 +54,8 @@ static int member_nodes(const Kiln__HyperNodeMember *m, const sch_snapshot *snap
   const Kiln__HyperNodeSelector *sel = m->selector;
   int rc = 0;
   if (sel->exact_match && sel->exact_match->name && *sel->exact_match->name) {
-    int32_t i = sch_snapshot_node(snap, sel->exact_match->name);
+    /* the snapshot's name index (index + 1), read here: sch_snapshot.c builds this tree */
+    int32_t i = (int32_t)(intptr_t)kc_strmap_get(&snap->node_index, sel->exact_match->name) - 1;
     if (i >= 0)
       rc = ibuf_push(out, i);
   }

@@ -43,8 +43,15 @@ void sch_subjob_topo(const sch_snapshot *snap, const sch_subjob *sj, sch_topo *o
   sch_topo_of(snap, nt, out);
 }
 
+/* Volcano AllocatedStatus (sch_task_status_allocated, inlined: the snapshot, which builds the
+ * sub-groups, calls this file). */
+static bool allocated(sch_task_status s) {
+  return s == SCH_TASK_ALLOCATED || s == SCH_TASK_BINDING || s == SCH_TASK_BOUND ||
+         s == SCH_TASK_RUNNING;
+}
+
 static bool placed(const sch_task *t) {
-  return t->node >= 0 && (sch_task_status_allocated(t->status) || t->status == SCH_TASK_PIPELINED);
+  return t->node >= 0 && (allocated(t->status) || t->status == SCH_TASK_PIPELINED);
 }
 
 int32_t sch_tasks_hypernode(const sch_snapshot *snap, const int32_t *tasks, int32_t n) {
@@ -62,7 +69,7 @@ int32_t sch_subjob_ready_num(const sch_snapshot *snap, const sch_subjob *sj) {
   int32_t n = 0;
   for (int32_t i = 0; i < sj->ntasks; i++) {
     sch_task_status st = snap->tasks[sj->tasks[i]].status;
-    n += sch_task_status_allocated(st) || st == SCH_TASK_SUCCEEDED;
+    n += allocated(st) || st == SCH_TASK_SUCCEEDED;
   }
   return n;
 }
