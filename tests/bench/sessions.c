@@ -48,6 +48,10 @@ typedef struct gen_opts {
   bool preempt;
   int nodes, pending, gang, running;
   int queues; /* 0: the one queue "default"; else a hierarchy of that many under root */
+  /* --topology T (issue 30): HyperNodes in 3 tiers (leaves of leaf_nodes nodes, 8 leaves a
+   * spine, 8 spines a tier-3 domain), the pending gangs hard with highestTierAllowed T, and the
+   * network-topology-aware plugin in the configuration; 0: none. */
+  int topology, leaf_nodes;
   int node_milli_cpu, node_gi, node_pods;
   int pod_milli_cpu, pod_mi;
   int run_milli_cpu, run_mi;
@@ -290,6 +294,81 @@ static void add_queues(Kiln__Snapshot *m, const gen_opts *o) {
   }
 }
 
+/* A HyperNode of the tier with members of type (Node or HyperNode) named <prefix><i>, i in
+ * from..to-1 written with width digits. */
+static Kiln__HyperNode *hypernode(char *name, int32_t tier, const char *type, const char *prefix,
+                                  int width, int from, int to) {
+  Kiln__HyperNode *h = xcalloc(sizeof(*h));
+  kiln__hyper_node__init(h);
+  h->metadata = meta(NULL, name);
+  h->spec = xcalloc(sizeof(*h->spec));
+  kiln__hyper_node_spec__init(h->spec);
+  h->spec->has_tier = 1;
+  h->spec->tier = tier;
+  h->spec->n_members = (size_t)(to - from);
+  h->spec->members = xcalloc((size_t)(to - from) * sizeof(*h->spec->members));
+  for (int i = from; i < to; i++) {
+    Kiln__HyperNodeMember *mb = h->spec->members[i - from] = xcalloc(sizeof(*mb));
+    kiln__hyper_node_member__init(mb);
+    mb->type = xstrf("%s", type);
+    mb->selector = xcalloc(sizeof(*mb->selector));
+    kiln__hyper_node_selector__init(mb->selector);
+    mb->selector->exact_match = xcalloc(sizeof(*mb->selector->exact_match));
+    kiln__hyper_node_exact_match__init(mb->selector->exact_match);
+    mb->selector->exact_match->name = xstrf("%s%0*d", prefix, width, i);
+  }
+  return h;
+}
+
+/* --topology: leaves of leaf_nodes nodes, spines of 8 leaves, tier-3 domains of 8 spines. */
+static void add_hypernodes(Kiln__Snapshot *m, const gen_opts *o) {
+  int leaves = (o->nodes + o->leaf_nodes - 1) / o->leaf_nodes;
+  int spines = (leaves + 7) / 8, tops = (spines + 7) / 8;
+  m->n_hyper_nodes = (size_t)(leaves + spines + tops);
+  m->hyper_nodes = xcalloc(m->n_hyper_nodes * sizeof(*m->hyper_nodes));
+  size_t k = 0;
+  for (int i = 0; i < leaves; i++) {
+    int to = (i + 1) * o->leaf_nodes < o->nodes ? (i + 1) * o->leaf_nodes : o->nodes;
+    m->hyper_nodes[k++] =
+        hypernode(xstrf("leaf-%04d", i), 1, "Node", "node-", 5, i * o->leaf_nodes, to);
+  }
+  for (int i = 0; i < spines; i++)
+    m->hyper_nodes[k++] = hypernode(xstrf("spine-%03d", i), 2, "HyperNode", "leaf-", 4, i * 8,
+                                    (i + 1) * 8 < leaves ? (i + 1) * 8 : leaves);
+  for (int i = 0; i < tops; i++)
+    m->hyper_nodes[k++] = hypernode(xstrf("block-%02d", i), 3, "HyperNode", "spine-", 3, i * 8,
+                                    (i + 1) * 8 < spines ? (i + 1) * 8 : spines);
+}
+
+/* The pending PodGroups of gang pods (hard topology with --topology) and their pods, from
+ * pods[np] and pod_groups[ng] on. */
+static void add_pending(Kiln__Snapshot *m, const gen_opts *o, int gang, int pend_groups, size_t np,
+                        size_t ng) {
+  for (int g = 0; g < pend_groups; g++) {
+    int size = o->pending - g * gang < gang ? o->pending - g * gang : gang;
+    char qname[32];
+    leaf_name(o, g, qname, sizeof(qname));
+    Kiln__PodGroup *pg = m->pod_groups[ng++] =
+        pod_group(xstrf("job-%06d", g), size, "Pending", o->preempt ? "high" : NULL, qname);
+    if (o->topology) {
+      pg->spec->network_topology = xcalloc(sizeof(*pg->spec->network_topology));
+      kiln__network_topology__init(pg->spec->network_topology);
+      pg->spec->network_topology->mode = xstrf("hard");
+      pg->spec->network_topology->has_highest_tier_allowed = 1;
+      pg->spec->network_topology->highest_tier_allowed = o->topology;
+    }
+    char group[32];
+    snprintf(group, sizeof(group), "job-%06d", g);
+    for (int k = 0; k < size; k++) {
+      Kiln__Pod *p = m->pods[np++] = pod(group, k, o->pod_milli_cpu, (int64_t)o->pod_mi * MI, NULL);
+      if (o->preempt)
+        p->priority = 1000;
+      if (o->shapes)
+        shape_pod(p, g);
+    }
+  }
+}
+
 static Kiln__Snapshot *generate(const gen_opts *o, bool nodes_only) {
   Kiln__Snapshot *m = xcalloc(sizeof(*m));
   kiln__snapshot__init(m);
@@ -310,6 +389,8 @@ static Kiln__Snapshot *generate(const gen_opts *o, bool nodes_only) {
   }
   if (nodes_only)
     return m;
+  if (o->topology)
+    add_hypernodes(m, o);
   if (o->preempt) {
     static const struct {
       const char *name;
@@ -346,22 +427,7 @@ static Kiln__Snapshot *generate(const gen_opts *o, bool nodes_only) {
           pod(group, k, o->run_milli_cpu, (int64_t)o->run_mi * MI, m->nodes[i % o->nodes]->name);
     }
   }
-  for (int g = 0; g < pend_groups; g++) {
-    int size = o->pending - g * gang < gang ? o->pending - g * gang : gang;
-    char qname[32];
-    leaf_name(o, g, qname, sizeof(qname));
-    m->pod_groups[ng++] =
-        pod_group(xstrf("job-%06d", g), size, "Pending", o->preempt ? "high" : NULL, qname);
-    char group[32];
-    snprintf(group, sizeof(group), "job-%06d", g);
-    for (int k = 0; k < size; k++) {
-      Kiln__Pod *p = m->pods[np++] = pod(group, k, o->pod_milli_cpu, (int64_t)o->pod_mi * MI, NULL);
-      if (o->preempt)
-        p->priority = 1000;
-      if (o->shapes)
-        shape_pod(p, g);
-    }
-  }
+  add_pending(m, o, gang, pend_groups, np, ng);
   return m;
 }
 
@@ -466,6 +532,12 @@ int main(int argc, char **argv) {
       {"queues", KC_FLAG_INT, &o.queues,
        "queues in a hierarchy under root (capacity with enableHierarchy), 0: one queue", "0", NULL,
        false, NULL},
+      {"topology", KC_FLAG_INT, &o.topology,
+       "HyperNodes in 3 tiers, gangs hard with this highestTierAllowed, network-topology-aware "
+       "(0: none)",
+       "0", NULL, false, NULL},
+      {"leaf-nodes", KC_FLAG_INT, &o.leaf_nodes, "nodes per tier-1 HyperNode (--topology)", "16",
+       NULL, false, NULL},
       {"shapes", KC_FLAG_BOOL, &o.shapes,
        "node labels and taints, pod selectors, affinity and tolerations (varied per gang)", "false",
        NULL, false, NULL},
@@ -478,7 +550,7 @@ int main(int argc, char **argv) {
   };
   const size_t nflags = sizeof(flags) / sizeof(flags[0]);
   /* Defaults are applied by parsing them: the table's def strings are for --help only. */
-  o = (gen_opts){false, false, 1000, 10000, 10, 0, 0, 64000, 256, 250, 500, 1024, 100, 256};
+  o = (gen_opts){false, false, 1000, 10000, 10, 0, 0, 0, 16, 64000, 256, 250, 500, 1024, 100, 256};
   char err[256];
   int nargs = 0;
   if (kc_flags_parse(flags, nflags, argc, argv, &nargs, err, sizeof(err)) != 0 || nargs > 0) {
@@ -491,9 +563,9 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (o.nodes < 1 || o.pending < 0 || o.gang < 1 || o.running < 0 || o.queues < 0 ||
-      o.queues == 1) {
+      o.queues == 1 || o.topology < 0 || o.leaf_nodes < 1) {
     fprintf(stderr, "sessions: --nodes and --gang want >= 1, --pending and --running >= 0, "
-                    "--queues 0 or >= 2\n");
+                    "--queues 0 or >= 2, --topology >= 0, --leaf-nodes >= 1\n");
     return 2;
   }
 
@@ -553,6 +625,10 @@ int main(int argc, char **argv) {
       default_conf_with("  - name: proportion\n", "  - name: capacity\n    enableHierarchy: true\n",
                         "  - name: binpack\n", builtin, sizeof(builtin)) != 0)
     goto out;
+  if (conf_path == NULL && !o.preempt && !o.queues && o.topology &&
+      default_conf_with("  - name: nodeorder\n", "  - name: nodeorder\n",
+                        "  - name: network-topology-aware\n", builtin, sizeof(builtin)) != 0)
+    goto out;
   if (builtin[0]) {
     if (sch_conf_parse(builtin, strlen(builtin), &conf, err, sizeof(err)) != 0) {
       fprintf(stderr, "sessions: %s\n", err);
@@ -581,6 +657,7 @@ int main(int argc, char **argv) {
   size_t npods = (size_t)o.pending + (size_t)o.running;
   double session_s = t4 - t1;
   printf("{\"nodes\":%d,\"pending\":%d,\"gang\":%d,\"running\":%d,\"queues\":%d,"
+         "\"topology\":%d,\"hypernodes\":%zu,"
          "\"placements\":%zu,"
          "\"snapshot_s\":%.4f,\"session_s\":%.4f,\"open_s\":%.4f,\"actions_s\":%.4f,"
          "\"close_s\":%.4f,\"placements_per_s\":%.0f,\"actions_placements_per_s\":%.0f,"
@@ -588,8 +665,9 @@ int main(int argc, char **argv) {
          "node\":%.0f,"
          "\"bytes_per_pod\":%.0f,\"preempt\":%s,\"nominations\":%zu,\"evictions\":%zu,"
          "\"nominations_per_s\":%.0f,\"victims_per_s\":%.0f}\n",
-         o.nodes, o.pending, o.gang, o.running, o.queues, r->nbinds, t1 - t0, session_s, t2 - t1,
-         t3 - t2, t4 - t3, session_s > 0 ? (double)r->nbinds / session_s : 0,
+         o.nodes, o.pending, o.gang, o.running, o.queues, o.topology, msg->n_hyper_nodes, r->nbinds,
+         t1 - t0, session_s, t2 - t1, t3 - t2, t4 - t3,
+         session_s > 0 ? (double)r->nbinds / session_s : 0,
          t3 > t2 ? (double)r->nbinds / (t3 - t2) : 0, peak_kb, hwm_reset ? "true" : "false",
          all_bytes, (double)node_bytes / o.nodes,
          npods ? (double)(all_bytes - node_bytes) / (double)npods : 0, o.preempt ? "true" : "false",
