@@ -239,7 +239,8 @@ static int build_tiers(sch_hntree *t, int32_t *order, int64_t *keys) {
     if (t->ntiers == 0 || t->tiers[t->ntiers - 1] != tier)
       t->tiers[t->ntiers++] = tier;
   }
-  t->v[t->top].tier = t->ntiers ? t->tiers[t->ntiers - 1] + 1 : 1;
+  int32_t high = t->ntiers ? t->tiers[t->ntiers - 1] : 0;
+  t->v[t->top].tier = high < INT32_MAX ? high + 1 : high;
   for (int32_t i = 0; i < t->nnodes; i++)
     t->node_hn[i] = -1;
   for (int32_t k = 0; k < t->top; k++) {

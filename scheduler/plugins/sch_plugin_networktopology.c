@@ -275,7 +275,7 @@ static double tier_score(const nta_state *st, int32_t tier) {
     return 1;
   if (tier < st->min_tier || tier > st->max_tier)
     return 0;
-  return (double)(st->max_tier - tier) / (double)(st->max_tier - st->min_tier);
+  return ((double)st->max_tier - tier) / ((double)st->max_tier - st->min_tier);
 }
 
 static void score_topology_task(const sch_snapshot *snap, const nta_state *st, int32_t allocated,
@@ -294,32 +294,42 @@ static void score_topology_task(const sch_snapshot *snap, const nta_state *st, i
   free(vs);
 }
 
-/* fading^(tier - 1); 0^0 is 1, as Go's math.Pow. */
+/* fading^(tier - 1) by squaring (a tier is a user's number); 0^0 is 1, as Go's math.Pow. */
 static double fade(double fading, int32_t tier) {
-  double w = 1;
-  for (int32_t k = 1; k < tier; k++)
-    w *= fading;
-  return w;
+  double r = 1, b = fading;
+  for (int64_t e = (int64_t)tier - 1; e > 0; e >>= 1) {
+    if (e & 1)
+      r *= b;
+    b *= b;
+  }
+  return r;
 }
 
+/* The sum of fade(f, k) for k in lo..hi (Volcano's totalTierWeight over every tier between the
+ * lowest and the highest), in closed form: the tiers between may be far apart. */
+static double fade_sum(double f, int32_t lo, int32_t hi) {
+  int64_t n = (int64_t)hi - lo + 1;
+  if (n <= 0)
+    return 0;
+  if (f == 1)
+    return (double)n;
+  return fade(f, lo) * (1 - fade(f, (int32_t)(n < INT32_MAX ? n + 1 : INT32_MAX))) / (1 - f);
+}
+
+/* Volcano batchNodeOrderFnForNormalPods: each tier's HyperNode bin packing, fading with the
+ * tier; a tier with no HyperNode of the node (or none at all) scores full. Only the tiers that
+ * exist are visited: the others add their full weight to both sums. */
 static void score_normal_task(const sch_snapshot *snap, const nta_state *st, const sch_task *task,
                               const int32_t *nodes, size_t n, double *sc) {
   const sch_hntree *t = snap->hntree;
-  double total_weight = 0;
-  for (int32_t tier = st->min_tier; tier <= st->max_tier && t->ntiers; tier++)
-    total_weight += fade(st->fading, tier);
-  for (size_t i = 0; i < n; i++) {
-    double total = 0;
-    for (int32_t tier = st->min_tier; tier <= st->max_tier && t->ntiers; tier++) {
-      double s = 1; /* no HyperNode at this tier: preferred, as Volcano */
-      for (int32_t v = t->node_hn[nodes[i]]; v >= 0 && v != t->top; v = t->v[v].parent)
-        if (t->v[v].tier == tier) {
-          s = fill_score(st, v, &task->resreq);
-          break;
-        }
-      total += fade(st->fading, tier) * s;
-    }
-    sc[i] = total_weight > 0 ? total / total_weight : 0;
+  if (t->ntiers == 0)
+    return;
+  double total_weight = fade_sum(st->fading, st->min_tier, st->max_tier);
+  for (size_t i = 0; i < n && total_weight > 0; i++) {
+    double total = total_weight;
+    for (int32_t v = t->node_hn[nodes[i]]; v >= 0 && v != t->top; v = t->v[v].parent)
+      total += fade(st->fading, t->v[v].tier) * (fill_score(st, v, &task->resreq) - 1);
+    sc[i] = total / total_weight;
   }
 }
 

@@ -279,6 +279,50 @@ static void test_not_ready_topology_waits(void **state) {
   fx_free(f);
 }
 
+static const char nta_only_yaml[] = "actions: \"allocate\"\n"
+                                    "tiers:\n"
+                                    "- plugins:\n"
+                                    "  - name: gang\n"
+                                    "  - name: predicates\n"
+                                    "  - name: network-topology-aware\n";
+
+/* A pod without a topology packs HyperNodes (hypernode.binpack.normal-pod.enable): half of
+ * leaf-1 is taken, so the pod goes there rather than to leaf-0, first by name. */
+static void test_normal_pod_packs_hypernodes(void **state) {
+  (void)state;
+  fx *f = fabric();
+  for (int i = 0; i < 4; i++) {
+    char pod[16], node[16];
+    snprintf(pod, sizeof(pod), "o-%d", i);
+    snprintf(node, sizeof(node), "n1-%d", i);
+    fx_pod(f, pod, NULL, 1000, GI, node);
+  }
+  gang(f, "p", 1);
+  fx_open(f, nta_only_yaml);
+  sch_result *r = fx_run(f);
+  int per[4];
+  assert_int_equal(leaves_of(f, r, "p", per), 1);
+  assert_int_equal(per[1], 1);
+  sch_result_free(r);
+  fx_free(f);
+}
+
+/* A HyperNode tier of two billion (a user's number) neither hangs the normal-pod scoring,
+ * which weighs every tier between the lowest and the highest, nor overflows the top's tier. */
+static void test_huge_tier(void **state) {
+  (void)state;
+  fx *f = fabric();
+  fx_hn_exact(fx_hypernode(f, "far", INT32_MAX, NULL), "HyperNode", "spine-0");
+  gang(f, "p", 1);
+  fx_open(f, nta_only_yaml);
+  assert_int_equal(f->snap->hntree->v[f->snap->hntree->top].tier, INT32_MAX);
+  sch_result *r = fx_run(f);
+  int per[4];
+  assert_int_equal(leaves_of(f, r, "p", per), 1);
+  sch_result_free(r);
+  fx_free(f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_hard_tier1_gang_of_8_one_leaf),
@@ -290,6 +334,8 @@ int main(void) {
       cmocka_unit_test(test_subgroups_each_in_one_leaf),
       cmocka_unit_test(test_without_plugin_no_gradient),
       cmocka_unit_test(test_not_ready_topology_waits),
+      cmocka_unit_test(test_normal_pod_packs_hypernodes),
+      cmocka_unit_test(test_huge_tier),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
