@@ -639,8 +639,7 @@ int sch_snapshot_new(const Kiln__Snapshot *msg, const sch_snapshot_options *opt,
       (rc = build_nodes(s, msg)) < 0 ||
       (rc = build_jobs_from_podgroups(s, msg, defq, &cap_jobs)) < 0 ||
       (rc = build_tasks(s, msg, opt, defq, &cap_jobs)) < 0 || (rc = sch__dra_count_tasks(s)) < 0 ||
-      (rc = place_tasks(s)) < 0 || (rc = sch__dra_count_nodes(s)) < 0) {
-      (rc = build_tasks(s, msg, opt, defq, &cap_jobs)) < 0 || (rc = place_tasks(s)) < 0 ||
+      (rc = place_tasks(s)) < 0 || (rc = sch__dra_count_nodes(s)) < 0 ||
       (rc = sch_hntree_new((const Kiln__HyperNode *const *)msg->hyper_nodes, msg->n_hyper_nodes, s,
                            &s->hntree)) < 0 ||
       (rc = sch__build_subjobs(s)) < 0) {

@@ -531,9 +531,9 @@ tiers:
   - name: network-topology-aware
     arguments:
       weight: 10
-  - name: usage
+  - name: tdm
     arguments:
-      usage.weight: 5
+      tdm.evict-period: 1m
 CONF
   # The suite's own processes step aside (installed() starts them again for the next test).
   stop_started scheduler
@@ -555,7 +555,7 @@ CONF
   wait_for 60 "kiln-scheduler ready" curl -sf "http://127.0.0.1:$sport/readyz"
   wait_for 60 "kiln-controller ready" curl -sf "http://127.0.0.1:$cport/readyz"
   # The configuration applies without the unknown plugin: 10 plugins in 2 tiers.
-  expect_match 'loaded scheduler configuration .*vchart-scheduler.conf: actions "enqueue, allocate, backfill", 2 tiers, 11 plugins \(not implemented, skipped: usage\)' \
+  expect_match 'loaded scheduler configuration .*vchart-scheduler.conf: actions "enqueue, allocate, backfill", 2 tiers, 11 plugins \(not implemented, skipped: tdm\)' \
     "$(cat "$slog")" "the configuration in force"
   # A Job runs to the end under these processes.
   local ns
@@ -576,7 +576,7 @@ $(tail -n 12 "$slog" "$clog")"
   # Each unknown plugin and ignored argument is logged once, not once per session.
   wait_sessions 3 "$sport"
   local name n
-  for name in '"usage" is not implemented by kiln-scheduler' \
+  for name in '"tdm" is not implemented by kiln-scheduler' \
       'plugin predicates: argument "predicate.GPUSharingEnable" is not read'; do
     n=$(grep -cF "$name" "$slog")
     expect_eq 1 "$n" "log lines with: $name"

@@ -346,8 +346,8 @@ static void test_conf_gang_actions(void **state) {
   sch_conf_free(c);
 }
 
-/* Issue 28: Volcano's chart configuration with two plugins Kiln does not have (tdm,
- * usage) and arguments no Kiln plugin reads. As in Volcano the unknown plugins
+/* Issue 28: Volcano's chart configuration with two plugins Kiln does not have (tdm, and
+ * a misspelt binpak) and arguments no Kiln plugin reads. As in Volcano the unknown plugins
  * are skipped and everything else stays in force: the tiers, the known plugins with their
  * switches and arguments, the actions. Before, the whole file was refused. */
 static void test_conf_skips_unknown_plugins(void **state) {
@@ -379,9 +379,9 @@ static void test_conf_skips_unknown_plugins(void **state) {
                           "      binpack.resources: nvidia.com/gpu\n"
                           "      binpack.resources.nvidia.com/gpu: 4\n"
                           "      binpack.typo: 1\n"
-                          "  - name: usage\n"
+                          "  - name: binpak\n"
                           "    arguments:\n"
-                          "      usage.weight: 10\n"
+                          "      binpack.weight: 10\n"
                           "  - name: tdm\n";
   sch_conf *c = NULL;
   char err[256] = "";
@@ -404,7 +404,7 @@ static void test_conf_skips_unknown_plugins(void **state) {
   /* Each unknown plugin once, in the file's order. */
   assert_int_equal(c->nskipped_plugins, 2);
   assert_string_equal(c->skipped_plugins[0], "tdm");
-  assert_string_equal(c->skipped_plugins[1], "usage");
+  assert_string_equal(c->skipped_plugins[1], "binpak");
   /* Arguments of known plugins that they do not read; a skipped plugin's are not listed. */
   assert_int_equal(c->nignored_args, 2);
   assert_string_equal(c->ignored_args[0], "predicates: predicate.GPUSharingEnable");
