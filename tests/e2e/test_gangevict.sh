@@ -122,13 +122,14 @@ evicted_gangs() { # NS: "gang count" per gang with evicted pods
   evictions "$1" | sort -u | sed 's|^[^/]*/||; s/-[0-9]*$//' | sort | uniq -c | awk '{print $2, $1}'
 }
 
-ge_queue() { # NAME WEIGHT
-  kubectl apply -f - >/dev/null <<EOF || fail "cannot create queue $1"
-apiVersion: scheduling.volcano.sh/v1beta1
-kind: Queue
-metadata: {name: $1}
-spec: {weight: $2, reclaimable: true}
-EOF
+ge_queue() { # NAME WEIGHT (a CRD just established may be missing from discovery a moment)
+  local i
+  for i in $(seq 1 50); do
+    printf 'apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: %s}\nspec: {weight: %s, reclaimable: true}\n' \
+      "$1" "$2" | kubectl apply -f - >/dev/null 2>&1 && return 0
+    sleep 0.2
+  done
+  fail "cannot create queue $1"
 }
 
 # ---- suite setup ----
