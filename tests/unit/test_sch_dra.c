@@ -497,7 +497,9 @@ static void queue_limits_devices(const char *plugin, const char *phase, int64_t 
                                  size_t binds, const char *want) {
   fx *f = world(4, 3, 2);
   Kiln__PodGroup *pg = f->msg->pod_groups[0];
+  free(pg->spec->queue); /* world() made them "default" and "Inqueue" */
   pg->spec->queue = fx_str("q");
+  free(pg->status->phase);
   pg->status->phase = fx_str(phase);
   fx_pg_min_resources(pg, 3000, 3 * GI);
   Kiln__Queue *q = fx_queue(f, "q", 1);
