@@ -7,6 +7,7 @@
 #include "kc_flags.h"
 #include "kc_log.h"
 #include "sch_gangevict.h"
+#include "sch_hypernode.h"
 #include "sch_search.h"
 
 /* Volcano's default maxDomains (gangpreempt.go, gangreclaim.go). */
@@ -26,8 +27,10 @@ typedef struct job_ctx {
   sch__search search; /* node scoring, over the domain's nodes */
   int32_t *future;    /* nodes where a task fits only on future idle */
   int32_t *buf;       /* candidates, then victims */
-  sch__domain *domains;
-  int evictions; /* evicted by this job's plan, for the log */
+  int32_t *hn_out, *hn_grad, *hn_tmp; /* the domains (tree vertices) */
+  int32_t *dnodes;                    /* the nodes of the domain searched */
+  uint8_t *listed;                    /* per snapshot node: in the session's node list */
+  int evictions;                      /* evicted by this job's plan, for the log */
 } job_ctx;
 
 /* Volcano's eviction worksheet: pending tasks that are not gated and ask for something. */
@@ -231,23 +234,20 @@ static int evict_in_domain(job_ctx *c, const sch__domain *d, bool *ok) {
   return rc;
 }
 
-/* Volcano GetCandidateDomains: the domains to try for the job, best first, at most
- * maxDomains, into c->domains. Without a hard network topology: the cluster top, every node. */
-static size_t job_domains(job_ctx *c) {
-  c->domains[0] = (sch__domain){"", c->ssn->node_list, (size_t)c->ssn->nnode_list};
-  return 1;
-}
-
+/* The domains of the job, best first, each searched until a plan commits. */
 static int evict_for_job(job_ctx *c, bool *ok) {
   sch_snapshot *snap = sch_session_snapshot(c->ssn);
-  size_t nd = job_domains(c);
+  int32_t nd = sch__evict_domains(c->ssn, c->ji, c->hn_out, c->hn_grad, c->hn_tmp);
   *ok = false;
-  for (size_t i = 0; i < nd && i < (size_t)c->max_domains && !*ok; i++) {
+  for (int32_t i = 0; i < nd && i < c->max_domains && !*ok; i++) {
     if (!sch_session_job_starving(c->ssn, &snap->jobs[c->ji]))
       break;
-    if (c->domains[i].nnodes == 0)
+    int32_t v = c->hn_out[i];
+    sch__domain d = {snap->hntree->v[v].name, c->dnodes, 0};
+    d.nnodes = sch__domain_nodes(c->ssn, v, c->listed, c->dnodes);
+    if (d.nnodes == 0)
       continue;
-    int rc = evict_in_domain(c, &c->domains[i], ok);
+    int rc = evict_in_domain(c, &d, ok);
     if (rc < 0)
       return rc;
   }
@@ -357,12 +357,20 @@ int sch__gang_evict_execute(sch_session *ssn, const sch__gang_evict *ge) {
   c.pending = malloc(cap * sizeof(int32_t));
   c.future = malloc(cap * sizeof(int32_t));
   c.buf = malloc(cap * sizeof(int32_t));
-  c.domains = calloc(1, sizeof(*c.domains));
+  size_t nv = (size_t)snap->hntree->n + 1;
+  c.hn_out = malloc(nv * sizeof(int32_t));
+  c.hn_grad = malloc(nv * sizeof(int32_t));
+  c.hn_tmp = malloc(nv * sizeof(int32_t));
+  c.dnodes = malloc(cap * sizeof(int32_t));
+  c.listed = calloc(cap, 1);
+  for (int32_t k = 0; c.listed && k < ssn->nnode_list; k++)
+    c.listed[ssn->node_list[k]] = 1;
   bool *seen = calloc((size_t)snap->nqueues + 1, sizeof(*seen));
   sch__heap queues = {0};
   sch__heap *jobs = calloc((size_t)snap->nqueues + 1, sizeof(*jobs));
   int rc = sch__search_init(&c.search, ssn);
-  if (rc == 0 && (!c.pending || !c.future || !c.buf || !c.domains || !seen || !jobs))
+  if (rc == 0 && (!c.pending || !c.future || !c.buf || !c.hn_out || !c.hn_grad || !c.hn_tmp ||
+                  !c.dnodes || !c.listed || !seen || !jobs))
     rc = KC_ENOMEM;
   if (rc == 0)
     rc = push_jobs(ssn, &queues, jobs, seen);
@@ -377,6 +385,10 @@ int sch__gang_evict_execute(sch_session *ssn, const sch__gang_evict *ge) {
   free(c.pending);
   free(c.future);
   free(c.buf);
-  free(c.domains);
+  free(c.hn_out);
+  free(c.hn_grad);
+  free(c.hn_tmp);
+  free(c.dnodes);
+  free(c.listed);
   return rc;
 }

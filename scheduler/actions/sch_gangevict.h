@@ -60,10 +60,19 @@ KC_NODISCARD int sch__bundles_gate(sch_session *ssn, sch__bundles *b, const sch_
 
 /* A topology domain: the nodes one search may use. */
 typedef struct sch__domain {
-  const char *name; /* the HyperNode; "" the whole cluster */
+  const char *name; /* the HyperNode (SCH_HN_CLUSTER_TOP: the whole cluster) */
   const int32_t *nodes;
   size_t nnodes;
 } sch__domain;
+
+/* The HyperNodes (tree vertices) job ji may evict in, best first (Volcano GetCandidateDomains
+ * with network-topology-aware's eviction gradient): without a hard networkTopology the cluster
+ * top alone; with one, the gradient's HyperNodes that could hold its minResources, the widest
+ * tier first, at most 8; none without the gradient plugin or with an inconsistent tree. out,
+ * grad and tmp hold the tree's vertex count. Returns the count (sch_gangevict_domain.c). */
+int32_t sch__evict_domains(sch_session *ssn, int32_t ji, int32_t *out, int32_t *grad, int32_t *tmp);
+/* The nodes of vertex v that the session's node list has (listed, per snapshot node). */
+size_t sch__domain_nodes(sch_session *ssn, int32_t v, const uint8_t *listed, int32_t *out);
 
 /* One of the two actions. */
 typedef struct sch__gang_evict {

@@ -50,17 +50,17 @@ leaves() {
   done
 }
 
-# gang NS NAME MIN QUEUE COUNT REQUESTS SELECTOR [PRIORITYCLASS]: a PodGroup and its COUNT
-# pods NAME-0.., placed by the node selector SELECTOR ("{grp: x}").
+# gang NS NAME MIN QUEUE COUNT REQUESTS SELECTOR [PRIORITYCLASS] [SPEC]: a PodGroup (with SPEC
+# added to its spec) and its COUNT pods NAME-0.., placed by the node selector SELECTOR.
 gang() {
-  local ns=$1 name=$2 min=$3 queue=$4 count=$5 req=$6 sel=$7 pc=${8:-} grp i
+  local ns=$1 name=$2 min=$3 queue=$4 count=$5 req=$6 sel=$7 pc=${8:-} extra=${9:-} grp i
   grp=$(sed 's/.*grp: *\([^,}]*\).*/\1/' <<<"$sel")
   {
     cat <<EOF
 apiVersion: scheduling.volcano.sh/v1beta1
 kind: PodGroup
 metadata: {name: $name, namespace: $ns}
-spec: {minMember: $min, queue: $queue${pc:+, priorityClassName: $pc}}
+spec: {minMember: $min, queue: $queue${pc:+, priorityClassName: $pc}${extra:+, $extra}}
 EOF
     for ((i = 0; i < count; i++)); do
       cat <<EOF
@@ -230,6 +230,52 @@ test_gangreclaim_takes_one_gang_across_queues() {
   wait_event 60 "$ns" "Warning Evict: Pod is evicted, because of gangreclaim$"
   kubectl delete ns "$ns" --wait=false >/dev/null
   kubectl delete queue kiln-ge-a kiln-ge-b --wait=false >/dev/null 2>&1 || true
+}
+
+# hn NAME TIER TYPE MEMBER...: a HyperNode whose members are nodes or HyperNodes by name.
+hn() {
+  local name=$1 tier=$2 type=$3 m
+  shift 3
+  {
+    printf 'apiVersion: topology.volcano.sh/v1alpha1\nkind: HyperNode\nmetadata: {name: %s}\n' "$name"
+    printf 'spec:\n  tier: %s\n  members:\n' "$tier"
+    for m in "$@"; do
+      printf '  - {type: %s, selector: {exactMatch: {name: %s}}}\n' "$type" "$m"
+    done
+  } | kubectl apply -f - >/dev/null || fail "cannot create HyperNode $name"
+}
+
+# A hard tier-1 gang frees one leaf: leaves ge-l0 (gt-0, gt-1) and ge-l1 (gt-2, gt-3) under
+# the spine ge-s. Gangs a and b take half of each leaf, gang c (the latest, so the first
+# victim) the other halves, across both leaves. Taking c whole would leave 2 cpu in each leaf;
+# the high gang (4 cpu, hard, highestTierAllowed 1) instead takes what one leaf holds, c's
+# pods there and a, binds in that leaf, and evicts nothing in the other.
+test_gangpreempt_hard_topology_frees_one_leaf() {
+  local ns ev leaf0
+  ns=$(new_namespace gtopo)
+  leaves gt
+  hn ge-l0 1 Node gt-0 gt-1
+  hn ge-l1 1 Node gt-2 gt-3
+  hn ge-s 2 HyperNode ge-l0 ge-l1
+  gang "$ns" a 2 kiln-gangevict 2 '{cpu: "1"}' '{grp: gt, leaf: gt-l0}' kiln-ge-low
+  gang "$ns" b 2 kiln-gangevict 2 '{cpu: "1"}' '{grp: gt, leaf: gt-l1}' kiln-ge-low
+  wait_bound 60 "$ns" a 2
+  wait_bound 60 "$ns" b 2
+  sleep 1 # c is created a second later than a and b: the latest job is the first victim
+  gang "$ns" c 4 kiln-gangevict 4 '{cpu: "1"}' '{grp: gt}' kiln-ge-low
+  wait_bound 60 "$ns" c 4
+  gang "$ns" high 4 kiln-gangevict 4 '{cpu: "1"}' '{grp: gt}' kiln-ge-high \
+    'networkTopology: {mode: hard, highestTierAllowed: 1}'
+  wait_bound 60 "$ns" high 4
+  leaf0="gt-0 gt-1 "
+  expect_eq "$leaf0" "$(nodes_of "$ns" high)" "the high gang's nodes (one leaf)"
+  ev=$(evicted_gangs "$ns")
+  expect_eq "a 2
+c 2" "$ev" "victims (c's and a's pods in ge-l0)"
+  expect_eq 2 "$(bound "$ns" b)" "b's pods (ge-l1)"
+  expect_eq 2 "$(bound "$ns" c)" "c's pods left (in ge-l1)"
+  kubectl delete ns "$ns" --wait=false >/dev/null
+  kubectl delete hypernode ge-l0 ge-l1 ge-s --wait=false >/dev/null 2>&1 || true
 }
 
 # After every test: nothing evicted twice; the scheduler stops cleanly, sanitizers quiet.

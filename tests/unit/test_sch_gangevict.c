@@ -265,6 +265,85 @@ static void test_gangreclaim_across_queues(void **state) {
   fx_free(f);
 }
 
+/* Two leaves (l0: n1 n2, l1: n3 n4) under a spine. Gang a runs on n1, b on n3, and c (the
+ * last in job order, the first victim) on n2 and n4, across both leaves; a high gang of 4
+ * waits, with a hard tier-1 topology when hard. */
+static fx *two_leaves(bool hard) {
+  fx *f = fx_new();
+  priority_class(f, "high", 1000);
+  static const char *const nodes[] = {"n1", "n2", "n3", "n4"};
+  for (int i = 0; i < 4; i++)
+    fx_node(f, nodes[i], 2000, 8 * GI, 110);
+  Kiln__HyperNode *l0 = fx_hypernode(f, "l0", 1, NULL), *l1 = fx_hypernode(f, "l1", 1, NULL);
+  fx_hn_exact(l0, "Node", "n1");
+  fx_hn_exact(l0, "Node", "n2");
+  fx_hn_exact(l1, "Node", "n3");
+  fx_hn_exact(l1, "Node", "n4");
+  Kiln__HyperNode *sp = fx_hypernode(f, "s", 2, NULL);
+  fx_hn_exact(sp, "HyperNode", "l0");
+  fx_hn_exact(sp, "HyperNode", "l1");
+  fx_pg(f, "a", "default", 2, "Running");
+  fx_pg(f, "b", "default", 2, "Running");
+  fx_pg(f, "c", "default", 4, "Running");
+  static const char *const pods[][2] = {{"a-0", "n1"}, {"a-1", "n1"}, {"b-0", "n3"}, {"b-1", "n3"},
+                                        {"c-0", "n2"}, {"c-1", "n2"}, {"c-2", "n4"}, {"c-3", "n4"}};
+  for (int i = 0; i < 8; i++) {
+    char group[2] = {pods[i][0][0], 0};
+    fx_pod(f, pods[i][0], group, 1000, GI, pods[i][1]);
+  }
+  pending_gang(f, "high", "default", 4);
+  if (hard)
+    fx_pg_topology(f->msg->pod_groups[f->msg->n_pod_groups - 1], "hard", 1);
+  return f;
+}
+
+static bool in_l0(const char *node) {
+  return strcmp(node, "n1") == 0 || strcmp(node, "n2") == 0;
+}
+
+static const char topo_conf[] = "actions: \"enqueue, allocate, gangpreempt\"\n"
+                                "tiers:\n"
+                                "- plugins:\n"
+                                "  - name: priority\n"
+                                "  - name: gang\n"
+                                "- plugins:\n"
+                                "  - name: predicates\n"
+                                "  - name: network-topology-aware\n";
+
+/* Hard tier 1: the domain is a leaf, so the high gang takes what l0 holds (c's two pods there,
+ * then a) and goes to n1 and n2; c's pods in l1 and b stay. Without the topology the domain
+ * is the cluster: c goes whole, from both leaves. Without the gradient plugin a hard gang has
+ * no domain and evicts nothing. */
+static void test_gangpreempt_hard_topology_one_leaf(void **state) {
+  (void)state;
+  fx *f = two_leaves(true);
+  fx_open(f, topo_conf);
+  sch_result *r = fx_run(f);
+  assert_int_equal(r->nevicts, 4);
+  assert_int_equal(evicted_of(f, r, "a"), 2);
+  assert_int_equal(evicted_of(f, r, "c"), 2);
+  for (size_t i = 0; i < r->nevicts; i++)
+    assert_true(in_l0(f->snap->nodes[f->snap->tasks[r->evicts[i].task].node].name));
+  assert_int_equal(nominated_of(f, r, "high"), 4);
+  for (size_t i = 0; i < r->nnominations; i++)
+    assert_true(in_l0(f->snap->nodes[r->nominations[i].node].name));
+  sch_result_free(r);
+  fx_free(f);
+  f = two_leaves(false);
+  fx_open(f, topo_conf);
+  r = fx_run(f);
+  assert_int_equal(r->nevicts, 4);
+  assert_int_equal(evicted_of(f, r, "c"), 4);
+  sch_result_free(r);
+  fx_free(f);
+  f = two_leaves(true);
+  fx_open(f, preempt_conf);
+  r = fx_run(f);
+  assert_int_equal(r->nevicts, 0);
+  sch_result_free(r);
+  fx_free(f);
+}
+
 /* Volcano's design examples: a victim freeing 2 of the 2 GPUs needed while destroying 4 has
  * ROI 0.5, one destroying only its 2 has 1.0; 2 of 10 cpu freed and destroyed is 1.0;
  * destroying nothing (safe) is infinite. */
@@ -336,6 +415,7 @@ int main(void) {
       cmocka_unit_test(test_gangpreempt_no_whole_bundle),
       cmocka_unit_test(test_gangpreempt_filters),
       cmocka_unit_test(test_gangreclaim_across_queues),
+      cmocka_unit_test(test_gangpreempt_hard_topology_one_leaf),
       cmocka_unit_test(test_bundle_roi),
       cmocka_unit_test(test_bundle_roles),
   };
