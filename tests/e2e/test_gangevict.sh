@@ -34,6 +34,7 @@ tiers:
   - name: predicates
   - name: proportion
   - name: nodeorder
+  - name: network-topology-aware
 EOF
 
 # leaves GRP ARGS...: four kwok nodes GRP-0..3 only this test's pods tolerate, GRP-0 and GRP-1
