@@ -263,9 +263,10 @@ static int build_vertices(sch_hntree *t, const Kiln__HyperNode *const *hns, size
     free(sorted);
     return KC_ENOMEM;
   }
-  if (n)
+  if (n) { /* memcpy and qsort may not be given NULL, even for no element */
     memcpy(sorted, hns, n * sizeof(*sorted));
-  qsort(sorted, n, sizeof(*sorted), cmp_hn);
+    qsort(sorted, n, sizeof(*sorted), cmp_hn);
+  }
   int rc = 0;
   for (size_t i = 0; i < n && rc == 0; i++) {
     if (!*hn_name(sorted[i]) || (t->n > 0 && strcmp(t->v[t->n - 1].name, hn_name(sorted[i])) == 0))
