@@ -182,12 +182,13 @@ static int collect_nodes(sch_hntree *t, int32_t vi, const sch_snapshot *snap, in
       stamp[buf->v[k]] = vi + 1;
       buf->v[n++] = buf->v[k];
     }
-  qsort(buf->v, (size_t)n, sizeof(int32_t), cmp_i32);
   v->nnodes = n;
-  if (n > 0 && (v->nodes = malloc((size_t)n * sizeof(int32_t))) == NULL)
+  if (n == 0) /* buf->v may be NULL: qsort and memcpy may not be given it */
+    return 0;
+  qsort(buf->v, (size_t)n, sizeof(int32_t), cmp_i32);
+  if ((v->nodes = malloc((size_t)n * sizeof(int32_t))) == NULL)
     return KC_ENOMEM;
-  if (n > 0)
-    memcpy(v->nodes, buf->v, (size_t)n * sizeof(int32_t));
+  memcpy(v->nodes, buf->v, (size_t)n * sizeof(int32_t));
   return 0;
 }
 
@@ -202,7 +203,8 @@ static void sort_by(const sch_hntree *t, int32_t *order, int64_t *keys, bool by_
     int64_t k = by_depth ? (int64_t)INT32_MAX - t->v[i].depth : (int64_t)t->v[i].tier;
     keys[i] = k * ((int64_t)1 << 32) + i;
   }
-  qsort(keys, (size_t)t->top, sizeof(int64_t), cmp_i64);
+  if (t->top > 0)
+    qsort(keys, (size_t)t->top, sizeof(int64_t), cmp_i64);
   for (int32_t i = 0; i < t->top; i++)
     order[i] = (int32_t)(keys[i] & 0xffffffff);
 }
