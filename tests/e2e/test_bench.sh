@@ -66,7 +66,7 @@ test_tiny_run_binds_every_pod() {
   # The in-process session with 50 queues in a hierarchy (capacity, enableHierarchy) placed all.
   expect_eq 10000 "$(jq '.sessions[] | select(.queues == 50) | .placements' "$j")" \
     "placements with 50 queues in a hierarchy"
-  expect_match '1000 +10000 +10 +0 +50 +10000 ' "$(cat "$out/table.txt")" "the 50-queue row"
+  expect_match '1000 +10000 +10 +0 +50 +flat +10000 ' "$(cat "$out/table.txt")" "the 50-queue row"
   # The loop-stall rows: the shell in process with sessions on a worker and on the loop, each
   # having applied sessions and measured the loop (figures, not verdicts).
   expect_eq "false true" "$(jq -r '[.[] | .session_on_loop | tostring] | join(" ")' \
