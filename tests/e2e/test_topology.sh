@@ -34,12 +34,12 @@ start() { # NAME EXE ARGS...: a process of this suite, stopped by tests/e2e/run 
 apply_crds || fail "cannot install the CRDs"
 kubectl get ns "$CM_NS" >/dev/null 2>&1 || kubectl create ns "$CM_NS" >/dev/null
 queue kiln-topo 1000
-"$KILN_ROOT/tests/cluster/nodes" --dir "$D" --count 32 --prefix tp- --cpu 1 --memory 4Gi \
-  --label grp=tp --taint kiln-topo=tp:NoSchedule >/dev/null || fail "cannot create nodes tp-*"
-kubectl taint nodes -l grp=tp node.kubernetes.io/not-ready:NoSchedule- >/dev/null 2>&1 || true
+"$KILN_ROOT/tests/cluster/nodes" --dir "$D" --count 32 --prefix topo- --cpu 1 --memory 4Gi \
+  --label grp=topo --taint kiln-topo=tp:NoSchedule >/dev/null || fail "cannot create nodes topo-*"
+kubectl taint nodes -l grp=topo node.kubernetes.io/not-ready:NoSchedule- >/dev/null 2>&1 || true
 for i in $(seq 0 31); do
-  kubectl label node "tp-$i" "$LEAF=leaf$((i / 8))" "$SPINE=spine$((i / 16))" --overwrite \
-    >/dev/null || fail "cannot label tp-$i"
+  kubectl label node "topo-$i" "$LEAF=leaf$((i / 8))" "$SPINE=spine$((i / 16))" --overwrite \
+    >/dev/null || fail "cannot label topo-$i"
 done
 kubectl apply -f - >/dev/null <<EOF || fail "cannot apply the discovery configuration"
 apiVersion: v1
@@ -99,7 +99,7 @@ spec:
     ${5:-}
     template:
       spec:
-        nodeSelector: {grp: tp}
+        nodeSelector: {grp: topo}
         tolerations: [{key: kiln-topo, value: tp, effect: NoSchedule}]
         containers: [{name: c, image: fake, resources: {requests: {cpu: "1"}, limits: {cpu: "1"}}}]
 EOF
@@ -222,7 +222,7 @@ finally_cleanup() {
   done
   sleep 1
   kubectl delete hn -l volcano.sh/network-topology-source=label >/dev/null 2>&1
-  kubectl delete node -l grp=tp --wait=false >/dev/null 2>&1
+  kubectl delete node -l grp=topo --wait=false >/dev/null 2>&1
   kubectl delete ns "$CM_NS" --wait=false >/dev/null 2>&1 || true
 }
 
