@@ -84,7 +84,41 @@ bool sch_args_bool(const sch_args *a, const char *key, bool def) {
   return b;
 }
 
-static void args_free(sch_args *a) {
+void sch_args_resource_weights(const sch_args *args, const char *key, const sch_snapshot *snap,
+                               int64_t *weights, bool *scored) {
+  const char *p = sch_args_get(args, key);
+  while (p && *p) {
+    while (*p == ' ' || *p == '\t' || *p == ',')
+      p++;
+    const char *start = p;
+    while (*p && *p != ',')
+      p++;
+    const char *end = p;
+    while (end > start && (end[-1] == ' ' || end[-1] == '\t'))
+      end--;
+    size_t len = (size_t)(end - start);
+    char name[256], wkey[512];
+    if (len == 0)
+      continue;
+    if (len >= sizeof(name)) {
+      KC_WARN("scheduler: resource name of %zu bytes in %s ignored", len, key);
+      continue;
+    }
+    memcpy(name, start, len);
+    name[len] = '\0';
+    snprintf(wkey, sizeof(wkey), "%s.%s", key, name);
+    int64_t w = sch_args_int(args, wkey, 1);
+    int slot = sch_snapshot_scalar(snap, name);
+    if (slot < 0) {
+      KC_V(4, "scheduler: resource %s of %s is not on any node", name, key);
+      continue;
+    }
+    weights[slot] = w < 0 ? 1 : w;
+    scored[slot] = true;
+  }
+}
+
+void sch_args_free(sch_args *a) {
   for (size_t i = 0; i < a->n; i++) {
     free(a->items[i].key);
     free(a->items[i].value);
@@ -92,6 +126,23 @@ static void args_free(sch_args *a) {
   free(a->items);
   a->items = NULL;
   a->n = 0;
+}
+
+int sch_args_copy(sch_args *dst, const sch_args *src) {
+  dst->n = 0;
+  dst->items = calloc(src->n + 1, sizeof(*dst->items));
+  if (!dst->items)
+    return KC_ENOMEM;
+  for (size_t i = 0; i < src->n; i++, dst->n++) {
+    dst->items[i].key = strdup(src->items[i].key);
+    dst->items[i].value = strdup(src->items[i].value ? src->items[i].value : "");
+    if (!dst->items[i].key || !dst->items[i].value) {
+      dst->n++;
+      sch_args_free(dst);
+      return KC_ENOMEM;
+    }
+  }
+  return 0;
 }
 
 /* ---- parser ---- */
@@ -448,7 +499,7 @@ static int parse_tiers(parser *p, yaml_node_t *seq, sch_conf *c) {
       if (rc < 0)
         return rc;
       if (skip) {
-        args_free(&pc->args);
+        sch_args_free(&pc->args);
         memset(pc, 0, sizeof(*pc));
       }
       for (size_t k = 0; k + 1 < tier->nplugins; k++)
@@ -791,13 +842,13 @@ void sch_conf_free(sch_conf *c) {
   free(c->actions);
   for (size_t t = 0; c->tiers && t < c->ntiers; t++) {
     for (size_t p = 0; p < c->tiers[t].nplugins; p++)
-      args_free(&c->tiers[t].plugins[p].args);
+      sch_args_free(&c->tiers[t].plugins[p].args);
     free(c->tiers[t].plugins);
   }
   free(c->tiers);
   for (size_t i = 0; c->configurations && i < c->nconfigurations; i++) {
     free(c->configurations[i].name);
-    args_free(&c->configurations[i].args);
+    sch_args_free(&c->configurations[i].args);
   }
   free(c->configurations);
   for (size_t i = 0; i < c->nskipped; i++)
@@ -812,6 +863,6 @@ void sch_conf_free(sch_conf *c) {
   for (size_t i = 0; i < c->nignored_action_args; i++)
     free(c->ignored_action_args[i]);
   free(c->ignored_action_args);
-  args_free(&c->metrics);
+  sch_args_free(&c->metrics);
   free(c);
 }

@@ -353,6 +353,15 @@ const char *sch_args_get(const sch_args *a, const char *key);
 int64_t sch_args_int(const sch_args *a, const char *key, int64_t def);
 double sch_args_double(const sch_args *a, const char *key, double def);
 bool sch_args_bool(const sch_args *a, const char *key, bool def);
+/* key names a comma list of resources ("nvidia.com/gpu, example.com/foo"): for each one some
+ * object of snap uses, weights[slot] = the argument "<key>.<name>" (1 when absent or negative)
+ * and scored[slot] = true (binpack.resources, hypernode.binpack.resources). */
+void sch_args_resource_weights(const sch_args *args, const char *key, const sch_snapshot *snap,
+                               int64_t *weights, bool *scored);
+/* Frees every key and value and empties a. */
+void sch_args_free(sch_args *a);
+/* dst becomes an owned copy of src (an absent value copied as ""); KC_ENOMEM leaves dst empty. */
+int sch_args_copy(sch_args *dst, const sch_args *src);
 
 struct sch_plugin;
 struct sch_action;

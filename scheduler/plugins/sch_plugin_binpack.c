@@ -51,42 +51,8 @@ static double binpack_score(sch_session *ssn, void *ctx, const sch_task *t, cons
 /* binpack.resources: "nvidia.com/gpu, example.com/foo". Names no object of the snapshot
  * uses have no slot and cannot score. */
 static void parse_resources(binpack_state *st, sch_session *ssn, const sch_args *args) {
-  const char *list = sch_args_get(args, "binpack.resources");
-  if (list == NULL)
-    return;
-  sch_snapshot *snap = sch_session_snapshot(ssn);
-  const char *p = list;
-  while (*p) {
-    while (*p == ' ' || *p == '\t' || *p == ',')
-      p++;
-    const char *start = p;
-    while (*p && *p != ',')
-      p++;
-    const char *end = p;
-    while (end > start && (end[-1] == ' ' || end[-1] == '\t'))
-      end--;
-    size_t len = (size_t)(end - start);
-    if (len == 0)
-      continue;
-    char name[256], key[300];
-    if (len >= sizeof(name)) {
-      KC_WARN("binpack: resource name of %zu bytes in binpack.resources ignored", len);
-      continue;
-    }
-    memcpy(name, start, len);
-    name[len] = '\0';
-    snprintf(key, sizeof(key), "binpack.resources.%s", name);
-    int64_t w = sch_args_int(args, key, 1);
-    if (w < 0)
-      w = 1;
-    int slot = sch_snapshot_scalar(snap, name);
-    if (slot < 0) {
-      KC_V(4, "binpack: resource %s is not on any node", name);
-      continue;
-    }
-    st->scalar[slot] = w;
-    st->scored[slot] = true;
-  }
+  sch_args_resource_weights(args, "binpack.resources", sch_session_snapshot(ssn), st->scalar,
+                            st->scored);
 }
 
 static int binpack_open(sch_session *ssn, const sch_plugin_conf *conf, void **state) {

@@ -44,30 +44,8 @@ typedef struct nta_state {
 /* ---- arguments ---- */
 
 static void parse_resources(nta_state *st, sch_session *ssn, const sch_args *args) {
-  const char *list = sch_args_get(args, "hypernode.binpack.resources");
-  for (const char *p = list; p && *p;) {
-    while (*p == ' ' || *p == '\t' || *p == ',')
-      p++;
-    const char *start = p;
-    while (*p && *p != ',')
-      p++;
-    const char *end = p;
-    while (end > start && (end[-1] == ' ' || end[-1] == '\t'))
-      end--;
-    char name[256], key[300];
-    size_t len = (size_t)(end - start);
-    if (len == 0 || len >= sizeof(name))
-      continue;
-    memcpy(name, start, len);
-    name[len] = '\0';
-    snprintf(key, sizeof(key), "hypernode.binpack.resources.%s", name);
-    int64_t w = sch_args_int(args, key, 1);
-    int slot = sch_snapshot_scalar(sch_session_snapshot(ssn), name);
-    if (slot >= 0) {
-      st->scalar[slot] = w < 0 ? 1 : w;
-      st->scored[slot] = true;
-    }
-  }
+  sch_args_resource_weights(args, "hypernode.binpack.resources", sch_session_snapshot(ssn),
+                            st->scalar, st->scored);
 }
 
 static void parse_args(nta_state *st, sch_session *ssn, const sch_args *a) {

@@ -12,6 +12,7 @@
 #include "kc_error.h"
 #include "kc_log.h"
 #include "kc_time.h"
+#include "sch_http.h"
 #include "snapshot.pb-c.h"
 
 #define USAGE_PERIOD      "10m"             /* Volcano's NODE_METRICS_PERIOD */
@@ -46,33 +47,6 @@ struct sch_usage {
 };
 
 /* ---- sch_args copies ---- */
-
-static void args_free(sch_args *a) {
-  for (size_t i = 0; i < a->n; i++) {
-    free(a->items[i].key);
-    free(a->items[i].value);
-  }
-  free(a->items);
-  a->items = NULL;
-  a->n = 0;
-}
-
-static int args_copy(sch_args *dst, const sch_args *src) {
-  dst->n = 0;
-  dst->items = calloc(src->n + 1, sizeof(*dst->items));
-  if (!dst->items)
-    return KC_ENOMEM;
-  for (size_t i = 0; i < src->n; i++, dst->n++) {
-    dst->items[i].key = strdup(src->items[i].key);
-    dst->items[i].value = strdup(src->items[i].value ? src->items[i].value : "");
-    if (!dst->items[i].key || !dst->items[i].value) {
-      dst->n++;
-      args_free(dst);
-      return KC_ENOMEM;
-    }
-  }
-  return 0;
-}
 
 static bool args_equal(const sch_args *a, const sch_args *b) {
   if (a->n != b->n)
@@ -127,62 +101,26 @@ bool sch_usage_es_values(const char *body, double *cpu, double *mem) {
 
 /* ---- the worker's requests ---- */
 
-typedef struct body_buf {
-  char *data;
-  size_t len;
-} body_buf;
-
-static size_t on_data(char *p, size_t size, size_t n, void *ud) {
-  body_buf *b = ud;
-  size_t add = size * n;
-  if (b->len + add > USAGE_MAX_BODY)
-    return 0;
-  char *d = realloc(b->data, b->len + add + 1);
-  if (!d)
-    return 0;
-  memcpy(d + b->len, p, add);
-  b->len += add;
-  d[b->len] = '\0';
-  b->data = d;
-  return add;
-}
-
 /* A blocking POST of body (content type ct) to url; the answer's body (new) or NULL. */
 static char *post(const sch_args *conf, const char *url, const char *ct, const char *body) {
-  CURL *h = curl_easy_init();
-  if (!h)
-    return NULL;
-  char hdr_ct[128];
-  snprintf(hdr_ct, sizeof(hdr_ct), "Content-Type: %s", ct);
-  struct curl_slist *hdr = curl_slist_append(NULL, hdr_ct);
-  body_buf b = {0};
-  curl_easy_setopt(h, CURLOPT_URL, url);
-  curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-  curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)USAGE_TIMEOUT_MS);
-  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
-  if (strcmp(arg(conf, "tls.insecureSkipVerify", ""), "true") == 0) {
-    curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
-    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
-  }
-  const char *user = arg(conf, "elasticsearch.username", NULL);
-  if (user) {
-    curl_easy_setopt(h, CURLOPT_USERNAME, user);
-    curl_easy_setopt(h, CURLOPT_PASSWORD, arg(conf, "elasticsearch.password", ""));
-  }
-  CURLcode cc = curl_easy_perform(h);
-  long status = 0;
-  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-  curl_slist_free_all(hdr);
-  curl_easy_cleanup(h);
-  if (cc != CURLE_OK || status / 100 != 2) {
-    KC_WARN("metrics source %s: %s", url, cc != CURLE_OK ? curl_easy_strerror(cc) : "not 2xx");
-    free(b.data);
+  sch_http_req r = {.url = url,
+                    .content_type = ct,
+                    .body = body,
+                    .len = strlen(body),
+                    .timeout_ms = USAGE_TIMEOUT_MS,
+                    .max_body = USAGE_MAX_BODY,
+                    .insecure = strcmp(arg(conf, "tls.insecureSkipVerify", ""), "true") == 0,
+                    .user = arg(conf, "elasticsearch.username", NULL),
+                    .password = arg(conf, "elasticsearch.password", "")};
+  char *ans = NULL, err[256] = "";
+  size_t len;
+  int status = sch_http_post(&r, &ans, &len, err, sizeof(err));
+  if (status / 100 != 2) {
+    KC_WARN("metrics source %s: %s", url, status < 0 ? err : "not 2xx");
+    free(ans);
     return NULL;
   }
-  return b.data;
+  return ans;
 }
 
 /* Volcano's two PromQL queries for one node; a query without data leaves 0. */
@@ -255,7 +193,7 @@ static void poll_after(uv_work_t *req, int status) {
   } else {
     rows_free(j->rows, j->nrows);
   }
-  args_free(&j->conf);
+  sch_args_free(&j->conf);
   free(j);
   if (u->closing && u->timer_closed)
     usage_destroy(u);
@@ -267,7 +205,7 @@ static void poll_after(uv_work_t *req, int status) {
 static usage_job *job_new(sch_usage *u) {
   usage_job *j = calloc(1, sizeof(*j));
   size_t n = kc_store_len(u->nodes);
-  if (!j || !(j->rows = calloc(n + 1, sizeof(*j->rows))) || args_copy(&j->conf, &u->conf) < 0) {
+  if (!j || !(j->rows = calloc(n + 1, sizeof(*j->rows))) || sch_args_copy(&j->conf, &u->conf) < 0) {
     if (j)
       free(j->rows);
     free(j);
@@ -298,7 +236,7 @@ static void poll_start(sch_usage *u) {
     KC_WARN("metrics: cannot start a worker: %s", uv_strerror(rc));
     u->job = NULL;
     rows_free(j->rows, j->nrows);
-    args_free(&j->conf);
+    sch_args_free(&j->conf);
     free(j);
   }
 }
@@ -352,11 +290,11 @@ int sch_usage_configure(sch_usage *u, const sch_args *metrics) {
   const sch_args *m = metrics && metrics->n && supported(metrics) ? metrics : &none;
   if (args_equal(&u->conf, m))
     return 0;
-  args_free(&u->conf);
+  sch_args_free(&u->conf);
   uv_timer_stop(&u->timer);
   if (m->n == 0)
     return 0;
-  int rc = args_copy(&u->conf, m);
+  int rc = sch_args_copy(&u->conf, m);
   if (rc < 0)
     return rc;
   int64_t ns = 0;
@@ -403,7 +341,7 @@ int sch_usage_fill(sch_usage *u, Kiln__Snapshot *m, void **block) {
 
 static void usage_destroy(sch_usage *u) {
   rows_free(u->rows, u->nrows);
-  args_free(&u->conf);
+  sch_args_free(&u->conf);
   free(u);
 }
 
