@@ -163,6 +163,18 @@ new_namespace() {
   echo "$ns"
 }
 
+# kiln_bg NAME EXE ARGS...: EXE ARGS in the background, its output appended to
+# logs/kiln-NAME.log of the cluster directory, recorded in pids/ as kiln-NAME so that
+# tests/e2e/run stops it after the suite (variables set before the call reach EXE).
+kiln_bg() {
+  local name=$1 exe=$2
+  shift 2
+  mkdir -p "$KILN_CLUSTER_DIR/logs" "$KILN_CLUSTER_DIR/pids"
+  "$exe" "$@" >>"$KILN_CLUSTER_DIR/logs/kiln-$name.log" 2>&1 </dev/null &
+  echo $! >"$KILN_CLUSTER_DIR/pids/kiln-$name.pid"
+  echo "$exe" >"$KILN_CLUSTER_DIR/pids/kiln-$name.exe"
+}
+
 # group_nodes PREFIX COUNT ARGS...: kwok nodes PREFIX-0.. labelled grp=PREFIX, Ready and
 # schedulable, for a test that selects its own nodes (ARGS go to tests/cluster/nodes). The
 # control plane runs no node lifecycle controller, so the not-ready taint that the API server

@@ -150,10 +150,8 @@ value: 10
 EOF
 # The preemption tests' queue: a weight far above any other, so its share is what it asks.
 ge_queue kiln-gangevict 1000
-"$SCHED" --kubeconfig "$KUBECONFIG" --scheduler-conf "$CONF" --v=3 --leader-elect=false \
-  --enable-metrics --listen-address 127.0.0.1:0 >"$LOG" 2>&1 &
-echo $! > "$D/pids/kiln-scheduler-gangevict.pid"
-echo "$SCHED" > "$D/pids/kiln-scheduler-gangevict.exe"
+kiln_bg scheduler-gangevict "$SCHED" --kubeconfig "$KUBECONFIG" --scheduler-conf "$CONF" --v=3 \
+  --leader-elect=false --enable-metrics --listen-address 127.0.0.1:0
 METRICS_PORT=$(served_port "$LOG" metrics)
 wait_sessions 1
 

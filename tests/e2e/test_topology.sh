@@ -21,13 +21,8 @@ LEAF=topo.example.com/leaf
 SPINE=topo.example.com/spine
 mkdir -p "$D/logs" "$D/pids"
 
-start() { # NAME EXE ARGS...: a process of this suite, stopped by tests/e2e/run at the end
-  local name=$1 exe=$2
-  shift 2
-  KUBE_POD_NAMESPACE=$CM_NS HELM_RELEASE_NAME=volcano "$exe" "$@" >>"$D/logs/kiln-$name.log" 2>&1 \
-    </dev/null &
-  echo $! >"$D/pids/kiln-$name.pid"
-  echo "$exe" >"$D/pids/kiln-$name.exe"
+start() { # NAME EXE ARGS...: a process of this suite, with the controller's namespace and release
+  KUBE_POD_NAMESPACE=$CM_NS HELM_RELEASE_NAME=volcano kiln_bg "$@"
 }
 
 # ---- suite setup ----
