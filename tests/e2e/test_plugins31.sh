@@ -11,7 +11,9 @@
 #    pods land only on the node where one NUMA node holds their CPUs, and one that fits no
 #    NUMA node waits with Volcano's reasons;
 #  - usage: a fake Prometheus (python http.server) reports one node over the cpu threshold,
-#    and no pod goes there.
+#    and no pod goes there;
+#  - resourcequota: a second gang over the namespace's ResourceQuota waits Pending with
+#    Volcano's event; resource-strategy-fit: cpu MostAllocated packs pods on the fuller node.
 # Each test makes its own kwok nodes (labelled grp=<test>, tainted kiln-p31=<test>, which
 # only its pods tolerate), so other suites are not disturbed.
 # shellcheck shell=bash
@@ -417,6 +419,79 @@ EOF
   kubectl delete namespace "$ns" --wait=false >/dev/null
 }
 
+# resourcequota: the namespace's quota (requests.cpu 3) takes one 2-cpu gang; the second waits
+# Pending with Volcano's event instead of having its pods refused.
+test_resourcequota_pending() {
+  local ns c=$D/p31-rq.conf i
+  ns=$(new_namespace p31)
+  nodes p31rq 1 --cpu 8 --memory 32Gi
+  kubectl apply -n "$ns" -f - >/dev/null <<EOF || fail "cannot create the quota"
+apiVersion: v1
+kind: ResourceQuota
+metadata: {name: q}
+spec: {hard: {requests.cpu: "3", limits.cpu: "3"}}
+EOF
+  # No kube-controller-manager runs here to write the quota's status: written as it would.
+  kubectl patch resourcequota -n "$ns" q --subresource=status --type=merge -p \
+    '{"status":{"hard":{"requests.cpu":"3","limits.cpu":"3"},"used":{"requests.cpu":"0","limits.cpu":"0"}}}' \
+    >/dev/null || fail "cannot write the quota's status"
+  conf "$c" "  - name: resourcequota"
+  for i in 0 1; do
+    cat <<EOF
+---
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: PodGroup
+metadata: {name: rq-$i}
+spec:
+  minMember: 1
+  minResources: {cpu: "2", requests.cpu: "2", limits.cpu: "2", pods: "1"}
+EOF
+  done | kubectl apply -n "$ns" -f - >/dev/null || fail "cannot create the PodGroups"
+  start_scheduler "$c"
+  wait_for 60 "one PodGroup Inqueue" sh -c \
+    "kubectl get podgroup -n $ns -o jsonpath='{.items[*].status.phase}' | grep -q Inqueue"
+  wait_for 60 "the quota event" sh -c "kubectl get events -n $ns -o json |
+    grep -q 'resource quota insufficient'"
+  local phases
+  phases=$(kubectl get podgroup -n "$ns" -o jsonpath='{.items[*].status.phase}' | tr ' ' '\n' | sort | tr '\n' ' ')
+  expect_eq "Inqueue Pending " "$phases" "one gang let in, the other waits for the quota"
+  stop_scheduler
+  kubectl delete namespace "$ns" --wait=false >/dev/null
+}
+
+# resource-strategy-fit: cpu MostAllocated puts the pods on the node that already holds one
+# (LeastAllocated, its default, would spread them to the empty one).
+test_rsf_most_allocated() {
+  local ns c=$D/p31-rsf.conf
+  ns=$(new_namespace p31)
+  nodes p31rsf 2 --cpu 8 --memory 32Gi
+  conf "$c" "  - name: resource-strategy-fit
+    arguments:
+      resourceStrategyFitWeight: 10
+      resources:
+        cpu:
+          type: MostAllocated
+          weight: 1"
+  kubectl apply -n "$ns" -f - >/dev/null <<EOF || fail "cannot create the resident pod"
+apiVersion: v1
+kind: Pod
+metadata: {name: resident}
+spec:
+  nodeName: p31rsf-1
+  tolerations: [{key: kiln-p31, value: p31rsf, effect: NoSchedule}]
+  containers: [{name: c, image: fake, resources: {requests: {cpu: "2"}}}]
+EOF
+  pods "$ns" r default 3 1 p31rsf
+  start_scheduler "$c"
+  wait_bound 90 "$ns" 4
+  local pod node
+  while read -r pod node; do
+    expect_eq p31rsf-1 "$node" "node of $pod"
+  done < <(bound "$ns")
+  stop_scheduler
+  kubectl delete namespace "$ns" --wait=false >/dev/null
+}
+
 e2e_main "$@"
 rc=$?
 for p in kiln-scheduler-plugins31 kiln-controller-p31 p31-extender p31-prom; do
@@ -427,7 +502,7 @@ for p in kiln-scheduler-plugins31 kiln-controller-p31 p31-extender p31-prom; do
 done
 kubectl delete queue p31-qa p31-qb --wait=false >/dev/null 2>&1
 kubectl delete numatopologies p31numa-0 p31numa-1 --wait=false >/dev/null 2>&1
-kubectl delete nodes -l 'grp in (p31ga,p31gb,p31tt,p31ext,p31numa,p31use)' --wait=false >/dev/null 2>&1
+kubectl delete nodes -l 'grp in (p31ga,p31gb,p31tt,p31ext,p31numa,p31use,p31rq,p31rsf)' --wait=false >/dev/null 2>&1
 if [ -n "${KILN_E2E_LOGS:-}" ]; then
   mkdir -p "$KILN_E2E_LOGS" && cp "$LOG" "$KILN_E2E_LOGS"/ 2>/dev/null
 fi
