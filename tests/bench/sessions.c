@@ -55,6 +55,10 @@ typedef struct gen_opts {
   int node_milli_cpu, node_gi, node_pods;
   int pod_milli_cpu, pod_mi;
   int run_milli_cpu, run_mi;
+  /* --vgpu G (issue 31): every node registers G vGPUs of 24,000 MiB (split 10) as Volcano's
+   * vGPU device plugin does, every pending pod asks for one of vgpu_mem MiB, and the
+   * configuration adds deviceshare with VGPUEnable. */
+  int vgpu, vgpu_mem;
 } gen_opts;
 
 static double now_s(void) {
@@ -340,6 +344,35 @@ static void add_hypernodes(Kiln__Snapshot *m, const gen_opts *o) {
                                     (i + 1) * 8 < spines ? (i + 1) * 8 : spines);
 }
 
+/* The node's vGPU registration and a live handshake (sch_device.c reads both). */
+static void vgpu_node(Kiln__Node *n, int i, int gpus, int64_t now) {
+  n->devices = xcalloc(sizeof(*n->devices));
+  kiln__node_devices__init(n->devices);
+  size_t cap = (size_t)gpus * 64 + 1, off = 0;
+  char *reg = xcalloc(cap);
+  for (int g = 0; g < gpus; g++)
+    off += (size_t)snprintf(reg + off, cap - off,
+                            "GPU-%05d-%02d,10,24000,NVIDIA-A100,true,hami-core:", i, g);
+  n->devices->vgpu_register = reg;
+  struct tm tm;
+  time_t t = (time_t)now;
+  gmtime_r(&t, &tm);
+  n->devices->vgpu_handshake = xstrf("Requesting_%04d.%02d.%02d %02d:%02d:%02d", tm.tm_year + 1900,
+                                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
+static void vgpu_pod(Kiln__Pod *p, int64_t mem) {
+  p->devices = xcalloc(sizeof(*p->devices));
+  kiln__pod_devices__init(p->devices);
+  p->devices->n_vgpu = 1;
+  p->devices->vgpu = xcalloc(sizeof(*p->devices->vgpu));
+  Kiln__VgpuRequest *v = p->devices->vgpu[0] = xcalloc(sizeof(*v));
+  kiln__vgpu_request__init(v);
+  v->nums = 1;
+  v->memory = mem;
+  v->memory_percentage = 101;
+}
+
 /* The pending PodGroups of gang pods (hard topology with --topology) and their pods, from
  * pods[np] and pod_groups[ng] on. */
 static void add_pending(Kiln__Snapshot *m, const gen_opts *o, int gang, int pend_groups, size_t np,
@@ -365,6 +398,8 @@ static void add_pending(Kiln__Snapshot *m, const gen_opts *o, int gang, int pend
         p->priority = 1000;
       if (o->shapes)
         shape_pod(p, g);
+      if (o->vgpu > 0)
+        vgpu_pod(p, o->vgpu_mem);
     }
   }
 }
@@ -386,6 +421,8 @@ static Kiln__Snapshot *generate(const gen_opts *o, bool nodes_only) {
     n->ready = 1;
     if (o->shapes)
       shape_node(n, i);
+    if (o->vgpu > 0)
+      vgpu_node(n, i, o->vgpu, m->time_unix_nano / 1000000000);
   }
   if (nodes_only)
     return m;
@@ -529,6 +566,10 @@ int main(int argc, char **argv) {
       {"preempt", KC_FLAG_BOOL, &o.preempt,
        "running PodGroups low priority (minMember 1), pending ones high; preempt runs", "false",
        NULL, false, NULL},
+      {"vgpu", KC_FLAG_INT, &o.vgpu, "vGPUs per node (24,000 MiB each; deviceshare VGPUEnable)",
+       "0", NULL, false, NULL},
+      {"vgpu-memory", KC_FLAG_INT, &o.vgpu_mem, "vGPU memory per pending pod (MiB)", "8000", NULL,
+       false, NULL},
       {"queues", KC_FLAG_INT, &o.queues,
        "queues in a hierarchy under root (capacity with enableHierarchy), 0: one queue", "0", NULL,
        false, NULL},
@@ -550,7 +591,8 @@ int main(int argc, char **argv) {
   };
   const size_t nflags = sizeof(flags) / sizeof(flags[0]);
   /* Defaults are applied by parsing them: the table's def strings are for --help only. */
-  o = (gen_opts){false, false, 1000, 10000, 10, 0, 0, 0, 16, 64000, 256, 250, 500, 1024, 100, 256};
+  o = (gen_opts){false, false, 1000, 10000, 10,   0,   0,   0, 16,
+                 64000, 256,   250,  500,   1024, 100, 256, 0, 8000};
   char err[256];
   int nargs = 0;
   if (kc_flags_parse(flags, nflags, argc, argv, &nargs, err, sizeof(err)) != 0 || nargs > 0) {
@@ -563,9 +605,10 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (o.nodes < 1 || o.pending < 0 || o.gang < 1 || o.running < 0 || o.queues < 0 ||
-      o.queues == 1 || o.topology < 0 || o.leaf_nodes < 1) {
+      o.queues == 1 || o.topology < 0 || o.leaf_nodes < 1 || o.vgpu < 0 || o.vgpu_mem < 1) {
     fprintf(stderr, "sessions: --nodes and --gang want >= 1, --pending and --running >= 0, "
-                    "--queues 0 or >= 2, --topology >= 0, --leaf-nodes >= 1\n");
+                    "--queues 0 or >= 2, --topology >= 0, --leaf-nodes >= 1, --vgpu >= 0, "
+                    "--vgpu-memory >= 1\n");
     return 2;
   }
 
@@ -629,6 +672,12 @@ int main(int argc, char **argv) {
       default_conf_with("  - name: nodeorder\n", "  - name: nodeorder\n",
                         "  - name: network-topology-aware\n", builtin, sizeof(builtin)) != 0)
     goto out;
+  if (conf_path == NULL && !o.preempt && !o.queues && !o.topology && o.vgpu > 0 &&
+      default_conf_with("  - name: nodeorder\n",
+                        "  - name: nodeorder\n  - name: deviceshare\n    arguments:\n"
+                        "      deviceshare.VGPUEnable: true\n",
+                        "", builtin, sizeof(builtin)) != 0)
+    goto out;
   if (builtin[0]) {
     if (sch_conf_parse(builtin, strlen(builtin), &conf, err, sizeof(err)) != 0) {
       fprintf(stderr, "sessions: %s\n", err);
@@ -657,7 +706,7 @@ int main(int argc, char **argv) {
   size_t npods = (size_t)o.pending + (size_t)o.running;
   double session_s = t4 - t1;
   printf("{\"nodes\":%d,\"pending\":%d,\"gang\":%d,\"running\":%d,\"queues\":%d,"
-         "\"topology\":%d,\"hypernodes\":%zu,"
+         "\"topology\":%d,\"hypernodes\":%zu,\"vgpu\":%d,"
          "\"placements\":%zu,"
          "\"snapshot_s\":%.4f,\"session_s\":%.4f,\"open_s\":%.4f,\"actions_s\":%.4f,"
          "\"close_s\":%.4f,\"placements_per_s\":%.0f,\"actions_placements_per_s\":%.0f,"
@@ -665,8 +714,8 @@ int main(int argc, char **argv) {
          "node\":%.0f,"
          "\"bytes_per_pod\":%.0f,\"preempt\":%s,\"nominations\":%zu,\"evictions\":%zu,"
          "\"nominations_per_s\":%.0f,\"victims_per_s\":%.0f}\n",
-         o.nodes, o.pending, o.gang, o.running, o.queues, o.topology, msg->n_hyper_nodes, r->nbinds,
-         t1 - t0, session_s, t2 - t1, t3 - t2, t4 - t3,
+         o.nodes, o.pending, o.gang, o.running, o.queues, o.topology, msg->n_hyper_nodes, o.vgpu,
+         r->nbinds, t1 - t0, session_s, t2 - t1, t3 - t2, t4 - t3,
          session_s > 0 ? (double)r->nbinds / session_s : 0,
          t3 > t2 ? (double)r->nbinds / (t3 - t2) : 0, peak_kb, hwm_reset ? "true" : "false",
          all_bytes, (double)node_bytes / o.nodes,

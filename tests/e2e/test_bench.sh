@@ -67,6 +67,10 @@ test_tiny_run_binds_every_pod() {
   expect_eq 10000 "$(jq '.sessions[] | select(.queues == 50) | .placements' "$j")" \
     "placements with 50 queues in a hierarchy"
   expect_match '1000 +10000 +10 +0 +50 +flat +10000 ' "$(cat "$out/table.txt")" "the 50-queue row"
+  # The vGPU row (deviceshare VGPUEnable, 8 vGPUs a node) placed every pod, and its table.
+  expect_eq "8 1000" "$(jq -r '.[] | "\(.vgpu) \(.placements)"' "$out/vgpu.json")" \
+    "vGPU row: vGPUs per node and pods placed"
+  expect_match '100 +1000 +8 +1000 ' "$(cat "$out/table.txt")" "the vGPU row"
   # The loop-stall rows: the shell in process with sessions on a worker and on the loop, each
   # having applied sessions and measured the loop (figures, not verdicts).
   expect_eq "false true" "$(jq -r '[.[] | .session_on_loop | tostring] | join(" ")' \
