@@ -516,13 +516,25 @@ static bool device_on(const sch_dra *d, const device *v, int32_t node) {
 
 /* ---- allocation ---- */
 
+/* Whose selectors run, for a runtime error's message ("class C", "claim ns/c: request r"):
+ * formatted only then (a message per device tried was most of the allocation's time). */
+typedef struct who {
+  const char *cls;            /* a class's */
+  const Kiln__ObjectMeta *md; /* else a claim's request */
+  const char *request;
+} who;
+
 /* Whether the selectors of s take device v: 1, 0, or -1 with the runtime error in reason. */
-static int selects(const selset *s, const device *v, const char *what, char *reason, size_t len) {
+static int selects(const selset *s, const device *v, const who *w, char *reason, size_t len) {
   for (size_t i = 0; i < s->n; i++) {
     bool m = false;
     char err[SCH_CEL_ERR_MAX];
     if (sch_cel_eval(s->cel[i], &v->cel, &m, err, sizeof(err)) != 0) {
-      snprintf(reason, len, "%s: selector #%zu: CEL runtime error: %s", what, i, err);
+      if (w->cls)
+        snprintf(reason, len, "class %s: selector #%zu: CEL runtime error: %s", w->cls, i, err);
+      else
+        snprintf(reason, len, "claim %s/%s: request %s: selector #%zu: CEL runtime error: %s",
+                 w->md->namespace_ ? w->md->namespace_ : "", w->md->name, w->request, i, err);
       return -1;
     }
     if (!m)
@@ -534,9 +546,8 @@ static int selects(const selset *s, const device *v, const char *what, char *rea
 static int class_selects(sch_dra *d, int32_t k, int32_t dev, char *reason, size_t len) {
   int8_t *m = &d->match[(size_t)k * (size_t)d->ndevs + (size_t)dev];
   if (*m == 0 || *m == 3) { /* an error is told again, for this pod */
-    char what[300];
-    snprintf(what, sizeof(what), "class %s", d->classes[k].name);
-    int r = selects(&d->classes[k].sel, &d->devs[dev], what, reason, len);
+    who w = {.cls = d->classes[k].name};
+    int r = selects(&d->classes[k].sel, &d->devs[dev], &w, reason, len);
     *m = r > 0 ? 1 : r == 0 ? 2 : 3;
     return r;
   }
@@ -594,20 +605,19 @@ int64_t sch_dra_class_devices(sch_dra *d, const char *cls, int32_t node) {
 }
 
 /* Whether request r can take device dev: 1, 0, or -1 with reason. */
-static int request_takes(sch_dra *d, const char *ckey, const request *r, int32_t k, int32_t dev,
-                         char *reason, size_t len) {
+static int request_takes(sch_dra *d, const Kiln__ObjectMeta *md, const request *r, int32_t k,
+                         int32_t dev, char *reason, size_t len) {
   int m = class_selects(d, k, dev, reason, len);
-  if (m <= 0)
+  if (m <= 0 || r->sel.n == 0)
     return m;
-  char what[1024];
-  snprintf(what, sizeof(what), "claim %s: request %s", ckey, r->name);
-  return selects(&r->sel, &d->devs[dev], what, reason, len);
+  who w = {.md = md, .request = r->name};
+  return selects(&r->sel, &d->devs[dev], &w, reason, len);
 }
 
 /* One request (or subrequest) on node: SCH_FIT with its devices picked, SCH_UNSCHEDULABLE
  * (the reason names the class), SCH_UNRESOLVABLE, or KC_ENOMEM. */
-static int alloc_request(sch_dra *d, int32_t ci, const char *ckey, const request *r, int32_t node,
-                         char *reason, size_t len) {
+static int alloc_request(sch_dra *d, int32_t ci, const request *r, int32_t node, char *reason,
+                         size_t len) {
   const char *cls = r->x->device_class_name ? r->x->device_class_name : "";
   int32_t k = find(&d->class_index, cls);
   if (k < 0) {
@@ -628,12 +638,15 @@ static int alloc_request(sch_dra *d, int32_t ci, const char *ckey, const request
   bool local = true;
   for (int32_t dev; got < want && (dev = candidate(d, node, &cursor, &local)) >= 0;) {
     const device *v = &d->devs[dev];
-    int m = request_takes(d, ckey, r, k, dev, reason, len);
+    bool taken = (v->used_by >= 0 && !admin) || v->stamp == d->epoch;
+    if (taken && !all)
+      continue; /* it cannot count: no need to run the selectors */
+    int m = request_takes(d, d->claims[ci].msg->metadata, r, k, dev, reason, len);
     if (m < 0)
       return SCH_UNRESOLVABLE;
     if (m == 0)
       continue;
-    if ((v->used_by >= 0 && !admin) || v->stamp == d->epoch) {
+    if (taken) {
       busy = true;
       continue;
     }
@@ -653,9 +666,6 @@ static int alloc_request(sch_dra *d, int32_t ci, const char *ckey, const request
  * its subrequests that can be met. */
 static int alloc_claim(sch_dra *d, int32_t ci, int32_t node, char *reason, size_t len) {
   const claim *c = &d->claims[ci];
-  char ckey[600];
-  const Kiln__ObjectMeta *md = c->msg->metadata;
-  snprintf(ckey, sizeof(ckey), "%s/%s", md->namespace_ ? md->namespace_ : "", md->name);
   for (int32_t i = 0; i < c->nreqs;) {
     int32_t group = c->reqs[i].group, end = i;
     while (end < c->nreqs && c->reqs[end].group == group)
@@ -663,7 +673,7 @@ static int alloc_claim(sch_dra *d, int32_t ci, int32_t node, char *reason, size_
     int rc = SCH_UNSCHEDULABLE;
     for (int32_t s = i; s < end && rc != SCH_FIT; s++) {
       size_t mark = d->npicks;
-      rc = alloc_request(d, ci, ckey, &c->reqs[s], node, reason, len);
+      rc = alloc_request(d, ci, &c->reqs[s], node, reason, len);
       if (rc < 0 || rc == SCH_UNRESOLVABLE)
         return rc;
       if (rc != SCH_FIT)
