@@ -14,6 +14,13 @@
  * --scheduler-conf) Volcano's default tiers with capacity and enableHierarchy in place of
  * proportion.
  *
+ * With --claims D (issue 29), Dynamic Resource Allocation: each node publishes a ResourceSlice
+ * of D devices of the driver gpu.example.com, the DeviceClass gpu.example.com selects them
+ * with a CEL expression, and each pending pod has a ResourceClaim of its own for one device of
+ * that class whose request selects a100 devices with CEL; the default configuration with
+ * predicate.DynamicResourceAllocationEnable. The devices count as resources of their class in
+ * every pod's request and every node's allocatable (sch_dra_count.c).
+ *
  * Prints one JSON object: placements (binds), the snapshot build time (sch_snapshot_new), the
  * session time (open + run + close), placements per second over the session and over the
  * actions alone, peak RSS (of the message, snapshot and session: the generator's memory is
@@ -52,6 +59,7 @@ typedef struct gen_opts {
    * spine, 8 spines a tier-3 domain), the pending gangs hard with highestTierAllowed T, and the
    * network-topology-aware plugin in the configuration; 0: none. */
   int topology, leaf_nodes;
+  int claims; /* devices per node; each pending pod claims one (0: no DRA objects) */
   int node_milli_cpu, node_gi, node_pods;
   int pod_milli_cpu, pod_mi;
   int run_milli_cpu, run_mi;
@@ -242,6 +250,106 @@ static void shape_pod(Kiln__Pod *p, int g) {
   }
 }
 
+#define DRA_CLASS "gpu.example.com"
+
+static Kiln__DraDeviceSelector *cel(const char *expr) {
+  Kiln__DraDeviceSelector *s = xcalloc(sizeof(*s));
+  kiln__dra_device_selector__init(s);
+  s->cel = xcalloc(sizeof(*s->cel));
+  kiln__dra_cel_selector__init(s->cel);
+  s->cel->expression = xstrf("%s", expr);
+  return s;
+}
+
+/* --claims: node's slice of n devices "<node>-gpu-<k>" (model a100, index k). */
+static Kiln__ResourceSlice *slice(const char *node, int n) {
+  Kiln__ResourceSlice *rs = xcalloc(sizeof(*rs));
+  kiln__resource_slice__init(rs);
+  rs->metadata = meta(NULL, xstrf("%s-gpu", node));
+  rs->spec = xcalloc(sizeof(*rs->spec));
+  kiln__resource_slice_spec__init(rs->spec);
+  rs->spec->driver = xstrf(DRA_CLASS);
+  rs->spec->node_name = xstrf("%s", node);
+  rs->spec->pool = xcalloc(sizeof(*rs->spec->pool));
+  kiln__dra_pool__init(rs->spec->pool);
+  rs->spec->pool->name = xstrf("%s", node);
+  rs->spec->n_devices = (size_t)n;
+  rs->spec->devices = xcalloc((size_t)n * sizeof(*rs->spec->devices));
+  for (int k = 0; k < n; k++) {
+    Kiln__DraDevice *d = rs->spec->devices[k] = xcalloc(sizeof(*d));
+    kiln__dra_device__init(d);
+    d->name = xstrf("%s-gpu-%d", node, k);
+    d->n_attributes = 2;
+    d->attributes = xcalloc(2 * sizeof(*d->attributes));
+    for (int a = 0; a < 2; a++) {
+      Kiln__DraDevice__AttributesEntry *e = d->attributes[a] = xcalloc(sizeof(*e));
+      kiln__dra_device__attributes_entry__init(e);
+      e->key = xstrf("%s", a ? "index" : "model");
+      e->value = xcalloc(sizeof(*e->value));
+      kiln__dra_device_attribute__init(e->value);
+      if (a) {
+        e->value->has_int_ = 1;
+        e->value->int_ = k;
+      } else {
+        e->value->string = xstrf("a100");
+      }
+    }
+  }
+  return rs;
+}
+
+/* --claims: the claim of pending pod p, for one device of the class, and p's entry for it. */
+static Kiln__ResourceClaim *claim_for(Kiln__Pod *p) {
+  Kiln__ResourceClaim *c = xcalloc(sizeof(*c));
+  kiln__resource_claim__init(c);
+  c->metadata = meta("bench", xstrf("%s", p->name));
+  c->spec = xcalloc(sizeof(*c->spec));
+  kiln__resource_claim_spec__init(c->spec);
+  c->spec->devices = xcalloc(sizeof(*c->spec->devices));
+  kiln__dra_device_claim__init(c->spec->devices);
+  Kiln__DraDeviceRequest *r = xcalloc(sizeof(*r));
+  kiln__dra_device_request__init(r);
+  r->name = xstrf("gpu");
+  r->exactly = xcalloc(sizeof(*r->exactly));
+  kiln__dra_exact_request__init(r->exactly);
+  r->exactly->device_class_name = xstrf(DRA_CLASS);
+  r->exactly->has_count = 1;
+  r->exactly->count = 1;
+  r->exactly->n_selectors = 1;
+  r->exactly->selectors = xcalloc(sizeof(*r->exactly->selectors));
+  r->exactly->selectors[0] = cel("device.attributes[\"" DRA_CLASS "\"].model == \"a100\"");
+  c->spec->devices->n_requests = 1;
+  c->spec->devices->requests = xcalloc(sizeof(*c->spec->devices->requests));
+  c->spec->devices->requests[0] = r;
+  Kiln__PodResourceClaim *pc = xcalloc(sizeof(*pc));
+  kiln__pod_resource_claim__init(pc);
+  pc->name = xstrf("gpu");
+  pc->resource_claim_name = xstrf("%s", p->name);
+  p->n_resource_claims = 1;
+  p->resource_claims = xcalloc(sizeof(*p->resource_claims));
+  p->resource_claims[0] = pc;
+  return c;
+}
+
+/* --claims: the DeviceClass and every node's slice. */
+static void add_devices(Kiln__Snapshot *m, const gen_opts *o) {
+  Kiln__DeviceClass *dc = xcalloc(sizeof(*dc));
+  kiln__device_class__init(dc);
+  dc->metadata = meta(NULL, xstrf(DRA_CLASS));
+  dc->spec = xcalloc(sizeof(*dc->spec));
+  kiln__device_class_spec__init(dc->spec);
+  dc->spec->n_selectors = 1;
+  dc->spec->selectors = xcalloc(sizeof(*dc->spec->selectors));
+  dc->spec->selectors[0] = cel("device.driver == \"" DRA_CLASS "\"");
+  m->n_device_classes = 1;
+  m->device_classes = xcalloc(sizeof(*m->device_classes));
+  m->device_classes[0] = dc;
+  m->n_resource_slices = (size_t)o->nodes;
+  m->resource_slices = xcalloc((size_t)o->nodes * sizeof(*m->resource_slices));
+  for (int i = 0; i < o->nodes; i++)
+    m->resource_slices[i] = slice(m->nodes[i]->name, o->claims);
+}
+
 /* A *new* message (free with kiln__snapshot__free_unpacked(msg, NULL)). nodes_only leaves out
  * pods and PodGroups (for the per-node memory figure). */
 static Kiln__Queue *queue(const char *name, const char *parent, int64_t deserved_milli_cpu) {
@@ -400,6 +508,8 @@ static void add_pending(Kiln__Snapshot *m, const gen_opts *o, int gang, int pend
         shape_pod(p, g);
       if (o->vgpu > 0)
         vgpu_pod(p, o->vgpu_mem);
+      if (o->claims > 0)
+        m->resource_claims[np - 1 - (size_t)o->running] = claim_for(p);
     }
   }
 }
@@ -424,10 +534,17 @@ static Kiln__Snapshot *generate(const gen_opts *o, bool nodes_only) {
     if (o->vgpu > 0)
       vgpu_node(n, i, o->vgpu, m->time_unix_nano / 1000000000);
   }
+  if (o->claims > 0)
+    add_devices(m, o);
   if (nodes_only)
     return m;
   if (o->topology)
     add_hypernodes(m, o);
+  if (o->claims > 0) {
+    m->n_resource_claims = (size_t)o->pending;
+    m->resource_claims =
+        xcalloc((o->pending ? (size_t)o->pending : 1) * sizeof(*m->resource_claims));
+  }
   if (o->preempt) {
     static const struct {
       const char *name;
@@ -526,10 +643,15 @@ static long peak_rss_kb(void) {
  * capacity (enableHierarchy) in place of proportion, and binpack, for --queues. */
 static int default_conf_with(const char *from, const char *to, const char *extra, char *out,
                              size_t cap) {
-  const char *d = sch_conf_default_yaml, *at = strstr(d, from);
+  /* On top of an earlier edit in out (--queues, --topology and --claims combine). */
+  char *d = strdup(out[0] ? out : sch_conf_default_yaml);
+  if (!d)
+    return KC_ENOMEM;
+  const char *at = strstr(d, from);
+  int n = at ? snprintf(out, cap, "%.*s%s%s%s", (int)(at - d), d, to, at + strlen(from), extra) : 0;
+  free(d);
   if (!at)
     return KC_EINVAL;
-  int n = snprintf(out, cap, "%.*s%s%s%s", (int)(at - d), d, to, at + strlen(from), extra);
   return n < 0 || (size_t)n >= cap ? KC_ETOOBIG : 0;
 }
 
@@ -579,6 +701,9 @@ int main(int argc, char **argv) {
        "0", NULL, false, NULL},
       {"leaf-nodes", KC_FLAG_INT, &o.leaf_nodes, "nodes per tier-1 HyperNode (--topology)", "16",
        NULL, false, NULL},
+      {"claims", KC_FLAG_INT, &o.claims,
+       "DRA: devices per node in a ResourceSlice; each pending pod claims one (0: none)", "0", NULL,
+       false, NULL},
       {"shapes", KC_FLAG_BOOL, &o.shapes,
        "node labels and taints, pod selectors, affinity and tolerations (varied per gang)", "false",
        NULL, false, NULL},
@@ -591,7 +716,7 @@ int main(int argc, char **argv) {
   };
   const size_t nflags = sizeof(flags) / sizeof(flags[0]);
   /* Defaults are applied by parsing them: the table's def strings are for --help only. */
-  o = (gen_opts){false, false, 1000, 10000, 10,   0,   0,   0, 16,
+  o = (gen_opts){false, false, 1000, 10000, 10,   0,   0,   0, 16,  0,
                  64000, 256,   250,  500,   1024, 100, 256, 0, 8000};
   char err[256];
   int nargs = 0;
@@ -605,10 +730,11 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (o.nodes < 1 || o.pending < 0 || o.gang < 1 || o.running < 0 || o.queues < 0 ||
-      o.queues == 1 || o.topology < 0 || o.leaf_nodes < 1 || o.vgpu < 0 || o.vgpu_mem < 1) {
+      o.queues == 1 || o.topology < 0 || o.leaf_nodes < 1 || o.vgpu < 0 || o.vgpu_mem < 1 ||
+      o.claims < 0) {
     fprintf(stderr, "sessions: --nodes and --gang want >= 1, --pending and --running >= 0, "
                     "--queues 0 or >= 2, --topology >= 0, --leaf-nodes >= 1, --vgpu >= 0, "
-                    "--vgpu-memory >= 1\n");
+                    "--vgpu-memory >= 1, --claims >= 0\n");
     return 2;
   }
 
@@ -678,6 +804,12 @@ int main(int argc, char **argv) {
                         "      deviceshare.VGPUEnable: true\n",
                         "", builtin, sizeof(builtin)) != 0)
     goto out;
+  if (conf_path == NULL && o.claims > 0 &&
+      default_conf_with("  - name: predicates\n",
+                        "  - name: predicates\n    arguments:\n"
+                        "      predicate.DynamicResourceAllocationEnable: true\n",
+                        "", builtin, sizeof(builtin)) != 0)
+    goto out;
   if (builtin[0]) {
     if (sch_conf_parse(builtin, strlen(builtin), &conf, err, sizeof(err)) != 0) {
       fprintf(stderr, "sessions: %s\n", err);
@@ -706,7 +838,7 @@ int main(int argc, char **argv) {
   size_t npods = (size_t)o.pending + (size_t)o.running;
   double session_s = t4 - t1;
   printf("{\"nodes\":%d,\"pending\":%d,\"gang\":%d,\"running\":%d,\"queues\":%d,"
-         "\"topology\":%d,\"hypernodes\":%zu,\"vgpu\":%d,"
+         "\"topology\":%d,\"hypernodes\":%zu,\"vgpu\":%d,\"claims\":%d,"
          "\"placements\":%zu,"
          "\"snapshot_s\":%.4f,\"session_s\":%.4f,\"open_s\":%.4f,\"actions_s\":%.4f,"
          "\"close_s\":%.4f,\"placements_per_s\":%.0f,\"actions_placements_per_s\":%.0f,"
@@ -715,7 +847,7 @@ int main(int argc, char **argv) {
          "\"bytes_per_pod\":%.0f,\"preempt\":%s,\"nominations\":%zu,\"evictions\":%zu,"
          "\"nominations_per_s\":%.0f,\"victims_per_s\":%.0f}\n",
          o.nodes, o.pending, o.gang, o.running, o.queues, o.topology, msg->n_hyper_nodes, o.vgpu,
-         r->nbinds, t1 - t0, session_s, t2 - t1, t3 - t2, t4 - t3,
+         o.claims, r->nbinds, t1 - t0, session_s, t2 - t1, t3 - t2, t4 - t3,
          session_s > 0 ? (double)r->nbinds / session_s : 0,
          t3 > t2 ? (double)r->nbinds / (t3 - t2) : 0, peak_kb, hwm_reset ? "true" : "false",
          all_bytes, (double)node_bytes / o.nodes,
