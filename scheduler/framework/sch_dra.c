@@ -21,10 +21,8 @@ typedef struct device {
   int32_t node;                     /* the node of a node-local slice; -1 otherwise */
   const Kiln__DraNodeSelector *sel; /* a slice for the nodes it selects */
   bool all_nodes;
-  int32_t next_on_node; /* the node's next device, -1 ends */
+  int32_t next_on_node; /* the node's next device, -1 ends (while building) */
   sch_cel_device cel;   /* arrays owned */
-  int32_t used_by;      /* the claim holding it, -1 free */
-  uint32_t stamp;       /* == dra epoch: taken by the allocation being tried */
 } device;
 
 typedef struct klass {
@@ -32,12 +30,25 @@ typedef struct klass {
   selset sel;
 } klass;
 
+/* Request selectors compiled once for every request that writes the same expressions (a
+ * Job's pods' claims all do), and what they answered per device: a pod tries many nodes and
+ * a device is asked about by many pods. */
+typedef struct reqsel {
+  selset sel;    /* err: the compile error, without whose request it is */
+  int8_t *match; /* per device as sch_dra.match; NULL until asked (or over MATCH_BUDGET) */
+} reqsel;
+
+/* The bytes of per-device answers the request selectors may keep (past it they run). */
+#define MATCH_BUDGET ((size_t)64 << 20)
+
 /* A request's exactly, or one subrequest of firstAvailable (group: the request's index). */
 typedef struct request {
   const Kiln__DraExactRequest *x;
   char *name; /* owned: "req" or "req/sub", the allocation result's request */
   int32_t group;
-  selset sel;
+  int32_t klass; /* its DeviceClass, -1 when there is none of that name */
+  int32_t sel;   /* its selectors in sch_dra.reqsels, -1 none */
+  char *err;     /* owned: its selectors' compile error, named */
 } request;
 
 typedef struct claim {
@@ -60,16 +71,31 @@ struct sch_dra {
   const sch_snapshot *snap;
   device *devs;
   int32_t ndevs;
-  int32_t *node_first; /* per node, its first node-local device */
-  int32_t *shared;     /* devices of slices not bound to one node */
+  int32_t *node_first; /* per node, its first node-local device (while building) */
+  /* Per node, its node-local devices (node_devs from node_off[n] to node_off[n + 1]), and
+   * per device whether it is taken: small arrays apart from the devices, so that a node is
+   * looked through in a cache line or two (a pod tries hundreds of nodes). */
+  int32_t *node_off, *node_devs;
+  int32_t *used_by; /* per device: the claim holding it, -1 free */
+  uint32_t *stamp;  /* per device: == epoch when taken by the allocation being tried */
+  int32_t *shared;  /* devices of slices not bound to one node */
   int32_t nshared;
   klass *classes;
   int32_t nclasses;
   int8_t *match; /* per class and device: 0 unknown, 1 selects, 2 does not, 3 error */
+  reqsel *reqsels;
+  int32_t nreqsels, capreqsels;
+  size_t match_bytes; /* of the reqsels' match rows */
   claim *claims;
   int32_t nclaims;
   kc_strmap device_index, class_index, claim_index; /* -> index + 1 */
-  bool *placed;                                     /* per task */
+  kc_strmap reqsel_index; /* the expressions, each "<length>:<text>" -> reqsels index + 1 */
+  bool *placed;           /* per task */
+  /* Per task, its spec.resourceClaims resolved once (the snapshot does not change): entries
+   * from task_first[t] on, each a claim index, -1 (a template that needed none) or -2 (not
+   * resolvable: resolve again for the reason); task_resolved[t] once filled. */
+  int32_t *task_first, *task_claim;
+  bool *task_resolved;
   uint32_t epoch;
   /* The devices the allocation being tried takes. */
   struct pick {
@@ -89,8 +115,8 @@ static void selset_close(selset *s) {
   free(s->err);
 }
 
-/* Compiles selectors; what names them ("class gpu", "claim ns/c: request r") goes into the
- * error. 0 or KC_ENOMEM (a compile error is kept in s->err, not returned). */
+/* Compiles selectors; what names them ("class gpu"; NULL: nothing) goes into the error. 0 or
+ * KC_ENOMEM (a compile error is kept in s->err, not returned). */
 static int selset_init(selset *s, Kiln__DraDeviceSelector *const *sel, size_t n, const char *what) {
   memset(s, 0, sizeof(*s));
   if (n == 0)
@@ -108,7 +134,8 @@ static int selset_init(selset *s, Kiln__DraDeviceSelector *const *sel, size_t n,
       continue;
     }
     char msg[SCH_CEL_ERR_MAX + 128];
-    snprintf(msg, sizeof(msg), "%s: selector #%zu: CEL compile error: %s", what, i, err);
+    snprintf(msg, sizeof(msg), "%s%sselector #%zu: CEL compile error: %s", what ? what : "",
+             what ? ": " : "", i, err);
     return (s->err = strdup(msg)) ? 0 : KC_ENOMEM;
   }
   return 0;
@@ -189,8 +216,7 @@ static int add_slice(sch_dra *d, const Kiln__ResourceSlice *rs) {
                   .node = node,
                   .sel = node < 0 ? sp->node_selector : NULL,
                   .all_nodes = node < 0 && sp->has_all_nodes && sp->all_nodes,
-                  .next_on_node = -1,
-                  .used_by = -1};
+                  .next_on_node = -1};
     v->cel.driver = v->driver;
     int rc = device_view(v, dev);
     if (rc == 0)
@@ -211,6 +237,23 @@ static int add_slice(sch_dra *d, const Kiln__ResourceSlice *rs) {
   return 0;
 }
 
+/* node_off and node_devs from the nodes' lists, in the lists' order. */
+static int node_devices(sch_dra *d) {
+  int32_t nn = d->snap->nnodes;
+  d->node_off = malloc((size_t)(nn + 1) * sizeof(*d->node_off));
+  d->node_devs = malloc((size_t)(d->ndevs ? d->ndevs : 1) * sizeof(*d->node_devs));
+  if (!d->node_off || !d->node_devs)
+    return KC_ENOMEM;
+  int32_t k = 0;
+  for (int32_t n = 0; n < nn; n++) {
+    d->node_off[n] = k;
+    for (int32_t dev = d->node_first[n]; dev >= 0; dev = d->devs[dev].next_on_node)
+      d->node_devs[k++] = dev;
+  }
+  d->node_off[nn] = k;
+  return 0;
+}
+
 static int build_devices(sch_dra *d) {
   const Kiln__Snapshot *m = d->snap->msg;
   size_t total = 0;
@@ -220,16 +263,20 @@ static int build_devices(sch_dra *d) {
   d->devs = calloc(total ? total : 1, sizeof(*d->devs));
   d->shared = calloc(total ? total : 1, sizeof(*d->shared));
   d->node_first = malloc((size_t)(d->snap->nnodes ? d->snap->nnodes : 1) * sizeof(int32_t));
-  if (!d->devs || !d->shared || !d->node_first)
+  d->used_by = malloc((total ? total : 1) * sizeof(*d->used_by));
+  d->stamp = calloc(total ? total : 1, sizeof(*d->stamp));
+  if (!d->devs || !d->shared || !d->node_first || !d->used_by || !d->stamp)
     return KC_ENOMEM;
   for (int32_t i = 0; i < d->snap->nnodes; i++)
     d->node_first[i] = -1;
+  for (size_t i = 0; i < total; i++)
+    d->used_by[i] = -1;
   for (size_t i = 0; i < m->n_resource_slices; i++) {
     int rc = add_slice(d, m->resource_slices[i]);
     if (rc)
       return rc;
   }
-  return 0;
+  return node_devices(d);
 }
 
 static int build_classes(sch_dra *d) {
@@ -259,23 +306,81 @@ static int build_classes(sch_dra *d) {
   return d->match ? 0 : KC_ENOMEM;
 }
 
-static int add_request(claim *c, const char *ckey, const Kiln__DraExactRequest *x, const char *name,
-                       const char *sub, int32_t group) {
+/* The key of a request's selectors: each expression as "<length>:<text>". NULL: no memory. */
+static char *reqsel_key(const Kiln__DraExactRequest *x) {
+  size_t len = 1;
+  for (size_t i = 0; i < x->n_selectors; i++) {
+    const char *e = x->selectors[i] && x->selectors[i]->cel ? x->selectors[i]->cel->expression : "";
+    len += strlen(e ? e : "") + 24;
+  }
+  char *key = malloc(len), *at = key;
+  for (size_t i = 0; key && i < x->n_selectors; i++) {
+    const char *e = x->selectors[i] && x->selectors[i]->cel ? x->selectors[i]->cel->expression : "";
+    e = e ? e : "";
+    at += snprintf(at, len - (size_t)(at - key), "%zu:%s", strlen(e), e);
+  }
+  if (key && x->n_selectors == 0)
+    key[0] = '\0';
+  return key;
+}
+
+/* The shared compiled selectors of x into *out (-1 when it has none). 0 or KC_ENOMEM. */
+static int reqsel_of(sch_dra *d, const Kiln__DraExactRequest *x, int32_t *out) {
+  *out = -1;
+  if (x->n_selectors == 0)
+    return 0;
+  char *key = reqsel_key(x);
+  if (key == NULL)
+    return KC_ENOMEM;
+  if ((*out = find(&d->reqsel_index, key)) >= 0) {
+    free(key);
+    return 0;
+  }
+  if (d->nreqsels == d->capreqsels) {
+    int32_t cap = d->capreqsels ? d->capreqsels * 2 : 8;
+    reqsel *r = realloc(d->reqsels, (size_t)cap * sizeof(*r));
+    if (r == NULL) {
+      free(key);
+      return KC_ENOMEM;
+    }
+    d->reqsels = r;
+    d->capreqsels = cap;
+  }
+  reqsel *r = &d->reqsels[d->nreqsels];
+  r->match = NULL;
+  int rc = selset_init(&r->sel, x->selectors, x->n_selectors, NULL);
+  d->nreqsels++; /* closed with the rest even when its compilation ran out of memory */
+  if (rc == 0)
+    rc = add_key(&d->reqsel_index, key, d->nreqsels - 1);
+  free(key);
+  *out = d->nreqsels - 1;
+  return rc;
+}
+
+static int add_request(sch_dra *d, claim *c, const char *ckey, const Kiln__DraExactRequest *x,
+                       const char *name, const char *sub, int32_t group) {
   request *r = &c->reqs[c->nreqs];
   memset(r, 0, sizeof(*r));
   r->x = x;
   r->group = group;
+  r->klass = find(&d->class_index, x->device_class_name ? x->device_class_name : "");
   size_t len = strlen(name) + (sub ? strlen(sub) + 1 : 0) + 1;
   if ((r->name = malloc(len)) == NULL)
     return KC_ENOMEM;
   snprintf(r->name, len, "%s%s%s", name, sub ? "/" : "", sub ? sub : "");
   c->nreqs++;
-  char what[600];
-  snprintf(what, sizeof(what), "claim %s: request %s", ckey, r->name);
-  return selset_init(&r->sel, x->selectors, x->n_selectors, what);
+  int rc = reqsel_of(d, x, &r->sel);
+  const char *err = r->sel >= 0 ? d->reqsels[r->sel].sel.err : NULL;
+  if (rc || err == NULL)
+    return rc;
+  size_t n = strlen(ckey) + strlen(r->name) + strlen(err) + 32;
+  if ((r->err = malloc(n)) == NULL)
+    return KC_ENOMEM;
+  snprintf(r->err, n, "claim %s: request %s: %s", ckey, r->name, err);
+  return 0;
 }
 
-static int claim_requests(claim *c, const char *ckey) {
+static int claim_requests(sch_dra *d, claim *c, const char *ckey) {
   const Kiln__ResourceClaimSpec *sp = c->msg->spec;
   const Kiln__DraDeviceClaim *dc = sp ? sp->devices : NULL;
   size_t n = 0;
@@ -290,10 +395,10 @@ static int claim_requests(claim *c, const char *ckey) {
     const char *name = rq->name ? rq->name : "";
     int rc = 0;
     if (rq->exactly)
-      rc = add_request(c, ckey, rq->exactly, name, NULL, (int32_t)i);
+      rc = add_request(d, c, ckey, rq->exactly, name, NULL, (int32_t)i);
     for (size_t k = 0; rc == 0 && !rq->exactly && k < rq->n_first_available; k++) {
       const Kiln__DraExactRequest *x = rq->first_available[k];
-      rc = add_request(c, ckey, x, name, x->name ? x->name : "", (int32_t)i);
+      rc = add_request(d, c, ckey, x, name, x->name ? x->name : "", (int32_t)i);
     }
     if (rc)
       return rc;
@@ -332,7 +437,7 @@ static void existing_allocation(sch_dra *d, claim *c, int32_t ci) {
       continue;
     int32_t dev = find(&d->device_index, key);
     if (dev >= 0)
-      d->devs[dev].used_by = ci;
+      d->used_by[dev] = ci;
   }
 }
 
@@ -358,7 +463,7 @@ static int build_claims(sch_dra *d) {
     c->node = -1;
     int err = add_key(&d->claim_index, key, ci);
     if (err == 0)
-      err = claim_requests(c, key);
+      err = claim_requests(d, c, key);
     if (err)
       return err;
     existing_allocation(d, c, ci);
@@ -369,7 +474,7 @@ static int build_claims(sch_dra *d) {
 static void claim_close(claim *c) {
   for (int32_t i = 0; i < c->nreqs; i++) {
     free(c->reqs[i].name);
-    selset_close(&c->reqs[i].sel);
+    free(c->reqs[i].err);
   }
   free(c->reqs);
   free(c->results);
@@ -387,18 +492,47 @@ void sch_dra_free(sch_dra *d) {
     selset_close(&d->classes[i].sel);
   for (int32_t i = 0; i < d->nclaims; i++)
     claim_close(&d->claims[i]);
+  for (int32_t i = 0; i < d->nreqsels; i++) {
+    selset_close(&d->reqsels[i].sel);
+    free(d->reqsels[i].match);
+  }
   kc_strmap_close(&d->device_index, NULL);
+  kc_strmap_close(&d->reqsel_index, NULL);
   kc_strmap_close(&d->class_index, NULL);
   kc_strmap_close(&d->claim_index, NULL);
   free(d->devs);
   free(d->node_first);
+  free(d->node_off);
+  free(d->node_devs);
+  free(d->used_by);
+  free(d->stamp);
   free(d->shared);
   free(d->classes);
   free(d->match);
   free(d->claims);
+  free(d->reqsels);
   free(d->placed);
+  free(d->task_first);
+  free(d->task_claim);
+  free(d->task_resolved);
   free(d->picks);
   free(d);
+}
+
+/* Room for each task's resolved claims (filled when the task is first tried). */
+static int build_task_claims(sch_dra *d) {
+  size_t nt = (size_t)(d->snap->ntasks ? d->snap->ntasks : 1), total = 0;
+  d->task_first = malloc(nt * sizeof(*d->task_first));
+  d->task_resolved = calloc(nt, sizeof(*d->task_resolved));
+  if (!d->task_first || !d->task_resolved)
+    return KC_ENOMEM;
+  for (int32_t i = 0; i < d->snap->ntasks; i++) {
+    const Kiln__Pod *p = d->snap->tasks[i].pod;
+    d->task_first[i] = (int32_t)total;
+    total += p ? p->n_resource_claims : 0;
+  }
+  d->task_claim = malloc((total ? total : 1) * sizeof(*d->task_claim));
+  return d->task_claim ? 0 : KC_ENOMEM;
 }
 
 static int in_flight(sch_dra *d);
@@ -412,6 +546,7 @@ int sch_dra_new(const sch_snapshot *snap, sch_dra **out) {
   kc_strmap_init(&d->device_index, KC_STRMAP_COPY_KEYS);
   kc_strmap_init(&d->class_index, KC_STRMAP_BORROW_KEYS);
   kc_strmap_init(&d->claim_index, KC_STRMAP_COPY_KEYS);
+  kc_strmap_init(&d->reqsel_index, KC_STRMAP_COPY_KEYS);
   int rc = build_devices(d);
   if (rc == 0)
     rc = build_classes(d);
@@ -419,6 +554,8 @@ int sch_dra_new(const sch_snapshot *snap, sch_dra **out) {
     rc = build_claims(d);
   if (rc == 0 && (d->placed = calloc((size_t)(snap->ntasks ? snap->ntasks : 1), 1)) == NULL)
     rc = KC_ENOMEM;
+  if (rc == 0)
+    rc = build_task_claims(d);
   if (rc == 0)
     rc = in_flight(d);
   if (rc) {
@@ -487,6 +624,29 @@ static int resolve(const sch_dra *d, const Kiln__Pod *p, size_t i, int32_t *ci, 
     return SCH_UNRESOLVABLE;
   }
   return SCH_FIT;
+}
+
+/* Resolves every entry of task ti once into d->task_claim. */
+static void resolve_task(sch_dra *d, int32_t ti) {
+  const Kiln__Pod *p = d->snap->tasks[ti].pod;
+  int32_t *out = &d->task_claim[d->task_first[ti]];
+  char reason[8]; /* told when asked again */
+  for (size_t i = 0; i < p->n_resource_claims; i++) {
+    int32_t ci;
+    out[i] = resolve(d, p, i, &ci, reason, sizeof(reason)) == SCH_FIT ? ci : -2;
+  }
+  d->task_resolved[ti] = true;
+}
+
+/* resolve() for t's i-th entry, from what was resolved before when it was (tasks of the
+ * snapshot, once tried). */
+static int resolved(const sch_dra *d, const sch_task *t, size_t i, int32_t *ci, char *reason,
+                    size_t len) {
+  int32_t ti = (int32_t)(t - d->snap->tasks);
+  if (ti < 0 || ti >= d->snap->ntasks || !d->task_resolved[ti])
+    return resolve(d, t->pod, i, ci, reason, len);
+  *ci = d->task_claim[d->task_first[ti] + (int32_t)i];
+  return *ci == -2 ? resolve(d, t->pod, i, ci, reason, len) : SCH_FIT;
 }
 
 /* Whether an allocated claim may be used on node. */
@@ -564,22 +724,24 @@ static int pick(sch_dra *d, int32_t ci, int32_t dev, const char *req, bool admin
     d->cappicks = cap;
   }
   d->picks[d->npicks++] = (struct pick){ci, dev, req, admin};
-  d->devs[dev].stamp = d->epoch;
+  d->stamp[dev] = d->epoch;
   return 0;
 }
 
 /* Undoes the picks after the first `from`. */
 static void unpick(sch_dra *d, size_t from) {
   while (d->npicks > from)
-    d->devs[d->picks[--d->npicks].dev].stamp = 0;
+    d->stamp[d->picks[--d->npicks].dev] = 0;
 }
 
 /* The i-th candidate device on node: node-local ones first, then the shared ones. */
 static int32_t candidate(const sch_dra *d, int32_t node, int32_t *cursor, bool *local) {
   if (*local) {
-    int32_t dev = *cursor < 0 ? d->node_first[node] : d->devs[*cursor].next_on_node;
-    if (dev >= 0)
-      return *cursor = dev;
+    int32_t k = *cursor < 0 ? d->node_off[node] : *cursor + 1;
+    if (k < d->node_off[node + 1]) {
+      *cursor = k;
+      return d->node_devs[k];
+    }
     *local = false;
     *cursor = -1;
   }
@@ -604,14 +766,30 @@ int64_t sch_dra_class_devices(sch_dra *d, const char *cls, int32_t node) {
   return n;
 }
 
+/* The per-device answers of request selectors rs, made when first asked; NULL past the
+ * budget or out of memory (the selectors then run each time). */
+static int8_t *reqsel_row(sch_dra *d, reqsel *rs) {
+  if (rs->match == NULL && d->ndevs > 0 && d->match_bytes + (size_t)d->ndevs <= MATCH_BUDGET &&
+      (rs->match = calloc((size_t)d->ndevs, 1)) != NULL)
+    d->match_bytes += (size_t)d->ndevs;
+  return rs->match;
+}
+
 /* Whether request r can take device dev: 1, 0, or -1 with reason. */
-static int request_takes(sch_dra *d, const Kiln__ObjectMeta *md, const request *r, int32_t k,
-                         int32_t dev, char *reason, size_t len) {
-  int m = class_selects(d, k, dev, reason, len);
-  if (m <= 0 || r->sel.n == 0)
+static int request_takes(sch_dra *d, const Kiln__ObjectMeta *md, const request *r, int32_t dev,
+                         char *reason, size_t len) {
+  int m = class_selects(d, r->klass, dev, reason, len);
+  if (m <= 0 || r->sel < 0)
     return m;
-  who w = {.md = md, .request = r->name};
-  return selects(&r->sel, &d->devs[dev], &w, reason, len);
+  reqsel *rs = &d->reqsels[r->sel];
+  int8_t *row = reqsel_row(d, rs);
+  if (row && (row[dev] == 1 || row[dev] == 2))
+    return row[dev] == 1;
+  who w = {.md = md, .request = r->name}; /* an error is told again, naming this claim */
+  m = selects(&rs->sel, &d->devs[dev], &w, reason, len);
+  if (row)
+    row[dev] = m > 0 ? 1 : m == 0 ? 2 : 3;
+  return m;
 }
 
 /* One request (or subrequest) on node: SCH_FIT with its devices picked, SCH_UNSCHEDULABLE
@@ -619,12 +797,12 @@ static int request_takes(sch_dra *d, const Kiln__ObjectMeta *md, const request *
 static int alloc_request(sch_dra *d, int32_t ci, const request *r, int32_t node, char *reason,
                          size_t len) {
   const char *cls = r->x->device_class_name ? r->x->device_class_name : "";
-  int32_t k = find(&d->class_index, cls);
+  int32_t k = r->klass;
   if (k < 0) {
     snprintf(reason, len, "request %s: device class %s does not exist", r->name, cls);
     return SCH_UNRESOLVABLE;
   }
-  const char *err = d->classes[k].sel.err ? d->classes[k].sel.err : r->sel.err;
+  const char *err = d->classes[k].sel.err ? d->classes[k].sel.err : r->err;
   if (err) {
     snprintf(reason, len, "%s", err);
     return SCH_UNRESOLVABLE;
@@ -637,11 +815,10 @@ static int alloc_request(sch_dra *d, int32_t ci, const request *r, int32_t node,
   int32_t cursor = -1;
   bool local = true;
   for (int32_t dev; got < want && (dev = candidate(d, node, &cursor, &local)) >= 0;) {
-    const device *v = &d->devs[dev];
-    bool taken = (v->used_by >= 0 && !admin) || v->stamp == d->epoch;
+    bool taken = (d->used_by[dev] >= 0 && !admin) || d->stamp[dev] == d->epoch;
     if (taken && !all)
       continue; /* it cannot count: no need to run the selectors */
-    int m = request_takes(d, d->claims[ci].msg->metadata, r, k, dev, reason, len);
+    int m = request_takes(d, d->claims[ci].msg->metadata, r, dev, reason, len);
     if (m < 0)
       return SCH_UNRESOLVABLE;
     if (m == 0)
@@ -692,9 +869,12 @@ static int try_task(sch_dra *d, const sch_task *t, int32_t node, char *reason, s
   unpick(d, 0);
   if (++d->epoch == 0)
     d->epoch = 1;
+  int32_t ti = (int32_t)(t - d->snap->tasks);
+  if (ti >= 0 && ti < d->snap->ntasks && !d->task_resolved[ti])
+    resolve_task(d, ti);
   for (size_t i = 0; i < p->n_resource_claims; i++) {
     int32_t ci;
-    int rc = resolve(d, p, i, &ci, reason, len);
+    int rc = resolved(d, t, i, &ci, reason, len);
     if (rc != SCH_FIT || ci < 0) {
       if (rc != SCH_FIT)
         return rc;
@@ -731,7 +911,7 @@ static size_t task_claims(const sch_dra *d, const sch_task *t, int32_t *out, siz
   char reason[8];
   for (size_t i = 0; t->pod && i < t->pod->n_resource_claims && n < max; i++) {
     int32_t ci;
-    if (resolve(d, t->pod, i, &ci, reason, sizeof(reason)) != SCH_FIT || ci < 0)
+    if (resolved(d, t, i, &ci, reason, sizeof(reason)) != SCH_FIT || ci < 0)
       continue;
     bool dup = false;
     for (size_t k = 0; k < n; k++)
@@ -755,7 +935,7 @@ static int commit_picks(sch_dra *d, int32_t node, bool session) {
     if ((rc = add_result(c, pk->request, pk->dev, v)) != 0)
       break; /* out of memory: the claim keeps what it got so far */
     if (!pk->admin)
-      v->used_by = pk->claim;
+      d->used_by[pk->dev] = pk->claim;
     c->allocated = true;
     c->session = session;
     c->node = node;
@@ -820,8 +1000,8 @@ void sch_dra_unplace(sch_dra *d, const sch_task *t) {
     if (--c->refs > 0 || !c->session)
       continue;
     for (int32_t k = 0; k < c->nresults; k++)
-      if (d->devs[c->devs[k]].used_by == cl[i])
-        d->devs[c->devs[k]].used_by = -1;
+      if (d->used_by[c->devs[k]] == cl[i])
+        d->used_by[c->devs[k]] = -1;
     c->nresults = 0;
     c->allocated = c->session = c->node_local = false;
     c->node = -1;

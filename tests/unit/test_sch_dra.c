@@ -404,6 +404,51 @@ static void test_errors_named(void **state) {
   fx_free(f);
 }
 
+/* Requests writing the same selectors share them (compiled once, answered once per device),
+ * yet each error names its own claim: two claims whose selector fails at run time, asked
+ * twice, two whose selector does not compile, and two that select, which both run. */
+static void test_request_selectors_shared(void **state) {
+  (void)state;
+  fx *f = fx_new();
+  fx_node(f, "n0", 32000, 64 * GI, 110);
+  fx_slice(f, "n0", 2, false);
+  fx_class(f, DRIVER, NULL);
+  static const struct {
+    const char *name, *expr, *want;
+  } cases[] = {
+      {"c1", "device.attributes[\"" DRIVER "\"].nope == 1",
+       "claim ns/c1: request gpus: selector #0: CEL runtime error: no such key: nope"},
+      {"c2", "device.attributes[\"" DRIVER "\"].nope == 1",
+       "claim ns/c2: request gpus: selector #0: CEL runtime error: no such key: nope"},
+      {"c3", "device.driver ==", "claim ns/c3: request gpus: selector #0: CEL compile error: "},
+      {"c4", "device.driver ==", "claim ns/c4: request gpus: selector #0: CEL compile error: "},
+      {"c5", "device.attributes[\"" DRIVER "\"].model == \"a100\"", NULL},
+      {"c6", "device.attributes[\"" DRIVER "\"].model == \"a100\"", NULL},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    fx_pg(f, cases[i].name, "default", 1, "Inqueue");
+    fx_claim(f, cases[i].name, DRIVER, 1, NULL, cases[i].expr);
+    fx_pod_claim(fx_pod(f, cases[i].name, cases[i].name, 1000, GI, NULL), cases[i].name, false);
+  }
+  fx_open(f, dra_yaml);
+  for (int round = 0; round < 2; round++)
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+      const char *reason;
+      int rc = fx_predicate(f, cases[i].name, "n0", &reason);
+      assert_int_equal(rc, cases[i].want ? SCH_UNRESOLVABLE : SCH_FIT);
+      if (cases[i].want && !strstr(reason, cases[i].want))
+        fail_msg("%s: %s, want %s", cases[i].name, reason, cases[i].want);
+    }
+  sch_result *r = fx_run(f);
+  assert_int_equal(r->nbinds, 2);
+  sch_dra_write w5, w6;
+  assert_int_equal(writes_of(f, "c5", &w5, 1), 1);
+  assert_int_equal(writes_of(f, "c6", &w6, 1), 1);
+  assert_string_not_equal(w5.results[0].device, w6.results[0].device);
+  sch_result_free(r);
+  fx_free(f);
+}
+
 /* A template's claim (owned by the pod) is used; without the argument the claims are not
  * looked at (Volcano's default). */
 static void test_template_and_switch(void **state) {
@@ -541,6 +586,7 @@ int main(void) {
       cmocka_unit_test(test_cel_selectors),
       cmocka_unit_test(test_all_mode),
       cmocka_unit_test(test_errors_named),
+      cmocka_unit_test(test_request_selectors_shared),
       cmocka_unit_test(test_template_and_switch),
       cmocka_unit_test(test_devices_counted),
       cmocka_unit_test(test_queue_limits_devices),
