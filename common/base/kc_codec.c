@@ -258,6 +258,7 @@ static const struct {
 } json_overrides[] = {
     {"transition_id", "transitionID"},
     {"host_ip", "hostIP"},
+    {"volume_id", "volumeID"},
 };
 
 static bool ends_with(const char *s, const char *suffix) {
@@ -859,6 +860,13 @@ TYPED_DECODE(kc_resourceslice_decode, Kiln__ResourceSlice, kiln__resource_slice_
 TYPED_DECODE(kc_resourceclaim_decode, Kiln__ResourceClaim, kiln__resource_claim__descriptor)
 TYPED_DECODE(kc_numatopology_decode, Kiln__Numatopology, kiln__numatopology__descriptor)
 TYPED_DECODE(kc_hypernode_decode, Kiln__HyperNode, kiln__hyper_node__descriptor)
+TYPED_DECODE(kc_pv_decode, Kiln__PersistentVolume, kiln__persistent_volume__descriptor)
+TYPED_DECODE(kc_pvc_decode, Kiln__PersistentVolumeClaim, kiln__persistent_volume_claim__descriptor)
+TYPED_DECODE(kc_storageclass_decode, Kiln__StorageClass, kiln__storage_class__descriptor)
+TYPED_DECODE(kc_csinode_decode, Kiln__CsiNode, kiln__csi_node__descriptor)
+TYPED_DECODE(kc_csidriver_decode, Kiln__CsiDriver, kiln__csi_driver__descriptor)
+TYPED_DECODE(kc_csistoragecapacity_decode, Kiln__CsiStorageCapacity,
+             kiln__csi_storage_capacity__descriptor)
 
 int kc_podgroup_encode(const Kiln__PodGroup *pg, json_t **out, char *err, size_t errlen) {
   return kc_codec_encode(pg ? &pg->base : NULL, out, err, errlen);

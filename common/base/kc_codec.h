@@ -27,6 +27,7 @@
 #include "meta.pb-c.h"
 #include "pod.pb-c.h"
 #include "resource.pb-c.h"
+#include "storage.pb-c.h"
 #include "snapshot.pb-c.h"
 #include "volcano.pb-c.h"
 
@@ -89,6 +90,20 @@ KC_NODISCARD int kc_numatopology_decode(const json_t *json, Kiln__Numatopology *
 /* topology.volcano.sh/v1alpha1 HyperNode: tier, tierName, members (the scheduler's tree). */
 KC_NODISCARD int kc_hypernode_decode(const json_t *json, Kiln__HyperNode **out, char *err,
                                      size_t errlen);
+/* core/v1 PersistentVolume and PersistentVolumeClaim, storage.k8s.io/v1 StorageClass, CSINode,
+ * CSIDriver and CSIStorageCapacity (storage.proto's view). */
+KC_NODISCARD int kc_pv_decode(const json_t *json, Kiln__PersistentVolume **out, char *err,
+                              size_t errlen);
+KC_NODISCARD int kc_pvc_decode(const json_t *json, Kiln__PersistentVolumeClaim **out, char *err,
+                               size_t errlen);
+KC_NODISCARD int kc_storageclass_decode(const json_t *json, Kiln__StorageClass **out, char *err,
+                                        size_t errlen);
+KC_NODISCARD int kc_csinode_decode(const json_t *json, Kiln__CsiNode **out, char *err,
+                                   size_t errlen);
+KC_NODISCARD int kc_csidriver_decode(const json_t *json, Kiln__CsiDriver **out, char *err,
+                                     size_t errlen);
+KC_NODISCARD int kc_csistoragecapacity_decode(const json_t *json, Kiln__CsiStorageCapacity **out,
+                                              char *err, size_t errlen);
 
 /* Status bodies for writes: {"status": {...}}, usable as a merge patch or, with metadata
  * added by the caller, as the body of an update of the status subresource. A NULL status

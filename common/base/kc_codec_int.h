@@ -59,6 +59,9 @@ Kiln__ResourceQuantity *kc__resource_scalar(Kiln__Resource *res, const char *nam
 Kiln__TaintEffect kc__taint_effect(const char *s);
 /* status.phase by name (NULL: unset; unknown names: Unknown). */
 Kiln__PodPhase kc__pod_phase(const char *s);
+/* Drops the spec.volumes entries with none of the sources the volume predicates read
+ * (configMap, secret, projected, emptyDir, ...), so that a pod pays for the ones it has. */
+void kc__pod_volumes_prune(Kiln__Pod *p);
 /* requests, container_requests and best_effort of p from a spec read through src. 0 or
  * KC_ENOMEM. */
 KC_NODISCARD int kc__pod_requests(Kiln__Pod *p, const kc_podres_src *src, const void *spec);

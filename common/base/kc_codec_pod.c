@@ -500,6 +500,34 @@ static int scheduling_gates(kc__cctx *c, Kiln__Pod *p, const json_t *spec) {
   return 0;
 }
 
+static bool volume_read(const Kiln__PodVolume *v) {
+  return v->persistent_volume_claim || v->ephemeral || v->gce_persistent_disk ||
+         v->aws_elastic_block_store || v->iscsi || v->rbd;
+}
+
+void kc__pod_volumes_prune(Kiln__Pod *p) {
+  size_t k = 0;
+  for (size_t i = 0; i < p->n_volumes; i++) {
+    if (p->volumes[i] && volume_read(p->volumes[i]))
+      p->volumes[k++] = p->volumes[i];
+    else
+      kc_msg_free(p->volumes[i]);
+  }
+  p->n_volumes = k;
+  if (k == 0) {
+    free(p->volumes);
+    p->volumes = NULL;
+  }
+}
+
+/* spec.volumes: the ones the volume predicates read. */
+static int pod_volumes(kc__cctx *c, Kiln__Pod *p, const json_t *spec) {
+  int rc = decode_field_at(c, &p->base, "volumes", spec, "volumes");
+  if (rc == 0)
+    kc__pod_volumes_prune(p);
+  return rc;
+}
+
 static int pod_spec(kc__cctx *c, Kiln__Pod *p, const json_t *spec) {
   int64_t prio = 0;
   int rc = get_string(c, spec, "nodeName", &p->node_name);
@@ -520,6 +548,8 @@ static int pod_spec(kc__cctx *c, Kiln__Pod *p, const json_t *spec) {
     rc = scheduling_gates(c, p, spec);
   if (rc == 0)
     rc = decode_field_at(c, &p->base, "resource_claims", spec, "resourceClaims");
+  if (rc == 0)
+    rc = pod_volumes(c, p, spec);
   if (rc == 0)
     rc = pod_images(c, p, spec);
   /* The inter-pod terms go into a message of their own that only pods with some keep. */

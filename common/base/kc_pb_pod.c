@@ -427,6 +427,34 @@ static int affinity(Kiln__Pod *p, K8s__PodSpec *s) {
   return rc;
 }
 
+/* spec.volumes: each Volume's nested source moved beside its name, as JSON has it; the ones
+ * the volume predicates do not read are dropped. */
+static int volumes(Kiln__Pod *p, K8s__PodSpec *s) {
+  static const char *const sources[] = {
+      "persistent_volume_claim", "ephemeral", "gce_persistent_disk",
+      "aws_elastic_block_store", "iscsi",     "rbd"};
+  if (s->n_volumes == 0)
+    return 0;
+  if ((p->volumes = calloc(s->n_volumes, sizeof(*p->volumes))) == NULL)
+    return KC_ENOMEM;
+  for (size_t i = 0; i < s->n_volumes; i++) {
+    K8s__Volume *v = s->volumes[i];
+    Kiln__PodVolume *pv = malloc(sizeof(*pv));
+    if (pv == NULL)
+      return KC_ENOMEM;
+    kiln__pod_volume__init(pv);
+    p->volumes[p->n_volumes++] = pv;
+    take(&pv->name, &v->name);
+    for (size_t k = 0; v->volume_source && k < sizeof(sources) / sizeof(sources[0]); k++) {
+      int rc = conv_field(&v->volume_source->base, sources[k], &pv->base, sources[k]);
+      if (rc < 0)
+        return rc;
+    }
+  }
+  kc__pod_volumes_prune(p);
+  return 0;
+}
+
 static int pod_spec(Kiln__Pod *p, K8s__PodSpec *s, char *err, size_t errlen) {
   take(&p->node_name, &s->node_name);
   take(&p->scheduler_name, &s->scheduler_name);
@@ -440,6 +468,8 @@ static int pod_spec(Kiln__Pod *p, K8s__PodSpec *s, char *err, size_t errlen) {
     rc = gates(p, s);
   if (rc == 0)
     rc = conv_field(&s->base, "resource_claims", &p->base, "resource_claims");
+  if (rc == 0)
+    rc = volumes(p, s);
   if (rc == 0)
     rc = images(p, s);
   if (rc == 0)

@@ -327,6 +327,61 @@ static void test_devices_same_as_json(void **state) {
   kc_msg_free(js);
 }
 
+/* spec.volumes: the claim, ephemeral and disk sources beside each volume's name (JSON inlines
+ * them, protobuf nests them), the others dropped; the same from protobuf as from JSON. */
+static void test_volumes_same_as_json(void **state) {
+  (void)state;
+  K8s__PvcVolumeSource pvc = K8S__PVC_VOLUME_SOURCE__INIT;
+  pvc.claim_name = "data", pvc.has_read_only = 1, pvc.read_only = 1;
+  K8s__EphemeralVolumeSource eph = K8S__EPHEMERAL_VOLUME_SOURCE__INIT;
+  K8s__AwsEbsVolumeSource ebs = K8S__AWS_EBS_VOLUME_SOURCE__INIT;
+  ebs.volume_id = "vol-1";
+  K8s__VolumeSource src[4] = {K8S__VOLUME_SOURCE__INIT, K8S__VOLUME_SOURCE__INIT,
+                              K8S__VOLUME_SOURCE__INIT, K8S__VOLUME_SOURCE__INIT};
+  src[0].persistent_volume_claim = &pvc;
+  src[2].ephemeral = &eph;
+  src[3].aws_elastic_block_store = &ebs;
+  K8s__Volume v[4] = {K8S__VOLUME__INIT, K8S__VOLUME__INIT, K8S__VOLUME__INIT, K8S__VOLUME__INIT};
+  static char *const names[] = {"data", "config", "scratch", "disk"};
+  K8s__Volume *vs[4];
+  for (int i = 0; i < 4; i++)
+    v[i].name = names[i], v[i].volume_source = &src[i], vs[i] = &v[i];
+  K8s__PodSpec spec = K8S__POD_SPEC__INIT;
+  spec.volumes = vs, spec.n_volumes = 4;
+  K8s__ObjectMeta m = K8S__OBJECT_META__INIT;
+  m.name = "p";
+  K8s__Pod k = K8S__POD__INIT;
+  k.metadata = &m, k.spec = &spec;
+  uint8_t buf[512];
+  assert_true(k8s__pod__get_packed_size(&k) <= sizeof(buf));
+  size_t len = k8s__pod__pack(&k, buf);
+  char err[KC_CODEC_ERR_MAX] = "";
+  Kiln__Pod *pb, *js;
+  if (kc_pb_pod_decode(buf, len, &pb, err, sizeof(err)) != 0)
+    fail_msg("pb: %s", err);
+  json_t *j = json_loads("{\"metadata\":{\"name\":\"p\"},\"spec\":{\"volumes\":["
+                         "{\"name\":\"data\",\"persistentVolumeClaim\":{\"claimName\":"
+                         "\"data\",\"readOnly\":true}},{\"name\":\"config\",\"configMap\":"
+                         "{\"name\":\"c\"}},{\"name\":\"scratch\",\"ephemeral\":{"
+                         "\"volumeClaimTemplate\":{\"spec\":{}}}},{\"name\":\"disk\","
+                         "\"awsElasticBlockStore\":{\"volumeID\":\"vol-1\"}}]}}",
+                         0, NULL);
+  if (kc_pod_decode(j, &js, err, sizeof(err)) != 0)
+    fail_msg("json: %s", err);
+  json_decref(j);
+  assert_int_equal(pb->n_volumes, 3);
+  assert_int_equal(js->n_volumes, 3);
+  for (size_t i = 0; i < 3; i++)
+    assert_msg_equal(&js->volumes[i]->base, &pb->volumes[i]->base);
+  assert_string_equal(pb->volumes[0]->persistent_volume_claim->claim_name, "data");
+  assert_true(pb->volumes[0]->persistent_volume_claim->read_only);
+  assert_string_equal(pb->volumes[1]->name, "scratch");
+  assert_non_null(pb->volumes[1]->ephemeral);
+  assert_string_equal(pb->volumes[2]->aws_elastic_block_store->volume_id, "vol-1");
+  kc_msg_free(pb);
+  kc_msg_free(js);
+}
+
 /* A pod with neither device resources nor annotations has no devices; a node's registration
  * and lock read the same from protobuf as from JSON. */
 static void test_node_devices_same_as_json(void **state) {
@@ -598,6 +653,7 @@ static void test_bad_fields_refused(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_rich_pod_same_as_json),
+      cmocka_unit_test(test_volumes_same_as_json),
       cmocka_unit_test(test_bound_pod_same_as_json),
       cmocka_unit_test(test_node_same_as_json),
       cmocka_unit_test(test_images_same_as_json),
