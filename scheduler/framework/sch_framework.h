@@ -245,6 +245,9 @@ typedef struct sch_snapshot {
   /* The HyperNode tree (sch_hypernode.h), always built: with no HyperNode it is the cluster
    * top alone, holding every node. */
   struct sch_hntree *hntree;
+  /* The volume predicates (sch_volume.c): made by the predicates plugin when one is enabled;
+   * it outlives the session so that the shell binds the volumes of the pods it binds. */
+  struct sch_vol *vol;
   /* Private storage. */
   int32_t *task_slots;
   char **owned;

@@ -10,6 +10,7 @@
 #include "sch_int.h"
 #include "sch_dra.h"
 #include "sch_hypernode.h"
+#include "sch_volume.h"
 
 static const char *const status_names[] = {
 #define XX(name, str) str,
@@ -657,6 +658,7 @@ void sch_snapshot_free(sch_snapshot *s) {
   sch_dra_free(s->dra_counted);
   sch_hntree_free(s->hntree);
   sch__free_subjobs(s);
+  sch_vol_free(s->vol);
   kc_strmap_close(&s->node_index, NULL);
   kc_strmap_close(&s->job_index, NULL);
   kc_strmap_close(&s->queue_index, NULL);

@@ -18,6 +18,7 @@
 
 #include "kc_error.h"
 #include "sch_int.h"
+#include "sch_volume.h"
 
 /* Predicate calls one session may spend on explanations: past it, a gang keeps the
  * aggregated message (a cluster of 5,000 nodes explains 40 gangs a session). */
@@ -146,6 +147,28 @@ static int32_t cluster_full(sch_session *ssn, const sch_task *t, const sch_node 
                              req, blk, n->name ? n->name : "?", after);
 }
 
+/* The volume reason among f's, -1 none. */
+static int32_t volume_reason(sch_session *ssn, const sch_fit *f) {
+  for (int i = 0; i < f->n; i++)
+    if (sch_vol_reason_is(sch_session_reason_str(ssn, f->reasons[i])))
+      return f->reasons[i];
+  return -1;
+}
+
+/* Every node that takes t otherwise refuses it for its volumes: the claims named, with the
+ * first such node's reason. */
+static int32_t volumes_held(sch_session *ssn, const sch_task *t, int32_t reason, int32_t placed) {
+  char names[512], after[96] = "";
+  if (ssn->snap->vol == NULL)
+    return -1;
+  sch_vol_unbound_names(ssn->snap->vol, t, names, sizeof(names));
+  if (placed > 0)
+    snprintf(after, sizeof(after), " after %d pod(s) of the gang were placed", placed);
+  return sch_session_reasonf(
+      ssn, "volumes: no node can take pod %s/%s%s%s%s: %s", t->pod->namespace_, t->pod->name,
+      names[0] ? " with its claim(s) " : "", names, after, sch_session_reason_str(ssn, reason));
+}
+
 /* t found no node. Returns the reason id of the most specific explanation, -1 when the
  * aggregated predicate message says it best (no node takes the pod for other reasons),
  * or KC_ENOMEM. *is_too_big tells the first kind (it outranks a queue limit). placed: the
@@ -168,13 +191,17 @@ int32_t sch__why_unplaced(sch_session *ssn, const sch_task *t, int32_t placed, b
   bool was = ssn->preempting;
   ssn->preempting = true;
   sch_resource largest = {0}, best_free = {0};
-  int32_t eligible = 0, best = -1;
+  int32_t eligible = 0, best = -1, vol_nodes = 0, vol_reason = -1;
   double best_ratio = -1;
   for (int32_t k = 0; k < ssn->nnode_list; k++) {
     const sch_node *n = &snap->nodes[ssn->node_list[k]];
     sch_fit f = {0};
-    if (sch_session_predicate(ssn, t, n, &f) != SCH_FIT)
+    if (sch_session_predicate(ssn, t, n, &f) != SCH_FIT) {
+      int32_t vr = volume_reason(ssn, &f);
+      vol_nodes += vr >= 0;
+      vol_reason = vol_reason >= 0 ? vol_reason : vr;
       continue;
+    }
     eligible++;
     sch_resource_set_max(&largest, &n->allocatable);
     if (sch_resource_insufficient(&t->init_resreq, &n->allocatable))
@@ -190,7 +217,8 @@ int32_t sch__why_unplaced(sch_session *ssn, const sch_task *t, int32_t placed, b
   }
   ssn->preempting = was;
   if (eligible == 0)
-    return -1;
+    return vol_nodes > 0 && vol_nodes == ssn->nnode_list ? volumes_held(ssn, t, vol_reason, placed)
+                                                         : -1;
   if (best < 0) {
     *is_too_big = true;
     return too_big(ssn, t, &largest, sch_resource_insufficient(&t->init_resreq, &largest));

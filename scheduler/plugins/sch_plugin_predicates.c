@@ -20,7 +20,13 @@
  * predicate.PodTopologySpreadEnable (all true by default, as in Volcano), and
  * predicate.DynamicResourceAllocationEnable (false by default, as in Volcano): 9. the pod's
  * ResourceClaims (sch_dra.c), whose devices follow the session's placements through the
- * allocate/deallocate events, so a gang's devices commit or roll back with its statement. */
+ * allocate/deallocate events, so a gang's devices commit or roll back with its statement.
+ * 10. The volume predicates (sch_volume.c): predicate.NodeVolumeLimitsEnable,
+ * predicate.VolumeZoneEnable and predicate.VolumeBindingEnable (true by default, as in
+ * Volcano; VolumeRestrictions runs with VolumeBinding), in Volcano's order; the volumes
+ * VolumeBinding assumes follow the allocate/deallocate events as the devices do. The
+ * volumebinding.* arguments (bindTimeoutSeconds, weight, shape) are the shell's and
+ * nodeorder's business: see sch_plugin_predicates_args. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +37,7 @@
 #include "sch_framework.h"
 #include "sch_interpod.h"
 #include "sch_match.h"
+#include "sch_volume.h"
 
 /* Reason ids interned once per session: the predicate runs tasks x nodes times. */
 typedef struct predicates_state {
@@ -54,6 +61,9 @@ typedef struct predicates_state {
   sch_ipa *ipa;
   int32_t ipa_reason[SCH_IPA_SPREAD_LABEL + 1];
   sch_dra *dra; /* the snapshot's, when DynamicResourceAllocation is on */
+  sch_vol *vol; /* the snapshot's, when a volume predicate is on */
+  sch_vol_checks vol_checks;
+  int32_t vol_reason[SCH_VOL_REASONS];
 } predicates_state;
 
 typedef struct static_verdict {
@@ -216,6 +226,60 @@ static int open_dra(sch_session *ssn, predicates_state *st, const sch_plugin_con
   return sch_add_event_handler(ssn, dra_allocate, dra_deallocate, st);
 }
 
+/* The volume predicates: VolumeBinding's PreFilter, then the filters on the node. */
+static int check_volumes(sch_session *ssn, predicates_state *st, const sch_task *t, int32_t node,
+                         sch_fit *why) {
+  if (!sch_vol_task_has_volumes(t))
+    return SCH_FIT;
+  char reason[SCH_REASON_MAX];
+  if (st->vol_checks.binding && sch_vol_prefilter(st->vol, t, reason, sizeof(reason)) != SCH_FIT) {
+    sch_fit_add(why, sch_session_reason(ssn, reason));
+    return SCH_UNRESOLVABLE;
+  }
+  bool unresolvable = false;
+  unsigned bits = sch_vol_filter(st->vol, t, node, &st->vol_checks, &unresolvable);
+  for (int i = 0; i < SCH_VOL_REASONS; i++)
+    if (bits & (1u << i))
+      sch_fit_add(why, st->vol_reason[i]);
+  return bits == 0 ? SCH_FIT : unresolvable ? SCH_UNRESOLVABLE : SCH_UNSCHEDULABLE;
+}
+
+static void vol_allocate(sch_session *ssn, void *ctx, const sch_task *t) {
+  (void)ssn;
+  predicates_state *st = ctx;
+  int rc = sch_vol_place(st->vol, t, t->node);
+  if (rc)
+    KC_WARN("%s/%s: its volumes could not be bound on the node chosen: %s", t->pod->namespace_,
+            t->pod->name, kc_strerror(rc));
+}
+
+static void vol_deallocate(sch_session *ssn, void *ctx, const sch_task *t) {
+  (void)ssn;
+  predicates_state *st = ctx;
+  sch_vol_unplace(st->vol, t);
+}
+
+static int open_volumes(sch_session *ssn, predicates_state *st, const sch_plugin_conf *conf) {
+  sch_vol_checks *c = &st->vol_checks;
+  c->limits = sch_args_bool(&conf->args, "predicate.NodeVolumeLimitsEnable", true);
+  c->zone = sch_args_bool(&conf->args, "predicate.VolumeZoneEnable", true);
+  c->binding = sch_args_bool(&conf->args, "predicate.VolumeBindingEnable", true);
+  c->restrictions = c->binding;
+  if (!c->limits && !c->zone && !c->binding)
+    return 0;
+  sch_snapshot *snap = sch_session_snapshot(ssn);
+  if (snap->vol == NULL) {
+    int rc = sch_vol_new(snap, &snap->vol);
+    if (rc)
+      return rc;
+  }
+  st->vol = snap->vol;
+  for (int i = 0; i < SCH_VOL_REASONS; i++)
+    if ((st->vol_reason[i] = sch_session_reason(ssn, sch_vol_reason(1u << i))) < 0)
+      return KC_ENOMEM;
+  return c->binding ? sch_add_event_handler(ssn, vol_allocate, vol_deallocate, st) : 0;
+}
+
 static int predicate(sch_session *ssn, void *ctx, const sch_task *t, const sch_node *n,
                      sch_fit *why) {
   predicates_state *st = ctx;
@@ -279,7 +343,8 @@ static int predicate(sch_session *ssn, void *ctx, const sch_task *t, const sch_n
                                                                   : SCH_UNSCHEDULABLE;
     }
   }
-  return st->dra ? check_dra(ssn, st, t, ni, why) : SCH_FIT;
+  int rc = st->vol ? check_volumes(ssn, st, t, ni, why) : SCH_FIT;
+  return rc == SCH_FIT && st->dra ? check_dra(ssn, st, t, ni, why) : rc;
 }
 
 static int open_interpod(sch_session *ssn, predicates_state *st, const sch_plugin_conf *conf) {
@@ -333,6 +398,8 @@ static int predicates_open(sch_session *ssn, const sch_plugin_conf *conf, void *
   int rc = open_interpod(ssn, st, conf);
   if (rc == 0)
     rc = open_dra(ssn, st, conf);
+  if (rc == 0)
+    rc = open_volumes(ssn, st, conf);
   if (rc < 0)
     return rc;
   return sch_add_predicate_fn(ssn, predicate, st);
