@@ -75,6 +75,7 @@ static void pod_key(const bind_req *r, char *buf, size_t cap) {
 typedef struct {
   bind_req *head, **tail;
   size_t n;
+  int holds; /* sch_binder_hold_gate: opens it takes before it opens */
 } gate;
 
 /* A condition patch's callback: only logs. data is the pod key (owned). */
@@ -431,8 +432,21 @@ int sch_binder_bind_in(sch_binder *b, const char *group, const char *ns, const c
   return 0;
 }
 
+int sch_binder_hold_gate(sch_binder *b, const char *group) {
+  gate *g = kc_strmap_get(&b->gates, group);
+  if (g == NULL)
+    return KC_EINVAL;
+  g->holds++;
+  return 0;
+}
+
 void sch_binder_open(sch_binder *b, const char *group) {
   void *v = NULL;
+  gate *held = b->closing ? NULL : kc_strmap_get(&b->gates, group);
+  if (held && held->holds > 0) {
+    held->holds--;
+    return;
+  }
   if (b->closing || kc_strmap_del(&b->gates, group, &v) != 0)
     return;
   gate *g = v;

@@ -75,6 +75,9 @@ KC_NODISCARD int sch_binder_bind_in(sch_binder *b, const char *group, const char
                                     const char *name, const char *uid, const char *node,
                                     int64_t created_s);
 void sch_binder_open(sch_binder *b, const char *group);
+/* One more sch_binder_open that group's closed gate waits for before it opens (several
+ * writes before one bind: each opens it once). 0, or KC_EINVAL when it is not closed. */
+KC_NODISCARD int sch_binder_hold_gate(sch_binder *b, const char *group);
 /* Drops what waits behind group's gate, unsent (their assumptions are forgotten: the pods are
  * Pending again in the next session), and forgets the gate. No gate: no-op. */
 void sch_binder_drop(sch_binder *b, const char *group);

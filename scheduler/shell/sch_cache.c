@@ -430,10 +430,10 @@ const Kiln__Queue *sch_cache_queue(const sch_cache *cache, const char *name) {
 }
 
 kc_store *sch_cache_store(sch_cache *cache, sch_cache_kind kind) {
-  static const int inf_of[] = {SCH_KIND_POD,         SCH_KIND_NODE,          SCH_KIND_PODGROUP,
-                               SCH_KIND_QUEUE,       SCH_KIND_PRIORITYCLASS, SCH_KIND_PDB,
-                               SCH_KIND_DEVICECLASS, SCH_KIND_RESOURCESLICE, SCH_KIND_RESOURCECLAIM,
-                               SCH_KIND_NUMATOPO};
+  static const int inf_of[] = {
+      SCH_KIND_POD,           SCH_KIND_NODE,     SCH_KIND_PODGROUP,    SCH_KIND_QUEUE,
+      SCH_KIND_PRIORITYCLASS, SCH_KIND_PDB,      SCH_KIND_DEVICECLASS, SCH_KIND_RESOURCESLICE,
+      SCH_KIND_RESOURCECLAIM, SCH_KIND_NUMATOPO, SCH_KIND_PV,          SCH_KIND_PVC};
   if ((unsigned)kind >= sizeof(inf_of) / sizeof(inf_of[0]))
     return NULL;
   return kc_informer_store(cache->inf[inf_of[kind]]);

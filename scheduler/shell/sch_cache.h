@@ -36,6 +36,8 @@ typedef enum {
   SCH_CACHE_RESOURCE_SLICES,
   SCH_CACHE_RESOURCE_CLAIMS,
   SCH_CACHE_NUMATOPOLOGIES,
+  SCH_CACHE_PVS,
+  SCH_CACHE_PVCS,
 } sch_cache_kind;
 
 typedef struct {

@@ -102,8 +102,8 @@ static int send_write(kc_client *cl, pending *p, const sch_snapshot *snap, const
   return rc;
 }
 
-int sch_claims_bind(kc_client *c, sch_binder *b, const sch_snapshot *snap, int32_t t, int32_t node,
-                    int64_t created_s) {
+int sch_claims_bind(kc_client *c, sch_binder *b, const char *gate, const sch_snapshot *snap,
+                    int32_t t) {
   if (snap->dra == NULL || !sch_dra_task_has_claims(&snap->tasks[t]))
     return 0;
   sch_dra_write w[MAX_WRITES];
@@ -115,15 +115,11 @@ int sch_claims_bind(kc_client *c, sch_binder *b, const sch_snapshot *snap, int32
   if (p == NULL)
     return KC_ENOMEM;
   p->binder = b;
-  snprintf(p->gate, sizeof(p->gate), "resourceclaims:%s/%s", pod->namespace_, pod->name);
-  int rc = sch_binder_close_gate(b, p->gate);
-  if (rc == 0)
-    rc = sch_binder_bind_in(b, p->gate, pod->namespace_, pod->name, pod->uid,
-                            snap->nodes[node].name, created_s);
+  snprintf(p->gate, sizeof(p->gate), "%s", gate);
+  int rc = sch_binder_hold_gate(b, p->gate);
   if (rc) {
-    sch_binder_drop(b, p->gate);
     free(p);
-    return rc < 0 ? rc : KC_EINVAL;
+    return rc;
   }
   /* Held at one until every write is sent, so that a quick answer cannot open the gate
    * early. */

@@ -71,6 +71,19 @@ static void *decode_numatopo(json_t *obj, void *ud, char *err, size_t errlen) {
   return kc_numatopology_decode(obj, &nt, err, errlen) == 0 ? nt : NULL;
 }
 
+#define STORAGE_DECODE(fn, type, dec)                                                              \
+  static void *fn(json_t *obj, void *ud, char *err, size_t errlen) {                               \
+    (void)ud;                                                                                      \
+    type *x = NULL;                                                                                \
+    return dec(obj, &x, err, errlen) == 0 ? x : NULL;                                              \
+  }
+STORAGE_DECODE(decode_pv, Kiln__PersistentVolume, kc_pv_decode)
+STORAGE_DECODE(decode_pvc, Kiln__PersistentVolumeClaim, kc_pvc_decode)
+STORAGE_DECODE(decode_storageclass, Kiln__StorageClass, kc_storageclass_decode)
+STORAGE_DECODE(decode_csinode, Kiln__CsiNode, kc_csinode_decode)
+STORAGE_DECODE(decode_csidriver, Kiln__CsiDriver, kc_csidriver_decode)
+STORAGE_DECODE(decode_csicapacity, Kiln__CsiStorageCapacity, kc_csistoragecapacity_decode)
+
 #define AT(field) offsetof(Kiln__Snapshot, field), offsetof(Kiln__Snapshot, n_##field)
 
 static void *decode_hypernode(json_t *obj, void *ud, char *err, size_t errlen) {
@@ -109,4 +122,17 @@ const sch_kind sch_kinds[SCH_KIND__COUNT] = {
      * network-topology-aware plugin. */
     [SCH_KIND_HYPERNODE] = {"topology.volcano.sh", "v1alpha1", "hypernodes", decode_hypernode, NULL,
                             AT(hyper_nodes)},
+    /* The volume predicates (VolumeBinding, VolumeZone, NodeVolumeLimits; on by default in
+     * Volcano): volumes, claims, classes, the CSI drivers' per-node limits, whether they
+     * publish capacity, and the capacities. */
+    [SCH_KIND_PV] = {NULL, "v1", "persistentvolumes", decode_pv, NULL, AT(persistent_volumes)},
+    [SCH_KIND_PVC] = {NULL, "v1", "persistentvolumeclaims", decode_pvc, NULL,
+                      AT(persistent_volume_claims)},
+    [SCH_KIND_STORAGECLASS] = {"storage.k8s.io", "v1", "storageclasses", decode_storageclass, NULL,
+                               AT(storage_classes)},
+    [SCH_KIND_CSINODE] = {"storage.k8s.io", "v1", "csinodes", decode_csinode, NULL, AT(csi_nodes)},
+    [SCH_KIND_CSIDRIVER] = {"storage.k8s.io", "v1", "csidrivers", decode_csidriver, NULL,
+                            AT(csi_drivers)},
+    [SCH_KIND_CSICAPACITY] = {"storage.k8s.io", "v1", "csistoragecapacities", decode_csicapacity,
+                              NULL, AT(csi_storage_capacities)},
 };

@@ -21,6 +21,7 @@
 #include "kc_time.h"
 #include "sch_binder.h"
 #include "sch_claims.h"
+#include "sch_volumes.h"
 #include "sch_cache.h"
 #include "sch_evictor.h"
 #include "sch_http.h"
@@ -85,7 +86,9 @@ struct sch_shell {
   sch_shell_options opt;
   sch_cache *cache;
   sch_binder *binder;
-  sch_usage *usage; /* nodes' load for the usage plugin, from the conf's metrics source */
+  sch_usage *usage;     /* nodes' load for the usage plugin, from the conf's metrics source */
+  sch_volumes *volumes; /* the volume writes and waits before binds */
+  uint64_t prebinds;    /* numbers the gates of pods with writes before their bind */
   sch_conf *conf;
   /* The configuration file as last seen. */
   bool conf_seen;
@@ -827,6 +830,32 @@ static int annotate_bind(sch_shell *sh, const sch_result *res, int32_t task, con
   return rc;
 }
 
+/* Queues the bind of task t (pod p) to node. A pod with volumes or ResourceClaims to write
+ * first waits behind a gate of its own, which each writer holds until its writes are done
+ * (sch_volumes.h, sch_claims.h); the others go behind their PodGroup's gate (group). */
+static int bind_one(sch_shell *sh, const sch_snapshot *snap, int32_t t, const char *group,
+                    const char *node, int64_t timeout_s) {
+  const Kiln__Pod *p = snap->tasks[t].pod;
+  if (!sch_volumes_needed(snap, t))
+    return sch_binder_bind_in(sh->binder, group, p->namespace_, p->name, p->uid, node,
+                              p->creation_time);
+  char gate[640];
+  snprintf(gate, sizeof(gate), "prebind:%s/%s#%llu", p->namespace_, p->name,
+           (unsigned long long)++sh->prebinds);
+  int rc = sch_binder_close_gate(sh->binder, gate);
+  if (rc != 0)
+    return rc < 0 ? rc : KC_EINVAL;
+  int v = sch_volumes_bind(sh->volumes, gate, snap, t, timeout_s);
+  int c = v < 0 ? v : sch_claims_bind(sh->client, sh->binder, gate, snap, t);
+  if (v < 0 || c < 0) {
+    sch_binder_drop(sh->binder, gate);
+    return v < 0 ? v : c;
+  }
+  rc = sch_binder_bind_in(sh->binder, gate, p->namespace_, p->name, p->uid, node, p->creation_time);
+  sch_binder_open(sh->binder, gate); /* our hold: the bind goes when the writers' are done */
+  return rc;
+}
+
 /* Binds first: they are what users wait for. The session read a snapshot while the watch
  * went on: a pod deleted, recreated under its name or bound meanwhile is left alone (the
  * next session sees it as it is now). */
@@ -834,6 +863,7 @@ static void apply_binds(sch_shell *sh, const sch_snapshot *snap, const sch_resul
                         size_t to) {
   char key[512];
   int64_t now_ms = kc_clock_wall_ms();
+  int64_t timeout_s = sch_volumes_timeout(sh->conf);
   for (size_t i = from; i < to; i++) {
     const sch_task *t = &snap->tasks[res->binds[i].task];
     const Kiln__Pod *p = t->pod;
@@ -846,12 +876,8 @@ static void apply_binds(sch_shell *sh, const sch_snapshot *snap, const sch_resul
       continue;
     }
     const char *group = t->job >= 0 ? snap->jobs[t->job].key : NULL;
-    int claims = 0; /* 1: its ResourceClaims are written first, then it is bound */
     if (annotate_bind(sh, res, res->binds[i].task, key, node) != 0 ||
-        (claims = sch_claims_bind(sh->client, sh->binder, snap, res->binds[i].task,
-                                  res->binds[i].node, p->creation_time)) < 0 ||
-        (claims == 0 && sch_binder_bind_in(sh->binder, group, p->namespace_, p->name, p->uid, node,
-                                           p->creation_time) != 0)) {
+        bind_one(sh, snap, res->binds[i].task, group, node, timeout_s) != 0) {
       sch_cache_forget(sh->cache, key);
       KC_ERROR("cannot queue the bind of %s to %s: out of memory", key, node);
       continue;
@@ -1297,6 +1323,8 @@ static void bad_pod(const char *ns, const char *name, const char *uid, const cha
 static void free_parts(sch_shell *sh) {
   sch_usage_free(sh->usage);
   sh->usage = NULL;
+  sch_volumes_free(sh->volumes);
+  sh->volumes = NULL;
   sch_binder_free(sh->binder);
   sh->binder = NULL;
   sch_evictor_free(sh->evictor);
@@ -1369,6 +1397,8 @@ int sch_shell_new(uv_loop_t *loop, kc_client *c, kc_event_recorder *events, kc_m
   bo.on_done = bind_done;
   bo.done_ud = sh;
   rc = sch_binder_new(loop, &bo, &sh->binder);
+  if (rc == 0)
+    rc = sch_volumes_new(loop, c, sh->binder, sh->cache, &sh->volumes);
   if (rc == 0)
     rc = sch_evictor_new(c, events, sh->cache, &sh->evictor);
   if (rc)

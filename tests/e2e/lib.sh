@@ -200,6 +200,25 @@ spec: {weight: $2, reclaimable: false$cap}
 EOF
 }
 
+# static_pv NAME SIZE: an Available PersistentVolume of no class, reachable from every node,
+# that kube-controller-manager's PV controller binds to a claim of no class asking at most
+# SIZE (what a Job's volumeClaim without storageClassName makes). Without one such a claim
+# stays Pending and so, as with kube-scheduler, does its pod ("pod has unbound immediate
+# PersistentVolumeClaims").
+static_pv() {
+  kubectl apply -f - >/dev/null <<EOF || fail "cannot create PersistentVolume $1"
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: $1}
+spec:
+  capacity: {storage: $2}
+  accessModes: [ReadWriteOnce]
+  persistentVolumeReclaimPolicy: Retain
+  storageClassName: ""
+  hostPath: {path: /tmp/$1}
+EOF
+}
+
 # pg_message NS PODGROUP-NAME-PREFIX: the Unschedulable condition of the PodGroup, as
 # "reason|message".
 pg_message() {

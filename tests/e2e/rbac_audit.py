@@ -40,7 +40,13 @@ CONDITIONAL = {("kiln-scheduler", "create", "scheduling.volcano.sh", "queues"):
                # predicate.DynamicResourceAllocationEnable is off; tests/e2e/test_dra.sh writes
                # claims (with the admin's credentials).
                ("kiln-scheduler", "patch", "resource.k8s.io", "resourceclaims/status"):
-               "writes a claim's allocation only when it binds a pod with ResourceClaims"}
+               "writes a claim's allocation only when it binds a pod with ResourceClaims",
+               # tests/e2e/test_volumes.sh binds WaitForFirstConsumer claims; other suites'
+               # claims are bound by kube-controller-manager before their pods are scheduled.
+               ("kiln-scheduler", "patch", "", "persistentvolumes"):
+               "binds a volume to a claim only for a WaitForFirstConsumer claim",
+               ("kiln-scheduler", "patch", "", "persistentvolumeclaims"):
+               "selects a node only for a claim a provisioner makes the volume of"}
 
 
 def load_manifests(paths):

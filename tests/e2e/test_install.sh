@@ -177,6 +177,7 @@ test_every_grant_is_used_under_least_privilege() {
   installed
   local ns
   ns=$(new_namespace rbac)
+  static_pv "$ns" 1Gi
   kubectl create -n "$ns" -f - >/dev/null <<'YAML'
 apiVersion: batch.volcano.sh/v1alpha1
 kind: Job
