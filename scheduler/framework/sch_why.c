@@ -216,9 +216,9 @@ int32_t sch__why_unplaced(sch_session *ssn, const sch_task *t, int32_t placed, b
     }
   }
   ssn->preempting = was;
+  /* Volumes are checked last: a node refusing for them takes the pod otherwise. */
   if (eligible == 0)
-    return vol_nodes > 0 && vol_nodes == ssn->nnode_list ? volumes_held(ssn, t, vol_reason, placed)
-                                                         : -1;
+    return vol_nodes > 0 ? volumes_held(ssn, t, vol_reason, placed) : -1;
   if (best < 0) {
     *is_too_big = true;
     return too_big(ssn, t, &largest, sch_resource_insufficient(&t->init_resreq, &largest));

@@ -146,7 +146,8 @@ static int claim_state(const pending *p, int i, char *buf, size_t len) {
     const Kiln__PersistentVolume *pv =
         kc_store_get(sch_cache_store(p->vb->cache, SCH_CACHE_PVS), w->pv);
     const Kiln__VolObjectReference *ref = pv && pv->spec ? pv->spec->claim_ref : NULL;
-    if (pv && (ref == NULL || !kc_str_eq(ref->name, w->claim))) {
+    /* No claimRef: the watch has not brought the write back yet. */
+    if (ref && (!kc_str_eq(ref->name, w->claim) || !kc_str_eq(ref->namespace_, p->ns))) {
       snprintf(buf, len, "binding volumes: ClaimRef got reset for pv \"%s\"", w->pv);
       return -1;
     }

@@ -213,6 +213,8 @@ static void test_smallest_fit(void **state) {
 static void test_gang_all_or_nothing(void **state) {
   (void)state;
   fx *f = world(2, 4);
+  fx_node_taint(fx_node(f, "tainted", 32000, 64 * GI, 110), "dedicated", "x",
+                KILN__TAINT_EFFECT__TAINT_EFFECT_NO_SCHEDULE);
   fx_pv(f, "pv-a", LOCAL, "10Gi", "n0");
   fx_pv(f, "pv-b", LOCAL, "10Gi", "n0");
   fx_pv(f, "pv-c", LOCAL, "10Gi", "n1");
