@@ -140,9 +140,8 @@ metadata: {name: $ZONAL}
 provisioner: kubernetes.io/no-provisioner
 volumeBindingMode: Immediate
 EOF
-"$SCHED" --kubeconfig "$KUBECONFIG" --scheduler-conf "$CONF" --v=4 --leader-elect=false >"$LOG" 2>&1 &
-echo $! > "$D/pids/kiln-scheduler-volumes.pid"
-echo "$SCHED" > "$D/pids/kiln-scheduler-volumes.exe"
+kiln_bg scheduler-volumes "$SCHED" --kubeconfig "$KUBECONFIG" --scheduler-conf "$CONF" --v=4 \
+  --leader-elect=false
 
 # ---- tests ----
 
@@ -190,7 +189,7 @@ test_gang_short_of_volumes_binds_nothing() {
   # The session that wrote it decided the whole gang: none of it was bound.
   expect_eq 0 "$(bound "$ns")" "pods bound"
   expect_eq "data-0 Pending |data-1 Pending |data-2 Pending |data-3 Pending " \
-    "$(claims "$ns" | sort | tr '\n' '|')" "claims"
+    "$(claims "$ns" | sort | paste -sd'|')" "claims"
   for i in 0 1 2; do
     expect_eq "" "$(kubectl get pv "vs-pv-$i" -o jsonpath='{.spec.claimRef.name}')" "claimRef of vs-pv-$i"
   done
