@@ -188,6 +188,13 @@ static const struct {
      "Volcano lists it among lowNodeUtilization's defaults and never reads it"},
     {"rescheduling", "strategies.*.params.numberOfNodes",
      "Volcano lists it among lowNodeUtilization's defaults and never reads it"},
+    {"predicates", "volumebinding.weight",
+     "Volcano multiplies VolumeBinding's node score by it (1), a score that only Kubernetes' "
+     "StorageCapacityScoring feature gate (alpha, off by default) makes other than 0; "
+     "kiln-scheduler does not score volumes, as Volcano with the gate off"},
+    {"predicates", "volumebinding.shape*",
+     "Volcano reads it only with Kubernetes' StorageCapacityScoring feature gate (alpha, off "
+     "by default); kiln-scheduler does not score volumes, as Volcano with the gate off"},
 };
 
 const char *sch_plugin_inert_arg(const sch_plugin *p, const char *key) {

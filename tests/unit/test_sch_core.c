@@ -526,6 +526,16 @@ static void test_plugin_args_table(void **state) {
   assert_null(sch_plugin_inert_arg(bp, "metricsPeriod"));
   assert_true(sch_plugin_reads_arg(oc, "overcommit-factor"));
   assert_false(sch_plugin_reads_arg(gang, "anything"));
+  /* predicates: Volcano's volumebinding arguments, read or named with why */
+  const sch_plugin *pr = sch_plugin_find("predicates");
+  assert_true(sch_plugin_reads_arg(pr, "volumebinding.bindTimeoutSeconds"));
+  assert_true(sch_plugin_reads_arg(pr, "predicate.VolumeBindingEnable"));
+  assert_false(sch_plugin_reads_arg(pr, "volumebinding.weight"));
+  assert_non_null(
+      strstr(sch_plugin_inert_arg(pr, "volumebinding.weight"), "StorageCapacityScoring"));
+  assert_non_null(sch_plugin_inert_arg(pr, "volumebinding.shape.1.utilization"));
+  assert_null(sch_plugin_inert_arg(pr, "volumebinding.bindTimeout"));
+  assert_null(sch_plugin_inert_arg(rs, "volumebinding.weight"));
 }
 
 /* ---- snapshot ---- */
