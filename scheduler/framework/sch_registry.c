@@ -188,6 +188,10 @@ static const struct {
      "Volcano lists it among lowNodeUtilization's defaults and never reads it"},
     {"rescheduling", "strategies.*.params.numberOfNodes",
      "Volcano lists it among lowNodeUtilization's defaults and never reads it"},
+    {"predicates", "predicate.CacheEnable",
+     "Volcano's cache (off by default) keeps the node checks' answer (unschedulable, node "
+     "affinity, taints) per node and pod template (volcano.sh/template-uid), so it changes how "
+     "often they are computed, not their answers"},
     {"predicates", "volumebinding.weight",
      "Volcano multiplies VolumeBinding's node score by it (1), a score that only Kubernetes' "
      "StorageCapacityScoring feature gate (alpha, off by default) makes other than 0; "

@@ -536,6 +536,8 @@ static void test_plugin_args_table(void **state) {
   assert_non_null(sch_plugin_inert_arg(pr, "volumebinding.shape.1.utilization"));
   assert_null(sch_plugin_inert_arg(pr, "volumebinding.bindTimeout"));
   assert_null(sch_plugin_inert_arg(rs, "volumebinding.weight"));
+  assert_non_null(sch_plugin_inert_arg(pr, "predicate.CacheEnable"));
+  assert_null(sch_plugin_inert_arg(pr, "predicate.ProportionalEnable"));
 }
 
 /* ---- snapshot ---- */
