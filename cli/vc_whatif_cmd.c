@@ -87,8 +87,9 @@ static void objs_free(cluster_objs *o) {
 static int list_kind(wctx *x, int k, cluster_objs *o) {
   const sch_kind *kd = &sch_kinds[k];
   kc_ref ref = {kd->group, kd->version, kd->resource, NULL, NULL, NULL};
+  kc_query q = {.field_selector = kd->field_selector};
   vc_reply r;
-  int rc = vc_call(x->conn, KC_LIST, &ref, NULL, NULL, &r);
+  int rc = vc_call(x->conn, KC_LIST, &ref, &q, NULL, &r);
   if (rc == KC_ENOTFOUND && kd->group) {
     vc_reply_clear(&r);
     return (o->items[k] = calloc(1, sizeof(void *))) ? 0 : KC_ENOMEM;

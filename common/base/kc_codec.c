@@ -867,6 +867,7 @@ TYPED_DECODE(kc_csinode_decode, Kiln__CsiNode, kiln__csi_node__descriptor)
 TYPED_DECODE(kc_csidriver_decode, Kiln__CsiDriver, kiln__csi_driver__descriptor)
 TYPED_DECODE(kc_csistoragecapacity_decode, Kiln__CsiStorageCapacity,
              kiln__csi_storage_capacity__descriptor)
+TYPED_DECODE(kc_configmap_decode, Kiln__ConfigMap, kiln__config_map__descriptor)
 
 int kc_podgroup_encode(const Kiln__PodGroup *pg, json_t **out, char *err, size_t errlen) {
   return kc_codec_encode(pg ? &pg->base : NULL, out, err, errlen);

@@ -104,6 +104,9 @@ KC_NODISCARD int kc_csidriver_decode(const json_t *json, Kiln__CsiDriver **out, 
                                      size_t errlen);
 KC_NODISCARD int kc_csistoragecapacity_decode(const json_t *json, Kiln__CsiStorageCapacity **out,
                                               char *err, size_t errlen);
+/* v1 ConfigMap: name, namespace and data (Volcano's vGPU device configuration). */
+KC_NODISCARD int kc_configmap_decode(const json_t *json, Kiln__ConfigMap **out, char *err,
+                                     size_t errlen);
 
 /* Status bodies for writes: {"status": {...}}, usable as a merge patch or, with metadata
  * added by the caller, as the body of an update of the status subresource. A NULL status

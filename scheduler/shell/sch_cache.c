@@ -205,6 +205,7 @@ int sch_cache_new(kc_client *c, const sch_cache_options *o, sch_cache **out) {
     io.group = sch_kinds[i].group;
     io.version = sch_kinds[i].version;
     io.resource = sch_kinds[i].resource;
+    io.field_selector = sch_kinds[i].field_selector;
     io.protobuf = cache->opt.protobuf && sch_kinds[i].decode_pb;
     kc_informer_handlers h = {0};
     h.decode = sch_kinds[i].decode;
@@ -277,9 +278,10 @@ bool sch_cache_synced(const sch_cache *cache) {
   if (cache->synced_by_hand)
     return true;
   /* Numatopologies are optional: a cluster without their CRD (or before its first LIST)
-   * schedules on, and pods that need NUMA alignment find no topology yet. */
+   * schedules on, and pods that need NUMA alignment find no topology yet. So is Volcano's
+   * vGPU device configuration (without it, vGPUs share by hami-core, as in Volcano). */
   for (int i = 0; i < INF__COUNT; i++)
-    if (i != SCH_KIND_NUMATOPO && !kc_informer_has_synced(cache->inf[i]))
+    if (i != SCH_KIND_NUMATOPO && i != SCH_KIND_CONFIGMAP && !kc_informer_has_synced(cache->inf[i]))
       return false;
   return true;
 }

@@ -86,6 +86,12 @@ STORAGE_DECODE(decode_csicapacity, Kiln__CsiStorageCapacity, kc_csistoragecapaci
 
 #define AT(field) offsetof(Kiln__Snapshot, field), offsetof(Kiln__Snapshot, n_##field)
 
+static void *decode_configmap(json_t *obj, void *ud, char *err, size_t errlen) {
+  (void)ud;
+  Kiln__ConfigMap *cm = NULL;
+  return kc_configmap_decode(obj, &cm, err, errlen) == 0 ? cm : NULL;
+}
+
 static void *decode_hypernode(json_t *obj, void *ud, char *err, size_t errlen) {
   (void)ud;
   Kiln__HyperNode *hn = NULL;
@@ -93,46 +99,54 @@ static void *decode_hypernode(json_t *obj, void *ud, char *err, size_t errlen) {
 }
 
 const sch_kind sch_kinds[SCH_KIND__COUNT] = {
-    [SCH_KIND_POD] = {NULL, "v1", "pods", decode_pod, decode_pod_pb, AT(pods)},
-    [SCH_KIND_NODE] = {NULL, "v1", "nodes", decode_node, decode_node_pb, AT(nodes)},
-    [SCH_KIND_PODGROUP] = {"scheduling.volcano.sh", "v1beta1", "podgroups", decode_podgroup, NULL,
-                           AT(pod_groups)},
-    [SCH_KIND_QUEUE] = {"scheduling.volcano.sh", "v1beta1", "queues", decode_queue, NULL,
+    [SCH_KIND_POD] = {NULL, "v1", "pods", NULL, decode_pod, decode_pod_pb, AT(pods)},
+    [SCH_KIND_NODE] = {NULL, "v1", "nodes", NULL, decode_node, decode_node_pb, AT(nodes)},
+    [SCH_KIND_PODGROUP] = {"scheduling.volcano.sh", "v1beta1", "podgroups", NULL, decode_podgroup,
+                           NULL, AT(pod_groups)},
+    [SCH_KIND_QUEUE] = {"scheduling.volcano.sh", "v1beta1", "queues", NULL, decode_queue, NULL,
                         AT(queues)},
-    [SCH_KIND_PRIORITYCLASS] = {"scheduling.k8s.io", "v1", "priorityclasses", decode_pc, NULL,
+    [SCH_KIND_PRIORITYCLASS] = {"scheduling.k8s.io", "v1", "priorityclasses", NULL, decode_pc, NULL,
                                 AT(priority_classes)},
     /* Volcano's PodDisruptionBudgetsSupport gate (on by default): the pdb plugin's input. */
-    [SCH_KIND_PDB] = {"policy", "v1", "poddisruptionbudgets", decode_pdb, NULL,
+    [SCH_KIND_PDB] = {"policy", "v1", "poddisruptionbudgets", NULL, decode_pdb, NULL,
                       AT(pod_disruption_budgets)},
     /* The resourcequota plugin's input: each namespace's quota status. */
-    [SCH_KIND_QUOTA] = {NULL, "v1", "resourcequotas", decode_quota, NULL, AT(resource_quotas)},
+    [SCH_KIND_QUOTA] = {NULL, "v1", "resourcequotas", NULL, decode_quota, NULL,
+                        AT(resource_quotas)},
     /* Dynamic Resource Allocation (GA; Volcano's predicate.DynamicResourceAllocationEnable):
      * devices per node and driver, the classes that select them, and the claims. */
-    [SCH_KIND_DEVICECLASS] = {"resource.k8s.io", "v1", "deviceclasses", decode_deviceclass, NULL,
-                              AT(device_classes)},
-    [SCH_KIND_RESOURCESLICE] = {"resource.k8s.io", "v1", "resourceslices", decode_resourceslice,
-                                NULL, AT(resource_slices)},
-    [SCH_KIND_RESOURCECLAIM] = {"resource.k8s.io", "v1", "resourceclaims", decode_resourceclaim,
-                                NULL, AT(resource_claims)},
+    [SCH_KIND_DEVICECLASS] = {"resource.k8s.io", "v1", "deviceclasses", NULL, decode_deviceclass,
+                              NULL, AT(device_classes)},
+    [SCH_KIND_RESOURCESLICE] = {"resource.k8s.io", "v1", "resourceslices", NULL,
+                                decode_resourceslice, NULL, AT(resource_slices)},
+    [SCH_KIND_RESOURCECLAIM] = {"resource.k8s.io", "v1", "resourceclaims", NULL,
+                                decode_resourceclaim, NULL, AT(resource_claims)},
     /* The numa-aware plugin's input (Volcano's resource exporter writes one per node); a
      * cluster without the CRD has none. */
-    [SCH_KIND_NUMATOPO] = {"nodeinfo.volcano.sh", "v1alpha1", "numatopologies", decode_numatopo,
-                           NULL, AT(numatopologies)},
+    [SCH_KIND_NUMATOPO] = {"nodeinfo.volcano.sh", "v1alpha1", "numatopologies", NULL,
+                           decode_numatopo, NULL, AT(numatopologies)},
     /* The network topology: the allocate action's HyperNode path and the
      * network-topology-aware plugin. */
-    [SCH_KIND_HYPERNODE] = {"topology.volcano.sh", "v1alpha1", "hypernodes", decode_hypernode, NULL,
-                            AT(hyper_nodes)},
+    [SCH_KIND_HYPERNODE] = {"topology.volcano.sh", "v1alpha1", "hypernodes", NULL, decode_hypernode,
+                            NULL, AT(hyper_nodes)},
     /* The volume predicates (VolumeBinding, VolumeZone, NodeVolumeLimits; on by default in
      * Volcano): volumes, claims, classes, the CSI drivers' per-node limits, whether they
      * publish capacity, and the capacities. */
-    [SCH_KIND_PV] = {NULL, "v1", "persistentvolumes", decode_pv, NULL, AT(persistent_volumes)},
-    [SCH_KIND_PVC] = {NULL, "v1", "persistentvolumeclaims", decode_pvc, NULL,
+    [SCH_KIND_PV] = {NULL, "v1", "persistentvolumes", NULL, decode_pv, NULL,
+                     AT(persistent_volumes)},
+    [SCH_KIND_PVC] = {NULL, "v1", "persistentvolumeclaims", NULL, decode_pvc, NULL,
                       AT(persistent_volume_claims)},
-    [SCH_KIND_STORAGECLASS] = {"storage.k8s.io", "v1", "storageclasses", decode_storageclass, NULL,
-                               AT(storage_classes)},
-    [SCH_KIND_CSINODE] = {"storage.k8s.io", "v1", "csinodes", decode_csinode, NULL, AT(csi_nodes)},
-    [SCH_KIND_CSIDRIVER] = {"storage.k8s.io", "v1", "csidrivers", decode_csidriver, NULL,
+    [SCH_KIND_STORAGECLASS] = {"storage.k8s.io", "v1", "storageclasses", NULL, decode_storageclass,
+                               NULL, AT(storage_classes)},
+    [SCH_KIND_CSINODE] = {"storage.k8s.io", "v1", "csinodes", NULL, decode_csinode, NULL,
+                          AT(csi_nodes)},
+    [SCH_KIND_CSIDRIVER] = {"storage.k8s.io", "v1", "csidrivers", NULL, decode_csidriver, NULL,
                             AT(csi_drivers)},
-    [SCH_KIND_CSICAPACITY] = {"storage.k8s.io", "v1", "csistoragecapacities", decode_csicapacity,
-                              NULL, AT(csi_storage_capacities)},
+    [SCH_KIND_CSICAPACITY] = {"storage.k8s.io", "v1", "csistoragecapacities", NULL,
+                              decode_csicapacity, NULL, AT(csi_storage_capacities)},
+    /* Volcano's vGPU device configuration (the deviceshare plugin's MIG geometries): the
+     * ConfigMaps of its default name, deviceshare.KnownGeometriesCMName, in any namespace
+     * (the plugin takes the one of deviceshare.KnownGeometriesCMNamespace). */
+    [SCH_KIND_CONFIGMAP] = {NULL, "v1", "configmaps", "metadata.name=volcano-vgpu-device-config",
+                            decode_configmap, NULL, AT(config_maps)},
 };

@@ -31,11 +31,14 @@ typedef enum {
   SCH_KIND_CSINODE,
   SCH_KIND_CSIDRIVER,
   SCH_KIND_CSICAPACITY,
+  SCH_KIND_CONFIGMAP,
   SCH_KIND__COUNT
 } sch_kind_id;
 
 typedef struct {
   const char *group, *version, *resource; /* group NULL: the core group */
+  /* NULL: every object of the kind; else only those it selects (fieldSelector). */
+  const char *field_selector;
   /* A new message (kc_msg_free) from the object, or NULL with the reason in err; ud unused
    * (the informer's handler signature). */
   void *(*decode)(json_t *obj, void *ud, char *err, size_t errlen);

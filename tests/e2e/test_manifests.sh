@@ -346,6 +346,8 @@ test_rbac_matrix() {
     "kiln-scheduler get pods default no"
     "kiln-scheduler watch pods - yes"
     "kiln-scheduler watch numatopologies.nodeinfo.volcano.sh - yes"
+    "kiln-scheduler watch configmaps - yes"
+    "kiln-scheduler update configmaps kube-system no"
     "kiln-scheduler create numatopologies.nodeinfo.volcano.sh - no"
     "kiln-scheduler patch pods/status default yes"
     "kiln-scheduler update pods/status default no"
