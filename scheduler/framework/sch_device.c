@@ -14,6 +14,7 @@
 typedef struct dev_node {
   int32_t first, n;
   bool vgpu; /* the node's GPUs are vGPUs (else GPU share / number) */
+  bool mig;  /* vGPU sharing mode "mig" (else "hami-core"): its last GPU's, as in Volcano */
 } dev_node;
 
 typedef struct dev_task {
@@ -125,9 +126,20 @@ static bool handshake_alive(const char *hs, int64_t now) {
   return strstr(hs, "Deleted") == NULL;
 }
 
+/* A GPU registered in mode "mig" takes the geometries of its type; without them it shares
+ * by hami-core (Volcano: "extract mig geometry error and fall back to hamicore mode"). The
+ * GPU's mode. */
+static bool gpu_mode(sch_devices *d, sch_gpu *g, const char *mb, const char *me) {
+  g->mig_group = -1;
+  if (!eq_range(mb, me, "mig"))
+    return false;
+  g->mig = sch_mig_models_for(d->conf.vgpu_config, g->type);
+  return g->mig != NULL;
+}
+
 /* "UUID,COUNT,MEMORY,TYPE,HEALTH,MODE:" per GPU (Volcano decodeNodeDevices). A GPU of fewer
- * than six fields makes the whole node have none. */
-static int node_vgpus(sch_devices *d, const char *reg) {
+ * than six fields makes the whole node have none. The node's mode is its last GPU's. */
+static int node_vgpus(sch_devices *d, const char *reg, bool *mig) {
   if (!strchr(reg, ':'))
     return 0;
   int32_t first = d->ngpus, id = 0;
@@ -159,6 +171,7 @@ static int node_vgpus(sch_devices *d, const char *reg) {
     g.number = atoi_range(fb[1], fe[1], &ok);
     g.memory = atoi_range(fb[2], fe[2], &ok);
     g.health = parse_bool(fb[4], fe[4]);
+    *mig = gpu_mode(d, &g, fb[5], fe[5]);
     if (add_gpu(d, &g) < 0)
       return KC_ENOMEM;
   }
@@ -196,7 +209,7 @@ static int node_share(sch_devices *d, const Kiln__Node *n) {
     }
     if (unhealthy)
       continue;
-    sch_gpu g = {.id = (int32_t)i, .memory = mem / num, .health = true};
+    sch_gpu g = {.id = (int32_t)i, .memory = mem / num, .health = true, .mig_group = -1};
     if (add_gpu(d, &g) < 0)
       return KC_ENOMEM;
   }
@@ -213,7 +226,7 @@ static int build_node(sch_devices *d, int32_t ni, int64_t now) {
     dn->vgpu = true;
     if (nd && nd->vgpu_register && nd->vgpu_register[0] && nd->vgpu_handshake &&
         nd->vgpu_handshake[0] && handshake_alive(nd->vgpu_handshake, now))
-      rc = node_vgpus(d, nd->vgpu_register);
+      rc = node_vgpus(d, nd->vgpu_register, &dn->mig);
   } else if ((d->conf.gpu_sharing || d->conf.gpu_number) && n) {
     rc = node_share(d, n);
   }
@@ -236,13 +249,65 @@ static int push_use(dev_task *dt, sch_dev_use u) {
   return 0;
 }
 
+/* A MIG instance taken (sign +1: its group becomes the GPU's) or given back (the GPU has no
+ * group once it has no instance in use). */
+static void apply_mig(sch_gpu *g, const sch_dev_use *u, int sign) {
+  if (u->mig_pos < 0 || u->mig_pos >= SCH_MIG_MAX_POSITIONS)
+    return;
+  uint64_t b = (uint64_t)1 << u->mig_pos;
+  if (sign > 0) {
+    g->mig_group = u->mig_group;
+    g->mig_used |= b;
+  } else if ((g->mig_used &= ~b) == 0) {
+    g->mig_group = -1;
+  }
+}
+
 static void apply(sch_devices *d, const dev_task *dt, int sign) {
   for (int32_t i = 0; i < dt->n; i++) {
     sch_gpu *g = &d->gpus[dt->u[i].gpu];
     g->used_num += sign;
     g->used_mem += sign * dt->u[i].mem;
     g->used_core += sign * dt->u[i].core;
+    apply_mig(g, &dt->u[i], sign);
   }
+}
+
+/* A divisor for the memory a MIG instance counts (gpuMemoryFactor > 1), else 1. */
+static int64_t mem_factor(const sch_devices *d) {
+  const sch_vgpu_config *c = d->conf.vgpu_config;
+  return c && c->gpu_memory_factor > 1 ? c->gpu_memory_factor : 1;
+}
+
+/* An assignment's device on a MIG GPU, "UUID[group-position]" (Volcano decodeMIGID, then
+ * addMigUsed): the instance's memory counts, not the annotation's; a group the GPU's
+ * geometries do not have counts none. false when the id is not of that form (Volcano then
+ * counts nothing for it). */
+static bool read_mig_id(const sch_devices *d, const sch_gpu *g, const char *id, sch_dev_use *u) {
+  const char *open = strchr(id, '['), *close = strchr(id, ']');
+  if (!open || !close || open > close)
+    return false;
+  const char *dash = memchr(open + 1, '-', (size_t)(close - open - 1));
+  if (!dash || memchr(dash + 1, '-', (size_t)(close - dash - 1)))
+    return false;
+  bool ok;
+  int64_t pos = atoi_range(dash + 1, close, &ok);
+  if (!ok)
+    return false;
+  u->mem = 0;
+  for (int32_t k = 0; g->mig && k < g->mig->ngroups; k++) {
+    const sch_mig_group *grp = &g->mig->groups[k];
+    if (!eq_range(open + 1, dash, grp->group))
+      continue;
+    int32_t inst = pos < INT32_MAX ? sch_mig_instance_at(grp, (int32_t)pos) : -1;
+    if (inst >= 0) {
+      u->mig_group = k;
+      u->mig_pos = (int32_t)pos;
+      u->mem = grp->inst[inst].memory / mem_factor(d);
+    }
+    break;
+  }
+  return true;
 }
 
 /* volcano.sh/vgpu-ids-new: containers by ';', devices "UUID,TYPE,MEM,CORES" by ':'; each
@@ -267,11 +332,13 @@ static int read_vgpu_ids(sch_devices *d, dev_task *dt, const dev_node *dn, const
         bool ok;
         char uuid[256];
         snprintf(uuid, sizeof(uuid), "%.*s", (int)(fe[0] - f[0]), f[0]);
-        sch_dev_use u = {-1, ctr, atoi_range(f[2], fe[2], &ok), atoi_range(f[3], fe[3], &ok)};
+        int64_t mem = atoi_range(f[2], fe[2], &ok);
+        sch_dev_use u = {-1, ctr, mem, atoi_range(f[3], fe[3], &ok), -1, -1, mem};
         for (int32_t g = dn->first; g < dn->first + dn->n && u.gpu < 0; g++)
           if (strstr(uuid, d->gpus[g].uuid))
             u.gpu = g;
-        if (u.gpu >= 0 && push_use(dt, u) < 0)
+        bool counted = u.gpu >= 0 && (!dn->mig || read_mig_id(d, &d->gpus[u.gpu], uuid, &u));
+        if (counted && push_use(dt, u) < 0)
           return KC_ENOMEM;
       }
       q = c ? c + 1 : NULL;
@@ -295,7 +362,7 @@ static int read_gpu_index(sch_devices *d, dev_task *dt, const dev_node *dn, cons
       return 0;
     }
     for (int32_t g = dn->first; g < dn->first + dn->n; g++)
-      if (d->gpus[g].id == id && push_use(dt, (sch_dev_use){g, 0, mem, 0}) < 0)
+      if (d->gpus[g].id == id && push_use(dt, (sch_dev_use){g, 0, mem, 0, -1, -1, mem}) < 0)
         return KC_ENOMEM;
   }
   return 0;
@@ -428,6 +495,18 @@ static double gpu_score(const char *policy, const sch_gpu *g) {
   return 0;
 }
 
+/* Volcano MIGFactory.TryAddPod: the request (times gpuMemoryFactor) to an instance of the
+ * GPU's geometries; u then counts the instance's memory (divided by the factor). As in
+ * Volcano, the scratch GPU's instances in use do not change while one task is fitted. */
+static bool try_mig(const sch_devices *d, const sch_gpu *g, sch_dev_use *u) {
+  int64_t f = mem_factor(d), inst_mem;
+  if (!sch_mig_find(g->mig, g->mig_group, g->mig_used, u->asked * f, &u->mig_group, &u->mig_pos,
+                    &inst_mem))
+    return false;
+  u->mem = inst_mem / f;
+  return true;
+}
+
 /* Chooses t's vGPUs on node over a scratch copy of its GPUs (the real table is not
  * touched). uses (capacity cap) receives them; false when some container finds too few. */
 static bool choose_vgpu(const sch_devices *d, const sch_task *t, const dev_node *dn,
@@ -457,12 +536,15 @@ static bool choose_vgpu(const sch_devices *d, const sch_task *t, const dev_node 
         continue;
       if (!type_ok(pd, g))
         continue;
+      sch_dev_use u = {dn->first + i, (int32_t)c, mem, r->cores, -1, -1, mem};
+      if (dn->mig && !try_mig(d, g, &u))
+        continue;
       g->used_num++;
-      g->used_mem += mem;
+      g->used_mem += u.mem;
       g->used_core += r->cores;
       nums--;
       if (*nuses < cap)
-        uses[(*nuses)++] = (sch_dev_use){dn->first + i, (int32_t)c, mem, r->cores};
+        uses[(*nuses)++] = u;
       *score += gpu_score(d->conf.policy, g);
     }
     if (nums > 0)
@@ -488,7 +570,7 @@ static const char *choose_share(const sch_devices *d, const sch_task *t, const d
     if (best < 0)
       return "GpuShare no enough gpu memory on node";
     if (cap > 0)
-      uses[(*nuses)++] = (sch_dev_use){best, 0, pd->gpu_memory, 0};
+      uses[(*nuses)++] = (sch_dev_use){best, 0, pd->gpu_memory, 0, -1, -1, pd->gpu_memory};
   }
   if (d->conf.gpu_number && pd->gpu_number > 0) {
     int64_t idle = 0;
@@ -499,7 +581,7 @@ static const char *choose_share(const sch_devices *d, const sch_task *t, const d
     *nuses = 0; /* Volcano's Allocate: the number's ids are the pod's gpu-index */
     for (int32_t g = dn->first; g < dn->first + dn->n && *nuses < pd->gpu_number; g++)
       if (d->gpus[g].used_num == 0 && *nuses < cap)
-        uses[(*nuses)++] = (sch_dev_use){g, 0, pd->gpu_memory, 0};
+        uses[(*nuses)++] = (sch_dev_use){g, 0, pd->gpu_memory, 0, -1, -1, pd->gpu_memory};
   }
   return NULL;
 }
@@ -527,8 +609,10 @@ static int decide(const sch_devices *d, const sch_task *t, int32_t node, sch_dev
       snprintf(why, len, "node not initialized with device%s", SCH_DEV_VGPU_NAME);
       return SCH_UNSCHEDULABLE;
     }
-    /* Without the volcano-vgpu-device-config geometries every node shares by hami-core. */
-    if (pd->vgpu_mode && pd->vgpu_mode[0] && strcmp(pd->vgpu_mode, "hami-core") != 0) {
+    /* volcano.sh/vgpu-mode, when the pod names one, is the node's ("pod required sharing
+     * mode %s is not the same as the node mode %s"). */
+    if (pd->vgpu_mode && pd->vgpu_mode[0] &&
+        strcmp(pd->vgpu_mode, dn->mig ? "mig" : "hami-core") != 0) {
       snprintf(why, len, "hami-vgpuDeviceSharing error");
       return SCH_UNSCHEDULABLE;
     }
@@ -630,6 +714,19 @@ static int put(char *buf, size_t len, size_t *off, const char *fmt, ...) {
   return 0;
 }
 
+/* One device of volcano.sh/vgpu-ids-new: "UUID,NVIDIA,MEM,CORES:", a MIG instance's UUID
+ * being "UUID[group-position]" (Volcano encodeMIGID) and MEM the request. */
+static int put_vgpu(const sch_devices *d, const sch_dev_use *u, char *buf, size_t len,
+                    size_t *off) {
+  const sch_gpu *g = &d->gpus[u->gpu];
+  if (u->mig_pos >= 0 && g->mig && u->mig_group >= 0 && u->mig_group < g->mig->ngroups)
+    return put(buf, len, off, "%s[%s-%d],NVIDIA,%lld,%lld:", g->uuid,
+               g->mig->groups[u->mig_group].group, u->mig_pos, (long long)u->asked,
+               (long long)u->core);
+  return put(buf, len, off, "%s,NVIDIA,%lld,%lld:", g->uuid, (long long)u->asked,
+             (long long)u->core);
+}
+
 int sch_devices_encode(const sch_devices *d, int32_t task, char *buf, size_t len) {
   const dev_task *dt = &d->tasks[task];
   if (!dt->held || dt->n == 0 || len == 0)
@@ -644,8 +741,7 @@ int sch_devices_encode(const sch_devices *d, int32_t task, char *buf, size_t len
         rc = put(buf, len, &off, ";");
       for (int32_t i = 0; rc == 0 && i < dt->n; i++)
         if (dt->u[i].ctr == (int32_t)c)
-          rc = put(buf, len, &off, "%s,NVIDIA,%lld,%lld:", d->gpus[dt->u[i].gpu].uuid,
-                   (long long)dt->u[i].mem, (long long)dt->u[i].core);
+          rc = put_vgpu(d, &dt->u[i], buf, len, &off);
     }
     return rc;
   }

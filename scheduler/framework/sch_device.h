@@ -24,12 +24,69 @@
 #define SCH_DEV_VGPU_NAME  "hamivgpu"
 #define SCH_DEV_SHARE_NAME "GpuShare"
 
+/* ---- Volcano's vGPU device configuration (config vgpu.go): the nvidia section of the
+ * device-config.yaml key of the volcano-vgpu-device-config ConfigMap, as far as the
+ * scheduler uses it ---- */
+
+/* Positions (instances) of one MIG geometry group that are tracked; real GPUs have at most 7. */
+#define SCH_MIG_MAX_POSITIONS 64
+
+/* A MIG instance template (MigTemplate): "1g.10gb", its memory (MiB) and how many. */
+typedef struct sch_mig_template {
+  char *name;
+  int64_t memory;
+  int32_t count;
+} sch_mig_template;
+
+/* A geometry (Geometry): the group's name and its instances. A MIG instance is named by its
+ * position in the group: the counts of the instances before it plus its index among its own. */
+typedef struct sch_mig_group {
+  char *group;
+  sch_mig_template *inst;
+  int32_t ninst;
+} sch_mig_group;
+
+/* One knownMigGeometries entry (AllowedMigGeometries): GPU models and their geometries. */
+typedef struct sch_mig_models {
+  char **models;
+  int32_t nmodels;
+  sch_mig_group *groups; /* allowedGeometries, in order */
+  int32_t ngroups;
+} sch_mig_models;
+
+typedef struct sch_vgpu_config {
+  sch_mig_models *known; /* knownMigGeometries */
+  int32_t nknown;
+  int64_t gpu_memory_factor; /* gpuMemoryFactor: > 1 multiplies a request's memory */
+} sch_vgpu_config;
+
+/* Parses device-config.yaml (Volcano's yaml.Unmarshal into Config). 0 and a new config, or
+ * KC_EINVAL / KC_ETOOBIG with the reason in err, or KC_ENOMEM. */
+KC_NODISCARD int sch_vgpu_config_parse(const char *yaml, size_t len, sch_vgpu_config **out,
+                                       char *err, size_t errlen);
+void sch_vgpu_config_free(sch_vgpu_config *c);
+/* extractGeometryFromType: the first entry one of whose models the GPU type contains, or NULL
+ * (the GPU then falls back to hami-core). */
+const sch_mig_models *sch_mig_models_for(const sch_vgpu_config *c, const char *type);
+/* findMatch: fits a request of request MiB to a MIG instance of m. With a group in use
+ * (group_in_use >= 0, its used positions in the mask used) only in that group and only on an
+ * instance kind it already uses; else in the first group, in order, with an instance big
+ * enough. Instances are tried smallest first. true with the group, the position and the
+ * instance's memory; false when none fits. */
+bool sch_mig_find(const sch_mig_models *m, int32_t group_in_use, uint64_t used, int64_t request,
+                  int32_t *group, int32_t *pos, int64_t *mem);
+/* findPosition: the instance of g position pos belongs to, or -1. */
+int32_t sch_mig_instance_at(const sch_mig_group *g, int32_t pos);
+
 typedef struct sch_dev_conf {
   bool gpu_sharing; /* deviceshare.GPUSharingEnable: volcano.sh/gpu-memory */
   bool gpu_number;  /* deviceshare.GPUNumberEnable: volcano.sh/gpu-number */
   bool vgpu;        /* deviceshare.VGPUEnable: volcano.sh/vgpu-* */
   /* deviceshare.SchedulePolicy: "binpack", "spread", anything else scores 0. */
   const char *policy;
+  /* The vGPU device configuration (borrowed), NULL: Volcano's default (no MIG geometries:
+   * every GPU shares by hami-core). */
+  const sch_vgpu_config *vgpu_config;
 } sch_dev_conf;
 
 /* One GPU. vGPU: number is the split count (pods that may share it) and memory in MiB;
@@ -41,14 +98,22 @@ typedef struct sch_gpu {
   int64_t number, memory;
   bool health;
   int64_t used_num, used_mem, used_core;
+  /* MIG (the GPU registered in mode "mig" with geometries for its type): the geometries, the
+   * group in use (-1: none) and its positions in use. */
+  const sch_mig_models *mig;
+  int32_t mig_group;
+  uint64_t mig_used;
 } sch_gpu;
 
 /* One device a task holds: a GPU (table index), in the task's ctr-th requesting container
- * (vGPU), with this much memory and cores. */
+ * (vGPU), with this much memory and cores; on a MIG GPU the instance (group and position,
+ * else -1) whose memory mem counts, the request being asked. */
 typedef struct sch_dev_use {
   int32_t gpu;
   int32_t ctr;
   int64_t mem, core;
+  int32_t mig_group, mig_pos;
+  int64_t asked;
 } sch_dev_use;
 
 typedef struct sch_devices sch_devices;

@@ -13,7 +13,14 @@
  * task bound in this session with new devices gets the annotations Volcano's Allocate
  * writes, which the shell patches onto the pod before the binding; with
  * deviceshare.NodeLockEnable also the node lock annotation, and a node locked less than
- * 5 minutes ago takes no device task (Volcano's bind fails on it). */
+ * 5 minutes ago takes no device task (Volcano's bind fails on it).
+ *
+ * MIG: the vGPU device configuration is the device-config.yaml of the ConfigMap
+ * deviceshare.KnownGeometriesCMName (default volcano-vgpu-device-config) in
+ * deviceshare.KnownGeometriesCMNamespace (default kube-system), which the shell watches
+ * (sch_kinds.c); its nvidia.knownMigGeometries give the GPUs registered in mode "mig" their
+ * geometries, and a vGPU request on them takes a MIG instance (sch_device_mig.c). Without
+ * it, or when it does not parse, Volcano's default configuration: no geometries. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,9 +38,10 @@ typedef struct ds_state {
   char policy[64];
   int64_t weight;
   bool node_lock;
-  int64_t now;    /* Unix seconds */
-  int64_t now_ns; /* the snapshot's time, for volcano.sh/predicate-time */
-  bool *locked;   /* per node: its lock is less than 5 minutes old (node_lock only) */
+  int64_t now;                  /* Unix seconds */
+  int64_t now_ns;               /* the snapshot's time, for volcano.sh/predicate-time */
+  bool *locked;                 /* per node: its lock is less than 5 minutes old (node_lock only) */
+  sch_vgpu_config *vgpu_config; /* the ConfigMap's, or NULL */
 } ds_state;
 
 static int ds_predicate(sch_session *ssn, void *ctx, const sch_task *t, const sch_node *n,
@@ -104,6 +112,33 @@ static int mark_locked(ds_state *st, const sch_snapshot *snap) {
   return 0;
 }
 
+/* Volcano loadConfigFromCM: the ConfigMap's device-config.yaml, parsed; NULL (the default
+ * configuration) when there is none or it does not parse. */
+static sch_vgpu_config *device_config(const sch_snapshot *snap, const sch_args *a) {
+  const char *name = sch_args_get(a, "deviceshare.KnownGeometriesCMName");
+  const char *ns = sch_args_get(a, "deviceshare.KnownGeometriesCMNamespace");
+  name = name ? name : "volcano-vgpu-device-config";
+  ns = ns ? ns : "kube-system";
+  for (size_t i = 0; snap->msg && i < snap->msg->n_config_maps; i++) {
+    const Kiln__ConfigMap *cm = snap->msg->config_maps[i];
+    if (!cm->metadata || !cm->metadata->name || strcmp(cm->metadata->name, name) != 0 ||
+        !cm->metadata->namespace_ || strcmp(cm->metadata->namespace_, ns) != 0)
+      continue;
+    for (size_t k = 0; k < cm->n_data; k++) {
+      if (strcmp(cm->data[k]->key, "device-config.yaml") != 0 || !cm->data[k]->value)
+        continue;
+      sch_vgpu_config *c = NULL;
+      char err[256] = "";
+      const char *y = cm->data[k]->value;
+      if (sch_vgpu_config_parse(y, strlen(y), &c, err, sizeof(err)) != 0)
+        KC_V(3, "Volcano device config not found, using default config: %s/%s: %s", ns, name, err);
+      return c;
+    }
+  }
+  KC_V(3, "Volcano device config not found, using default config: %s/%s", ns, name);
+  return NULL;
+}
+
 static int open_state(sch_session *ssn, const sch_plugin_conf *conf, ds_state *st) {
   const sch_args *a = &conf->args;
   st->conf.gpu_sharing = sch_args_bool(a, "deviceshare.GPUSharingEnable", false);
@@ -126,6 +161,8 @@ static int open_state(sch_session *ssn, const sch_plugin_conf *conf, ds_state *s
     return 0; /* no device registered: Volcano's predicate and score find nothing to do */
   sch_snapshot *snap = sch_session_snapshot(ssn);
   st->now = sch_session_opts(ssn)->now;
+  if (st->conf.vgpu)
+    st->conf.vgpu_config = st->vgpu_config = device_config(snap, a);
   st->now_ns =
       snap->msg && snap->msg->time_unix_nano ? snap->msg->time_unix_nano : st->now * 1000000000LL;
   int rc = sch_devices_new(snap, &st->conf, st->now, &st->dev);
@@ -142,6 +179,7 @@ static int open_state(sch_session *ssn, const sch_plugin_conf *conf, ds_state *s
 
 static void ds_free(ds_state *st) {
   sch_devices_free(st->dev);
+  sch_vgpu_config_free(st->vgpu_config);
   free(st->locked);
   free(st);
 }

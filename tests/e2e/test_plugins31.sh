@@ -13,7 +13,9 @@
 #  - usage: a fake Prometheus (python http.server) reports one node over the cpu threshold,
 #    and no pod goes there;
 #  - resourcequota: a second gang over the namespace's ResourceQuota waits Pending with
-#    Volcano's event; resource-strategy-fit: cpu MostAllocated packs pods on the fuller node.
+#    Volcano's event; resource-strategy-fit: cpu MostAllocated packs pods on the fuller node;
+#  - deviceshare vGPU on MIG: with Volcano's volcano-vgpu-device-config geometries, pods take
+#    MIG instances of a GPU registered in mode "mig".
 # Each test makes its own kwok nodes (labelled grp=<test>, tainted kiln-p31=<test>, which
 # only its pods tolerate), so other suites are not disturbed.
 # shellcheck shell=bash
@@ -492,6 +494,93 @@ EOF
   kubectl delete namespace "$ns" --wait=false >/dev/null
 }
 
+# deviceshare vGPU on MIG: Volcano's volcano-vgpu-device-config ConfigMap (kube-system) with
+# the A100 40GB geometries, a node whose GPU the device plugin registers in mode "mig". Two
+# pods of 8000 MiB (volcano.sh/vgpu-mode: mig) take group2's 2g.10gb instances 0 and 1 with
+# the assignment annotations Volcano writes; a third of 12000 MiB, which the GPU's memory
+# still holds but no instance of the group in use does, waits with Volcano's reason.
+mig_pods() { # NS NAME MEM: a one-pod PodGroup NAME, its pod asking for one vGPU of MEM MiB
+  cat <<EOF | kubectl apply -n "$1" -f - >/dev/null || fail "cannot create $2"
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: PodGroup
+metadata: {name: $2}
+spec: {minMember: 1, queue: default}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: $2
+  annotations: {scheduling.k8s.io/group-name: $2, volcano.sh/vgpu-mode: mig}
+spec:
+  schedulerName: volcano
+  nodeSelector: {grp: p31mig}
+  tolerations: [{key: kiln-p31, value: p31mig, effect: NoSchedule}]
+  containers:
+  - name: c
+    image: fake
+    resources: {limits: {volcano.sh/vgpu-number: "1", volcano.sh/vgpu-memory: "$3"}}
+EOF
+}
+
+mig_config() {
+  kubectl apply -f - >/dev/null <<EOF || fail "cannot create the device configuration"
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: volcano-vgpu-device-config, namespace: kube-system}
+data:
+  device-config.yaml: |
+    nvidia:
+      resourceCountName: volcano.sh/vgpu-number
+      resourceMemoryName: volcano.sh/vgpu-memory
+      knownMigGeometries:
+      - models: [ "A100-SXM4-40GB", "A100-40GB-PCIe", "A100-PCIE-40GB" ]
+        allowedGeometries:
+          - group: group1
+            geometries:
+            - {name: 1g.5gb, memory: 5120, count: 7}
+          - group: group2
+            geometries:
+            - {name: 2g.10gb, memory: 10240, count: 3}
+            - {name: 1g.5gb, memory: 5120, count: 1}
+EOF
+}
+
+test_vgpu_mig_instance() {
+  local ns c=$D/p31-mig.conf p now ids=""
+  ns=$(new_namespace p31)
+  nodes p31mig 1 --cpu 8 --memory 32Gi --extended volcano.sh/vgpu-number=10 \
+    --extended volcano.sh/vgpu-memory=40960
+  now=$(date -u '+%Y.%m.%d %H:%M:%S')
+  kubectl annotate node p31mig-0 --overwrite >/dev/null \
+    "volcano.sh/node-vgpu-register=GPU-p31mig-a,10,40960,NVIDIA-A100-PCIE-40GB,true,mig:" \
+    "volcano.sh/node-vgpu-handshake=Reported_$now" || fail "cannot annotate p31mig-0"
+  mig_config
+  conf "$c" "  - name: deviceshare
+    arguments:
+      deviceshare.VGPUEnable: true"
+  start_scheduler "$c"
+  mig_pods "$ns" a 8000
+  wait_bound 60 "$ns" 1
+  mig_pods "$ns" b 8000
+  wait_bound 60 "$ns" 2
+  for p in a b; do
+    ids+="$(kubectl get pod -n "$ns" "$p" -o json | jq -r '.metadata.annotations |
+      [.["volcano.sh/vgpu-ids-new"], .["volcano.sh/devices-to-allocate"],
+       .["volcano.sh/vgpu-node"], .["volcano.sh/bind-phase"]] | join(" ")');"
+  done
+  local want="GPU-p31mig-a[group2-0],NVIDIA,8000,0: GPU-p31mig-a[group2-0],NVIDIA,8000,0: p31mig-0"
+  want+=" allocating;GPU-p31mig-a[group2-1],NVIDIA,8000,0: GPU-p31mig-a[group2-1],NVIDIA,8000,0:"
+  want+=" p31mig-0 allocating;"
+  expect_eq "$want" "$ids" "the MIG instances assigned"
+  mig_pods "$ns" c 12000
+  wait_for 60 "Volcano's device reason for c" sh -c "kubectl get podgroup -n $ns c \
+    -o jsonpath='{.status.conditions[*].message}' | grep -q 'hami-vgpuDeviceSharing error'"
+  expect_eq "" "$(kubectl get pod -n "$ns" c -o jsonpath='{.spec.nodeName}')" "c's node"
+  stop_scheduler
+  kubectl delete configmap -n kube-system volcano-vgpu-device-config --wait=false >/dev/null
+  kubectl delete namespace "$ns" --wait=false >/dev/null
+}
+
 e2e_main "$@"
 rc=$?
 for p in kiln-scheduler-plugins31 kiln-controller-p31 p31-extender p31-prom; do
@@ -502,7 +591,8 @@ for p in kiln-scheduler-plugins31 kiln-controller-p31 p31-extender p31-prom; do
 done
 kubectl delete queue p31-qa p31-qb --wait=false >/dev/null 2>&1
 kubectl delete numatopologies p31numa-0 p31numa-1 --wait=false >/dev/null 2>&1
-kubectl delete nodes -l 'grp in (p31ga,p31gb,p31tt,p31ext,p31numa,p31use,p31rq,p31rsf)' --wait=false >/dev/null 2>&1
+kubectl delete configmap -n kube-system volcano-vgpu-device-config --wait=false >/dev/null 2>&1
+kubectl delete nodes -l 'grp in (p31ga,p31gb,p31tt,p31ext,p31numa,p31use,p31rq,p31rsf,p31mig)' --wait=false >/dev/null 2>&1
 if [ -n "${KILN_E2E_LOGS:-}" ]; then
   mkdir -p "$KILN_E2E_LOGS" && cp "$LOG" "$KILN_E2E_LOGS"/ 2>/dev/null
 fi
