@@ -288,6 +288,25 @@ static void session_gang_gives_instances_back(void **state) {
   fx_free(f);
 }
 
+/* gpuMemoryFactor 2: a request of 3000 MiB is fitted as 6000 (group2's 2g.10gb, not group1's
+ * 1g.5gb), the GPU counts 10240 / 2 = 5120 MiB of it, and the annotation names the request. */
+static void session_memory_factor(void **state) {
+  (void)state;
+  fx *f = fx_new();
+  char y[sizeof(geometries) + 64];
+  snprintf(y, sizeof(y), "%s  gpuMemoryFactor: 2\n", geometries);
+  device_config_map(f, "kube-system", y);
+  mig_node(f, "n1", a100, 1);
+  fx_pg(f, "g", "default", 1, "Inqueue");
+  mig_pod(f, "p", "g", 3000, NULL);
+  fx_open(f, vgpu_yaml);
+  sch_result *r = fx_run(f);
+  assert_int_equal(r->nbinds, 1);
+  assert_string_equal(ids_of(f, r, "p"), "GPU-a[group2-0],NVIDIA,3000,0:");
+  sch_result_free(r);
+  fx_free(f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(config_parses_geometries),
@@ -295,6 +314,7 @@ int main(void) {
       cmocka_unit_test(session_assigns_instances),
       cmocka_unit_test(session_without_config_is_hami_core),
       cmocka_unit_test(session_gang_gives_instances_back),
+      cmocka_unit_test(session_memory_factor),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
