@@ -30,9 +30,9 @@ typedef struct klass {
   selset sel;
 } klass;
 
-/* Request selectors compiled once for every request that writes the same expressions (a
- * Job's pods' claims all do), and what they answered per device: a pod tries many nodes and
- * a device is asked about by many pods. */
+/* Request selectors compiled once for every request of a class that writes the same
+ * expressions (a Job's pods' claims all do), and what the class's and they answered together
+ * per device: a pod tries many nodes and a device is asked about by many pods. */
 typedef struct reqsel {
   selset sel;    /* err: the compile error, without whose request it is */
   int8_t *match; /* per device as sch_dra.match; NULL until asked (or over MATCH_BUDGET) */
@@ -76,9 +76,11 @@ struct sch_dra {
    * per device whether it is taken: small arrays apart from the devices, so that a node is
    * looked through in a cache line or two (a pod tries hundreds of nodes). */
   int32_t *node_off, *node_devs;
-  int32_t *used_by; /* per device: the claim holding it, -1 free */
-  uint32_t *stamp;  /* per device: == epoch when taken by the allocation being tried */
-  int32_t *shared;  /* devices of slices not bound to one node */
+  struct devstate {
+    int32_t used_by; /* the claim holding it, -1 free */
+    uint32_t stamp;  /* == epoch: taken by the allocation being tried */
+  } * state;         /* per device */
+  int32_t *shared;   /* devices of slices not bound to one node */
   int32_t nshared;
   klass *classes;
   int32_t nclasses;
@@ -263,14 +265,13 @@ static int build_devices(sch_dra *d) {
   d->devs = calloc(total ? total : 1, sizeof(*d->devs));
   d->shared = calloc(total ? total : 1, sizeof(*d->shared));
   d->node_first = malloc((size_t)(d->snap->nnodes ? d->snap->nnodes : 1) * sizeof(int32_t));
-  d->used_by = malloc((total ? total : 1) * sizeof(*d->used_by));
-  d->stamp = calloc(total ? total : 1, sizeof(*d->stamp));
-  if (!d->devs || !d->shared || !d->node_first || !d->used_by || !d->stamp)
+  d->state = calloc(total ? total : 1, sizeof(*d->state));
+  if (!d->devs || !d->shared || !d->node_first || !d->state)
     return KC_ENOMEM;
   for (int32_t i = 0; i < d->snap->nnodes; i++)
     d->node_first[i] = -1;
   for (size_t i = 0; i < total; i++)
-    d->used_by[i] = -1;
+    d->state[i].used_by = -1;
   for (size_t i = 0; i < m->n_resource_slices; i++) {
     int rc = add_slice(d, m->resource_slices[i]);
     if (rc)
@@ -306,30 +307,32 @@ static int build_classes(sch_dra *d) {
   return d->match ? 0 : KC_ENOMEM;
 }
 
-/* The key of a request's selectors: each expression as "<length>:<text>". NULL: no memory. */
-static char *reqsel_key(const Kiln__DraExactRequest *x) {
-  size_t len = 1;
+/* The key of a request's selectors with its class: "<class>|", then each expression as
+ * "<length>:<text>". NULL: no memory. */
+static char *reqsel_key(const Kiln__DraExactRequest *x, int32_t cls) {
+  size_t len = 16;
   for (size_t i = 0; i < x->n_selectors; i++) {
     const char *e = x->selectors[i] && x->selectors[i]->cel ? x->selectors[i]->cel->expression : "";
     len += strlen(e ? e : "") + 24;
   }
   char *key = malloc(len), *at = key;
+  if (key)
+    at += snprintf(key, len, "%d|", (int)cls);
   for (size_t i = 0; key && i < x->n_selectors; i++) {
     const char *e = x->selectors[i] && x->selectors[i]->cel ? x->selectors[i]->cel->expression : "";
     e = e ? e : "";
     at += snprintf(at, len - (size_t)(at - key), "%zu:%s", strlen(e), e);
   }
-  if (key && x->n_selectors == 0)
-    key[0] = '\0';
   return key;
 }
 
-/* The shared compiled selectors of x into *out (-1 when it has none). 0 or KC_ENOMEM. */
-static int reqsel_of(sch_dra *d, const Kiln__DraExactRequest *x, int32_t *out) {
+/* The shared compiled selectors of x (of class cls) into *out (-1 when it has none). 0 or
+ * KC_ENOMEM. */
+static int reqsel_of(sch_dra *d, const Kiln__DraExactRequest *x, int32_t cls, int32_t *out) {
   *out = -1;
   if (x->n_selectors == 0)
     return 0;
-  char *key = reqsel_key(x);
+  char *key = reqsel_key(x, cls);
   if (key == NULL)
     return KC_ENOMEM;
   if ((*out = find(&d->reqsel_index, key)) >= 0) {
@@ -369,7 +372,7 @@ static int add_request(sch_dra *d, claim *c, const char *ckey, const Kiln__DraEx
     return KC_ENOMEM;
   snprintf(r->name, len, "%s%s%s", name, sub ? "/" : "", sub ? sub : "");
   c->nreqs++;
-  int rc = reqsel_of(d, x, &r->sel);
+  int rc = reqsel_of(d, x, r->klass, &r->sel);
   const char *err = r->sel >= 0 ? d->reqsels[r->sel].sel.err : NULL;
   if (rc || err == NULL)
     return rc;
@@ -437,7 +440,7 @@ static void existing_allocation(sch_dra *d, claim *c, int32_t ci) {
       continue;
     int32_t dev = find(&d->device_index, key);
     if (dev >= 0)
-      d->used_by[dev] = ci;
+      d->state[dev].used_by = ci;
   }
 }
 
@@ -504,8 +507,7 @@ void sch_dra_free(sch_dra *d) {
   free(d->node_first);
   free(d->node_off);
   free(d->node_devs);
-  free(d->used_by);
-  free(d->stamp);
+  free(d->state);
   free(d->shared);
   free(d->classes);
   free(d->match);
@@ -724,14 +726,14 @@ static int pick(sch_dra *d, int32_t ci, int32_t dev, const char *req, bool admin
     d->cappicks = cap;
   }
   d->picks[d->npicks++] = (struct pick){ci, dev, req, admin};
-  d->stamp[dev] = d->epoch;
+  d->state[dev].stamp = d->epoch;
   return 0;
 }
 
 /* Undoes the picks after the first `from`. */
 static void unpick(sch_dra *d, size_t from) {
   while (d->npicks > from)
-    d->stamp[d->picks[--d->npicks].dev] = 0;
+    d->state[d->picks[--d->npicks].dev].stamp = 0;
 }
 
 /* The i-th candidate device on node: node-local ones first, then the shared ones. */
@@ -778,15 +780,17 @@ static int8_t *reqsel_row(sch_dra *d, reqsel *rs) {
 /* Whether request r can take device dev: 1, 0, or -1 with reason. */
 static int request_takes(sch_dra *d, const Kiln__ObjectMeta *md, const request *r, int32_t dev,
                          char *reason, size_t len) {
-  int m = class_selects(d, r->klass, dev, reason, len);
-  if (m <= 0 || r->sel < 0)
-    return m;
+  if (r->sel < 0)
+    return class_selects(d, r->klass, dev, reason, len);
   reqsel *rs = &d->reqsels[r->sel];
   int8_t *row = reqsel_row(d, rs);
   if (row && (row[dev] == 1 || row[dev] == 2))
     return row[dev] == 1;
-  who w = {.md = md, .request = r->name}; /* an error is told again, naming this claim */
-  m = selects(&rs->sel, &d->devs[dev], &w, reason, len);
+  /* An error is told again, naming this claim. */
+  int m = class_selects(d, r->klass, dev, reason, len);
+  who w = {.md = md, .request = r->name};
+  if (m > 0)
+    m = selects(&rs->sel, &d->devs[dev], &w, reason, len);
   if (row)
     row[dev] = m > 0 ? 1 : m == 0 ? 2 : 3;
   return m;
@@ -815,7 +819,7 @@ static int alloc_request(sch_dra *d, int32_t ci, const request *r, int32_t node,
   int32_t cursor = -1;
   bool local = true;
   for (int32_t dev; got < want && (dev = candidate(d, node, &cursor, &local)) >= 0;) {
-    bool taken = (d->used_by[dev] >= 0 && !admin) || d->stamp[dev] == d->epoch;
+    bool taken = (d->state[dev].used_by >= 0 && !admin) || d->state[dev].stamp == d->epoch;
     if (taken && !all)
       continue; /* it cannot count: no need to run the selectors */
     int m = request_takes(d, d->claims[ci].msg->metadata, r, dev, reason, len);
@@ -935,7 +939,7 @@ static int commit_picks(sch_dra *d, int32_t node, bool session) {
     if ((rc = add_result(c, pk->request, pk->dev, v)) != 0)
       break; /* out of memory: the claim keeps what it got so far */
     if (!pk->admin)
-      d->used_by[pk->dev] = pk->claim;
+      d->state[pk->dev].used_by = pk->claim;
     c->allocated = true;
     c->session = session;
     c->node = node;
@@ -1000,8 +1004,8 @@ void sch_dra_unplace(sch_dra *d, const sch_task *t) {
     if (--c->refs > 0 || !c->session)
       continue;
     for (int32_t k = 0; k < c->nresults; k++)
-      if (d->used_by[c->devs[k]] == cl[i])
-        d->used_by[c->devs[k]] = -1;
+      if (d->state[c->devs[k]].used_by == cl[i])
+        d->state[c->devs[k]].used_by = -1;
     c->nresults = 0;
     c->allocated = c->session = c->node_local = false;
     c->node = -1;
