@@ -67,6 +67,13 @@ struct sch_vol {
   kc_strmap claim_index, vol_index, class_index, driver_index; /* -> index + 1 */
   const Kiln__CsiNode **csinode;                               /* per node */
   bool *placed;                                                /* per task */
+  /* The volumes FindMatchingVolume looks through on a node: an available volume whose node
+   * affinity is kubernetes.io/hostname In [one host], a host one node has, is in that node's
+   * list (node_vols from node_off[n] to node_off[n + 1]), every other one in any_vols; both
+   * in index order. A local volume per node would otherwise cost every node's filter a pass
+   * over all of them. */
+  int32_t *node_off, *node_vols, *any_vols;
+  int32_t nany;
   uint32_t epoch;
   /* The claims of the task last asked about (the prefilter's, kept for the filters). */
   int32_t memo_task;
@@ -296,7 +303,67 @@ void sch_vol_free(sch_vol *v) {
   free(v->classes);
   free(v->csinode);
   free(v->placed);
+  free(v->node_off);
+  free(v->node_vols);
+  free(v->any_vols);
   free(v);
+}
+
+#define HOSTNAME "kubernetes.io/hostname"
+
+/* The node of a volume that only it can be on (see sch_vol.node_vols), or -1. hosts: the
+ * nodes' hostname labels -> node index + 1 (-1 for a host of several nodes). */
+static int32_t local_node(const volume *x, const kc_strmap *hosts) {
+  const Kiln__VolumeNodeAffinity *na = x->msg->spec->node_affinity;
+  const Kiln__VolNodeSelector *req = na ? na->required : NULL;
+  if (!x->available || !req || req->n_node_selector_terms != 1)
+    return -1;
+  const Kiln__NodeSelectorTerm *t = req->node_selector_terms[0];
+  if (t->n_match_fields || t->n_match_expressions != 1)
+    return -1;
+  const Kiln__NodeSelectorRequirement *r = t->match_expressions[0];
+  if (!kc_str_eq(r->key, HOSTNAME) || !kc_str_eq(r->operator_, "In") || r->n_values != 1)
+    return -1;
+  int32_t node = find(hosts, r->values[0]);
+  return node >= 0 ? node : -1;
+}
+
+static int index_hosts(const sch_snapshot *s, kc_strmap *hosts) {
+  for (int32_t i = 0; i < s->nnodes; i++) {
+    const char *h = s->nodes[i].node ? sch_node_label(s->nodes[i].node, HOSTNAME) : NULL;
+    if (h == NULL)
+      continue;
+    void *val = kc_strmap_has(hosts, h) ? (void *)(intptr_t)-1 : (void *)(intptr_t)(i + 1);
+    if (kc_strmap_put(hosts, h, val, NULL) < 0)
+      return KC_ENOMEM;
+  }
+  return 0;
+}
+
+static int build_node_volumes(sch_vol *v) {
+  int32_t nn = v->snap->nnodes, *at = calloc((size_t)(v->nvols ? v->nvols : 1), sizeof(*at));
+  v->node_off = calloc((size_t)nn + 2, sizeof(*v->node_off));
+  v->node_vols = malloc((size_t)(v->nvols ? v->nvols : 1) * sizeof(*v->node_vols));
+  v->any_vols = malloc((size_t)(v->nvols ? v->nvols : 1) * sizeof(*v->any_vols));
+  kc_strmap hosts;
+  kc_strmap_init(&hosts, KC_STRMAP_BORROW_KEYS);
+  int rc =
+      at && v->node_off && v->node_vols && v->any_vols ? index_hosts(v->snap, &hosts) : KC_ENOMEM;
+  for (int32_t i = 0; rc == 0 && i < v->nvols; i++) {
+    at[i] = local_node(&v->vols[i], &hosts);
+    if (at[i] >= 0)
+      v->node_off[at[i] + 2]++;
+    else
+      v->any_vols[v->nany++] = i;
+  }
+  for (int32_t n = 0; rc == 0 && n < nn; n++) /* counts to starts, shifted by one */
+    v->node_off[n + 2] += v->node_off[n + 1];
+  for (int32_t i = 0; rc == 0 && i < v->nvols; i++)
+    if (at[i] >= 0)
+      v->node_vols[v->node_off[at[i] + 1]++] = i;
+  kc_strmap_close(&hosts, NULL);
+  free(at);
+  return rc;
 }
 
 static int in_flight(sch_vol *v);
@@ -319,6 +386,8 @@ int sch_vol_new(const sch_snapshot *snap, sch_vol **out) {
     rc = build_claims(v);
   if (rc == 0)
     rc = build_csinodes(v);
+  if (rc == 0)
+    rc = build_node_volumes(v);
   if (rc == 0 && (v->placed = calloc((size_t)(snap->ntasks ? snap->ntasks : 1), 1)) == NULL)
     rc = KC_ENOMEM;
   if (rc == 0)
@@ -492,13 +561,23 @@ static bool plain_fit(const claim *c, const volume *x) {
   return x->msg->metadata->deletion_timestamp == NULL;
 }
 
+/* The next volume of node's list and any_vols, in index order: -1 ends. */
+static int32_t next_volume(const sch_vol *v, int32_t node, int32_t *a, int32_t *b) {
+  int32_t na = v->node_off[node + 1], x = *a < na ? v->node_vols[*a] : INT32_MAX;
+  int32_t y = *b < v->nany ? v->any_vols[*b] : INT32_MAX;
+  if (x == INT32_MAX && y == INT32_MAX)
+    return -1;
+  return x < y ? (++*a, x) : (++*b, y);
+}
+
 /* FindMatchingVolume on node: the volume bound to the claim already, or the smallest
- * available one of its class that fits; -1 none. */
+ * available one of its class that fits; -1 none. The volumes of the other nodes' lists are
+ * not looked at: they are not here, and none is taken by this claim (it would have its pv). */
 static int32_t best_volume(const sch_vol *v, int32_t ci, int32_t node) {
   const claim *c = &v->claims[ci];
   const Kiln__LabelSelector *sel = c->msg->spec ? c->msg->spec->selector : NULL;
-  int32_t best = -1;
-  for (int32_t i = 0; i < v->nvols; i++) {
+  int32_t best = -1, a = v->node_off[node], b = 0;
+  for (int32_t i; (i = next_volume(v, node, &a, &b)) >= 0;) {
     const volume *x = &v->vols[i];
     if (x->stamp == v->epoch || (x->taken >= 0 && x->taken != ci) || !plain_fit(c, x))
       continue;

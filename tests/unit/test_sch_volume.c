@@ -191,6 +191,40 @@ static void test_gang_lands_on_its_volumes(void **state) {
   fx_free(f);
 }
 
+/* A node's local volumes are found through its hostname, the others on every node: a
+ * volume whose host two nodes share (n0 and n2), one anywhere (no affinity) and one for a host
+ * no node has; the smallest that fits wins across both lists, and a volume of another node
+ * never. */
+static void test_volumes_by_host(void **state) {
+  (void)state;
+  fx *f = world(2, 1);
+  node_label(fx_node(f, "n2", 32000, 64 * GI, 110), "kubernetes.io/hostname", "n0");
+  fx_pv(f, "shared-host", LOCAL, "12Gi", "n0");
+  fx_pv(f, "anywhere", LOCAL, "20Gi", NULL);
+  fx_pv(f, "nowhere", LOCAL, "10Gi", "gone");
+  fx_pv(f, "n1-big", LOCAL, "40Gi", "n1");
+  fx_pv(f, "n1-small", LOCAL, "15Gi", "n1");
+  fx_open(f, vol_yaml);
+  const char *reason;
+  for (int i = 0; i < 3; i++) {
+    char node[8];
+    snprintf(node, sizeof(node), "n%d", i);
+    assert_int_equal(fx_predicate(f, "job-0", node, &reason), SCH_FIT);
+  }
+  assert_non_null(f->snap->vol);
+  const sch_task *t = &f->snap->tasks[fx_task(f, "job-0")];
+  static const char *const want[] = {"shared-host", "n1-small", "shared-host"};
+  for (int32_t n = 0; n < 3; n++) {
+    assert_int_equal(sch_vol_place(f->snap->vol, t, n), 0);
+    sch_vol_write w;
+    assert_int_equal(sch_vol_writes(f->snap->vol, t, &w, 1), 1);
+    assert_string_equal(pv_name(f, w.pv), want[n]);
+    sch_vol_unplace(f->snap->vol, t);
+  }
+  sch_result_free(fx_run(f));
+  fx_free(f);
+}
+
 /* The claims are matched by increasing request, each to the smallest volume that fits. */
 static void test_smallest_fit(void **state) {
   (void)state;
@@ -540,6 +574,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gang_lands_on_its_volumes),
       cmocka_unit_test(test_smallest_fit),
+      cmocka_unit_test(test_volumes_by_host),
       cmocka_unit_test(test_gang_all_or_nothing),
       cmocka_unit_test(test_bound_claims),
       cmocka_unit_test(test_prefilter_messages),
