@@ -21,6 +21,12 @@
  * predicate.DynamicResourceAllocationEnable. The devices count as resources of their class in
  * every pod's request and every node's allocatable (sch_dra_count.c).
  *
+ * With --volumes V (issue 29), volumes: each node has V local PersistentVolumes of 100Gi
+ * (node affinity kubernetes.io/hostname In [node], the node carrying that label) of the
+ * StorageClass local-nvme (kubernetes.io/no-provisioner, WaitForFirstConsumer), and each
+ * pending pod mounts a PersistentVolumeClaim of its own for 10Gi of that class, unbound: the
+ * volume predicates (on by default) match it to a volume on each node tried.
+ *
  * Prints one JSON object: placements (binds), the snapshot build time (sch_snapshot_new), the
  * session time (open + run + close), placements per second over the session and over the
  * actions alone, peak RSS (of the message, snapshot and session: the generator's memory is
@@ -59,7 +65,8 @@ typedef struct gen_opts {
    * spine, 8 spines a tier-3 domain), the pending gangs hard with highestTierAllowed T, and the
    * network-topology-aware plugin in the configuration; 0: none. */
   int topology, leaf_nodes;
-  int claims; /* devices per node; each pending pod claims one (0: no DRA objects) */
+  int claims;  /* devices per node; each pending pod claims one (0: no DRA objects) */
+  int volumes; /* local PersistentVolumes per node; each pending pod a claim (0: none) */
   int node_milli_cpu, node_gi, node_pods;
   int pod_milli_cpu, pod_mi;
   int run_milli_cpu, run_mi;
@@ -331,6 +338,123 @@ static Kiln__ResourceClaim *claim_for(Kiln__Pod *p) {
   return c;
 }
 
+#define VOL_CLASS "local-nvme"
+
+/* Appends the label k=v to node n. */
+static void add_node_label(Kiln__Node *n, const char *k, const char *v) {
+  Kiln__Node__LabelsEntry **l = xcalloc((n->n_labels + 1) * sizeof(*l));
+  if (n->n_labels)
+    memcpy(l, n->labels, n->n_labels * sizeof(*l));
+  free(n->labels);
+  n->labels = l;
+  Kiln__Node__LabelsEntry *e = l[n->n_labels++] = xcalloc(sizeof(*e));
+  kiln__node__labels_entry__init(e);
+  e->key = xstrf("%s", k);
+  e->value = xstrf("%s", v);
+}
+
+/* --volumes: node's hostname affinity (kubernetes.io/hostname In [node]). */
+static Kiln__VolumeNodeAffinity *on_host(const char *node) {
+  Kiln__NodeSelectorRequirement *r = xcalloc(sizeof(*r));
+  kiln__node_selector_requirement__init(r);
+  r->key = xstrf("kubernetes.io/hostname");
+  r->operator_ = xstrf("In");
+  r->n_values = 1;
+  r->values = xcalloc(sizeof(*r->values));
+  r->values[0] = xstrf("%s", node);
+  Kiln__NodeSelectorTerm *t = xcalloc(sizeof(*t));
+  kiln__node_selector_term__init(t);
+  t->n_match_expressions = 1;
+  t->match_expressions = xcalloc(sizeof(*t->match_expressions));
+  t->match_expressions[0] = r;
+  Kiln__VolumeNodeAffinity *na = xcalloc(sizeof(*na));
+  kiln__volume_node_affinity__init(na);
+  na->required = xcalloc(sizeof(*na->required));
+  kiln__vol_node_selector__init(na->required);
+  na->required->n_node_selector_terms = 1;
+  na->required->node_selector_terms = xcalloc(sizeof(t));
+  na->required->node_selector_terms[0] = t;
+  return na;
+}
+
+/* --volumes: the k-th local volume of node (100Gi, Available, only on that node). */
+static Kiln__PersistentVolume *local_pv(const char *node, int k) {
+  Kiln__PersistentVolume *pv = xcalloc(sizeof(*pv));
+  kiln__persistent_volume__init(pv);
+  pv->metadata = meta(NULL, xstrf("%s-pv-%d", node, k));
+  Kiln__PersistentVolumeSpec *sp = pv->spec = xcalloc(sizeof(*sp));
+  kiln__persistent_volume_spec__init(sp);
+  sp->n_capacity = 1;
+  sp->capacity = xcalloc(sizeof(*sp->capacity));
+  sp->capacity[0] = xcalloc(sizeof(*sp->capacity[0]));
+  kiln__persistent_volume_spec__capacity_entry__init(sp->capacity[0]);
+  sp->capacity[0]->key = xstrf("storage");
+  sp->capacity[0]->value = xstrf("100Gi");
+  sp->n_access_modes = 1;
+  sp->access_modes = xcalloc(sizeof(*sp->access_modes));
+  sp->access_modes[0] = xstrf("ReadWriteOnce");
+  sp->storage_class_name = xstrf(VOL_CLASS);
+  sp->node_affinity = on_host(node);
+  pv->status = xcalloc(sizeof(*pv->status));
+  kiln__persistent_volume_status__init(pv->status);
+  pv->status->phase = xstrf("Available");
+  return pv;
+}
+
+/* --volumes: the StorageClass and every node's volumes (and hostname label). */
+static void add_volumes(Kiln__Snapshot *m, const gen_opts *o) {
+  Kiln__StorageClass *sc = xcalloc(sizeof(*sc));
+  kiln__storage_class__init(sc);
+  sc->metadata = meta(NULL, xstrf(VOL_CLASS));
+  sc->provisioner = xstrf("kubernetes.io/no-provisioner");
+  sc->volume_binding_mode = xstrf("WaitForFirstConsumer");
+  m->n_storage_classes = 1;
+  m->storage_classes = xcalloc(sizeof(*m->storage_classes));
+  m->storage_classes[0] = sc;
+  m->n_persistent_volumes = (size_t)o->nodes * (size_t)o->volumes;
+  m->persistent_volumes = xcalloc(m->n_persistent_volumes * sizeof(*m->persistent_volumes));
+  for (int i = 0; i < o->nodes; i++) {
+    add_node_label(m->nodes[i], "kubernetes.io/hostname", m->nodes[i]->name);
+    for (int k = 0; k < o->volumes; k++)
+      m->persistent_volumes[(size_t)i * (size_t)o->volumes + (size_t)k] =
+          local_pv(m->nodes[i]->name, k);
+  }
+}
+
+/* --volumes: the unbound claim of pending pod p (10Gi of the class), and p's volume. */
+static Kiln__PersistentVolumeClaim *pvc_for(Kiln__Pod *p) {
+  Kiln__PersistentVolumeClaim *c = xcalloc(sizeof(*c));
+  kiln__persistent_volume_claim__init(c);
+  c->metadata = meta("bench", xstrf("%s-data", p->name));
+  Kiln__PersistentVolumeClaimSpec *sp = c->spec = xcalloc(sizeof(*sp));
+  kiln__persistent_volume_claim_spec__init(sp);
+  sp->n_access_modes = 1;
+  sp->access_modes = xcalloc(sizeof(*sp->access_modes));
+  sp->access_modes[0] = xstrf("ReadWriteOnce");
+  sp->storage_class_name = xstrf(VOL_CLASS);
+  sp->resources = xcalloc(sizeof(*sp->resources));
+  kiln__vol_resources__init(sp->resources);
+  sp->resources->n_requests = 1;
+  sp->resources->requests = xcalloc(sizeof(*sp->resources->requests));
+  sp->resources->requests[0] = xcalloc(sizeof(*sp->resources->requests[0]));
+  kiln__vol_resources__requests_entry__init(sp->resources->requests[0]);
+  sp->resources->requests[0]->key = xstrf("storage");
+  sp->resources->requests[0]->value = xstrf("10Gi");
+  c->status = xcalloc(sizeof(*c->status));
+  kiln__persistent_volume_claim_status__init(c->status);
+  c->status->phase = xstrf("Pending");
+  Kiln__PodVolume *v = xcalloc(sizeof(*v));
+  kiln__pod_volume__init(v);
+  v->name = xstrf("data");
+  v->persistent_volume_claim = xcalloc(sizeof(*v->persistent_volume_claim));
+  kiln__pod_pvc_source__init(v->persistent_volume_claim);
+  v->persistent_volume_claim->claim_name = xstrf("%s-data", p->name);
+  p->n_volumes = 1;
+  p->volumes = xcalloc(sizeof(*p->volumes));
+  p->volumes[0] = v;
+  return c;
+}
+
 /* --claims: the DeviceClass and every node's slice. */
 static void add_devices(Kiln__Snapshot *m, const gen_opts *o) {
   Kiln__DeviceClass *dc = xcalloc(sizeof(*dc));
@@ -510,6 +634,8 @@ static void add_pending(Kiln__Snapshot *m, const gen_opts *o, int gang, int pend
         vgpu_pod(p, o->vgpu_mem);
       if (o->claims > 0)
         m->resource_claims[np - 1 - (size_t)o->running] = claim_for(p);
+      if (o->volumes > 0)
+        m->persistent_volume_claims[np - 1 - (size_t)o->running] = pvc_for(p);
     }
   }
 }
@@ -536,6 +662,8 @@ static Kiln__Snapshot *generate(const gen_opts *o, bool nodes_only) {
   }
   if (o->claims > 0)
     add_devices(m, o);
+  if (o->volumes > 0)
+    add_volumes(m, o);
   if (nodes_only)
     return m;
   if (o->topology)
@@ -544,6 +672,11 @@ static Kiln__Snapshot *generate(const gen_opts *o, bool nodes_only) {
     m->n_resource_claims = (size_t)o->pending;
     m->resource_claims =
         xcalloc((o->pending ? (size_t)o->pending : 1) * sizeof(*m->resource_claims));
+  }
+  if (o->volumes > 0) {
+    m->n_persistent_volume_claims = (size_t)o->pending;
+    m->persistent_volume_claims =
+        xcalloc((o->pending ? (size_t)o->pending : 1) * sizeof(*m->persistent_volume_claims));
   }
   if (o->preempt) {
     static const struct {
@@ -701,6 +834,10 @@ int main(int argc, char **argv) {
        "0", NULL, false, NULL},
       {"leaf-nodes", KC_FLAG_INT, &o.leaf_nodes, "nodes per tier-1 HyperNode (--topology)", "16",
        NULL, false, NULL},
+      {"volumes", KC_FLAG_INT, &o.volumes,
+       "local PersistentVolumes per node (WaitForFirstConsumer); each pending pod claims one "
+       "(0: none)",
+       "0", NULL, false, NULL},
       {"claims", KC_FLAG_INT, &o.claims,
        "DRA: devices per node in a ResourceSlice; each pending pod claims one (0: none)", "0", NULL,
        false, NULL},
@@ -716,8 +853,8 @@ int main(int argc, char **argv) {
   };
   const size_t nflags = sizeof(flags) / sizeof(flags[0]);
   /* Defaults are applied by parsing them: the table's def strings are for --help only. */
-  o = (gen_opts){false, false, 1000, 10000, 10,   0,   0,   0, 16,  0,
-                 64000, 256,   250,  500,   1024, 100, 256, 0, 8000};
+  o = (gen_opts){false, false, 1000, 10000, 10,  0,    0,   0,   16, 0,
+                 0,     64000, 256,  250,   500, 1024, 100, 256, 0,  8000};
   char err[256];
   int nargs = 0;
   if (kc_flags_parse(flags, nflags, argc, argv, &nargs, err, sizeof(err)) != 0 || nargs > 0) {
@@ -731,10 +868,10 @@ int main(int argc, char **argv) {
   }
   if (o.nodes < 1 || o.pending < 0 || o.gang < 1 || o.running < 0 || o.queues < 0 ||
       o.queues == 1 || o.topology < 0 || o.leaf_nodes < 1 || o.vgpu < 0 || o.vgpu_mem < 1 ||
-      o.claims < 0) {
+      o.claims < 0 || o.volumes < 0) {
     fprintf(stderr, "sessions: --nodes and --gang want >= 1, --pending and --running >= 0, "
                     "--queues 0 or >= 2, --topology >= 0, --leaf-nodes >= 1, --vgpu >= 0, "
-                    "--vgpu-memory >= 1, --claims >= 0\n");
+                    "--vgpu-memory >= 1, --claims >= 0, --volumes >= 0\n");
     return 2;
   }
 
@@ -838,7 +975,7 @@ int main(int argc, char **argv) {
   size_t npods = (size_t)o.pending + (size_t)o.running;
   double session_s = t4 - t1;
   printf("{\"nodes\":%d,\"pending\":%d,\"gang\":%d,\"running\":%d,\"queues\":%d,"
-         "\"topology\":%d,\"hypernodes\":%zu,\"vgpu\":%d,\"claims\":%d,"
+         "\"topology\":%d,\"hypernodes\":%zu,\"vgpu\":%d,\"claims\":%d,\"volumes\":%d,"
          "\"placements\":%zu,"
          "\"snapshot_s\":%.4f,\"session_s\":%.4f,\"open_s\":%.4f,\"actions_s\":%.4f,"
          "\"close_s\":%.4f,\"placements_per_s\":%.0f,\"actions_placements_per_s\":%.0f,"
@@ -847,7 +984,7 @@ int main(int argc, char **argv) {
          "\"bytes_per_pod\":%.0f,\"preempt\":%s,\"nominations\":%zu,\"evictions\":%zu,"
          "\"nominations_per_s\":%.0f,\"victims_per_s\":%.0f}\n",
          o.nodes, o.pending, o.gang, o.running, o.queues, o.topology, msg->n_hyper_nodes, o.vgpu,
-         o.claims, r->nbinds, t1 - t0, session_s, t2 - t1, t3 - t2, t4 - t3,
+         o.claims, o.volumes, r->nbinds, t1 - t0, session_s, t2 - t1, t3 - t2, t4 - t3,
          session_s > 0 ? (double)r->nbinds / session_s : 0,
          t3 > t2 ? (double)r->nbinds / (t3 - t2) : 0, peak_kb, hwm_reset ? "true" : "false",
          all_bytes, (double)node_bytes / o.nodes,
