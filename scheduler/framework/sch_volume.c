@@ -94,8 +94,8 @@ static const char *const reasons[SCH_VOL_REASONS] = {
     "node(s) had no available volume zone",
     "node(s) exceed max volume count",
     "node(s) had no available disk",
-    "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already "
-    "in-use by another pod",
+    ("node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already "
+     "in-use by another pod"),
 };
 
 const char *sch_vol_reason(unsigned bit) {
