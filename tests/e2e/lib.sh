@@ -205,8 +205,17 @@ EOF
 # SIZE (what a Job's volumeClaim without storageClassName makes). Without one such a claim
 # stays Pending and so, as with kube-scheduler, does its pod ("pod has unbound immediate
 # PersistentVolumeClaims").
+#
+# The volume and its class are both named NAME: a claim of no class left Pending by an earlier
+# suite would otherwise be bound to it first, and the claim meant for it would never bind.
 static_pv() {
   kubectl apply -f - >/dev/null <<EOF || fail "cannot create PersistentVolume $1"
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: $1}
+provisioner: kubernetes.io/no-provisioner
+volumeBindingMode: Immediate
+---
 apiVersion: v1
 kind: PersistentVolume
 metadata: {name: $1}
@@ -214,7 +223,7 @@ spec:
   capacity: {storage: $2}
   accessModes: [ReadWriteOnce]
   persistentVolumeReclaimPolicy: Retain
-  storageClassName: ""
+  storageClassName: $1
   hostPath: {path: /tmp/$1}
 EOF
 }

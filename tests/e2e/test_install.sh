@@ -178,7 +178,7 @@ test_every_grant_is_used_under_least_privilege() {
   local ns
   ns=$(new_namespace rbac)
   static_pv "$ns" 1Gi
-  kubectl create -n "$ns" -f - >/dev/null <<'YAML'
+  kubectl create -n "$ns" -f - >/dev/null <<YAML
 apiVersion: batch.volcano.sh/v1alpha1
 kind: Job
 metadata: {name: plugins}
@@ -187,7 +187,7 @@ spec:
   plugins: {svc: [], ssh: [], env: []}
   volumes:
   - mountPath: /scratch
-    volumeClaim: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
+    volumeClaim: {storageClassName: $ns, accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
   tasks:
   - name: node
     replicas: 2
