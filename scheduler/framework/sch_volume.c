@@ -15,6 +15,8 @@
 #define ANN_BIND_COMPLETED "pv.kubernetes.io/bind-completed"
 #define ANN_SELECTED_NODE  "volume.kubernetes.io/selected-node"
 #define ANN_BETA_CLASS     "volume.beta.kubernetes.io/storage-class"
+#define ANY_NODE           (-1) /* volume.node: its affinity is matched on each node */
+#define NO_NODE            (-2) /* volume.node: its host is no node's */
 
 typedef struct claim {
   const Kiln__PersistentVolumeClaim *msg;
@@ -43,6 +45,7 @@ typedef struct volume {
   bool has_cap;
   kc_quantity cap;
   bool available; /* phase Available and no claimRef */
+  int32_t node;   /* the one node its affinity allows, ANY_NODE (see it), NO_NODE (none) */
   int32_t taken;  /* the claim a placement assumed it for, -1 */
   uint32_t stamp; /* == epoch: chosen by the match being tried */
 } volume;
@@ -69,9 +72,9 @@ struct sch_vol {
   bool *placed;                                                /* per task */
   /* The volumes FindMatchingVolume looks through on a node: an available volume whose node
    * affinity is kubernetes.io/hostname In [one host], a host one node has, is in that node's
-   * list (node_vols from node_off[n] to node_off[n + 1]), every other one in any_vols; both
-   * in index order. A local volume per node would otherwise cost every node's filter a pass
-   * over all of them. */
+   * list (node_vols from node_off[n] to node_off[n + 1]), one whose host no node has in no
+   * list, every other one in any_vols; both in index order. A local volume per node would
+   * otherwise cost every node's filter a pass over all of them. */
   int32_t *node_off, *node_vols, *any_vols;
   int32_t nany;
   uint32_t epoch;
@@ -214,7 +217,7 @@ static int build_volumes(sch_vol *v) {
     if (!md || !md->name || !pv->spec || kc_strmap_has(&v->vol_index, md->name))
       continue;
     volume *x = &v->vols[v->nvols];
-    *x = (volume){.msg = pv, .index = (int32_t)i, .taken = -1};
+    *x = (volume){.msg = pv, .index = (int32_t)i, .node = ANY_NODE, .taken = -1};
     const char *beta = annotation(md, ANN_BETA_CLASS);
     x->klass = beta ? beta : str_or(pv->spec->storage_class_name, "");
     x->has_cap = quantity_of(pv->spec->capacity, pv->spec->n_capacity, &x->cap);
@@ -311,21 +314,24 @@ void sch_vol_free(sch_vol *v) {
 
 #define HOSTNAME "kubernetes.io/hostname"
 
-/* The node of a volume that only it can be on (see sch_vol.node_vols), or -1. hosts: the
- * nodes' hostname labels -> node index + 1 (-1 for a host of several nodes). */
-static int32_t local_node(const volume *x, const kc_strmap *hosts) {
+/* The node a volume's affinity pins it to, resolved once: kubernetes.io/hostname In [one
+ * host] allows only the node of that hostname label (NO_NODE when no node has it), so
+ * vol_on_node compares indices instead of matching the term on each node tried. Any other
+ * affinity, or a host several nodes share, is ANY_NODE. hosts: the nodes' hostname labels ->
+ * node index + 1 (-1 for a host of several nodes). */
+static int32_t pinned_node(const volume *x, const kc_strmap *hosts) {
   const Kiln__VolumeNodeAffinity *na = x->msg->spec->node_affinity;
   const Kiln__VolNodeSelector *req = na ? na->required : NULL;
-  if (!x->available || !req || req->n_node_selector_terms != 1)
-    return -1;
+  if (!req || req->n_node_selector_terms != 1)
+    return ANY_NODE;
   const Kiln__NodeSelectorTerm *t = req->node_selector_terms[0];
   if (t->n_match_fields || t->n_match_expressions != 1)
-    return -1;
+    return ANY_NODE;
   const Kiln__NodeSelectorRequirement *r = t->match_expressions[0];
   if (!kc_str_eq(r->key, HOSTNAME) || !kc_str_eq(r->operator_, "In") || r->n_values != 1)
-    return -1;
-  int32_t node = find(hosts, r->values[0]);
-  return node >= 0 ? node : -1;
+    return ANY_NODE;
+  intptr_t got = (intptr_t)kc_strmap_get(hosts, r->values[0]);
+  return got > 0 ? (int32_t)(got - 1) : got == 0 ? NO_NODE : ANY_NODE;
 }
 
 static int index_hosts(const sch_snapshot *s, kc_strmap *hosts) {
@@ -350,10 +356,12 @@ static int build_node_volumes(sch_vol *v) {
   int rc =
       at && v->node_off && v->node_vols && v->any_vols ? index_hosts(v->snap, &hosts) : KC_ENOMEM;
   for (int32_t i = 0; rc == 0 && i < v->nvols; i++) {
-    at[i] = local_node(&v->vols[i], &hosts);
+    volume *x = &v->vols[i];
+    x->node = pinned_node(x, &hosts);
+    at[i] = x->available ? x->node : ANY_NODE; /* a claim's own volume is looked for anywhere */
     if (at[i] >= 0)
       v->node_off[at[i] + 2]++;
-    else
+    else if (at[i] == ANY_NODE)
       v->any_vols[v->nany++] = i;
   }
   for (int32_t n = 0; rc == 0 && n < nn; n++) /* counts to starts, shifted by one */
@@ -526,6 +534,8 @@ int sch_vol_prefilter(sch_vol *v, const sch_task *t, char *reason, size_t len) {
 
 /* CheckNodeAffinity: the volume's required node affinity (none: every node). */
 static bool vol_on_node(const sch_vol *v, int32_t pv, int32_t node) {
+  if (v->vols[pv].node != ANY_NODE)
+    return v->vols[pv].node == node;
   const Kiln__VolumeNodeAffinity *na = v->vols[pv].msg->spec->node_affinity;
   const Kiln__VolNodeSelector *req = na ? na->required : NULL;
   if (req == NULL)

@@ -225,6 +225,107 @@ static void test_volumes_by_host(void **state) {
   fx_free(f);
 }
 
+/* Adds the requirement key op values (NULL-ended) to pv's required node affinity: to a new
+ * term when new_term, else to its last term. */
+static void pv_affinity(Kiln__PersistentVolume *pv, bool new_term, const char *key, const char *op,
+                        const char *const *values) {
+  if (pv->spec->node_affinity == NULL) {
+    pv->spec->node_affinity = fx_alloc(sizeof(*pv->spec->node_affinity));
+    kiln__volume_node_affinity__init(pv->spec->node_affinity);
+    pv->spec->node_affinity->required = fx_alloc(sizeof(Kiln__VolNodeSelector));
+    kiln__vol_node_selector__init(pv->spec->node_affinity->required);
+  }
+  Kiln__VolNodeSelector *req = pv->spec->node_affinity->required;
+  if (new_term) {
+    Kiln__NodeSelectorTerm *t = fx_alloc(sizeof(*t));
+    kiln__node_selector_term__init(t);
+    FX_APPEND(req->node_selector_terms, req->n_node_selector_terms, t);
+  }
+  Kiln__NodeSelectorTerm *t = req->node_selector_terms[req->n_node_selector_terms - 1];
+  Kiln__NodeSelectorRequirement *r = fx_alloc(sizeof(*r));
+  kiln__node_selector_requirement__init(r);
+  r->key = fx_str(key);
+  r->operator_ = fx_str(op);
+  for (size_t i = 0; values[i]; i++)
+    FX_APPEND(r->values, r->n_values, fx_str(values[i]));
+  FX_APPEND(t->match_expressions, t->n_match_expressions, r);
+}
+
+#define HOST "kubernetes.io/hostname"
+#define ZONE "topology.kubernetes.io/zone"
+
+/* Only a volume whose affinity is one hostname term of one host is resolved to that node
+ * once (and found in its node's list); every other affinity is matched on each node: a
+ * volume pinned to n1 is never offered on n0, and a zonal volume, one of two hosts, one of
+ * two terms, a hostname NotIn, and a hostname term narrowed by a zone are each found where
+ * their affinity allows and only there. Placed one after another, so each next smallest
+ * shows (n0, n1 in z1, n2 in z2). */
+static void test_pinned_and_general_affinity(void **state) {
+  (void)state;
+  fx *f = world(3, 5);
+  for (int i = 0; i < 3; i++)
+    node_label(f->msg->nodes[i], ZONE, i < 2 ? "z1" : "z2");
+  fx_pv(f, "n1-pin", LOCAL, "10Gi", "n1");
+  pv_affinity(fx_pv(f, "zonal", LOCAL, "20Gi", NULL), true, ZONE, "In",
+              (const char *const[]){"z1", NULL});
+  pv_affinity(fx_pv(f, "hosts-n0-n2", LOCAL, "22Gi", NULL), true, HOST, "In",
+              (const char *const[]){"n0", "n2", NULL});
+  pv_affinity(fx_pv(f, "not-n1", LOCAL, "25Gi", NULL), true, HOST, "NotIn",
+              (const char *const[]){"n1", NULL});
+  Kiln__PersistentVolume *narrowed = fx_pv(f, "n2-in-z1", LOCAL, "12Gi", "n2");
+  pv_affinity(narrowed, false, ZONE, "In", (const char *const[]){"z1", NULL}); /* nowhere */
+  Kiln__PersistentVolume *terms = fx_pv(f, "two-terms", LOCAL, "14Gi", "n2");
+  pv_affinity(terms, true, HOST, "In", (const char *const[]){"n0", NULL});
+  fx_open(f, vol_yaml);
+  const char *reason;
+  assert_int_equal(fx_predicate(f, "job-0", "n0", &reason), SCH_FIT);
+  assert_non_null(f->snap->vol);
+  static const struct {
+    const char *pod;
+    int32_t node;
+    const char *want;
+  } steps[] = {
+      {"job-0", 0, "two-terms"}, /* not n1-pin (10Gi) nor n2-in-z1 (12Gi) */
+      {"job-1", 0, "zonal"},     {"job-2", 2, "hosts-n0-n2"}, /* not n2-in-z1: n2 is in z2 */
+      {"job-3", 1, "n1-pin"},    {"job-4", 2, "not-n1"},
+  };
+  for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+    const sch_task *t = &f->snap->tasks[fx_task(f, steps[i].pod)];
+    assert_int_equal(sch_vol_place(f->snap->vol, t, steps[i].node), 0);
+    sch_vol_write w;
+    assert_int_equal(sch_vol_writes(f->snap->vol, t, &w, 1), 1);
+    assert_string_equal(pv_name(f, w.pv), steps[i].want);
+  }
+  sch_result_free(fx_run(f));
+  fx_free(f);
+}
+
+/* A volume reserved for a claim (claimRef, so not Available) pinned to n1: the claim takes it
+ * on n1 and on n0 nothing else (kube-scheduler's FindMatchingVolume returns the claim's own
+ * volume or none), though n0 has a free volume of its own. */
+static void test_reserved_volume_pinned(void **state) {
+  (void)state;
+  fx *f = world(2, 1);
+  fx_pv(f, "n0-free", LOCAL, "10Gi", "n0");
+  Kiln__PersistentVolume *pv = fx_pv(f, "reserved", LOCAL, "50Gi", "n1");
+  pv->spec->claim_ref = fx_alloc(sizeof(*pv->spec->claim_ref));
+  kiln__vol_object_reference__init(pv->spec->claim_ref);
+  pv->spec->claim_ref->namespace_ = fx_str("ns");
+  pv->spec->claim_ref->name = fx_str("data-0");
+  fx_open(f, vol_yaml);
+  const char *reason;
+  assert_int_equal(fx_predicate(f, "job-0", "n0", &reason), SCH_UNRESOLVABLE);
+  assert_string_equal(reason, "node(s) didn't find available persistent volumes to bind");
+  assert_int_equal(fx_predicate(f, "job-0", "n1", &reason), SCH_FIT);
+  const sch_task *t = &f->snap->tasks[fx_task(f, "job-0")];
+  assert_int_equal(sch_vol_place(f->snap->vol, t, 1), 0);
+  sch_vol_write w;
+  assert_int_equal(sch_vol_writes(f->snap->vol, t, &w, 1), 1);
+  assert_string_equal(pv_name(f, w.pv), "reserved");
+  sch_result_free(fx_run(f));
+  fx_free(f);
+}
+
 /* The claims are matched by increasing request, each to the smallest volume that fits. */
 static void test_smallest_fit(void **state) {
   (void)state;
@@ -575,6 +676,8 @@ int main(void) {
       cmocka_unit_test(test_gang_lands_on_its_volumes),
       cmocka_unit_test(test_smallest_fit),
       cmocka_unit_test(test_volumes_by_host),
+      cmocka_unit_test(test_pinned_and_general_affinity),
+      cmocka_unit_test(test_reserved_volume_pinned),
       cmocka_unit_test(test_gang_all_or_nothing),
       cmocka_unit_test(test_bound_claims),
       cmocka_unit_test(test_prefilter_messages),
