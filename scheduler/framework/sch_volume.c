@@ -23,6 +23,10 @@ typedef struct claim {
   int32_t index; /* in the message */
   const char *ns, *name, *klass;
   int32_t sc;          /* class, -1 */
+  int32_t klass_id;    /* klass's name id (sch_vol.names) */
+  int32_t mode_id;     /* spec.volumeMode's (Filesystem when unset) */
+  unsigned modes;      /* accessModes: the known ones as bits */
+  bool odd_modes;      /* and one that is not */
   bool has_volume;     /* spec.volumeName is set */
   bool bound;          /* and pv.kubernetes.io/bind-completed (isPVCFullyBound) */
   int32_t volume;      /* the volume of spec.volumeName, -1 when missing */
@@ -40,10 +44,12 @@ typedef struct claim {
 
 typedef struct volume {
   const Kiln__PersistentVolume *msg;
-  int32_t index; /* in the message */
-  const char *klass;
+  int32_t index;             /* in the message */
+  int32_t klass_id, mode_id; /* as the claim's */
+  unsigned modes;            /* accessModes: the known ones as bits */
   bool has_cap;
   kc_quantity cap;
+  bool deleting;  /* metadata.deletionTimestamp is set */
   bool available; /* phase Available and no claimRef */
   int32_t node;   /* the one node its affinity allows, ANY_NODE (see it), NO_NODE (none) */
   int32_t taken;  /* the claim a placement assumed it for, -1 */
@@ -68,8 +74,11 @@ struct sch_vol {
   sclass *classes;
   int32_t nclasses;
   kc_strmap claim_index, vol_index, class_index, driver_index; /* -> index + 1 */
-  const Kiln__CsiNode **csinode;                               /* per node */
-  bool *placed;                                                /* per task */
+  /* Class names and volume modes -> id + 1: the comparisons made for each volume on each
+   * node tried are of integers held in the volume, not of strings behind its message. */
+  kc_strmap names;
+  const Kiln__CsiNode **csinode; /* per node */
+  bool *placed;                  /* per task */
   /* The volumes FindMatchingVolume looks through on a node: an available volume whose node
    * affinity is kubernetes.io/hostname In [one host], a host one node has, is in that node's
    * list (node_vols from node_off[n] to node_off[n + 1]), one whose host no node has in no
@@ -171,6 +180,35 @@ static const char *str_or(const char *s, const char *def) {
   return s && s[0] ? s : def;
 }
 
+static const char *const access_modes[] = {"ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany",
+                                           "ReadWriteOncePod"};
+
+/* The known access modes of arr as bits; *odd is set when one is none of them. */
+static unsigned mode_bits(char *const *arr, size_t n, bool *odd) {
+  unsigned bits = 0;
+  *odd = false;
+  for (size_t i = 0; i < n; i++) {
+    size_t k = 0;
+    while (k < sizeof(access_modes) / sizeof(access_modes[0]) &&
+           !kc_str_eq(arr[i], access_modes[k]))
+      k++;
+    if (k < sizeof(access_modes) / sizeof(access_modes[0]))
+      bits |= 1u << k;
+    else
+      *odd = true;
+  }
+  return bits;
+}
+
+/* The id of name s (equal strings, equal ids); KC_ENOMEM. */
+static int32_t name_id(sch_vol *v, const char *s) {
+  int32_t id = find(&v->names, s);
+  if (id >= 0)
+    return id;
+  id = (int32_t)kc_strmap_len(&v->names);
+  return add_key(&v->names, s, id) < 0 ? KC_ENOMEM : id;
+}
+
 static bool quantity_of(const void *entries, size_t n, kc_quantity *q) {
   const char *s = map_get(entries, n, "storage");
   return s && kc_quantity_parse(s, q, NULL) == 0;
@@ -219,18 +257,25 @@ static int build_volumes(sch_vol *v) {
     volume *x = &v->vols[v->nvols];
     *x = (volume){.msg = pv, .index = (int32_t)i, .node = ANY_NODE, .taken = -1};
     const char *beta = annotation(md, ANN_BETA_CLASS);
-    x->klass = beta ? beta : str_or(pv->spec->storage_class_name, "");
+    const char *klass = beta ? beta : str_or(pv->spec->storage_class_name, "");
     x->has_cap = quantity_of(pv->spec->capacity, pv->spec->n_capacity, &x->cap);
     x->available = pv->status && kc_str_eq(pv->status->phase, "Available") &&
                    pv->spec->claim_ref == NULL && md->deletion_timestamp == NULL;
-    int rc = add_key(&v->vol_index, md->name, v->nvols++);
+    x->deleting = md->deletion_timestamp != NULL;
+    bool odd;
+    x->modes = mode_bits(pv->spec->access_modes, pv->spec->n_access_modes, &odd);
+    x->klass_id = name_id(v, klass);
+    x->mode_id = name_id(v, str_or(pv->spec->volume_mode, "Filesystem"));
+    int rc = x->klass_id < 0 || x->mode_id < 0 ? KC_ENOMEM : 0;
+    if (rc == 0)
+      rc = add_key(&v->vol_index, md->name, v->nvols++);
     if (rc)
       return rc;
   }
   return 0;
 }
 
-static void claim_fields(sch_vol *v, claim *c) {
+static int claim_fields(sch_vol *v, claim *c) {
   const Kiln__PersistentVolumeClaimSpec *sp = c->msg->spec;
   const Kiln__ObjectMeta *md = c->msg->metadata;
   const char *beta = annotation(md, ANN_BETA_CLASS);
@@ -249,6 +294,10 @@ static void claim_fields(sch_vol *v, claim *c) {
   if (sel && c->selected < 0)
     c->selected = -2;
   c->pv = c->prov = -1;
+  c->modes = sp ? mode_bits(sp->access_modes, sp->n_access_modes, &c->odd_modes) : 0;
+  c->klass_id = name_id(v, c->klass);
+  c->mode_id = name_id(v, sp ? str_or(sp->volume_mode, "Filesystem") : "Filesystem");
+  return c->klass_id < 0 || c->mode_id < 0 ? KC_ENOMEM : 0;
 }
 
 static int build_claims(sch_vol *v) {
@@ -271,8 +320,9 @@ static int build_claims(sch_vol *v) {
     c->index = (int32_t)i;
     c->ns = md->namespace_ ? md->namespace_ : "";
     c->name = md->name;
-    claim_fields(v, c);
-    int rc = add_key(&v->claim_index, key, v->nclaims++);
+    int rc = claim_fields(v, c);
+    if (rc == 0)
+      rc = add_key(&v->claim_index, key, v->nclaims++);
     if (rc)
       return rc;
   }
@@ -301,6 +351,7 @@ void sch_vol_free(sch_vol *v) {
   kc_strmap_close(&v->vol_index, NULL);
   kc_strmap_close(&v->class_index, NULL);
   kc_strmap_close(&v->driver_index, NULL);
+  kc_strmap_close(&v->names, NULL);
   free(v->claims);
   free(v->vols);
   free(v->classes);
@@ -387,6 +438,7 @@ int sch_vol_new(const sch_snapshot *snap, sch_vol **out) {
   kc_strmap_init(&v->vol_index, KC_STRMAP_BORROW_KEYS);
   kc_strmap_init(&v->class_index, KC_STRMAP_BORROW_KEYS);
   kc_strmap_init(&v->driver_index, KC_STRMAP_BORROW_KEYS);
+  kc_strmap_init(&v->names, KC_STRMAP_BORROW_KEYS);
   int rc = build_classes(v);
   if (rc == 0)
     rc = build_volumes(v);
@@ -554,6 +606,8 @@ static bool bound_to_claim(const volume *x, const claim *c) {
 }
 
 static bool access_modes_fit(const claim *c, const volume *x) {
+  if (!c->odd_modes)
+    return (c->modes & ~x->modes) == 0;
   const Kiln__PersistentVolumeClaimSpec *sp = c->msg->spec;
   for (size_t i = 0; sp && i < sp->n_access_modes; i++)
     if (!has_string(x->msg->spec->access_modes, x->msg->spec->n_access_modes, sp->access_modes[i]))
@@ -563,12 +617,11 @@ static bool access_modes_fit(const claim *c, const volume *x) {
 
 /* The checks of FindMatchingVolume a volume of another claim's cannot pass. */
 static bool plain_fit(const claim *c, const volume *x) {
-  const char *cm = c->msg->spec ? str_or(c->msg->spec->volume_mode, "Filesystem") : "Filesystem";
-  if (!kc_str_eq(cm, str_or(x->msg->spec->volume_mode, "Filesystem")))
+  if (c->mode_id != x->mode_id)
     return false;
   if (c->has_request && (!x->has_cap || kc_quantity_cmp(&x->cap, &c->request) < 0))
     return false;
-  return x->msg->metadata->deletion_timestamp == NULL;
+  return !x->deleting;
 }
 
 /* The next volume of node's list and any_vols, in index order: -1 ends. */
@@ -594,7 +647,7 @@ static int32_t best_volume(const sch_vol *v, int32_t ci, int32_t node) {
     bool here = vol_on_node(v, i, node);
     if (x->taken == ci || bound_to_claim(x, c))
       return here ? i : -1;
-    if (!x->available || !kc_str_eq(x->klass, c->klass) || !here || !access_modes_fit(c, x) ||
+    if (!x->available || x->klass_id != c->klass_id || !here || !access_modes_fit(c, x) ||
         (sel && !sch_selector_matches(sel, meta_label, x->msg->metadata)))
       continue;
     if (best < 0 || kc_quantity_cmp(&x->cap, &v->vols[best].cap) < 0)
@@ -755,13 +808,18 @@ static bool zone_has(const char *want, const char *have) {
 }
 
 static unsigned zone_check(const sch_vol *v, const int32_t *cl, size_t n, int32_t node) {
+  size_t with = 0; /* the claims with a volume come first: most have none, the node's labels */
+  while (with < n && (!v->claims[cl[with]].has_volume || v->claims[cl[with]].volume < 0))
+    with++;
+  if (with == n)
+    return 0;
   const Kiln__Node *nd = v->snap->nodes[node].node;
   bool any = false;
   for (int k = 0; nd && k < NZONE_LABELS && !any; k++)
     any = sch_node_label(nd, zone_labels[k]) != NULL;
   if (!any)
     return 0;
-  for (size_t i = 0; i < n; i++) {
+  for (size_t i = with; i < n; i++) {
     const claim *c = &v->claims[cl[i]];
     if (!c->has_volume || c->volume < 0)
       continue;

@@ -326,6 +326,37 @@ static void test_reserved_volume_pinned(void **state) {
   fx_free(f);
 }
 
+/* The fields compared per volume on each node (resolved once per snapshot): volume mode
+ * (unset is Filesystem), access modes (one no kube-scheduler mode names too), class. */
+static void test_mode_and_access_match(void **state) {
+  (void)state;
+  fx *f = world(1, 2);
+  fx_pv(f, "block", LOCAL, "11Gi", "n0")->spec->volume_mode = fx_str("Block");
+  Kiln__PersistentVolume *rwx = fx_pv(f, "rwx-only", LOCAL, "12Gi", "n0");
+  set_str(&rwx->spec->access_modes[0], "ReadWriteMany");
+  fx_pv(f, "other-class", "fast", "13Gi", "n0");
+  fx_pv(f, "fs", LOCAL, "14Gi", "n0")->spec->volume_mode = fx_str("Filesystem");
+  Kiln__PersistentVolume *odd = fx_pv(f, "odd", LOCAL, "15Gi", "n0");
+  FX_APPEND(odd->spec->access_modes, odd->spec->n_access_modes, fx_str("Weird"));
+  Kiln__PersistentVolumeClaim *c1 = f->msg->persistent_volume_claims[1];
+  FX_APPEND(c1->spec->access_modes, c1->spec->n_access_modes, fx_str("Weird"));
+  fx_open(f, vol_yaml);
+  const char *reason;
+  assert_int_equal(fx_predicate(f, "job-1", "n0", &reason), SCH_FIT);
+  static const char *const want[] = {"fs", "odd"};
+  for (int i = 0; i < 2; i++) {
+    char pod[16];
+    snprintf(pod, sizeof(pod), "job-%d", 1 - i); /* the odd claim first: not fs */
+    const sch_task *t = &f->snap->tasks[fx_task(f, pod)];
+    assert_int_equal(sch_vol_place(f->snap->vol, t, 0), 0);
+    sch_vol_write w;
+    assert_int_equal(sch_vol_writes(f->snap->vol, t, &w, 1), 1);
+    assert_string_equal(pv_name(f, w.pv), want[1 - i]);
+  }
+  sch_result_free(fx_run(f));
+  fx_free(f);
+}
+
 /* The claims are matched by increasing request, each to the smallest volume that fits. */
 static void test_smallest_fit(void **state) {
   (void)state;
@@ -678,6 +709,7 @@ int main(void) {
       cmocka_unit_test(test_volumes_by_host),
       cmocka_unit_test(test_pinned_and_general_affinity),
       cmocka_unit_test(test_reserved_volume_pinned),
+      cmocka_unit_test(test_mode_and_access_match),
       cmocka_unit_test(test_gang_all_or_nothing),
       cmocka_unit_test(test_bound_claims),
       cmocka_unit_test(test_prefilter_messages),
