@@ -10,16 +10,7 @@
 #include <cmocka.h>
 
 #include "sch_device.h"
-#include "test_sch_plugins_fixture.h"
-
-static const char vgpu_yaml[] = "actions: \"enqueue, allocate\"\n"
-                                "tiers:\n"
-                                "- plugins:\n"
-                                "  - name: gang\n"
-                                "  - name: predicates\n"
-                                "  - name: deviceshare\n"
-                                "    arguments:\n"
-                                "      deviceshare.VGPUEnable: true\n";
+#include "test_sch_device_fixture.h"
 
 static const char number_yaml[] = "actions: \"enqueue, allocate\"\n"
                                   "tiers:\n"
@@ -35,60 +26,6 @@ static const char share_yaml[] = "actions: \"enqueue, allocate\"\n"
                                  "  - name: deviceshare\n"
                                  "    arguments:\n"
                                  "      deviceshare.GPUSharingEnable: true\n";
-
-static Kiln__NodeDevices *node_dev(Kiln__Node *n) {
-  if (!n->devices) {
-    n->devices = fx_alloc(sizeof(*n->devices));
-    kiln__node_devices__init(n->devices);
-  }
-  return n->devices;
-}
-
-static Kiln__PodDevices *pod_dev(Kiln__Pod *p) {
-  if (!p->devices) {
-    p->devices = fx_alloc(sizeof(*p->devices));
-    kiln__pod_devices__init(p->devices);
-  }
-  return p->devices;
-}
-
-/* A node as Volcano's vGPU device plugin registers it: GPUs "UUID,10,MEM,NVIDIA-T4,true,
- * hami-core" each with MEM MiB, and the node's allocatable vgpu-number and vgpu-memory. */
-static Kiln__Node *vgpu_node(fx *f, const char *name, const char *reg, int64_t gpus, int64_t mem) {
-  Kiln__Node *n = fx_node(f, name, 32000, 64 * GI, 110);
-  fx_res_scalar(n->allocatable, "volcano.sh/vgpu-number", gpus * 10 * 1000);
-  fx_res_scalar(n->allocatable, "volcano.sh/vgpu-memory", gpus * mem * 1000);
-  node_dev(n)->vgpu_register = fx_str(reg);
-  node_dev(n)->vgpu_handshake = fx_str("Reported_2026.11.29 11:59:00");
-  return n;
-}
-
-static Kiln__Pod *vgpu_pod(fx *f, const char *name, const char *group, int32_t nums, int64_t mem,
-                           int32_t cores, const char *node) {
-  Kiln__Pod *p = fx_pod(f, name, group, 100, GI, node);
-  fx_pod_scalar(p, "volcano.sh/vgpu-number", (int64_t)nums * 1000);
-  fx_pod_scalar(p, "volcano.sh/vgpu-memory", mem * 1000);
-  Kiln__VgpuRequest *r = fx_alloc(sizeof(*r));
-  kiln__vgpu_request__init(r);
-  r->nums = nums;
-  r->memory = mem;
-  r->memory_percentage = 101;
-  r->cores = cores;
-  Kiln__PodDevices *d = pod_dev(p);
-  FX_APPEND(d->vgpu, d->n_vgpu, r);
-  return p;
-}
-
-/* The value of annotation key the result writes for pod (on the node with node), or NULL. */
-static const char *annotation(const fx *f, const sch_result *r, const char *pod, bool node,
-                              const char *key) {
-  int32_t t = fx_task(f, pod);
-  for (size_t i = 0; i < r->nannotations; i++)
-    if (r->annotations[i].task == t && r->annotations[i].node == node &&
-        strcmp(r->annotations[i].key, key) == 0)
-      return r->annotations[i].value;
-  return NULL;
-}
 
 static const char *bound_node(const fx *f, const sch_result *r, const char *pod) {
   int32_t t = fx_task(f, pod);
@@ -106,28 +43,28 @@ static const char two_gpus[] = "GPU-a,10,24000,NVIDIA-Tesla-T4,true,hami-core:"
 static void vgpu_memory_sharing(void **state) {
   (void)state;
   fx *f = fx_new();
-  vgpu_node(f, "n1", two_gpus, 2, 24000);
+  fx_vgpu_node(f, "n1", two_gpus, 2, 24000);
   for (int i = 0; i < 4; i++) {
     char g[16], p[16];
     snprintf(g, sizeof(g), "g%d", i);
     snprintf(p, sizeof(p), "p%d", i);
     fx_pg(f, g, "default", 1, "Inqueue");
-    vgpu_pod(f, p, g, 1, 8000, 0, NULL);
+    fx_vgpu_pod(f, p, g, 1, 8000, 0, NULL);
   }
-  fx_open(f, vgpu_yaml);
+  fx_open(f, fx_vgpu_yaml);
   sch_result *r = fx_run(f);
   assert_int_equal(r->nbinds, 4);
   int on_b = 0, on_a = 0;
   for (int i = 0; i < 4; i++) {
     char p[16];
     snprintf(p, sizeof(p), "p%d", i);
-    const char *ids = annotation(f, r, p, false, "volcano.sh/vgpu-ids-new");
+    const char *ids = fx_annotation(f, r, p, false, "volcano.sh/vgpu-ids-new");
     assert_non_null(ids);
-    assert_string_equal(annotation(f, r, p, false, "volcano.sh/devices-to-allocate"), ids);
-    assert_string_equal(annotation(f, r, p, false, "volcano.sh/vgpu-node"), "n1");
-    assert_string_equal(annotation(f, r, p, false, "volcano.sh/bind-phase"), "allocating");
-    assert_string_equal(annotation(f, r, p, false, "volcano.sh/vgpu-time"), "1795953600");
-    assert_null(annotation(f, r, p, true, "hamivgpu"));
+    assert_string_equal(fx_annotation(f, r, p, false, "volcano.sh/devices-to-allocate"), ids);
+    assert_string_equal(fx_annotation(f, r, p, false, "volcano.sh/vgpu-node"), "n1");
+    assert_string_equal(fx_annotation(f, r, p, false, "volcano.sh/bind-phase"), "allocating");
+    assert_string_equal(fx_annotation(f, r, p, false, "volcano.sh/vgpu-time"), "1795953600");
+    assert_null(fx_annotation(f, r, p, true, "hamivgpu"));
     on_b += strcmp(ids, "GPU-b,NVIDIA,8000,0:") == 0;
     on_a += strcmp(ids, "GPU-a,NVIDIA,8000,0:") == 0;
   }
@@ -144,15 +81,13 @@ static void vgpu_existing_pods_hold(void **state) {
   (void)state;
   fx *f = fx_new();
   /* resources for two GPUs, one registered: only the devices keep the pod out */
-  vgpu_node(f, "n1", "GPU-a,10,24000,NVIDIA-Tesla-T4,true,hami-core:", 2, 24000);
-  Kiln__Pod *old = vgpu_pod(f, "old", NULL, 1, 20000, 0, "n1");
-  pod_dev(old)->vgpu_ids = fx_str("GPU-a,NVIDIA,20000,0:");
+  fx_vgpu_node(f, "n1", "GPU-a,10,24000,NVIDIA-Tesla-T4,true,hami-core:", 2, 24000);
+  Kiln__Pod *old = fx_vgpu_pod(f, "old", NULL, 1, 20000, 0, "n1");
+  fx_pod_devices(old)->vgpu_ids = fx_str("GPU-a,NVIDIA,20000,0:");
   fx_pg(f, "g", "default", 1, "Inqueue");
-  vgpu_pod(f, "new", "g", 1, 8000, 0, NULL);
-  fx_open(f, vgpu_yaml);
-  const char *why;
-  assert_int_equal(fx_predicate(f, "new", "n1", &why), SCH_UNSCHEDULABLE);
-  assert_string_equal(why, "hami-vgpuDeviceSharing error");
+  fx_vgpu_pod(f, "new", "g", 1, 8000, 0, NULL);
+  fx_open(f, fx_vgpu_yaml);
+  fx_refused(f, "new", "n1", "hami-vgpuDeviceSharing error");
   sch_result *r = fx_run(f);
   assert_int_equal(r->nbinds, 0);
   assert_int_equal(r->nannotations, 0);
@@ -169,24 +104,20 @@ static void vgpu_node_without_devices(void **state) {
   Kiln__Node *plain = fx_node(f, "plain", 32000, 64 * GI, 110);
   fx_res_scalar(plain->allocatable, "volcano.sh/vgpu-number", 10000);
   fx_res_scalar(plain->allocatable, "volcano.sh/vgpu-memory", 24000000);
-  Kiln__Node *gone = vgpu_node(f, "gone", two_gpus, 2, 24000);
+  Kiln__Node *gone = fx_vgpu_node(f, "gone", two_gpus, 2, 24000);
   free(gone->devices->vgpu_handshake);
   gone->devices->vgpu_handshake = fx_str("Requesting_2026.11.29 11:58:59");
   Kiln__Node *busy =
-      vgpu_node(f, "busy", "GPU-c,10,24000,NVIDIA-Tesla-T4,true,hami-core:", 1, 24000);
+      fx_vgpu_node(f, "busy", "GPU-c,10,24000,NVIDIA-Tesla-T4,true,hami-core:", 1, 24000);
   (void)busy;
-  Kiln__Pod *old = vgpu_pod(f, "old", NULL, 1, 1000, 10, "busy");
-  pod_dev(old)->vgpu_ids = fx_str("GPU-c,NVIDIA,1000,10:");
+  Kiln__Pod *old = fx_vgpu_pod(f, "old", NULL, 1, 1000, 10, "busy");
+  fx_pod_devices(old)->vgpu_ids = fx_str("GPU-c,NVIDIA,1000,10:");
   fx_pg(f, "g", "default", 1, "Inqueue");
-  vgpu_pod(f, "whole", "g", 1, 1000, 100, NULL);
-  fx_open(f, vgpu_yaml);
-  const char *why;
-  assert_int_equal(fx_predicate(f, "whole", "plain", &why), SCH_UNSCHEDULABLE);
-  assert_string_equal(why, "node not initialized with devicehamivgpu");
-  assert_int_equal(fx_predicate(f, "whole", "gone", &why), SCH_UNSCHEDULABLE);
-  assert_string_equal(why, "node not initialized with devicehamivgpu");
-  assert_int_equal(fx_predicate(f, "whole", "busy", &why), SCH_UNSCHEDULABLE);
-  assert_string_equal(why, "hami-vgpuDeviceSharing error");
+  fx_vgpu_pod(f, "whole", "g", 1, 1000, 100, NULL);
+  fx_open(f, fx_vgpu_yaml);
+  fx_refused(f, "whole", "plain", "node not initialized with devicehamivgpu");
+  fx_refused(f, "whole", "gone", "node not initialized with devicehamivgpu");
+  fx_refused(f, "whole", "busy", "hami-vgpuDeviceSharing error");
   fx_free(f);
 }
 
@@ -195,25 +126,25 @@ static void vgpu_node_without_devices(void **state) {
 static void vgpu_gang_rolls_back(void **state) {
   (void)state;
   fx *f = fx_new();
-  vgpu_node(f, "n1", two_gpus, 2, 24000);
+  fx_vgpu_node(f, "n1", two_gpus, 2, 24000);
   fx_pg(f, "gang", "default", 3, "Inqueue");
   for (int i = 0; i < 3; i++) {
     char p[16];
     snprintf(p, sizeof(p), "gang-%d", i);
-    vgpu_pod(f, p, "gang", 1, 16000, 0, NULL);
+    fx_vgpu_pod(f, p, "gang", 1, 16000, 0, NULL);
   }
   Kiln__PodGroup *late = fx_pg(f, "late", "default", 1, "Inqueue");
   free(late->metadata->creation_timestamp);
   late->metadata->creation_timestamp = fx_str("2026-11-29T11:00:00Z");
-  vgpu_pod(f, "late-0", "late", 2, 24000, 0, NULL);
-  fx_open(f, vgpu_yaml);
+  fx_vgpu_pod(f, "late-0", "late", 2, 24000, 0, NULL);
+  fx_open(f, fx_vgpu_yaml);
   sch_result *r = fx_run(f);
   assert_null(bound_node(f, r, "gang-0"));
   assert_null(bound_node(f, r, "gang-1"));
   assert_null(bound_node(f, r, "gang-2"));
   /* both whole GPUs were free again for a pod of two */
   assert_non_null(bound_node(f, r, "late-0"));
-  assert_string_equal(annotation(f, r, "late-0", false, "volcano.sh/vgpu-ids-new"),
+  assert_string_equal(fx_annotation(f, r, "late-0", false, "volcano.sh/vgpu-ids-new"),
                       "GPU-b,NVIDIA,24000,0:GPU-a,NVIDIA,24000,0:");
   sch_result_free(r);
   fx_free(f);
@@ -224,10 +155,10 @@ static void vgpu_gang_rolls_back(void **state) {
 static void core_allocate_release(void **state) {
   (void)state;
   fx *f = fx_new();
-  vgpu_node(f, "n1", two_gpus, 2, 24000);
-  Kiln__Pod *old = vgpu_pod(f, "old", NULL, 1, 4000, 30, "n1");
-  pod_dev(old)->vgpu_ids = fx_str("GPU-a,NVIDIA,4000,30:");
-  vgpu_pod(f, "new", NULL, 2, 10000, 20, NULL);
+  fx_vgpu_node(f, "n1", two_gpus, 2, 24000);
+  Kiln__Pod *old = fx_vgpu_pod(f, "old", NULL, 1, 4000, 30, "n1");
+  fx_pod_devices(old)->vgpu_ids = fx_str("GPU-a,NVIDIA,4000,30:");
+  fx_vgpu_pod(f, "new", NULL, 2, 10000, 20, NULL);
   assert_int_equal(sch_snapshot_new(f->msg, NULL, &f->snap), 0);
   sch_dev_conf conf = {.vgpu = true, .policy = "binpack"};
   sch_devices *d;
@@ -292,13 +223,13 @@ static void gpu_number_never_shares(void **state) {
     free(pg->metadata->creation_timestamp);
     pg->metadata->creation_timestamp = fx_str(ts);
     Kiln__Pod *pod = fx_pod(f, p, g, 100, GI, NULL);
-    pod_dev(pod)->gpu_number = 2;
+    fx_pod_devices(pod)->gpu_number = 2;
   }
   fx_open(f, number_yaml);
   sch_result *r = fx_run(f);
-  assert_string_equal(annotation(f, r, "p0", false, "volcano.sh/gpu-index"), "0,1");
-  assert_string_equal(annotation(f, r, "p1", false, "volcano.sh/gpu-index"), "2,3");
-  assert_string_equal(annotation(f, r, "p0", false, "volcano.sh/predicate-time"),
+  assert_string_equal(fx_annotation(f, r, "p0", false, "volcano.sh/gpu-index"), "0,1");
+  assert_string_equal(fx_annotation(f, r, "p1", false, "volcano.sh/gpu-index"), "2,3");
+  assert_string_equal(fx_annotation(f, r, "p0", false, "volcano.sh/predicate-time"),
                       "1795953600000000000");
   assert_null(bound_node(f, r, "p2"));
   sch_result_free(r);
@@ -308,16 +239,14 @@ static void gpu_number_never_shares(void **state) {
   n = fx_node(f, "n1", 32000, 64 * GI, 110);
   fx_res_scalar(n->capacity, "volcano.sh/gpu-number", 4000);
   fx_res_scalar(n->capacity, "volcano.sh/gpu-memory", 4 * 16000 * 1000LL);
-  node_dev(n)->gpu_unhealthy_ids = fx_str("3");
+  fx_node_devices(n)->gpu_unhealthy_ids = fx_str("3");
   Kiln__Pod *p0 = fx_pod(f, "p0", NULL, 100, GI, "n1");
-  pod_dev(p0)->gpu_number = 2;
-  pod_dev(p0)->gpu_index = fx_str("0,1");
+  fx_pod_devices(p0)->gpu_number = 2;
+  fx_pod_devices(p0)->gpu_index = fx_str("0,1");
   Kiln__Pod *p1 = fx_pod(f, "p1", NULL, 100, GI, NULL);
-  pod_dev(p1)->gpu_number = 2;
+  fx_pod_devices(p1)->gpu_number = 2;
   fx_open(f, number_yaml);
-  const char *why;
-  assert_int_equal(fx_predicate(f, "p1", "n1", &why), SCH_UNSCHEDULABLE);
-  assert_string_equal(why, "GpuNumber no enough gpu number on node n1");
+  fx_refused(f, "p1", "n1", "GpuNumber no enough gpu number on node n1");
   fx_free(f);
 }
 
@@ -332,25 +261,22 @@ static void gpu_share_by_memory(void **state) {
   Kiln__Node *locked = fx_node(f, "locked", 32000, 64 * GI, 110);
   fx_res_scalar(locked->capacity, "volcano.sh/gpu-number", 2000);
   fx_res_scalar(locked->capacity, "volcano.sh/gpu-memory", 2 * 16000 * 1000LL);
-  node_dev(locked)->gpu_lock = fx_str("2026-11-29T11:58:00Z");
+  fx_node_devices(locked)->gpu_lock = fx_str("2026-11-29T11:58:00Z");
   fx_node(f, "plain", 32000, 64 * GI, 110);
   Kiln__Pod *old = fx_pod(f, "old", NULL, 100, GI, "n1");
-  pod_dev(old)->gpu_memory = 10000;
-  pod_dev(old)->gpu_index = fx_str("0");
+  fx_pod_devices(old)->gpu_memory = 10000;
+  fx_pod_devices(old)->gpu_index = fx_str("0");
   Kiln__Pod *p = fx_pod(f, "p", NULL, 100, GI, NULL);
-  pod_dev(p)->gpu_memory = 8000;
+  fx_pod_devices(p)->gpu_memory = 8000;
   char yaml[512];
   snprintf(yaml, sizeof(yaml), "%s      deviceshare.NodeLockEnable: true\n", share_yaml);
   fx_open(f, yaml);
-  const char *why;
-  assert_int_equal(fx_predicate(f, "p", "plain", &why), SCH_UNSCHEDULABLE);
-  assert_string_equal(why, "node not initialized with deviceGpuShare");
-  assert_int_equal(fx_predicate(f, "p", "locked", &why), SCH_UNSCHEDULABLE);
-  assert_string_equal(why, "node locked has been locked within 5 minutes");
+  fx_refused(f, "p", "plain", "node not initialized with deviceGpuShare");
+  fx_refused(f, "p", "locked", "node locked has been locked within 5 minutes");
   sch_result *r = fx_run(f);
   assert_string_equal(bound_node(f, r, "p"), "n1");
-  assert_string_equal(annotation(f, r, "p", false, "volcano.sh/gpu-index"), "1");
-  assert_string_equal(annotation(f, r, "p", true, "gpu"), "2026-11-29T12:00:00Z");
+  assert_string_equal(fx_annotation(f, r, "p", false, "volcano.sh/gpu-index"), "1");
+  assert_string_equal(fx_annotation(f, r, "p", true, "gpu"), "2026-11-29T12:00:00Z");
   /* the node lock comes before the pod's annotations */
   assert_true(r->annotations[0].node);
   sch_result_free(r);

@@ -12,7 +12,7 @@
 #include <cmocka.h>
 
 #include "sch_device.h"
-#include "test_sch_plugins_fixture.h"
+#include "test_sch_device_fixture.h"
 
 /* The shape of the device plugin's default geometries (A30 and A100 40GB). */
 static const char geometries[] =
@@ -46,15 +46,6 @@ static const char geometries[] =
     "        - name: 3g.20gb\n"
     "          memory: 20480\n"
     "          count: 2\n";
-
-static const char vgpu_yaml[] = "actions: \"enqueue, allocate\"\n"
-                                "tiers:\n"
-                                "- plugins:\n"
-                                "  - name: gang\n"
-                                "  - name: predicates\n"
-                                "  - name: deviceshare\n"
-                                "    arguments:\n"
-                                "      deviceshare.VGPUEnable: true\n";
 
 static const char a100[] = "GPU-a,10,40960,NVIDIA-A100-PCIE-40GB,true,mig:";
 
@@ -149,31 +140,15 @@ static void find_fits_geometries(void **state) {
   sch_vgpu_config_free(c);
 }
 
+/* A node of gpus A100 40GB GPUs (40960 MiB each) registered as reg. */
 static Kiln__Node *mig_node(fx *f, const char *name, const char *reg, int64_t gpus) {
-  Kiln__Node *n = fx_node(f, name, 32000, 64 * GI, 110);
-  fx_res_scalar(n->allocatable, "volcano.sh/vgpu-number", gpus * 10 * 1000);
-  fx_res_scalar(n->allocatable, "volcano.sh/vgpu-memory", gpus * 40960 * 1000);
-  n->devices = fx_alloc(sizeof(*n->devices));
-  kiln__node_devices__init(n->devices);
-  n->devices->vgpu_register = fx_str(reg);
-  n->devices->vgpu_handshake = fx_str("Reported_2026.11.29 11:59:00");
-  return n;
+  return fx_vgpu_node(f, name, reg, gpus, 40960);
 }
 
+/* One vGPU of mem MiB. */
 static Kiln__Pod *mig_pod(fx *f, const char *name, const char *group, int64_t mem,
                           const char *node) {
-  Kiln__Pod *p = fx_pod(f, name, group, 100, GI, node);
-  fx_pod_scalar(p, "volcano.sh/vgpu-number", 1000);
-  fx_pod_scalar(p, "volcano.sh/vgpu-memory", mem * 1000);
-  Kiln__VgpuRequest *r = fx_alloc(sizeof(*r));
-  kiln__vgpu_request__init(r);
-  r->nums = 1;
-  r->memory = mem;
-  r->memory_percentage = 101;
-  p->devices = fx_alloc(sizeof(*p->devices));
-  kiln__pod_devices__init(p->devices);
-  FX_APPEND(p->devices->vgpu, p->devices->n_vgpu, r);
-  return p;
+  return fx_vgpu_pod(f, name, group, 1, mem, 0, node);
 }
 
 /* The ConfigMap as the shell's watch puts it in the snapshot. */
@@ -190,12 +165,7 @@ static void device_config_map(fx *f, const char *ns, const char *yaml) {
 }
 
 static const char *ids_of(const fx *f, const sch_result *r, const char *pod) {
-  int32_t t = fx_task(f, pod);
-  for (size_t i = 0; i < r->nannotations; i++)
-    if (r->annotations[i].task == t && !r->annotations[i].node &&
-        strcmp(r->annotations[i].key, "volcano.sh/vgpu-ids-new") == 0)
-      return r->annotations[i].value;
-  return NULL;
+  return fx_annotation(f, r, pod, false, "volcano.sh/vgpu-ids-new");
 }
 
 /* A running pod holds group2's first 2g.10gb; three pods of 8000 MiB: two take the group's
@@ -214,7 +184,7 @@ static void session_assigns_instances(void **state) {
     fx_pg(f, g, "default", 1, "Inqueue");
     mig_pod(f, p, g, 8000, NULL);
   }
-  fx_open(f, vgpu_yaml);
+  fx_open(f, fx_vgpu_yaml);
   sch_result *r = fx_run(f);
   assert_int_equal(r->nbinds, 2);
   assert_string_equal(ids_of(f, r, "p0"), "GPU-a[group2-1],NVIDIA,8000,0:");
@@ -237,10 +207,8 @@ static void session_without_config_is_hami_core(void **state) {
   fx_pg(f, "h", "default", 1, "Inqueue");
   Kiln__Pod *wants = mig_pod(f, "wants", "h", 8000, NULL);
   wants->devices->vgpu_mode = fx_str("mig");
-  fx_open(f, vgpu_yaml);
-  const char *why;
-  assert_int_equal(fx_predicate(f, "wants", "n1", &why), SCH_UNSCHEDULABLE);
-  assert_string_equal(why, "hami-vgpuDeviceSharing error");
+  fx_open(f, fx_vgpu_yaml);
+  fx_refused(f, "wants", "n1", "hami-vgpuDeviceSharing error");
   sch_result *r = fx_run(f);
   assert_int_equal(r->nbinds, 1);
   assert_string_equal(ids_of(f, r, "plain"), "GPU-a,NVIDIA,8000,0:");
@@ -255,7 +223,7 @@ static void session_without_config_is_hami_core(void **state) {
   wants->devices->vgpu_mode = fx_str("mig");
   char conf[512];
   snprintf(conf, sizeof(conf), "%s      deviceshare.KnownGeometriesCMNamespace: volcano-system\n",
-           vgpu_yaml);
+           fx_vgpu_yaml);
   fx_open(f, conf);
   r = fx_run(f);
   assert_int_equal(r->nbinds, 1);
@@ -279,7 +247,7 @@ static void session_gang_gives_instances_back(void **state) {
   }
   fx_pg(f, "solo", "default", 1, "Inqueue");
   mig_pod(f, "s", "solo", 20000, NULL);
-  fx_open(f, vgpu_yaml);
+  fx_open(f, fx_vgpu_yaml);
   sch_result *r = fx_run(f);
   assert_int_equal(r->nbinds, 1);
   /* group3's 3g.20gb: the gang's group2 was given back, so the GPU had no group in use */
@@ -299,7 +267,7 @@ static void session_memory_factor(void **state) {
   mig_node(f, "n1", a100, 1);
   fx_pg(f, "g", "default", 1, "Inqueue");
   mig_pod(f, "p", "g", 3000, NULL);
-  fx_open(f, vgpu_yaml);
+  fx_open(f, fx_vgpu_yaml);
   sch_result *r = fx_run(f);
   assert_int_equal(r->nbinds, 1);
   assert_string_equal(ids_of(f, r, "p"), "GPU-a[group2-0],NVIDIA,3000,0:");
