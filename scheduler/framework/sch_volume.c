@@ -50,6 +50,7 @@ typedef struct volume {
   bool has_cap;
   kc_quantity cap;
   bool deleting;  /* metadata.deletionTimestamp is set */
+  bool reserved;  /* spec.claimRef is set */
   bool available; /* phase Available and no claimRef */
   int32_t node;   /* the one node its affinity allows, ANY_NODE (see it), NO_NODE (none) */
   int32_t taken;  /* the claim a placement assumed it for, -1 */
@@ -262,6 +263,7 @@ static int build_volumes(sch_vol *v) {
     x->available = pv->status && kc_str_eq(pv->status->phase, "Available") &&
                    pv->spec->claim_ref == NULL && md->deletion_timestamp == NULL;
     x->deleting = md->deletion_timestamp != NULL;
+    x->reserved = pv->spec->claim_ref != NULL;
     bool odd;
     x->modes = mode_bits(pv->spec->access_modes, pv->spec->n_access_modes, &odd);
     x->klass_id = name_id(v, klass);
@@ -600,6 +602,8 @@ static bool vol_on_node(const sch_vol *v, int32_t pv, int32_t node) {
 }
 
 static bool bound_to_claim(const volume *x, const claim *c) {
+  if (!x->reserved) /* the usual case, decided without following the message */
+    return false;
   const Kiln__VolObjectReference *r = x->msg->spec->claim_ref;
   return r && kc_str_eq(r->name, c->name) && kc_str_eq(str_or(r->namespace_, ""), c->ns) &&
          (!r->uid || !r->uid[0] || kc_str_eq(r->uid, c->msg->metadata->uid));
