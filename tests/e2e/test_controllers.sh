@@ -346,6 +346,9 @@ DEP
     'jsonpath={range .items[*]}{.spec.nodeName}{\"\\n\"}{end}' | grep -c .) -eq 3 ]"
   wait_jsonpath 60 "podgroup/$pg" '{.status.phase}' Running "$ns"
   local src
+  # The events follow the binds (the recorder sends them after each bind answers).
+  wait_for 30 "the Scheduled events" bash -c \
+    "kubectl get events -n $ns --field-selector reason=Scheduled -o name | grep -q ."
   src=$(kubectl get events -n "$ns" --field-selector reason=Scheduled \
     -o jsonpath='{range .items[*]}{.source.component}{.reportingComponent}{"\n"}{end}' | sort -u)
   expect_match volcano "$src" "Scheduled events' source"

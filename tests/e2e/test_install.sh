@@ -125,6 +125,9 @@ JOB
   expect_eq 3 "$(jsonpath vcjob/gang '{.status.succeeded}' "$ns")" "gang pods succeeded"
   # Every pod was bound by kiln-scheduler (the Scheduled event names it).
   local src
+  # The events follow the binds (the recorder sends them after each bind answers).
+  wait_for 30 "the Scheduled events" bash -c \
+    "kubectl get events -n $ns --field-selector reason=Scheduled -o name | grep -q ."
   src=$(kubectl get events -n "$ns" --field-selector reason=Scheduled \
     -o jsonpath='{range .items[*]}{.source.component}{.reportingComponent}{"\n"}{end}' | sort -u)
   expect_match 'volcano' "$src" "Scheduled events' source"
