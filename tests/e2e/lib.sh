@@ -200,6 +200,39 @@ spec: {weight: $2, reclaimable: false$cap}
 EOF
 }
 
+# sched_conf FILE [--actions LIST] [--first LINES] [--predicates LINES] [EXTRA...]: the
+# scheduler configuration most suites start from, written to FILE through a rename (a
+# running scheduler re-reads it whole):
+#   actions "enqueue, allocate, backfill"
+#   tier 1: priority, gang, conformance
+#   tier 2: drf, predicates, proportion, nodeorder
+# --actions: other actions; --first: plugin lines ("  - name: ...") added to the first tier;
+# --predicates: the predicates plugin's arguments ("key: value" lines, indented here); EXTRA:
+# lines appended as given (second-tier plugins after nodeorder, or top-level keys such as
+# configurations).
+sched_conf() {
+  local file=$1 actions="enqueue, allocate, backfill" first="" pred=""
+  shift
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --actions) actions=$2 ;;
+      --first) first=$2 ;;
+      --predicates) pred=$2 ;;
+      *) break ;;
+    esac
+    shift 2
+  done
+  {
+    printf 'actions: "%s"\n' "$actions"
+    printf 'tiers:\n- plugins:\n  - name: priority\n  - name: gang\n  - name: conformance\n'
+    [ -z "$first" ] || printf '%s\n' "$first"
+    printf -- '- plugins:\n  - name: drf\n  - name: predicates\n'
+    [ -z "$pred" ] || printf '    arguments:\n%s\n' "$(sed 's/^/      /' <<<"$pred")"
+    printf '  - name: proportion\n  - name: nodeorder\n'
+    [ $# -eq 0 ] || printf '%s\n' "$@"
+  } >"$file.tmp" && mv "$file.tmp" "$file"
+}
+
 # static_pv NAME SIZE: an Available PersistentVolume of no class, reachable from every node,
 # that kube-controller-manager's PV controller binds to a claim of no class asking at most
 # SIZE (what a Job's volumeClaim without storageClassName makes). Without one such a claim

@@ -19,21 +19,7 @@ LOG=$D/logs/kiln-scheduler-dra.log
 CONF=$D/dra-scheduler.conf
 CLASS=gpu.example.com
 mkdir -p "$D/logs" "$D/pids"
-cat > "$CONF" <<'EOF'
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-    arguments:
-      predicate.DynamicResourceAllocationEnable: true
-  - name: proportion
-  - name: nodeorder
-EOF
+sched_conf "$CONF" --predicates "predicate.DynamicResourceAllocationEnable: true"
 
 # nodes GRP COUNT DEVICES: kwok nodes GRP-i, each with a ResourceSlice of DEVICES devices
 # GRP-i-gpu-k of the driver gpu.example.com.

@@ -17,25 +17,12 @@ CONF=$D/gangevict-scheduler.conf
 LOG=$D/logs/kiln-scheduler-gangevict.log
 mkdir -p "$D/logs" "$D/pids"
 
-cat >"$CONF" <<'EOF'
-actions: "enqueue, allocate, gangpreempt, gangreclaim, backfill"
-configurations:
+sched_conf "$CONF" --actions "enqueue, allocate, gangpreempt, gangreclaim, backfill" \
+  "  - name: network-topology-aware" "configurations:
 - name: gangpreempt
   arguments:
     maxDomains: 4
-    allowWholeBundle: true
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-  - name: network-topology-aware
-EOF
+    allowWholeBundle: true"
 
 # leaves GRP ARGS...: four kwok nodes GRP-0..3 only this test's pods tolerate, GRP-0 and GRP-1
 # labelled leaf=GRP-l0, GRP-2 and GRP-3 leaf=GRP-l1.

@@ -27,21 +27,8 @@ COUNT=${KILN_HOSTILE_COUNT:-24}
 STALL_MS=100
 mkdir -p "$D/logs" "$D/pids"
 
-good_conf() {
-  cat <<'CONF'
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-  - name: binpack
-CONF
+good_conf() { # FILE
+  sched_conf "$1" "  - name: binpack"
 }
 
 start() { # NAME BINARY ARGS...: health and metrics servers on ports the kernel picks
@@ -85,7 +72,7 @@ setup_hostile() {
   kubectl get queue default >/dev/null 2>&1 ||
     kubectl apply --server-side -f "$KILN_ROOT/manifests/queue-default.yaml" >/dev/null
   group_nodes hostile 3
-  good_conf >"$CONF"
+  good_conf "$CONF"
   local n port
   for n in kiln-hostile-controller kiln-hostile-scheduler; do
     if [ "$n" = kiln-hostile-controller ]; then start "$n" "$CTRL"; else start "$n" "$SCHED" --scheduler-conf "$CONF"; fi
@@ -144,7 +131,7 @@ test_hostile_batches_leave_both_processes_working() {
     alive kiln-hostile-scheduler
     # The normal Job in a namespace of its own: the tenant's quota may be spent.
     normal_job_completes "$(new_namespace tenant)"
-    good_conf >"$CONF.new" && mv "$CONF.new" "$CONF"
+    good_conf "$CONF"
     after_c=$(stalls "$(cat "$D/kiln-hostile-controller.metrics")")
     after_s=$(stalls "$(cat "$D/kiln-hostile-scheduler.metrics")")
     read -r nb_c cpu_c wall_c <<<"$before_c"

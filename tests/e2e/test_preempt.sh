@@ -26,35 +26,17 @@ write_conf() {
   local shuffle="" pdb=""
   [ "${1:-}" = shuffle ] && shuffle=1
   [ "${1:-}" = pdb ] && pdb=1
-  {
-    echo "actions: \"enqueue, allocate, ${shuffle:+shuffle, }preempt, reclaim, backfill\""
-    cat <<'EOF'
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-EOF
-    [ -z "$pdb" ] || echo "  - name: pdb"
-    cat <<'EOF'
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-EOF
-    [ -z "$shuffle" ] || cat <<'EOF'
-  - name: rescheduling
+  local args=(--actions "enqueue, allocate, ${shuffle:+shuffle, }preempt, reclaim, backfill")
+  [ -z "$pdb" ] || args+=(--first "  - name: pdb")
+  [ -z "$shuffle" ] || args+=("  - name: rescheduling
     arguments:
       interval: 1s
       strategies:
       - name: lowNodeUtilization
         params:
           thresholds: {cpu: 20, memory: 20}
-          targetThresholds: {cpu: 90, memory: 90}
-EOF
-  } > "$CONF.tmp"
-  mv "$CONF.tmp" "$CONF"
+          targetThresholds: {cpu: 90, memory: 90}")
+  sched_conf "$CONF" "${args[@]}"
 }
 write_conf
 

@@ -52,22 +52,9 @@ data:
               - nodeLabel: "$LEAF"
               - nodeLabel: "kubernetes.io/hostname"
 EOF
-cat >"$D/topo-scheduler.conf" <<'CONF'
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-  - name: network-topology-aware
+sched_conf "$D/topo-scheduler.conf" "  - name: network-topology-aware
     arguments:
-      weight: 10
-CONF
+      weight: 10"
 start scheduler-topo "$SCHED" --kubeconfig "$KUBECONFIG" --v=3 --leader-elect=false \
   --scheduler-conf="$D/topo-scheduler.conf" --healthz-address=127.0.0.1:0 \
   --listen-address=127.0.0.1:0

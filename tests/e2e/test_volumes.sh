@@ -20,21 +20,7 @@ CONF=$D/volumes-scheduler.conf
 LOCAL=kiln-local
 ZONAL=kiln-zonal
 mkdir -p "$D/logs" "$D/pids"
-cat > "$CONF" <<'EOF'
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-    arguments:
-      volumebinding.bindTimeoutSeconds: 60
-  - name: proportion
-  - name: nodeorder
-EOF
+sched_conf "$CONF" --predicates "volumebinding.bindTimeoutSeconds: 60"
 
 # nodes GRP COUNT [ARGS...]: kwok nodes GRP-i, tainted kiln-vol=GRP.
 nodes() {
