@@ -23,7 +23,8 @@ typedef struct {
   vc_conn *conn;
   char *err;
   size_t errlen;
-  char *note; /* what the user should know about how the answer was made (owned) */
+  char *note;           /* what the user should know about how the answer was made (owned) */
+  const sch_conf *conf; /* the scheduler's configuration, once read (borrowed) */
 } wctx;
 
 static double mono_s(void) {
@@ -87,7 +88,8 @@ static void objs_free(cluster_objs *o) {
 static int list_kind(wctx *x, int k, cluster_objs *o) {
   const sch_kind *kd = &sch_kinds[k];
   kc_ref ref = {kd->group, kd->version, kd->resource, NULL, NULL, NULL};
-  kc_query q = {.field_selector = kd->field_selector};
+  char sel[320];
+  kc_query q = {.field_selector = sch_kind_field_selector(k, x->conf, sel, sizeof(sel))};
   vc_reply r;
   int rc = vc_call(x->conn, KC_LIST, &ref, &q, NULL, &r);
   if (rc == KC_ENOTFOUND && kd->group) {
@@ -135,15 +137,22 @@ static int list_templates(wctx *x, const char *ns, cluster_objs *o) {
   return o->templates ? 0 : KC_ENOMEM;
 }
 
-/* The snapshot message of what was listed (arrays borrowed from o). */
+/* Kind k listed into o and msg (arrays borrowed from o). */
+static int read_kind(wctx *x, int k, cluster_objs *o, Kiln__Snapshot *msg) {
+  int rc = list_kind(x, k, o);
+  *sch_kind_items(msg, k) = o->items[k];
+  *sch_kind_count(msg, k) = o->n[k];
+  return rc;
+}
+
+/* The snapshot message of what was listed, but the ConfigMaps: which one the scheduler reads
+ * is the configuration's to say (read_kind once it is read). */
 static int read_cluster(wctx *x, const char *ns, cluster_objs *o, Kiln__Snapshot *msg) {
   kiln__snapshot__init(msg);
   for (int k = 0; k < SCH_KIND__COUNT; k++) {
-    int rc = list_kind(x, k, o);
+    int rc = k == SCH_KIND_CONFIGMAP ? 0 : read_kind(x, k, o, msg);
     if (rc != 0)
       return rc;
-    *sch_kind_items(msg, k) = o->items[k];
-    *sch_kind_count(msg, k) = o->n[k];
   }
   msg->time_unix_nano = (int64_t)time(NULL) * 1000000000;
   return list_templates(x, ns, o);
@@ -270,7 +279,7 @@ static int from_snapshot(wctx *x, const json_t *job) {
 }
 
 int vc_whatif_cmd(const vc_args *a, vc_conn *conn, json_t *job, char *err, size_t errlen) {
-  wctx x = {a, conn, err, errlen, NULL};
+  wctx x = {a, conn, err, errlen, NULL, NULL};
   json_incref(job);
   int rc;
   if (a->snapshot && a->snapshot[0]) {
@@ -284,7 +293,8 @@ int vc_whatif_cmd(const vc_args *a, vc_conn *conn, json_t *job, char *err, size_
   char where[600];
   if ((rc = dry_run(&x, &job)) == 0 &&
       (rc = read_cluster(&x, vc_str(job, "metadata.namespace"), &objs, &msg)) == 0 &&
-      (rc = load_conf(&x, &conf, where, sizeof(where))) == 0)
+      (rc = load_conf(&x, &conf, where, sizeof(where))) == 0 &&
+      (x.conf = conf, rc = read_kind(&x, SCH_KIND_CONFIGMAP, &objs, &msg)) == 0)
     rc = answer(&x, job, &msg, objs.templates, conf, where);
   objs_free(&objs);
   sch_conf_free(conf);

@@ -60,6 +60,14 @@ typedef struct sch_vgpu_config {
   int64_t gpu_memory_factor; /* gpuMemoryFactor: > 1 multiplies a request's memory */
 } sch_vgpu_config;
 
+/* The ConfigMap the deviceshare plugin reads device-config.yaml from: its
+ * deviceshare.KnownGeometriesCMName and deviceshare.KnownGeometriesCMNamespace in conf
+ * (the first deviceshare entry), else volcano-vgpu-device-config in kube-system. *ns may be
+ * NULL. Both borrowed from conf or static. */
+#define SCH_DEVICE_CONFIG_NAME      "volcano-vgpu-device-config"
+#define SCH_DEVICE_CONFIG_NAMESPACE "kube-system"
+const char *sch_device_config_name(const sch_conf *conf, const char **ns);
+
 /* Parses device-config.yaml (Volcano's yaml.Unmarshal into Config). 0 and a new config, or
  * KC_EINVAL / KC_ETOOBIG with the reason in err, or KC_ENOMEM. */
 KC_NODISCARD int sch_vgpu_config_parse(const char *yaml, size_t len, sch_vgpu_config **out,

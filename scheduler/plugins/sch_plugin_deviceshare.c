@@ -114,11 +114,45 @@ static int mark_locked(ds_state *st, const sch_snapshot *snap) {
 
 /* Volcano loadConfigFromCM: the ConfigMap's device-config.yaml, parsed; NULL (the default
  * configuration) when there is none or it does not parse. */
+/* A ConfigMap or namespace name the API server could hold (lower-case DNS characters), so
+ * that it goes into a field selector as one name. */
+static bool object_name(const char *s) {
+  size_t n = s ? strlen(s) : 0;
+  if (n == 0 || n > 253)
+    return false;
+  for (size_t i = 0; i < n; i++)
+    if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-' ||
+          s[i] == '.'))
+      return false;
+  return true;
+}
+
+/* The plugin's arguments (a may be NULL); a name no object can have is the default's. */
+static void config_name(const sch_args *a, const char **name, const char **ns) {
+  *name = a ? sch_args_get(a, "deviceshare.KnownGeometriesCMName") : NULL;
+  *ns = a ? sch_args_get(a, "deviceshare.KnownGeometriesCMNamespace") : NULL;
+  *name = object_name(*name) ? *name : SCH_DEVICE_CONFIG_NAME;
+  *ns = object_name(*ns) ? *ns : SCH_DEVICE_CONFIG_NAMESPACE;
+}
+
+const char *sch_device_config_name(const sch_conf *conf, const char **ns) {
+  const sch_args *a = NULL;
+  for (size_t i = 0; conf && !a && i < conf->ntiers; i++)
+    for (size_t k = 0; !a && k < conf->tiers[i].nplugins; k++) {
+      const sch_plugin_conf *pc = &conf->tiers[i].plugins[k];
+      if (pc->plugin && strcmp(pc->plugin->name, "deviceshare") == 0)
+        a = &pc->args;
+    }
+  const char *name, *n;
+  config_name(a, &name, &n);
+  if (ns)
+    *ns = n;
+  return name;
+}
+
 static sch_vgpu_config *device_config(const sch_snapshot *snap, const sch_args *a) {
-  const char *name = sch_args_get(a, "deviceshare.KnownGeometriesCMName");
-  const char *ns = sch_args_get(a, "deviceshare.KnownGeometriesCMNamespace");
-  name = name ? name : "volcano-vgpu-device-config";
-  ns = ns ? ns : "kube-system";
+  const char *name, *ns;
+  config_name(a, &name, &ns);
   for (size_t i = 0; snap->msg && i < snap->msg->n_config_maps; i++) {
     const Kiln__ConfigMap *cm = snap->msg->config_maps[i];
     if (!cm->metadata || !cm->metadata->name || strcmp(cm->metadata->name, name) != 0 ||

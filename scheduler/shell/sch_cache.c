@@ -205,7 +205,8 @@ int sch_cache_new(kc_client *c, const sch_cache_options *o, sch_cache **out) {
     io.group = sch_kinds[i].group;
     io.version = sch_kinds[i].version;
     io.resource = sch_kinds[i].resource;
-    io.field_selector = sch_kinds[i].field_selector;
+    char sel[320];
+    io.field_selector = sch_kind_field_selector(i, cache->opt.conf, sel, sizeof(sel));
     io.protobuf = cache->opt.protobuf && sch_kinds[i].decode_pb;
     kc_informer_handlers h = {0};
     h.decode = sch_kinds[i].decode;
@@ -230,6 +231,7 @@ int sch_cache_new(kc_client *c, const sch_cache_options *o, sch_cache **out) {
       return rc;
     }
   }
+  cache->opt.conf = NULL; /* borrowed for the informers above only */
   *out = cache;
   return 0;
 }

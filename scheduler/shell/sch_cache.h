@@ -22,6 +22,8 @@
 #include "kc_store.h"
 #include "snapshot.pb-c.h"
 
+struct sch_conf;
+
 typedef struct sch_cache sch_cache;
 
 /* The informers, for sch_cache_store and the on_change hook. */
@@ -66,6 +68,10 @@ typedef struct {
    * the nodes carrying at least one of those labels (Volcano's nodeCanAddCache). */
   const char *const *node_selector;
   size_t nnode_selector;
+  /* The scheduler's configuration at start, read by sch_cache_new only: the ConfigMap the
+   * deviceshare plugin reads is watched by the name it gives (sch_kind_field_selector), as
+   * Volcano reads it once. NULL: the default configuration's. */
+  const struct sch_conf *conf;
 } sch_cache_options;
 
 /* Whether node n is one the scheduler works with under --node-selector entries sel: true

@@ -1,8 +1,11 @@
 /* What kiln-scheduler reads: see sch_kinds.h. */
 #include "sch_kinds.h"
 
+#include <stdio.h>
+
 #include "kc_codec.h"
 #include "kc_pb.h"
+#include "sch_device.h"
 
 static void *decode_pod(json_t *obj, void *ud, char *err, size_t errlen) {
   (void)ud;
@@ -145,8 +148,16 @@ const sch_kind sch_kinds[SCH_KIND__COUNT] = {
     [SCH_KIND_CSICAPACITY] = {"storage.k8s.io", "v1", "csistoragecapacities", NULL,
                               decode_csicapacity, NULL, AT(csi_storage_capacities)},
     /* Volcano's vGPU device configuration (the deviceshare plugin's MIG geometries): the
-     * ConfigMaps of its default name, deviceshare.KnownGeometriesCMName, in any namespace
-     * (the plugin takes the one of deviceshare.KnownGeometriesCMNamespace). */
-    [SCH_KIND_CONFIGMAP] = {NULL, "v1", "configmaps", "metadata.name=volcano-vgpu-device-config",
+     * ConfigMaps named deviceshare.KnownGeometriesCMName, in any namespace (the plugin takes
+     * the one of deviceshare.KnownGeometriesCMNamespace); the name is the configuration's
+     * at start (sch_kind_field_selector), the default's here. */
+    [SCH_KIND_CONFIGMAP] = {NULL, "v1", "configmaps", "metadata.name=" SCH_DEVICE_CONFIG_NAME,
                             decode_configmap, NULL, AT(config_maps)},
 };
+
+const char *sch_kind_field_selector(int k, const struct sch_conf *conf, char *buf, size_t len) {
+  if (k != SCH_KIND_CONFIGMAP)
+    return sch_kinds[k].field_selector;
+  snprintf(buf, len, "metadata.name=%s", sch_device_config_name(conf, NULL));
+  return buf;
+}

@@ -50,6 +50,13 @@ typedef struct {
 
 extern const sch_kind sch_kinds[SCH_KIND__COUNT];
 
+struct sch_conf;
+
+/* The field selector kiln-scheduler lists and watches kind k with under conf (NULL: the
+ * default configuration): the table's, but for the ConfigMaps the one the deviceshare
+ * plugin reads, by its configured name (sch_device_config_name), made in buf. */
+const char *sch_kind_field_selector(int k, const struct sch_conf *conf, char *buf, size_t len);
+
 /* Kind k's array and count in snapshot message m. */
 static inline void ***sch_kind_items(Kiln__Snapshot *m, int k) {
   return (void ***)(void *)((char *)m + sch_kinds[k].items_off);

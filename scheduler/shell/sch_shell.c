@@ -24,6 +24,7 @@
 #include "sch_conf.h"
 #include "sch_framework.h"
 #include "sch_metrics.h"
+#include "sch_device.h"
 #include "sch_shell_int.h"
 #include "sch_usage.h"
 
@@ -99,6 +100,11 @@ static int load_conf_file(sch_shell *sh, const char *path) {
   char what[600];
   snprintf(what, sizeof(what), "loaded scheduler configuration %s", path);
   log_conf(what, sh->conf);
+  const char *cm = sch_device_config_name(sh->conf, NULL);
+  if (sh->device_cm[0] && strcmp(cm, sh->device_cm) != 0)
+    KC_WARN("deviceshare.KnownGeometriesCMName is now %s; the scheduler reads the ConfigMap %s "
+            "it started with until it restarts (Volcano, too, reads it once)",
+            cm, sh->device_cm);
   return 0;
 }
 
@@ -743,7 +749,9 @@ int sch_shell_new(uv_loop_t *loop, kc_client *c, kc_event_recorder *events, kc_m
                           .protobuf = sh->opt.protobuf,
                           .on_bad_pod = bad_pod,
                           .on_change = cache_changed,
-                          .on_gone = cache_gone};
+                          .on_gone = cache_gone,
+                          .conf = sh->conf};
+  snprintf(sh->device_cm, sizeof(sh->device_cm), "%s", sch_device_config_name(sh->conf, NULL));
   rc = sch_cache_new(c, &co, &sh->cache);
   if (rc == 0)
     rc = sch_usage_new(loop, sch_cache_store(sh->cache, SCH_CACHE_NODES), &sh->usage);

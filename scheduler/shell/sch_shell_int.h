@@ -60,6 +60,7 @@ struct sch_shell {
   kc_event_recorder *events;
   kc_metrics *metrics;
   sch_shell_options opt;
+  char device_cm[256]; /* the deviceshare ConfigMap's name the cache watches */
   sch_cache *cache;
   sch_binder *binder;
   sch_usage *usage;     /* nodes' load for the usage plugin, from the conf's metrics source */

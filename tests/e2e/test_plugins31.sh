@@ -499,7 +499,8 @@ EOF
 # pods of 8000 MiB (volcano.sh/vgpu-mode: mig) take group2's 2g.10gb instances 0 and 1 with
 # the assignment annotations Volcano writes; a third of 12000 MiB, which the GPU's memory
 # still holds but no instance of the group in use does, waits with Volcano's reason.
-mig_pods() { # NS NAME MEM: a one-pod PodGroup NAME, its pod asking for one vGPU of MEM MiB
+mig_pods() { # NS NAME MEM [GRP]: a one-pod PodGroup NAME, its pod asking for one vGPU of MEM MiB
+  local grp=${4:-p31mig}
   cat <<EOF | kubectl apply -n "$1" -f - >/dev/null || fail "cannot create $2"
 apiVersion: scheduling.volcano.sh/v1beta1
 kind: PodGroup
@@ -513,8 +514,8 @@ metadata:
   annotations: {scheduling.k8s.io/group-name: $2, volcano.sh/vgpu-mode: mig}
 spec:
   schedulerName: volcano
-  nodeSelector: {grp: p31mig}
-  tolerations: [{key: kiln-p31, value: p31mig, effect: NoSchedule}]
+  nodeSelector: {grp: $grp}
+  tolerations: [{key: kiln-p31, value: $grp, effect: NoSchedule}]
   containers:
   - name: c
     image: fake
@@ -522,11 +523,11 @@ spec:
 EOF
 }
 
-mig_config() {
+mig_config() { # [NAME NAMESPACE]: the ConfigMap (default: Volcano's name, in kube-system)
   kubectl apply -f - >/dev/null <<EOF || fail "cannot create the device configuration"
 apiVersion: v1
 kind: ConfigMap
-metadata: {name: volcano-vgpu-device-config, namespace: kube-system}
+metadata: {name: ${1:-volcano-vgpu-device-config}, namespace: ${2:-kube-system}}
 data:
   device-config.yaml: |
     nvidia:
@@ -581,6 +582,35 @@ test_vgpu_mig_instance() {
   kubectl delete namespace "$ns" --wait=false >/dev/null
 }
 
+# The ConfigMap named by deviceshare.KnownGeometriesCMName / KnownGeometriesCMNamespace (as
+# HAMi's and Ascend's guides configure it) is the one read: its geometries give the pod a
+# MIG instance; without them the GPU would be shared as hami-core, with no instance.
+test_vgpu_mig_from_the_named_configmap() {
+  local ns c=$D/p31-mig-named.conf now ids
+  ns=$(new_namespace p31)
+  nodes p31migb 1 --cpu 8 --memory 32Gi --extended volcano.sh/vgpu-number=10 \
+    --extended volcano.sh/vgpu-memory=40960
+  now=$(date -u '+%Y.%m.%d %H:%M:%S')
+  kubectl annotate node p31migb-0 --overwrite >/dev/null \
+    "volcano.sh/node-vgpu-register=GPU-p31migb-a,10,40960,NVIDIA-A100-PCIE-40GB,true,mig:" \
+    "volcano.sh/node-vgpu-handshake=Reported_$now" || fail "cannot annotate p31migb-0"
+  mig_config p31-device-config kube-public
+  conf "$c" "  - name: deviceshare
+    arguments:
+      deviceshare.VGPUEnable: true
+      deviceshare.KnownGeometriesCMName: p31-device-config
+      deviceshare.KnownGeometriesCMNamespace: kube-public"
+  start_scheduler "$c"
+  mig_pods "$ns" a 8000 p31migb
+  wait_bound 60 "$ns" 1
+  ids=$(kubectl get pod -n "$ns" a -o jsonpath='{.metadata.annotations.volcano\.sh/vgpu-ids-new}')
+  expect_eq "GPU-p31migb-a[group2-0],NVIDIA,8000,0:" "$ids" "the MIG instance assigned"
+  ! grep -q 'KnownGeometriesCM.*not read' "$LOG" || fail "the arguments were called not read"
+  stop_scheduler
+  kubectl delete configmap -n kube-public p31-device-config --wait=false >/dev/null
+  kubectl delete namespace "$ns" --wait=false >/dev/null
+}
+
 e2e_main "$@"
 rc=$?
 for p in kiln-scheduler-plugins31 kiln-controller-p31 p31-extender p31-prom; do
@@ -592,7 +622,8 @@ done
 kubectl delete queue p31-qa p31-qb --wait=false >/dev/null 2>&1
 kubectl delete numatopologies p31numa-0 p31numa-1 --wait=false >/dev/null 2>&1
 kubectl delete configmap -n kube-system volcano-vgpu-device-config --wait=false >/dev/null 2>&1
-kubectl delete nodes -l 'grp in (p31ga,p31gb,p31tt,p31ext,p31numa,p31use,p31rq,p31rsf,p31mig)' --wait=false >/dev/null 2>&1
+kubectl delete configmap -n kube-public p31-device-config --wait=false >/dev/null 2>&1
+kubectl delete nodes -l 'grp in (p31ga,p31gb,p31tt,p31ext,p31numa,p31use,p31rq,p31rsf,p31mig,p31migb)' --wait=false >/dev/null 2>&1
 if [ -n "${KILN_E2E_LOGS:-}" ]; then
   mkdir -p "$KILN_E2E_LOGS" && cp "$LOG" "$KILN_E2E_LOGS"/ 2>/dev/null
 fi

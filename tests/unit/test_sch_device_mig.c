@@ -8,9 +8,11 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <cmocka.h>
 
+#include "sch_conf.h"
 #include "sch_device.h"
 #include "test_sch_device_fixture.h"
 
@@ -275,8 +277,44 @@ static void session_memory_factor(void **state) {
   fx_free(f);
 }
 
+/* The ConfigMap's name and namespace: the first deviceshare entry's arguments, Volcano's
+ * defaults without them, and the defaults for a name no object can have (it goes into the
+ * watch's field selector). */
+static void config_name_from_arguments(void **state) {
+  (void)state;
+  static const struct {
+    const char *args, *name, *ns;
+  } cases[] = {
+      {"", "volcano-vgpu-device-config", "kube-system"},
+      {"      deviceshare.KnownGeometriesCMName: hami-scheduler-device\n"
+       "      deviceshare.KnownGeometriesCMNamespace: volcano-system\n",
+       "hami-scheduler-device", "volcano-system"},
+      {"      deviceshare.KnownGeometriesCMName: \"a,metadata.namespace=x\"\n",
+       "volcano-vgpu-device-config", "kube-system"},
+      {"      deviceshare.KnownGeometriesCMNamespace: Kube_System\n", "volcano-vgpu-device-config",
+       "kube-system"},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    char yaml[512], err[256];
+    snprintf(yaml, sizeof(yaml),
+             "actions: \"allocate\"\ntiers:\n- plugins:\n  - name: gang\n  - name: deviceshare\n"
+             "    arguments:\n      deviceshare.VGPUEnable: true\n%s",
+             cases[i].args);
+    sch_conf *conf = NULL;
+    assert_int_equal(sch_conf_parse(yaml, strlen(yaml), &conf, err, sizeof(err)), 0);
+    const char *ns = NULL;
+    assert_string_equal(sch_device_config_name(conf, &ns), cases[i].name);
+    assert_string_equal(ns, cases[i].ns);
+    sch_conf_free(conf);
+  }
+  const char *ns = NULL;
+  assert_string_equal(sch_device_config_name(NULL, &ns), "volcano-vgpu-device-config");
+  assert_string_equal(ns, "kube-system");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(config_name_from_arguments),
       cmocka_unit_test(config_parses_geometries),
       cmocka_unit_test(find_fits_geometries),
       cmocka_unit_test(session_assigns_instances),
