@@ -66,11 +66,16 @@ test_tiny_run_binds_every_pod() {
   # The in-process session with 50 queues in a hierarchy (capacity, enableHierarchy) placed all.
   expect_eq 10000 "$(jq '.sessions[] | select(.queues == 50) | .placements' "$j")" \
     "placements with 50 queues in a hierarchy"
-  expect_match '1000 +10000 +10 +0 +50 +flat +0 +10000 ' "$(cat "$out/table.txt")" "the 50-queue row"
+  expect_match '1000 +10000 +10 +0 +50 +flat +0 +0 +10000 ' "$(cat "$out/table.txt")" "the 50-queue row"
   # The row with claims (DRA: a ResourceClaim of one device per pod, 16 devices a node) placed all.
-  expect_eq 10000 "$(jq '.sessions[] | select(.claims == 16) | .placements' "$j")" \
+  expect_eq 10000 "$(jq '.sessions[] | select(.claims == 16 and .volumes == 0) | .placements' "$j")" \
     "placements with a device claim per pod"
-  expect_match '1000 +10000 +10 +0 +1 +flat +16 +10000 ' "$(cat "$out/table.txt")" "the claims row"
+  expect_match '1000 +10000 +10 +0 +1 +flat +16 +0 +10000 ' "$(cat "$out/table.txt")" "the claims row"
+  # The row with volumes too (each pod an unbound WaitForFirstConsumer claim, 20 local
+  # PersistentVolumes a node) placed all.
+  expect_eq 10000 "$(jq '.sessions[] | select(.volumes == 20) | .placements' "$j")" \
+    "placements with a device claim and a volume claim per pod"
+  expect_match '1000 +10000 +10 +0 +1 +flat +16 +20 +10000 ' "$(cat "$out/table.txt")" "the volumes row"
   # The vGPU row (deviceshare VGPUEnable, 8 vGPUs a node) placed every pod, and its table.
   expect_eq "8 1000" "$(jq -r '.[] | "\(.vgpu) \(.placements)"' "$out/vgpu.json")" \
     "vGPU row: vGPUs per node and pods placed"
