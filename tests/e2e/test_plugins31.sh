@@ -523,6 +523,18 @@ spec:
 EOF
 }
 
+# mig_node GRP: node GRP-0 with one A100 40GB the vGPU device plugin registers in mode "mig"
+# (GPU-GRP-a, 10 splits), its handshake fresh.
+mig_node() {
+  local now
+  nodes "$1" 1 --cpu 8 --memory 32Gi --extended volcano.sh/vgpu-number=10 \
+    --extended volcano.sh/vgpu-memory=40960
+  now=$(date -u '+%Y.%m.%d %H:%M:%S')
+  kubectl annotate node "$1-0" --overwrite >/dev/null \
+    "volcano.sh/node-vgpu-register=GPU-$1-a,10,40960,NVIDIA-A100-PCIE-40GB,true,mig:" \
+    "volcano.sh/node-vgpu-handshake=Reported_$now" || fail "cannot annotate $1-0"
+}
+
 mig_config() { # [NAME NAMESPACE]: the ConfigMap (default: Volcano's name, in kube-system)
   kubectl apply -f - >/dev/null <<EOF || fail "cannot create the device configuration"
 apiVersion: v1
@@ -547,14 +559,9 @@ EOF
 }
 
 test_vgpu_mig_instance() {
-  local ns c=$D/p31-mig.conf p now ids=""
+  local ns c=$D/p31-mig.conf p ids=""
   ns=$(new_namespace p31)
-  nodes p31mig 1 --cpu 8 --memory 32Gi --extended volcano.sh/vgpu-number=10 \
-    --extended volcano.sh/vgpu-memory=40960
-  now=$(date -u '+%Y.%m.%d %H:%M:%S')
-  kubectl annotate node p31mig-0 --overwrite >/dev/null \
-    "volcano.sh/node-vgpu-register=GPU-p31mig-a,10,40960,NVIDIA-A100-PCIE-40GB,true,mig:" \
-    "volcano.sh/node-vgpu-handshake=Reported_$now" || fail "cannot annotate p31mig-0"
+  mig_node p31mig
   mig_config
   conf "$c" "  - name: deviceshare
     arguments:
@@ -586,14 +593,9 @@ test_vgpu_mig_instance() {
 # HAMi's and Ascend's guides configure it) is the one read: its geometries give the pod a
 # MIG instance; without them the GPU would be shared as hami-core, with no instance.
 test_vgpu_mig_from_the_named_configmap() {
-  local ns c=$D/p31-mig-named.conf now ids
+  local ns c=$D/p31-mig-named.conf ids
   ns=$(new_namespace p31)
-  nodes p31migb 1 --cpu 8 --memory 32Gi --extended volcano.sh/vgpu-number=10 \
-    --extended volcano.sh/vgpu-memory=40960
-  now=$(date -u '+%Y.%m.%d %H:%M:%S')
-  kubectl annotate node p31migb-0 --overwrite >/dev/null \
-    "volcano.sh/node-vgpu-register=GPU-p31migb-a,10,40960,NVIDIA-A100-PCIE-40GB,true,mig:" \
-    "volcano.sh/node-vgpu-handshake=Reported_$now" || fail "cannot annotate p31migb-0"
+  mig_node p31migb
   mig_config p31-device-config kube-public
   conf "$c" "  - name: deviceshare
     arguments:
