@@ -157,6 +157,14 @@ static const char *pv_name(fx *f, int32_t pv) {
   return f->msg->persistent_volumes[pv]->metadata->name;
 }
 
+/* Task t placed on node n with its one claim given the volume named want. */
+static void assert_placed(fx *f, const sch_task *t, int32_t n, const char *want) {
+  assert_int_equal(sch_vol_place(f->snap->vol, t, n), 0);
+  sch_vol_write w;
+  assert_int_equal(sch_vol_writes(f->snap->vol, t, &w, 1), 1);
+  assert_string_equal(pv_name(f, w.pv), want);
+}
+
 /* ---- tests ---- */
 
 /* 4 pods, 4 local volumes on 2 nodes (2 each): every pod lands on its volume's node, no
@@ -215,10 +223,7 @@ static void test_volumes_by_host(void **state) {
   const sch_task *t = &f->snap->tasks[fx_task(f, "job-0")];
   static const char *const want[] = {"shared-host", "n1-small", "shared-host"};
   for (int32_t n = 0; n < 3; n++) {
-    assert_int_equal(sch_vol_place(f->snap->vol, t, n), 0);
-    sch_vol_write w;
-    assert_int_equal(sch_vol_writes(f->snap->vol, t, &w, 1), 1);
-    assert_string_equal(pv_name(f, w.pv), want[n]);
+    assert_placed(f, t, n, want[n]);
     sch_vol_unplace(f->snap->vol, t);
   }
   sch_result_free(fx_run(f));
@@ -291,10 +296,7 @@ static void test_pinned_and_general_affinity(void **state) {
   };
   for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
     const sch_task *t = &f->snap->tasks[fx_task(f, steps[i].pod)];
-    assert_int_equal(sch_vol_place(f->snap->vol, t, steps[i].node), 0);
-    sch_vol_write w;
-    assert_int_equal(sch_vol_writes(f->snap->vol, t, &w, 1), 1);
-    assert_string_equal(pv_name(f, w.pv), steps[i].want);
+    assert_placed(f, t, steps[i].node, steps[i].want);
   }
   sch_result_free(fx_run(f));
   fx_free(f);
@@ -318,10 +320,7 @@ static void test_reserved_volume_pinned(void **state) {
   assert_string_equal(reason, "node(s) didn't find available persistent volumes to bind");
   assert_int_equal(fx_predicate(f, "job-0", "n1", &reason), SCH_FIT);
   const sch_task *t = &f->snap->tasks[fx_task(f, "job-0")];
-  assert_int_equal(sch_vol_place(f->snap->vol, t, 1), 0);
-  sch_vol_write w;
-  assert_int_equal(sch_vol_writes(f->snap->vol, t, &w, 1), 1);
-  assert_string_equal(pv_name(f, w.pv), "reserved");
+  assert_placed(f, t, 1, "reserved");
   sch_result_free(fx_run(f));
   fx_free(f);
 }
@@ -348,10 +347,7 @@ static void test_mode_and_access_match(void **state) {
     char pod[16];
     snprintf(pod, sizeof(pod), "job-%d", 1 - i); /* the odd claim first: not fs */
     const sch_task *t = &f->snap->tasks[fx_task(f, pod)];
-    assert_int_equal(sch_vol_place(f->snap->vol, t, 0), 0);
-    sch_vol_write w;
-    assert_int_equal(sch_vol_writes(f->snap->vol, t, &w, 1), 1);
-    assert_string_equal(pv_name(f, w.pv), want[1 - i]);
+    assert_placed(f, t, 0, want[1 - i]);
   }
   sch_result_free(fx_run(f));
   fx_free(f);
