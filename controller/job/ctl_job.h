@@ -178,6 +178,7 @@ typedef struct {
   size_t ncommands;
   int64_t now; /* Unix seconds */
   const ctl_ops *ops;
+  size_t create_burst; /* pods built in one sync at most; 0: 1,000 (a fuzz target lowers it) */
 } ctl_job_view;
 
 typedef struct {

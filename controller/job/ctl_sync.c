@@ -822,8 +822,8 @@ static int walk_task(ctl_ctx *c, pod_walk *w, const Kiln__TaskSpec *t, json_t *t
       continue;
     }
     size_t built = json_array_size(c->plan->pods_create);
-    bool burst =
-        built >= CTL_CREATE_BURST || (built > 0 && c->built_bytes + cost > CTL_CREATE_BYTES);
+    bool burst = built >= (v->create_burst ? v->create_burst : CTL_CREATE_BURST) ||
+                 (built > 0 && c->built_bytes + cost > CTL_CREATE_BYTES);
     if (can_create && !burst) {
       if ((rc = build_pod(c, t, tmpl, (int)i, w->claims)))
         return rc;

@@ -567,6 +567,33 @@ static void test_large_job(void **state) {
   free(pods);
 }
 
+/* A view may lower the burst (the job-sync fuzz target does): the sync builds that many, asks
+ * for the next sync at once, and the next builds the ones after them. */
+static void test_burst_lowered_by_the_view(void **state) {
+  fx f;
+  fx_init_json(&f,
+               fx_parse("{\"metadata\":{\"name\":\"lo\",\"uid\":\"ul\",\"namespace\":"
+                        "\"default\"},\"spec\":{\"minAvailable\":1,\"tasks\":[{\"name\":"
+                        "\"w\",\"replicas\":10,\"template\":{\"spec\":{\"containers\":[{"
+                        "\"name\":\"c\",\"image\":\"busybox\"}]}}}]}}"),
+               "{\"state\":{\"phase\":\"Pending\"},\"minAvailable\":1}");
+  fx_pg(&f, "Inqueue", NULL);
+  f.v.create_burst = 3;
+  ctl_request req = {.event = CTL_EV_OUT_OF_SYNC};
+  assert_int_equal(fx_sync(&f, &req), 0);
+  assert_int_equal(json_array_size(f.plan.pods_create), 3);
+  assert_non_null(fx_created_pod(&f, "lo-w-2"));
+  assert_null(fx_created_pod(&f, "lo-w-3"));
+  assert_int_equal(f.plan.requeue_after, 1);
+  for (int i = 0; i < 3; i++)
+    fx_pod(&f, "w", i, CTL_POD_PENDING);
+  assert_int_equal(fx_sync(&f, &req), 0);
+  assert_int_equal(json_array_size(f.plan.pods_create), 3);
+  assert_non_null(fx_created_pod(&f, "lo-w-3"));
+  assert_non_null(fx_created_pod(&f, "lo-w-5"));
+  fx_close(&f);
+}
+
 /* replicas is the user's number, up to 2^31-1: a sync builds at most 1,000 pods and walks no
  * further than the pods that exist, so it takes no longer than a small Job's (before, it built
  * every pod, or walked every index while a dependency held them back). */
@@ -967,6 +994,7 @@ int main(void) {
       cmocka_unit_test(test_replicas_schema_max),
       cmocka_unit_test(test_foreign_pod_name_bounded),
       cmocka_unit_test(test_burst_bounded_by_template_size),
+      cmocka_unit_test(test_burst_lowered_by_the_view),
       cmocka_unit_test(test_partition_podgroup_and_pods),
       cmocka_unit_test(test_restart_partition),
       cmocka_unit_test(test_unnamed_tasks),
