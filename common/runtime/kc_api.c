@@ -2,6 +2,7 @@
 
 #include "kc_container.h"
 #include "kc_error.h"
+#include "kc_json_lean.h"
 #include "kc_log.h"
 #include "kc_pb.h"
 #include "kc_ratelimit.h"
@@ -56,7 +57,8 @@ struct call {
   bool fenced;      /* a write that each attempt checks against the client's fence */
   bool unthrottled; /* the leader election's: no attempt waits for the token bucket */
   bool token_refreshed;
-  bool discard_body; /* kc_query.discard_body */
+  bool discard_body;   /* kc_query.discard_body */
+  bool managed_fields; /* kc_query.managed_fields */
   kc_http_req *req;
   kc_api_cb cb;
   void *data;
@@ -514,11 +516,12 @@ static void on_http_done(kc_http_req *req, const kc_http_result *hr, void *data)
   } else if (ok) {
     if (hr->body_len && !k->discard_body) {
       json_error_t je;
-      obj = json_loadb(hr->body, hr->body_len, 0, &je);
+      obj = k->managed_fields ? json_loadb(hr->body, hr->body_len, 0, &je)
+                              : kc_json_lean_loadb(hr->body, hr->body_len, 0, &je);
       if (!obj) {
         res.err = KC_EPARSE;
-        snprintf(msg, sizeof(msg), "decoding the response: line %d column %d: %s", je.line,
-                 je.column, je.text);
+        snprintf(msg, sizeof(msg), "decoding the response: invalid JSON at byte %d: %s",
+                 je.position, je.text);
         res.message = msg;
       }
     }
@@ -583,6 +586,7 @@ static int call_start(kc_client *c, kc_verb verb, const kc_ref *ref, const kc_qu
   k->fenced = verb != KC_GET && verb != KC_LIST && !q->leader_election;
   k->unthrottled = q->leader_election;
   k->discard_body = q->discard_body;
+  k->managed_fields = q->managed_fields;
   k->next = c->calls;
   if (c->calls)
     c->calls->prev = k;

@@ -103,6 +103,10 @@ typedef struct {
    * the outcome. A PATCH's reply is the whole object, managedFields and all, and decoding
    * it was half of what kiln-scheduler spent parsing JSON. Errors are decoded as ever. */
   bool discard_body;
+  /* A 2xx reply in JSON keeps metadata.managedFields. Without it the decoded object omits
+   * managedFields wherever it is the field of a metadata object (kc_json_lean.h): no Kiln code
+   * reads it, and it is often the largest part of an object. */
+  bool managed_fields;
 } kc_query;
 
 /* The outcome of a call. Everything is borrowed for the callback only (json_incref or copy to

@@ -9,6 +9,7 @@
 
 #include "kc_container.h"
 #include "kc_error.h"
+#include "kc_json_lean.h"
 #include "kc_log.h"
 #include "kc_pb.h"
 
@@ -46,7 +47,8 @@ static int frame(kc_frames *p, const uint8_t *body, size_t n, uint64_t off, void
   if (all_space(s, n))
     return 0; /* blank line between frames */
   json_error_t jerr;
-  json_t *root = json_loadb(s, n, 0, &jerr);
+  /* Without metadata.managedFields, which nothing reads (kc_json_lean.h). */
+  json_t *root = kc_json_lean_loadb(s, n, 0, &jerr);
   if (root == NULL) {
     snprintf(err, errlen, "watch frame at offset %" PRIu64 ": invalid JSON at byte %d: %s", off,
              jerr.position, jerr.text);

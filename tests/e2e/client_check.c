@@ -119,7 +119,7 @@ static void crud_create(char *uid, size_t uidlen, char *rv1, size_t rvlen) {
   CHECK(d.err == KC_ENOTFOUND, "dry-run create was stored: %s", kc_err_name(d.err));
   done_clear(&d);
 
-  kc_query fm = {.field_manager = "client-check"};
+  kc_query fm = {.field_manager = "client-check", .managed_fields = true};
   call(KC_CREATE, NULL, &fm, cm, &d);
   CHECK(d.err == 0 && d.status == 201, "create: %s %ld %s", kc_err_name(d.err), d.status,
         d.message);
@@ -127,6 +127,14 @@ static void crud_create(char *uid, size_t uidlen, char *rv1, size_t rvlen) {
   CHECK(d.obj && managed_by(d.obj, "client-check", "Update"), "fieldManager not recorded");
   snprintf(uid, uidlen, "%s", d.obj ? meta(d.obj, "uid") : "");
   snprintf(rv1, rvlen, "%s", d.obj ? meta(d.obj, "resourceVersion") : "");
+  done_clear(&d);
+  /* Without .managed_fields the reply's metadata comes without managedFields (the lean
+   * decode) and with everything else. */
+  call(KC_GET, name, NULL, NULL, &d);
+  CHECK(d.err == 0 && d.obj && strcmp(meta(d.obj, "uid"), uid) == 0, "get: %s %s",
+        kc_err_name(d.err), d.message);
+  CHECK(d.obj && !json_object_get(json_object_get(d.obj, "metadata"), "managedFields"),
+        "a lean reply kept metadata.managedFields");
   done_clear(&d);
 
   call(KC_CREATE, NULL, NULL, cm, &d);
@@ -209,7 +217,7 @@ static void crud_apply(char *rv_now, size_t rvlen) {
   struct done d;
   const char *name = CRUD;
   json_t *cfg = configmap(name, "d", "applied");
-  kc_query ssa = {.field_manager = "client-check-ssa"};
+  kc_query ssa = {.field_manager = "client-check-ssa", .managed_fields = true};
   call(KC_APPLY, name, &ssa, cfg, &d);
   CHECK(d.err == 0 && strcmp(data_field(d.obj, "d"), "applied") == 0, "apply: %s %s",
         kc_err_name(d.err), d.message);
