@@ -4,10 +4,18 @@
  * watch delivers (text to parse, then the view); protobuf is the envelope, the key and the view, as
  * the informer does them.
  *
- *   decode [DIR] [ROUNDS]    DIR: tests/unit/data/pb; ROUNDS: 20000
+ * issue 32 item 3: the lean decode (kc_json_lean.h: yajl, no metadata.managedFields) against
+ * json_loadb on custom resources with the managedFields the API server keeps (the Job applied
+ * with kubectl and updated by the controller, its PodGroup, a JobList page, a PodGroup watch
+ * frame; tests/unit/data/lean) and on the captured pod: text to tree and the tree freed, which
+ * is what the informer and kc_api do before the view.
  *
- * Prints one line per object: bytes and microseconds per decode in each encoding. A figure,
- * never an assertion. */
+ *   decode [DIR] [ROUNDS] [LEANDIR]    DIR: tests/unit/data/pb; ROUNDS: 20000;
+ *                                      LEANDIR: tests/unit/data/lean
+ *
+ * Prints one line per object: bytes and microseconds per decode in each encoding, then one
+ * "lean" line per object: bytes, microseconds per json_loadb and per lean decode, and their
+ * ratio. A figure, never an assertion. */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +23,7 @@
 #include <time.h>
 
 #include "kc_codec.h"
+#include "kc_json_lean.h"
 #include "kc_pb.h"
 
 static double now_s(void) {
@@ -64,6 +73,48 @@ static bool pb_once(const char *body, size_t len, bool pod) {
   return rc == 0;
 }
 
+/* The compact text of a JSON file (a watch sends compact JSON), new; NULL when unreadable. */
+static char *compact(const char *dir, const char *name, size_t *len) {
+  size_t n = 0;
+  char *t = slurp(dir, name, &n);
+  json_t *j = t ? json_loadb(t, n, 0, NULL) : NULL;
+  free(t);
+  t = j ? json_dumps(j, JSON_COMPACT) : NULL;
+  *len = t ? strlen(t) : 0;
+  json_decref(j);
+  return t;
+}
+
+/* One "lean" row: json_loadb against kc_json_lean_loadb on one object; false when either
+ * cannot decode it. */
+static bool lean_row(const char *dir, const char *name, long rounds) {
+  size_t len = 0;
+  char *t = compact(dir, name, &len);
+  json_t *a = t ? json_loadb(t, len, 0, NULL) : NULL,
+         *b = t ? kc_json_lean_loadb(t, len, 0, NULL) : NULL;
+  bool ok = a && b;
+  json_decref(a);
+  json_decref(b);
+  if (!ok) {
+    fprintf(stderr, "decode: cannot read or decode %s in %s\n", name, dir);
+    free(t);
+    return false;
+  }
+  double t0 = now_s();
+  for (long r = 0; r < rounds; r++)
+    json_decref(json_loadb(t, len, 0, NULL));
+  double t1 = now_s();
+  for (long r = 0; r < rounds; r++)
+    json_decref(kc_json_lean_loadb(t, len, 0, NULL));
+  double t2 = now_s();
+  printf(
+      "lean %-19s JSON %6zu bytes | json_loadb %7.2f us | lean %7.2f us | lean / json_loadb %.2f\n",
+      name, len, (t1 - t0) * 1e6 / (double)rounds, (t2 - t1) * 1e6 / (double)rounds,
+      (t2 - t1) / (t1 - t0));
+  free(t);
+  return true;
+}
+
 int main(int argc, char **argv) {
   const char *dir = argc > 1 ? argv[1] : "tests/unit/data/pb";
   long rounds = argc > 2 ? strtol(argv[2], NULL, 10) : 20000;
@@ -73,13 +124,8 @@ int main(int argc, char **argv) {
     snprintf(jn, sizeof(jn), "%s.json", names[i]);
     snprintf(pn, sizeof(pn), "%s.pb", names[i]);
     size_t jl = 0, pl = 0;
-    char *jt = slurp(dir, jn, &jl), *pt = slurp(dir, pn, &pl);
     /* The API server pretty-prints for curl; a watch sends compact JSON. */
-    json_t *j = jt ? json_loadb(jt, jl, 0, NULL) : NULL;
-    free(jt);
-    jt = j ? json_dumps(j, JSON_COMPACT) : NULL;
-    jl = jt ? strlen(jt) : 0;
-    json_decref(j);
+    char *jt = compact(dir, jn, &jl), *pt = slurp(dir, pn, &pl);
     bool pod = i < 2;
     if (!jt || !pt || !json_once(jt, jl, pod) || !pb_once(pt, pl, pod)) {
       fprintf(stderr, "decode: cannot read or decode %s in %s\n", names[i], dir);
@@ -98,5 +144,10 @@ int main(int argc, char **argv) {
     free(jt);
     free(pt);
   }
-  return 0;
+  const char *lean_dir = argc > 3 ? argv[3] : "tests/unit/data/lean";
+  const char *lean_names[] = {"job.json", "podgroup.json", "joblist.json", "watch-podgroup.json"};
+  for (size_t i = 0; i < sizeof(lean_names) / sizeof(lean_names[0]); i++)
+    if (!lean_row(lean_dir, lean_names[i], rounds))
+      return 1;
+  return lean_row(dir, "rich.json", rounds) ? 0 : 1;
 }
