@@ -312,7 +312,8 @@ static void set_error(json_error_t *e, const char *buf, size_t off, int code, co
   e->column = col;
   e->position = off > INT32_MAX ? INT32_MAX : (int)off;
   snprintf(e->source, sizeof(e->source), "<buffer>");
-  snprintf(e->text, sizeof(e->text) - 1, "%s", why);
+  size_t n = strnlen(why, sizeof(e->text) - 2); /* the last byte holds the code */
+  memcpy(e->text, why, n);
   e->text[JSON_ERROR_TEXT_LENGTH - 1] = (char)code;
 }
 
