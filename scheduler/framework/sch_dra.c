@@ -570,10 +570,6 @@ int sch_dra_new(const sch_snapshot *snap, sch_dra **out) {
 
 /* ---- a task's claims ---- */
 
-bool sch_dra_task_has_claims(const sch_task *t) {
-  return t->pod && t->pod->n_resource_claims > 0;
-}
-
 static bool owned_by(const Kiln__ResourceClaim *c, const char *uid) {
   const Kiln__ObjectMeta *md = c->metadata;
   for (size_t i = 0; md && uid && i < md->n_owner_references; i++)

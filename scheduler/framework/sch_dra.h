@@ -46,8 +46,11 @@ typedef struct sch_dra sch_dra;
 KC_NODISCARD int sch_dra_new(const sch_snapshot *snap, sch_dra **out);
 void sch_dra_free(sch_dra *d);
 
-/* Whether task t asks for claims at all (pods without spec.resourceClaims pay this test). */
-bool sch_dra_task_has_claims(const sch_task *t);
+/* Whether task t asks for claims at all (pods without spec.resourceClaims pay this test,
+ * inline: the predicates plugin asks it for each node a task tries). */
+static inline bool sch_dra_task_has_claims(const sch_task *t) {
+  return t->pod && t->pod->n_resource_claims > 0;
+}
 
 /* Can t's claims be met on node n, counting what the session placed? SCH_FIT, or
  * SCH_UNSCHEDULABLE / SCH_UNRESOLVABLE with the reason written into reason (len bytes). */

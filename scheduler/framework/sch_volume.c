@@ -464,10 +464,6 @@ int sch_vol_new(const sch_snapshot *snap, sch_vol **out) {
 
 /* ---- a pod's claims ---- */
 
-bool sch_vol_task_has_volumes(const sch_task *t) {
-  return t->pod && t->pod->n_volumes > 0;
-}
-
 static bool controlled_by(const Kiln__ObjectMeta *md, const char *uid) {
   for (size_t i = 0; md && uid && i < md->n_owner_references; i++) {
     const Kiln__OwnerReference *o = md->owner_references[i];

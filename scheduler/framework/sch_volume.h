@@ -47,8 +47,11 @@ typedef struct sch_vol sch_vol;
 KC_NODISCARD int sch_vol_new(const sch_snapshot *snap, sch_vol **out);
 void sch_vol_free(sch_vol *v);
 
-/* Whether task t has a volume any predicate here reads (most pods pay only this test). */
-bool sch_vol_task_has_volumes(const sch_task *t);
+/* Whether task t has a volume any predicate here reads (most pods pay only this test, inline:
+ * the predicates plugin asks it for each node a task tries). */
+static inline bool sch_vol_task_has_volumes(const sch_task *t) {
+  return t->pod && t->pod->n_volumes > 0;
+}
 
 /* The reasons of VolumeBinding's Filter, as bits. */
 enum {

@@ -39,6 +39,8 @@
 #include "sch_match.h"
 #include "sch_volume.h"
 
+enum { TASK_VOL = 1, TASK_DRA = 2 };
+
 /* Reason ids interned once per session: the predicate runs tasks x nodes times. */
 typedef struct predicates_state {
   bool affinity, ports, taints;
@@ -48,6 +50,9 @@ typedef struct predicates_state {
    * in a row, and init_resreq does not change during a session. */
   const sch_task *mask_task;
   unsigned mask;
+  /* The feature checks that task needs (TASK_VOL: volumes the volume checks read, with vol
+   * on; TASK_DRA: claims, with dra on): a pod with neither pays one test per node for them. */
+  unsigned char task_checks;
   /* The node-static checks (unschedulable + node affinity, and taints) per node for the
    * current pod shape (sch_pod_key): a gang's tasks share one, so each node is matched once
    * per gang instead of once per task. */
@@ -179,11 +184,9 @@ static int check_b(sch_session *ssn, predicates_state *st, const sch_task *t, co
   return SCH_UNRESOLVABLE;
 }
 
-/* DynamicResources: the pod's claims on the node. */
+/* DynamicResources: the claims of t (which has some) on the node. */
 static int check_dra(sch_session *ssn, predicates_state *st, const sch_task *t, int32_t node,
                      sch_fit *why) {
-  if (!sch_dra_task_has_claims(t))
-    return SCH_FIT;
   char reason[SCH_REASON_MAX];
   int rc = sch_dra_filter(st->dra, t, node, reason, sizeof(reason));
   if (rc == SCH_FIT)
@@ -226,11 +229,10 @@ static int open_dra(sch_session *ssn, predicates_state *st, const sch_plugin_con
   return sch_add_event_handler(ssn, dra_allocate, dra_deallocate, st);
 }
 
-/* The volume predicates: VolumeBinding's PreFilter, then the filters on the node. */
+/* The volume predicates for t (which has volumes): VolumeBinding's PreFilter, then the filters on
+ * the node. */
 static int check_volumes(sch_session *ssn, predicates_state *st, const sch_task *t, int32_t node,
                          sch_fit *why) {
-  if (!sch_vol_task_has_volumes(t))
-    return SCH_FIT;
   char reason[SCH_REASON_MAX];
   if (st->vol_checks.binding && sch_vol_prefilter(st->vol, t, reason, sizeof(reason)) != SCH_FIT) {
     sch_fit_add(why, sch_session_reason(ssn, reason));
@@ -288,6 +290,8 @@ static int predicate(sch_session *ssn, void *ctx, const sch_task *t, const sch_n
   if (st->mask_task != t) {
     st->mask_task = t;
     st->mask = requested_dims(&t->init_resreq);
+    st->task_checks = (unsigned char)((st->vol && sch_vol_task_has_volumes(t) ? TASK_VOL : 0) |
+                                      (st->dra && sch_dra_task_has_claims(t) ? TASK_DRA : 0));
     use_template(st, t);
   }
   /* Preempt and reclaim ask which nodes could take the task once victims go: room is
@@ -343,8 +347,10 @@ static int predicate(sch_session *ssn, void *ctx, const sch_task *t, const sch_n
                                                                   : SCH_UNSCHEDULABLE;
     }
   }
-  int rc = st->vol ? check_volumes(ssn, st, t, ni, why) : SCH_FIT;
-  return rc == SCH_FIT && st->dra ? check_dra(ssn, st, t, ni, why) : rc;
+  if (st->task_checks == 0)
+    return SCH_FIT; /* the common pod: no volume, no claim */
+  int rc = st->task_checks & TASK_VOL ? check_volumes(ssn, st, t, ni, why) : SCH_FIT;
+  return rc == SCH_FIT && (st->task_checks & TASK_DRA) ? check_dra(ssn, st, t, ni, why) : rc;
 }
 
 static int open_interpod(sch_session *ssn, predicates_state *st, const sch_plugin_conf *conf) {
